@@ -1,0 +1,5 @@
+import sys
+
+from calbench.cli import main
+
+sys.exit(main())

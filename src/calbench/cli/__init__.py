@@ -1,0 +1,47 @@
+"""The ``calbench`` command line: one verb per workflow step, so every step runs by hand too.
+
+Each submodule listed in ``_COMMAND_MODULES`` defines ``register(subparsers)``, which adds its
+verbs with ``subparsers.add_parser(...)`` and sets ``func`` (a callable taking the parsed
+``argparse.Namespace`` and returning an exit code or None) via ``parser.set_defaults(func=...)``.
+
+Errors that are the user's (bad input, bad config, a checksum mismatch) are raised as
+``ValueError`` / ``FileNotFoundError`` and printed here as one line, exit status 2, no traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+
+_COMMAND_MODULES = ("data", "train", "logits", "calibrate", "report", "zoo")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    from calbench import __version__
+
+    parser = argparse.ArgumentParser(
+        prog="calbench",
+        description="Calibration benchmark: each verb is one step of the workflow.",
+    )
+    parser.add_argument("--version", action="version", version=f"calbench {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="VERB", required=True)
+    for mod in _COMMAND_MODULES:
+        importlib.import_module(f"calbench.cli.{mod}").register(sub)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        rc = args.func(args)
+    except (ValueError, FileNotFoundError, KeyError) as exc:
+        msg = exc.args[0] if isinstance(exc, KeyError) and exc.args else exc
+        print(f"calbench {args.command}: error: {msg}", file=sys.stderr)
+        return 2
+    return int(rc or 0)
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())
