@@ -1,0 +1,99 @@
+"""Time every calbench metric on 50,000 x 1,000 probabilities and compare top-label ECE with
+torchmetrics and netcal.
+
+Run: ``python benchmarks/bench_metrics.py [--n 50000] [--k 1000] [--repeats 3]``.
+Prints figures only (best of ``--repeats`` wall-clock runs); nothing is asserted.
+Targets: every metric well under 1 s; ECE >= 5x faster than torchmetrics'
+``multiclass_calibration_error`` and >= 2x faster than ``netcal.metrics.ECE``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+import warnings
+
+import numpy as np
+
+from calbench._checks import check_probs_labels
+from calbench.functional import softmax
+from calbench.metrics import METRICS, compute_metrics, ece
+from calbench.stats import bootstrap_ci
+
+
+def make_data(n: int, k: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    """Softmax of noisy logits with a sharp, ~75%-correct top label (an ImageNet-like model)."""
+    rng = np.random.default_rng(seed)
+    labels = rng.integers(0, k, n)
+    logits = rng.standard_normal((n, k), dtype=np.float32)
+    pred = np.where(rng.random(n) < 0.75, labels, rng.integers(0, k, n))
+    logits[np.arange(n), pred] += rng.gamma(4.0, 2.0, n).astype(np.float32) + 2.0
+    return softmax(logits), labels
+
+
+def best_time(fn, repeats: int) -> float:
+    best = float("inf")
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        fn()
+        best = min(best, time.perf_counter() - t0)
+    return best
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("--n", type=int, default=50_000)
+    ap.add_argument("--k", type=int, default=1_000)
+    ap.add_argument("--repeats", type=int, default=3)
+    args = ap.parse_args()
+    probs, labels = make_data(args.n, args.k)
+    r = args.repeats
+    print(
+        f"data: {args.n} x {args.k} float64 probabilities, accuracy {METRICS['accuracy'](probs, labels):.3f}"
+    )
+    print(
+        f"{'input validation (check_probs_labels)':40s} {best_time(lambda: check_probs_labels(probs, labels), r):8.3f} s"
+    )
+    print("per metric, validation included:")
+    for name, metric in METRICS.items():
+        t = best_time(lambda m=metric: m(probs, labels), r)
+        print(f"  {name:38s} {t:8.3f} s   value {metric(probs, labels):.6f}")
+    t_all = best_time(lambda: compute_metrics(probs, labels), r)
+    print(f"{'compute_metrics (all, validated once)':40s} {t_all:8.3f} s")
+    t_boot = best_time(lambda: bootstrap_ci("ece", probs, labels, n_resamples=1000), 1)
+    print(f"{'bootstrap_ci(ece, 1000 resamples)':40s} {t_boot:8.3f} s")
+
+    t_ece = best_time(lambda: ece(probs, labels), r)
+    print(f"\ntop-label ECE (calbench): {t_ece:.3f} s")
+    try:
+        import torch
+        from torchmetrics.functional.classification import multiclass_calibration_error
+
+        pt, yt = torch.from_numpy(probs), torch.from_numpy(labels)
+        t_tm = best_time(
+            lambda: multiclass_calibration_error(pt, yt, num_classes=args.k, n_bins=15), r
+        )
+        val = float(multiclass_calibration_error(pt, yt, num_classes=args.k, n_bins=15))
+        print(
+            f"torchmetrics multiclass_calibration_error: {t_tm:.3f} s "
+            f"(value {val:.6f}) -> calbench is {t_tm / t_ece:.1f}x faster (target >= 5x)"
+        )
+    except ImportError as exc:  # pragma: no cover - optional comparison
+        print(f"torchmetrics not available: {exc}")
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            from netcal.metrics import ECE
+
+            t_nc = best_time(lambda: ECE(bins=15).measure(probs, labels), r)
+            val = float(ECE(bins=15).measure(probs, labels))
+        print(
+            f"netcal ECE(bins=15): {t_nc:.3f} s (value {val:.6f}) "
+            f"-> calbench is {t_nc / t_ece:.1f}x faster (target >= 2x)"
+        )
+    except ImportError as exc:  # pragma: no cover - optional comparison
+        print(f"netcal not available: {exc}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,47 @@
+"""Post-hoc calibrators: logits in, calibrated probabilities out (see ``base`` for the contract).
+
+Importing this package imports every calibrator module, so :data:`REGISTRY` holds all of
+``uncalibrated ts vs vs_b ms_b ts_sbece hist iso bbq platt dirichlet``.  The modules import only
+numpy at load time; torch and scipy are imported inside the functions that need them.
+"""
+
+from calbench.calibrators.base import (
+    REGISTRY,
+    Calibrator,
+    get_calibrator,
+    load_calibrator,
+    register,
+    save_calibrator,
+)
+from calbench.calibrators.binning import BBQ, HistogramBinning
+from calbench.calibrators.dirichlet import DirichletCalibration
+from calbench.calibrators.isotonic import IsotonicCalibration
+from calbench.calibrators.platt import PlattScaling
+from calbench.calibrators.sbece import TemperatureScalingSBECE
+from calbench.calibrators.scaling import (
+    MatrixScalingBias,
+    TemperatureScaling,
+    VectorScaling,
+    VectorScalingBias,
+)
+from calbench.calibrators.uncalibrated import Uncalibrated
+
+__all__ = [
+    "BBQ",
+    "REGISTRY",
+    "Calibrator",
+    "DirichletCalibration",
+    "HistogramBinning",
+    "IsotonicCalibration",
+    "MatrixScalingBias",
+    "PlattScaling",
+    "TemperatureScaling",
+    "TemperatureScalingSBECE",
+    "Uncalibrated",
+    "VectorScaling",
+    "VectorScalingBias",
+    "get_calibrator",
+    "load_calibrator",
+    "register",
+    "save_calibrator",
+]

@@ -1,0 +1,210 @@
+"""One-vs-rest isotonic regression on softmax columns (``iso``), vectorised.
+
+Zadrozny & Elkan 2002, "Transforming classifier scores into accurate multiclass probability
+estimates" (KDD): for each class ``j`` fit a non-decreasing map ``f_j`` minimising
+``sum_i (f_j(p_ij) - 1[y_i = j])^2`` (pool-adjacent-violators), then renormalise each row of
+``[f_j(p_ij)]_j``.  Guo et al. 2017 sec. 4.1 use the same one-vs-rest reduction.
+
+The result equals scikit-learn's ``IsotonicRegression(increasing=True, out_of_bounds="clip",
+y_min=0, y_max=1)`` fitted per class, including its two details: scores closer than
+``numpy.finfo(float64).resolution`` (1e-15) to the first score of a group are pooled with it
+(sorted left to right), and predictions interpolate linearly between the fitted points and clip
+outside the fitted range.
+
+Speed.  Only positives (``y == j``) move the fit of column ``j``: every score below the smallest
+positive score ``q_j`` belongs to a leading run of negatives whose fitted value is 0 and which
+never pools with later points.  So the fit only needs the scores ``>= c_j``, where ``c_j`` is the
+largest score at least ``4e-15`` below ``q_j`` (the run's last point, the knot where the fitted
+map leaves 0).  That is exact when ``c_j`` starts a new pooling group, i.e. when the next lower
+score is at least 1e-15 below it; otherwise the whole column is used.  The thresholds come from
+a few whole-matrix passes; each column then sorts and pools only its few kept scores and calls
+``scipy.optimize.isotonic_regression``.  Prediction likewise interpolates only the entries at or
+above each column's first knot.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from calbench.calibrators.base import Calibrator, register
+from calbench.calibrators.binning import renormalise_rows
+from calbench.functional import softmax
+
+#: scikit-learn's tie tolerance in ``_make_unique`` for float64 scores.
+TIE_EPS = float(np.finfo(np.float64).resolution)
+
+
+def pool_ties(x: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Pool sorted scores ``x`` into groups as scikit-learn's isotonic fit does.
+
+    A group starts at a score ``x0`` and holds every following score with ``x - x0 < 1e-15``.
+    Returns the group starts (the scores kept as fit points), the mean of ``y`` per group and the
+    group sizes.  ``x`` must be sorted ascending.
+    """
+    n = x.size
+    gaps = np.diff(x)
+    new = np.empty(n, dtype=bool)
+    new[0] = True
+    new[1:] = gaps >= TIE_EPS
+    near = (gaps > 0) & (gaps < TIE_EPS)
+    if np.any(near):
+        # clusters of scores linked by gaps < eps: walk the group starts inside each cluster
+        linked = np.flatnonzero(gaps < TIE_EPS)
+        breaks = np.flatnonzero(np.diff(linked) > 1)
+        for lo, hi in zip(
+            np.r_[linked[0], linked[breaks + 1]], np.r_[linked[breaks], linked[-1]], strict=True
+        ):
+            first, last = lo, hi + 1  # cluster spans x[first..last]
+            seg = x[first : last + 1]
+            cur = 0
+            while True:
+                rest = np.flatnonzero(seg[cur + 1 :] - seg[cur] >= TIE_EPS)
+                if rest.size == 0:
+                    break
+                cur = cur + 1 + int(rest[0])
+                new[first + cur] = True
+    starts = np.flatnonzero(new)
+    sizes = np.diff(np.append(starts, n)).astype(np.float64)
+    sums = np.add.reduceat(np.asarray(y, dtype=np.float64), starts)
+    return x[starts], sums / sizes, sizes
+
+
+def isotonic_fit_1d(x: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Fit points ``(X_thresholds_, y_thresholds_)`` of scikit-learn's increasing, clipped fit.
+
+    ``x`` scores (any order), ``y`` targets in [0, 1].  Ties pooled (:func:`pool_ties`), PAV by
+    ``scipy.optimize.isotonic_regression``, values clipped to [0, 1], and interior points whose
+    value equals both neighbours' dropped (they do not change the interpolation).
+    """
+    from scipy.optimize import isotonic_regression
+
+    order = np.argsort(x, kind="stable")
+    ux, uy, w = pool_ties(np.asarray(x, dtype=np.float64)[order], np.asarray(y)[order])
+    fitted = np.asarray(isotonic_regression(uy, weights=w, increasing=True).x, dtype=np.float64)
+    np.clip(fitted, 0.0, 1.0, out=fitted)
+    keep = np.ones(fitted.size, dtype=bool)
+    keep[1:-1] = (fitted[1:-1] != fitted[:-2]) | (fitted[1:-1] != fitted[2:])
+    return ux[keep], fitted[keep]
+
+
+def transpose_copy(a: np.ndarray, block: int = 128) -> np.ndarray:
+    """C-contiguous float64 copy of ``a.T``, copied in row blocks (cache-friendly, several times
+    faster than ``np.ascontiguousarray(a.T)`` for tall matrices)."""
+    a = np.asarray(a, dtype=np.float64)
+    out = np.empty(a.shape[::-1], dtype=np.float64)
+    for i in range(0, a.shape[0], block):
+        out[:, i : i + block] = a[i : i + block].T
+    return out
+
+
+def _column_cut(x: np.ndarray, q: float) -> float:
+    """Left end of the scores of one column that the fit needs (module docstring), or -inf."""
+    below = x[x < q - 4 * TIE_EPS]
+    if below.size == 0:
+        return -np.inf
+    cut = below.max()
+    lower = below[below < cut]
+    if lower.size and not cut - lower.max() >= TIE_EPS:
+        return -np.inf
+    return cut
+
+
+def fit_isotonic(
+    probs: np.ndarray, labels: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """One-vs-rest isotonic fit of ``probs`` (N, K) against ``labels`` (N,).
+
+    Returns ``(knots_x, knots_y, offsets)``: class ``j``'s fit points are
+    ``knots_x[offsets[j]:offsets[j+1]]`` with values ``knots_y[...]`` (see module docstring).
+    """
+    cols = transpose_copy(probs)  # (K, N): one class per row
+    k, n = cols.shape
+    labels = np.asarray(labels, dtype=np.int64)
+    by_class = np.argsort(labels, kind="stable")
+    class_off = np.zeros(k + 1, dtype=np.int64)
+    np.cumsum(np.bincount(labels, minlength=k), out=class_off[1:])
+    kx, ky, ko = [], [], np.zeros(k + 1, dtype=np.int64)
+    for j in range(k):
+        x = cols[j]
+        pos = by_class[class_off[j] : class_off[j + 1]]
+        q = x[pos].min() if pos.size else np.inf
+        keep = np.flatnonzero(x >= _column_cut(x, q))
+        x_j, y_j = isotonic_fit_1d(x[keep], labels[keep] == j)
+        kx.append(x_j)
+        ky.append(y_j)
+        ko[j + 1] = ko[j] + x_j.size
+    return np.concatenate(kx), np.concatenate(ky), ko
+
+
+def apply_isotonic(
+    knots_x: np.ndarray, knots_y: np.ndarray, offsets: np.ndarray, probs: np.ndarray
+) -> np.ndarray:
+    """Evaluate the per-class fits at ``probs`` (N, K): linear interpolation, clipped ends.
+
+    No renormalisation.  Entries at or below a class's first fit point take its value; the others
+    are located among all classes' fit points at once by one ``searchsorted`` on the keys
+    ``2 * class + score`` (rounding can only place a query before its exact position, never
+    after, so a few vectorised forward steps on exact comparisons finish the search) and
+    interpolated linearly, as ``scipy.interpolate.interp1d`` does.
+    """
+    probs = np.asarray(probs, dtype=np.float64)
+    k = probs.shape[1]
+    sizes = np.diff(offsets)
+    first_x = knots_x[offsets[:-1]]
+    out = np.empty_like(probs)
+    out[...] = knots_y[offsets[:-1]]
+    rows, cols = np.nonzero(probs > first_x)
+    if rows.size == 0:
+        return out
+    v = probs[rows, cols]
+    keys = 2.0 * np.repeat(np.arange(k, dtype=np.float64), sizes) + knots_x
+    hi = np.searchsorted(keys, 2.0 * cols + v, side="left")
+    end = offsets[1:][cols]
+    todo = np.flatnonzero((hi < end) & (knots_x[np.minimum(hi, keys.size - 1)] < v))
+    while todo.size:  # exact first knot >= v within the class
+        hi[todo] += 1
+        t = hi[todo]
+        todo = todo[(t < end[todo]) & (knots_x[np.minimum(t, keys.size - 1)] < v[todo])]
+    last = offsets[1:][cols] - 1
+    hi = np.minimum(hi, last)
+    lo = np.maximum(hi - 1, offsets[:-1][cols])
+    x0, x1, y0, y1 = knots_x[lo], knots_x[hi], knots_y[lo], knots_y[hi]
+    span = x1 - x0
+    with np.errstate(invalid="ignore", divide="ignore"):
+        val = y0 + (np.minimum(v, x1) - x0) * ((y1 - y0) / span)
+    val = np.where(span > 0, val, y1)
+    out[rows, cols] = val
+    return out
+
+
+@register
+class IsotonicCalibration(Calibrator):
+    """One-vs-rest isotonic regression with renormalised rows (see module docstring).
+
+    A row whose calibrated values are all zero becomes uniform (``binning.renormalise_rows``).
+    """
+
+    name = "iso"
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.knots_x_: np.ndarray | None = None
+        self.knots_y_: np.ndarray | None = None
+        self.offsets_: np.ndarray | None = None
+
+    def _fit(self, logits: np.ndarray, labels: np.ndarray) -> None:
+        self.knots_x_, self.knots_y_, self.offsets_ = fit_isotonic(softmax(logits), labels)
+
+    def _predict_proba(self, logits: np.ndarray) -> np.ndarray:
+        raw = apply_isotonic(self.knots_x_, self.knots_y_, self.offsets_, softmax(logits))
+        return renormalise_rows(raw)
+
+    def _get_state(self) -> dict[str, Any]:
+        return {"knots_x": self.knots_x_, "knots_y": self.knots_y_, "offsets": self.offsets_}
+
+    def _set_state(self, state: dict[str, Any]) -> None:
+        self.knots_x_ = np.asarray(state["knots_x"], dtype=np.float64)
+        self.knots_y_ = np.asarray(state["knots_y"], dtype=np.float64)
+        self.offsets_ = np.asarray(state["offsets"], dtype=np.int64)

@@ -1,0 +1,286 @@
+"""Logit scaling calibrators: temperature, vector and matrix scaling (``ts``, ``vs``, ``vs_b``, ``ms_b``).
+
+Guo et al. 2017, "On Calibration of Modern Neural Networks" (ICML), section 4.2: calibrated
+probabilities are ``softmax(g(z))`` for an affine map ``g`` of the logits ``z`` whose parameters
+minimise the negative log-likelihood (mean cross-entropy) on a validation set.
+
+The four variants follow the replicated study's ``LogitScaling`` (one shared implementation, one
+row of :data:`PARAMETERISATIONS` each):
+
+=========  =========================================  ============================================
+name       map ``g(z)``                               parameters (initial value)
+=========  =========================================  ============================================
+``ts``     ``z * a``  (temperature ``T = 1 / a``)     ``a`` scalar multiplier (1)
+``vs``     ``z * v``                                  ``v`` (K,) (ones); no bias
+``vs_b``   ``z * v + b``                              ``v`` (K,) (ones), ``b`` (K,) (zeros)
+``ms_b``   ``z @ W + b``                              ``W`` (K, K) (identity), ``b`` (K,) (zeros)
+=========  =========================================  ============================================
+
+Defaults reproduce the study: ``torch.optim.LBFGS(lr=1.0, max_iter=1000)`` with PyTorch defaults
+otherwise (no line search), one ``step(closure)`` call, float32 tensors, no regularisation,
+CUDA when available.  Options: ``line_search="strong_wolfe"``, ``max_iter``, ``dtype="float64"``,
+``device``, an L2 penalty ``l2 * sum((theta - theta_init)**2)`` on the deviation from the
+initial (identity) map, and for ``ms_b`` the Off-Diagonal and Intercept Regularisation (ODIR) of
+Kull et al. 2019, "Beyond temperature scaling" (NeurIPS), section 4:
+``lambda / (K (K-1)) * sum_{i != j} W_ij**2 + mu / K * sum_j b_j**2``, added to the mean NLL.
+
+``predict_proba`` is pure numpy (float64 arithmetic on the stored parameters); torch is imported
+only inside ``fit``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from calbench._checks import check_choice
+from calbench.calibrators.base import Calibrator, register
+from calbench.functional import softmax
+
+#: name -> ordered {parameter: initialiser}; initialisers: "one" (scalar 1), "ones" (K,),
+#: "zeros" (K,), "eye" (K, K).  The map applies, in order: ``@ W``, ``* a``, ``* v``, ``+ b``.
+PARAMETERISATIONS: dict[str, dict[str, str]] = {
+    "ts": {"a": "one"},
+    "vs": {"v": "ones"},
+    "vs_b": {"v": "ones", "b": "zeros"},
+    "ms_b": {"W": "eye", "b": "zeros"},
+}
+
+_DTYPES = ("float32", "float64")
+_LINE_SEARCHES = (None, "strong_wolfe")
+
+
+def init_params(kind: str, n_classes: int, dtype: str = "float64") -> dict[str, np.ndarray]:
+    """Initial parameters of scaling family ``kind`` for ``n_classes`` classes (identity map)."""
+    check_choice(kind, "kind", PARAMETERISATIONS)
+    makers = {
+        "one": lambda k: np.ones(1),
+        "ones": lambda k: np.ones(k),
+        "zeros": lambda k: np.zeros(k),
+        "eye": lambda k: np.eye(k),
+    }
+    return {
+        name: makers[init](n_classes).astype(dtype)
+        for name, init in PARAMETERISATIONS[kind].items()
+    }
+
+
+def apply_scaling(logits, params: dict[str, Any]):
+    """Apply the affine logit map defined by ``params`` (numpy arrays or torch tensors).
+
+    Order: ``z @ W`` then ``* a`` then ``* v`` then ``+ b`` (each only if present), so the same
+    function serves every row of :data:`PARAMETERISATIONS` and both numpy and torch.
+    """
+    out = logits
+    if "W" in params:
+        out = out @ params["W"]
+    if "a" in params:
+        out = out * params["a"]
+    if "v" in params:
+        out = out * params["v"]
+    if "b" in params:
+        out = out + params["b"]
+    return out
+
+
+def _check_options(line_search, max_iter, dtype, l2, odir) -> None:
+    if line_search not in _LINE_SEARCHES:
+        raise ValueError(f"line_search must be None or 'strong_wolfe', got {line_search!r}")
+    check_choice(dtype, "dtype", _DTYPES)
+    if isinstance(max_iter, bool) or not isinstance(max_iter, int | np.integer) or max_iter < 1:
+        raise ValueError(f"max_iter must be an integer >= 1, got {max_iter!r}")
+    if not (isinstance(l2, int | float) and np.isfinite(l2) and l2 >= 0):
+        raise ValueError(f"l2 must be a finite number >= 0, got {l2!r}")
+    if odir is not None:
+        ok = isinstance(odir, list | tuple) and len(odir) == 2
+        ok = ok and all(isinstance(x, int | float) and np.isfinite(x) and x >= 0 for x in odir)
+        if not ok:
+            raise ValueError(
+                f"odir must be a pair (lambda_offdiag, lambda_bias) of numbers >= 0, got {odir!r}"
+            )
+
+
+def resolve_device(device: str) -> str:
+    """``"auto"`` -> ``"cuda"`` when a GPU is visible, else ``"cpu"``; other values unchanged."""
+    if device == "auto":
+        import torch
+
+        return "cuda" if torch.cuda.is_available() else "cpu"
+    return device
+
+
+def fit_scaling(
+    logits: np.ndarray,
+    labels: np.ndarray,
+    kind: str,
+    *,
+    max_iter: int = 1000,
+    line_search: str | None = None,
+    dtype: str = "float32",
+    device: str = "auto",
+    l2: float = 0.0,
+    odir: tuple[float, float] | None = None,
+) -> dict[str, np.ndarray]:
+    """Fit scaling family ``kind`` by minimising mean cross-entropy (+ penalties) with LBFGS.
+
+    Objective (Guo et al. 2017, eq. of section 4.2 NLL, plus optional penalties)::
+
+        mean_i CE(softmax(g(z_i)), y_i) + l2 * sum ||theta - theta_0||^2
+            + lambda / (K (K-1)) * sum_{i != j} W_ij^2 + mu / K * sum_j b_j^2   (ODIR, Kull 2019)
+
+    One ``torch.optim.LBFGS(lr=1, max_iter=max_iter, line_search_fn=line_search).step(closure)``
+    call, as in the study.  Returns the fitted parameters as numpy arrays of ``dtype``.
+    """
+    import torch
+
+    _check_options(line_search, max_iter, dtype, l2, odir)
+    if odir is not None and kind != "ms_b":
+        raise ValueError(f"odir regularisation applies to matrix scaling (ms_b) only, not {kind!r}")
+    dev = resolve_device(device)
+    tdtype = getattr(torch, dtype)
+    n_classes = int(logits.shape[1])
+    z = torch.as_tensor(np.asarray(logits), device=dev).to(tdtype)
+    y = torch.as_tensor(np.asarray(labels, dtype=np.int64), device=dev)
+    init = {
+        k: torch.as_tensor(v, device=dev) for k, v in init_params(kind, n_classes, dtype).items()
+    }
+    params = {k: v.clone().requires_grad_(True) for k, v in init.items()}
+    opt = torch.optim.LBFGS(
+        list(params.values()), lr=1.0, max_iter=int(max_iter), line_search_fn=line_search
+    )
+    offdiag = None
+    if odir is not None:
+        offdiag = ~torch.eye(n_classes, dtype=torch.bool, device=dev)
+
+    def objective():
+        loss = torch.nn.functional.cross_entropy(apply_scaling(z, params), y)
+        if l2:
+            loss = loss + l2 * sum(((params[k] - init[k]) ** 2).sum() for k in params)
+        if odir is not None:
+            lam, mu = odir
+            k = n_classes
+            loss = loss + lam / (k * (k - 1)) * (params["W"][offdiag] ** 2).sum()
+            loss = loss + mu / k * (params["b"] ** 2).sum()
+        return loss
+
+    def closure():
+        opt.zero_grad()
+        loss = objective()
+        loss.backward()
+        return loss
+
+    opt.step(closure)
+    out = {k: v.detach().cpu().numpy().astype(dtype, copy=False) for k, v in params.items()}
+    if not all(np.all(np.isfinite(v)) for v in out.values()):
+        raise ValueError(
+            f"{kind} fit diverged (non-finite parameters); "
+            "retry with line_search='strong_wolfe' or dtype='float64'"
+        )
+    return out
+
+
+class _LogitScaling(Calibrator):
+    """Shared implementation of :data:`PARAMETERISATIONS` (see module docstring)."""
+
+    kind: str = ""
+
+    def __init__(
+        self,
+        *,
+        max_iter: int = 1000,
+        line_search: str | None = None,
+        dtype: str = "float32",
+        device: str = "auto",
+        l2: float = 0.0,
+        **extra: Any,
+    ) -> None:
+        _check_options(line_search, max_iter, dtype, l2, extra.get("odir"))
+        super().__init__(
+            max_iter=max_iter, line_search=line_search, dtype=dtype, device=device, l2=l2, **extra
+        )
+        self.params_: dict[str, np.ndarray] | None = None
+
+    def _transform_input(self, logits: np.ndarray) -> np.ndarray:
+        """Features the affine map acts on (the logits themselves; Dirichlet overrides)."""
+        return logits
+
+    def _fit(self, logits: np.ndarray, labels: np.ndarray) -> None:
+        p = self._params
+        odir = p.get("odir")
+        self.params_ = fit_scaling(
+            self._transform_input(logits),
+            labels,
+            self.kind,
+            max_iter=p["max_iter"],
+            line_search=p["line_search"],
+            dtype=p["dtype"],
+            device=p["device"],
+            l2=p["l2"],
+            odir=tuple(odir) if odir is not None else None,
+        )
+
+    def transform_logits(self, logits) -> np.ndarray:
+        """Calibrated logits ``g(z)`` (float64) whose softmax is :meth:`predict_proba`."""
+        if self.params_ is None:
+            raise ValueError(f"{type(self).__name__} is not fitted; call fit(logits, labels) first")
+        z = np.asarray(self._transform_input(np.asarray(logits)), dtype=np.float64)
+        params64 = {k: v.astype(np.float64) for k, v in self.params_.items()}
+        return apply_scaling(z, params64)
+
+    def _predict_proba(self, logits: np.ndarray) -> np.ndarray:
+        return softmax(self.transform_logits(logits))
+
+    def _get_state(self) -> dict[str, Any]:
+        return {k: np.array(v) for k, v in self.params_.items()}
+
+    def _set_state(self, state: dict[str, Any]) -> None:
+        self.params_ = {k: np.asarray(state[k]) for k in PARAMETERISATIONS[self.kind]}
+
+
+@register
+class TemperatureScaling(_LogitScaling):
+    """Temperature scaling (Guo et al. 2017, sec. 4.2): ``softmax(z * a)``, ``T = 1 / a``."""
+
+    name = "ts"
+    kind = "ts"
+
+    @property
+    def temperature_(self) -> float:
+        """Fitted temperature ``T = 1 / a``."""
+        if self.params_ is None:
+            raise ValueError("TemperatureScaling is not fitted; call fit(logits, labels) first")
+        return float(1.0 / np.float64(self.params_["a"][0]))
+
+
+@register
+class VectorScaling(_LogitScaling):
+    """Vector scaling without bias (study's "V-scaling"): ``softmax(z * v)``."""
+
+    name = "vs"
+    kind = "vs"
+
+
+@register
+class VectorScalingBias(_LogitScaling):
+    """Vector scaling with per-class bias (study's "V-scaling-b", Guo 2017): ``softmax(z*v + b)``."""
+
+    name = "vs_b"
+    kind = "vs_b"
+
+
+@register
+class MatrixScalingBias(_LogitScaling):
+    """Matrix scaling with bias (Guo 2017; study's "M-scaling-b"): ``softmax(z @ W + b)``.
+
+    ``odir=(lambda, mu)`` adds Kull et al. 2019's ODIR penalty (see module docstring).
+    """
+
+    name = "ms_b"
+    kind = "ms_b"
+
+    def __init__(self, *, odir: tuple[float, float] | None = None, **kwargs: Any) -> None:
+        if odir is not None:
+            _check_options(None, 1, "float32", 0.0, odir)
+            odir = [float(odir[0]), float(odir[1])]
+        super().__init__(odir=odir, **kwargs)

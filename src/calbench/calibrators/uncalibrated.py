@@ -1,0 +1,29 @@
+"""The identity calibrator: plain softmax of the logits (the "Uncalibrated" column of the study)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from calbench.calibrators.base import Calibrator, register
+from calbench.functional import softmax
+
+
+@register
+class Uncalibrated(Calibrator):
+    """``softmax(z)``: the baseline every calibrator is compared with (Guo et al. 2017, eq. 1)."""
+
+    name = "uncalibrated"
+
+    def _fit(self, logits: np.ndarray, labels: np.ndarray) -> None:
+        """Nothing to learn; ``fit`` only records the number of classes."""
+
+    def _predict_proba(self, logits: np.ndarray) -> np.ndarray:
+        return softmax(logits)
+
+    def _get_state(self) -> dict[str, Any]:
+        return {}
+
+    def _set_state(self, state: dict[str, Any]) -> None:
+        """No state."""

@@ -1,0 +1,398 @@
+"""Verbs ``fit-calibrator``, ``evaluate`` and ``compare``: the post-hoc calibration protocol.
+
+The protocol is the study's (Vasilev 2021, §4-5; replication-sources §2.2-2.4): calibrators are
+fitted on the validation half of a model's test-set logits and applied to both halves; every
+metric of :data:`calbench.metrics.METRICS` is reported on the test half (and, for checking
+over-fitting of the calibrator, on the validation half), each with a percentile bootstrap
+confidence interval (:func:`calbench.stats.bootstrap_ci`). ``compare`` pairs the best calibrator
+of a model with baselines by a paired bootstrap over the same resampled test samples
+(:func:`calbench.stats.paired_bootstrap`).
+
+Heavy libraries are imported inside the command functions only (start-up cost of the workflow).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+from pathlib import Path
+
+import numpy as np
+
+HALVES = ("test", "val")
+COMPARE_COLUMNS = (
+    "dataset",
+    "model",
+    "half",
+    "metric",
+    "method",
+    "baseline",
+    "value",
+    "baseline_value",
+    "difference",
+    "ci_low",
+    "ci_high",
+    "p_value",
+    "n_resamples",
+)
+
+
+# --------------------------------------------------------------------------------------------
+# shared helpers (also used by cli/report.py)
+# --------------------------------------------------------------------------------------------
+def load_logits(path) -> dict:
+    """Read a logits ``.npz`` (see docs/architecture.md) into a dict of arrays and strings."""
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"logits file {path} does not exist; run calbench cache-logits first")
+    with np.load(path, allow_pickle=False) as data:
+        missing = [k for k in ("logits", "labels") if k not in data.files]
+        if missing:
+            raise ValueError(f"{path} lacks arrays {missing}; regenerate it with calbench cache-logits")
+        out = {k: data[k] for k in data.files}
+    for key in ("model", "dataset", "order_hash"):
+        out[key] = str(out[key]) if key in out else ""
+    return out
+
+
+def load_split(path, n: int, order_hash: str = "") -> tuple[np.ndarray, np.ndarray]:
+    """Read a split ``.npz`` and check it partitions ``range(n)``; returns ``(val_idx, test_idx)``."""
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"split file {path} does not exist; run calbench split first")
+    with np.load(path, allow_pickle=False) as data:
+        if "val_idx" not in data.files or "test_idx" not in data.files:
+            raise ValueError(f"{path} lacks val_idx/test_idx; regenerate it with calbench split")
+        val, test = data["val_idx"].astype(np.int64), data["test_idx"].astype(np.int64)
+        split_hash = str(data["order_hash"]) if "order_hash" in data.files else ""
+    if len(val) + len(test) != n or (n and max(val.max(initial=-1), test.max(initial=-1)) >= n):
+        raise ValueError(
+            f"split {path} covers {len(val)} + {len(test)} indices but the logits have {n} rows; "
+            "rebuild the split from logits of the same dataset"
+        )
+    if order_hash and split_hash and order_hash != split_hash:
+        raise ValueError(
+            f"split {path} was made for samples in another order (order_hash differs); "
+            "rebuild logits and split from the same dataset files"
+        )
+    return val, test
+
+
+def load_halves(logits_path, split_path) -> dict:
+    """Logits file plus split: ``{"meta": {...}, "val": (logits, labels), "test": (...)}``."""
+    data = load_logits(logits_path)
+    val, test = load_split(split_path, len(data["labels"]), data["order_hash"])
+    z, y = data["logits"], data["labels"]
+    return {
+        "meta": {"model": data["model"], "dataset": data["dataset"]},
+        "val": (z[val], y[val]),
+        "test": (z[test], y[test]),
+    }
+
+
+def parse_json_arg(text: str, what: str) -> dict:
+    """Parse a JSON object given on the command line (or ``@file.json``)."""
+    if text.startswith("@"):
+        text = Path(text[1:]).read_text()
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"{what} is not valid JSON ({exc.msg}); pass an object like '{{}}'") from exc
+    if not isinstance(value, dict):
+        raise ValueError(f"{what} must be a JSON object, got {type(value).__name__}")
+    return value
+
+
+def parse_list(text: str | None) -> list[str] | None:
+    if text is None:
+        return None
+    return [t for t in (s.strip() for s in text.split(",")) if t]
+
+
+def method_name(calibrator_path, name: str | None = None) -> str:
+    """The method label of a calibrator file: ``name`` if given, else the file stem."""
+    return name or Path(calibrator_path).stem
+
+
+def select_metrics(names: list[str] | None) -> dict:
+    from calbench.metrics import METRICS
+
+    if names is None:
+        return dict(METRICS)
+    unknown = [m for m in names if m not in METRICS]
+    if unknown:
+        raise ValueError(f"unknown metrics {unknown}; choose from {sorted(METRICS)}")
+    return {m: METRICS[m] for m in names}
+
+
+# --------------------------------------------------------------------------------------------
+# fit-calibrator
+# --------------------------------------------------------------------------------------------
+def fit_calibrator(logits_path, split_path, method: str, params: dict, out) -> None:
+    """Fit calibrator ``method`` (hyperparameters ``params``) on the validation half; save JSON."""
+    from calbench.calibrators import get_calibrator, save_calibrator
+
+    halves = load_halves(logits_path, split_path)
+    cal = get_calibrator(method, **params)
+    cal.fit(*halves["val"])
+    save_calibrator(cal, out)
+
+
+def _cmd_fit(args: argparse.Namespace) -> int:
+    params = parse_json_arg(args.params, "--params")
+    if args.threads:
+        _set_threads(args.threads)
+    fit_calibrator(args.logits, args.split, args.method, params, args.out)
+    return 0
+
+
+def _set_threads(n: int) -> None:
+    import os
+
+    for var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
+        os.environ.setdefault(var, str(n))
+
+
+# --------------------------------------------------------------------------------------------
+# evaluate
+# --------------------------------------------------------------------------------------------
+def evaluate_rows(
+    halves: dict,
+    calibrator,
+    method: str,
+    metrics: dict,
+    *,
+    half_names=HALVES,
+    n_bootstrap: int = 200,
+    level: float = 0.95,
+    seed: int = 0,
+) -> list[dict]:
+    """Long-format rows ``dataset,model,method,half,metric,value,ci_low,ci_high`` for one calibrator."""
+    rows = []
+    for half in half_names:
+        z, y = halves[half]
+        probs = calibrator.predict_proba(z)
+        for name, fn in metrics.items():
+            value = float(fn(probs, y))
+            lo = hi = float("nan")
+            if n_bootstrap > 0:
+                from calbench.stats import bootstrap_ci
+
+                res = bootstrap_ci(fn, probs, y, n_resamples=n_bootstrap, level=level, seed=seed)
+                lo, hi = float(res.low), float(res.high)
+            rows.append(
+                {
+                    "dataset": halves["meta"]["dataset"],
+                    "model": halves["meta"]["model"],
+                    "method": method,
+                    "half": half,
+                    "metric": name,
+                    "value": value,
+                    "ci_low": lo,
+                    "ci_high": hi,
+                }
+            )
+    return rows
+
+
+def _check_bootstrap(n: int, level: float) -> None:
+    if n < 0:
+        raise ValueError(f"--n-bootstrap must be >= 0 (0 disables intervals), got {n}")
+    if not 0.0 < level < 1.0:
+        raise ValueError(f"--level must lie in (0, 1), e.g. 0.95, got {level}")
+
+
+def _apply_names(halves: dict, dataset: str | None, model: str | None) -> None:
+    if dataset:
+        halves["meta"]["dataset"] = dataset
+    if model:
+        halves["meta"]["model"] = model
+    for key in ("dataset", "model"):
+        if not halves["meta"][key]:
+            raise ValueError(f"the logits file records no {key} name; pass --{key} NAME")
+
+
+def _cmd_evaluate(args: argparse.Namespace) -> int:
+    from calbench.calibrators import load_calibrator
+    from calbench.report.tables import METRIC_COLUMNS, write_long_csv
+
+    _check_bootstrap(args.n_bootstrap, args.level)
+    half_names = parse_list(args.halves) or list(HALVES)
+    bad = [h for h in half_names if h not in HALVES]
+    if bad:
+        raise ValueError(f"--halves must name test and/or val, got {bad}")
+    metrics = select_metrics(parse_list(args.metrics))
+    halves = load_halves(args.logits, args.split)
+    _apply_names(halves, args.dataset, args.model)
+    cal = load_calibrator(args.calibrator)
+    rows = evaluate_rows(
+        halves,
+        cal,
+        method_name(args.calibrator, args.name),
+        metrics,
+        half_names=half_names,
+        n_bootstrap=args.n_bootstrap,
+        level=args.level,
+        seed=args.seed,
+    )
+    write_long_csv(args.out, rows, METRIC_COLUMNS)
+    return 0
+
+
+# --------------------------------------------------------------------------------------------
+# compare
+# --------------------------------------------------------------------------------------------
+def compare_rows(
+    halves: dict,
+    probs_by_method: dict[str, np.ndarray],
+    metrics: dict,
+    baselines: list[str],
+    *,
+    n_bootstrap: int = 1000,
+    level: float = 0.95,
+    seed: int = 0,
+) -> list[dict]:
+    """Paired bootstrap of the best method (per metric, on the test half) against each baseline.
+
+    The best method is the one with the largest accuracy or the smallest value of any other
+    metric (ties: first in ``probs_by_method`` order). ``difference = metric(best) -
+    metric(baseline)``; its interval and two-sided p-value come from
+    :func:`calbench.stats.paired_bootstrap` (the same resampled indices for both methods).
+    """
+    from calbench.report.tables import HIGHER_IS_BETTER
+    from calbench.stats import paired_bootstrap
+
+    _, y = halves["test"]
+    missing = [b for b in baselines if b not in probs_by_method]
+    if missing:
+        raise ValueError(
+            f"baselines {missing} are not among the calibrators {list(probs_by_method)}; "
+            "pass their JSON files or drop them from --baselines"
+        )
+    rows = []
+    for name, fn in metrics.items():
+        values = {m: float(fn(p, y)) for m, p in probs_by_method.items()}
+        pick = max if name in HIGHER_IS_BETTER else min
+        best = pick(values, key=lambda m: (values[m] if math.isfinite(values[m]) else math.inf))
+        for base in baselines:
+            res = paired_bootstrap(
+                fn,
+                probs_by_method[best],
+                probs_by_method[base],
+                y,
+                n_resamples=n_bootstrap,
+                level=level,
+                seed=seed,
+            )
+            rows.append(
+                {
+                    "dataset": halves["meta"]["dataset"],
+                    "model": halves["meta"]["model"],
+                    "half": "test",
+                    "metric": name,
+                    "method": best,
+                    "baseline": base,
+                    "value": values[best],
+                    "baseline_value": values[base],
+                    "difference": float(res.difference),
+                    "ci_low": float(res.low),
+                    "ci_high": float(res.high),
+                    "p_value": float(res.p_value),
+                    "n_resamples": n_bootstrap,
+                }
+            )
+    return rows
+
+
+def _cmd_compare(args: argparse.Namespace) -> int:
+    from calbench.calibrators import load_calibrator
+    from calbench.report.tables import write_long_csv
+
+    _check_bootstrap(args.n_bootstrap, args.level)
+    if args.n_bootstrap < 1:
+        raise ValueError("--n-bootstrap must be >= 1 for compare")
+    metrics = select_metrics(parse_list(args.metrics))
+    halves = load_halves(args.logits, args.split)
+    _apply_names(halves, args.dataset, args.model)
+    z, _ = halves["test"]
+    probs = {}
+    for path in args.calibrators:
+        name = method_name(path)
+        if name in probs:
+            raise ValueError(f"two calibrator files are named {name!r}; give each method one file")
+        probs[name] = load_calibrator(path).predict_proba(z)
+    rows = compare_rows(
+        halves,
+        probs,
+        metrics,
+        parse_list(args.baselines) or [],
+        n_bootstrap=args.n_bootstrap,
+        level=args.level,
+        seed=args.seed,
+    )
+    write_long_csv(args.out, rows, COMPARE_COLUMNS)
+    return 0
+
+
+# --------------------------------------------------------------------------------------------
+# argparse
+# --------------------------------------------------------------------------------------------
+def _common(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--logits", required=True, help="logits .npz written by cache-logits")
+    p.add_argument("--split", required=True, help="split .npz written by split")
+
+
+def _naming(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--dataset", help="dataset name for the CSV (default: from the logits file)")
+    p.add_argument("--model", help="model name for the CSV (default: from the logits file)")
+
+
+def _bootstrap(p: argparse.ArgumentParser, n: int) -> None:
+    p.add_argument("--n-bootstrap", type=int, default=n, help=f"bootstrap resamples (default {n})")
+    p.add_argument("--level", type=float, default=0.95, help="confidence level (default 0.95)")
+    p.add_argument("--seed", type=int, default=0, help="bootstrap seed (default 0)")
+
+
+def register(sub) -> None:
+    p = sub.add_parser(
+        "fit-calibrator",
+        help="fit a calibrator on the validation half of a model's logits",
+        description="Fit calibrator METHOD on the validation half and write its JSON.",
+    )
+    _common(p)
+    p.add_argument("--method", required=True, help="registry name (calbench.calibrators.REGISTRY)")
+    p.add_argument("--params", default="{}", help="hyperparameters as a JSON object (or @file)")
+    p.add_argument("--threads", type=int, default=0, help="CPU threads for torch-based fits")
+    p.add_argument("--out", required=True, help="calibrator .json to write")
+    p.set_defaults(func=_cmd_fit)
+
+    p = sub.add_parser(
+        "evaluate",
+        help="every metric of one calibrator on both halves, long CSV with bootstrap CIs",
+        description="Apply a fitted calibrator to both halves and write long-format metrics.",
+    )
+    _common(p)
+    _naming(p)
+    p.add_argument("--calibrator", required=True, help="calibrator .json from fit-calibrator")
+    p.add_argument("--name", help="method label in the CSV (default: the calibrator file stem)")
+    p.add_argument("--metrics", help="comma-separated metric names (default: all of METRICS)")
+    p.add_argument("--halves", help="comma-separated halves (default: test,val)")
+    _bootstrap(p, 200)
+    p.add_argument("--out", required=True, help="metrics .csv to write")
+    p.set_defaults(func=_cmd_evaluate)
+
+    p = sub.add_parser(
+        "compare",
+        help="paired bootstrap: best calibrator of a model vs baselines",
+        description="Paired-bootstrap differences on the test half between the best method "
+        "(per metric) and each baseline; method names are the calibrator file stems.",
+    )
+    _common(p)
+    _naming(p)
+    p.add_argument("--calibrators", nargs="+", required=True, help="calibrator .json files")
+    p.add_argument("--baselines", default="uncalibrated,ts", help="comma-separated baselines")
+    p.add_argument("--metrics", help="comma-separated metric names (default: all of METRICS)")
+    _bootstrap(p, 1000)
+    p.add_argument("--out", required=True, help="comparison .csv to write")
+    p.set_defaults(func=_cmd_compare)

@@ -1,0 +1,297 @@
+"""Verbs ``plot-reliability``, ``aggregate`` and ``render-report``: figures, tables and the report.
+
+``plot-reliability`` draws reliability diagrams (Guo et al. 2017, fig. 1; the study's fig. 1 with
+``--style coursework``) of calibrated test-half probabilities, 10 equal-width bins as in the
+study (replication-sources §2.3). ``aggregate`` concatenates the per-(model, calibrator) metric
+CSVs and writes the study's tables (:mod:`calbench.report.tables`); ``render-report`` renders
+the Jinja2 report (:mod:`calbench.report.render`).
+
+The *study spec* (``--spec``, JSON) is the slice of the configuration the tables need::
+
+    {"title": ..., "description": ..., "protocol": {...},
+     "datasets": {name: {"display": ...}},
+     "models": {name: {"dataset": ..., "display": {"name": ..., "loss": ...}}},
+     "calibrators": {name: {"display": ...}},
+     "table_metrics": [...], "losses_metrics": [...],
+     "reference": {"tolerances": {metric: tol}, "units": "fraction" | "display",
+                   "rename": {"models": {...}, "methods": {...}, "metrics": {...}, "datasets": {...}}}}
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+from calbench.cli.calibrate import HALVES, COMPARE_COLUMNS, load_halves, method_name, parse_json_arg
+
+
+# --------------------------------------------------------------------------------------------
+# plot-reliability
+# --------------------------------------------------------------------------------------------
+def _cmd_plot(args: argparse.Namespace) -> int:
+    from calbench.calibrators import load_calibrator
+
+    if args.half not in HALVES:
+        raise ValueError(f"--half must be test or val, got {args.half!r}")
+    if not args.grid and len(args.calibrator) != 1:
+        raise ValueError("plot-reliability draws one calibrator per figure; pass --grid for several")
+    halves = load_halves(args.logits, args.split)
+    z, y = halves[args.half]
+    probs = {}
+    for path in args.calibrator:
+        probs[method_name(path)] = load_calibrator(path).predict_proba(z)
+    from calbench import plots
+
+    if args.grid:
+        fig = plots.reliability_grid(probs, y, n_bins=args.n_bins, style=args.style, title=args.title)
+    else:
+        (name, p), = probs.items()
+        fig = plots.reliability_diagram(p, y, n_bins=args.n_bins, style=args.style, title=args.title or name)
+    plots.save_figure(fig, args.out, dpi=args.dpi)
+    return 0
+
+
+# --------------------------------------------------------------------------------------------
+# aggregate
+# --------------------------------------------------------------------------------------------
+def _sort_rows(rows: list[dict], spec: dict) -> list[dict]:
+    """Order rows by config order of models and calibrators, then half, then metric order."""
+    models = {m: i for i, m in enumerate(spec.get("models", {}))}
+    methods = {m: i for i, m in enumerate(spec.get("calibrators", {}))}
+    metrics = {m: i for i, m in enumerate(spec.get("table_metrics") or [])}
+    halves = {h: i for i, h in enumerate(HALVES)}
+    big = 1 << 30
+
+    def key(r):
+        return (
+            r["dataset"],
+            models.get(r["model"], big),
+            r["model"],
+            methods.get(r["method"], big),
+            r["method"],
+            halves.get(r.get("half"), big),
+            metrics.get(r["metric"], big),
+            r["metric"],
+            r.get("baseline", ""),
+        )
+
+    return sorted(rows, key=key)
+
+
+def _load_reference(path, spec: dict) -> list[dict]:
+    from calbench.report.tables import REFERENCE_COLUMNS, read_long_csv
+
+    rows = read_long_csv([path], required=REFERENCE_COLUMNS)
+    rename = (spec.get("reference") or {}).get("rename") or {}
+    for r in rows:
+        for col, key in (("model", "models"), ("method", "methods"), ("metric", "metrics"), ("dataset", "datasets")):
+            r[col] = (rename.get(key) or {}).get(r[col], r[col])
+    return rows
+
+
+def aggregate(
+    metrics_csvs, compare_csvs, spec: dict, out_csv, out_compare, tables_dir, reference_csv=None
+) -> list[str]:
+    """Concatenate results and write every table; returns the table files written."""
+    from calbench.report import render
+    from calbench.report import tables as T
+
+    rows = _sort_rows(T.read_long_csv(metrics_csvs), spec)
+    if not rows:
+        raise ValueError("the metrics CSVs hold no rows; rerun calbench evaluate")
+    keys = [(r["dataset"], r["model"], r["method"], r["half"], r["metric"]) for r in rows]
+    if len(set(keys)) != len(keys):
+        raise ValueError("the metrics CSVs repeat a (dataset, model, method, half, metric) row; pass each file once")
+    T.write_long_csv(out_csv, rows, T.METRIC_COLUMNS)
+    comp = _sort_rows(T.read_long_csv(compare_csvs, required=COMPARE_COLUMNS), spec) if compare_csvs else []
+    if out_compare:
+        for r in comp:
+            for k in ("baseline_value", "difference", "p_value"):
+                r[k] = float(r[k])
+        T.write_long_csv(out_compare, comp, COMPARE_COLUMNS)
+    written = []
+    tables_dir = Path(tables_dir)
+    built = render.build_tables(rows, spec)
+    for table in built["metrics"]:
+        written += T.write_table(table, tables_dir / table.metric)
+    for table in built["losses"]:
+        written += T.write_table(table, tables_dir / f"losses_{table.metric}")
+    if reference_csv:
+        ref = spec.get("reference") or {}
+        cmp = T.reference_comparison(
+            rows,
+            _load_reference(reference_csv, spec),
+            tolerances=ref.get("tolerances"),
+            units=ref.get("units", "fraction"),
+        )
+        path = tables_dir / "reference.csv"
+        cols = ["dataset", "model", "method", "metric", "ours", "ci_low", "ci_high", "theirs", "difference", "tolerance", "within"]
+        T.write_long_csv(path, cmp, cols)
+        written.append(str(path))
+    return written
+
+
+def _cmd_aggregate(args: argparse.Namespace) -> int:
+    spec = parse_json_arg(args.spec, "--spec")
+    aggregate(
+        args.metrics,
+        args.compare or [],
+        spec,
+        args.out_csv,
+        args.out_compare,
+        args.tables_dir,
+        reference_csv=args.reference,
+    )
+    return 0
+
+
+# --------------------------------------------------------------------------------------------
+# render-report
+# --------------------------------------------------------------------------------------------
+def data_provenance(manifests, logits, splits) -> dict:
+    """Hashes identifying the data: dataset manifests, logits content, split indices."""
+    import numpy as np
+
+    from calbench.io import array_digest
+
+    out = {"datasets": [], "logits": [], "splits": []}
+    for path in manifests or []:
+        text = Path(path).read_text()
+        try:
+            content = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise ValueError(f"{path} is not a JSON manifest; rerun calbench download-dataset") from exc
+        out["datasets"].append({"path": str(path), "content": json.dumps(content, indent=1, sort_keys=True)})
+    for path in logits or []:
+        with np.load(path, allow_pickle=False) as d:
+            out["logits"].append(
+                {
+                    "path": str(path),
+                    "shape": "x".join(map(str, d["logits"].shape)),
+                    "content_sha256": array_digest(d["logits"], d["labels"]),
+                    "order_hash": str(d["order_hash"]) if "order_hash" in d.files else "",
+                }
+            )
+    for path in splits or []:
+        with np.load(path, allow_pickle=False) as d:
+            out["splits"].append(
+                {
+                    "path": str(path),
+                    "sizes": f"{len(d['val_idx'])} / {len(d['test_idx'])}",
+                    "val_sorted_sha256": str(d["val_sorted_sha256"]) if "val_sorted_sha256" in d.files else "",
+                    "test_order_sha256": str(d["test_order_sha256"]) if "test_order_sha256" in d.files else "",
+                }
+            )
+    return out
+
+
+def _grid_key(path) -> str:
+    """``dataset/model`` from ``.../{dataset}/{model}/grid.png``."""
+    p = Path(path)
+    return f"{p.parent.parent.name}/{p.parent.name}"
+
+
+def render_report(
+    template, metrics_csv, compare_csv, spec: dict, grids, out, *, config=None,
+    manifests=(), logits=(), splits=(), reference_csv=None,
+) -> None:
+    from calbench.io import atomic_write_text
+    from calbench.report import render
+    from calbench.report import tables as T
+
+    rows = T.read_long_csv([metrics_csv])
+    comp = T.read_long_csv([compare_csv], required=COMPARE_COLUMNS) if compare_csv else []
+    reference = None
+    if reference_csv:
+        ref = spec.get("reference") or {}
+        reference = T.reference_comparison(
+            rows,
+            _load_reference(reference_csv, spec),
+            tolerances=ref.get("tolerances"),
+            units=ref.get("units", "fraction"),
+        )
+    import yaml
+
+    provenance = {
+        "config": yaml.safe_dump(config, sort_keys=False) if config is not None else "",
+        "packages": render.package_versions(),
+        **data_provenance(manifests, logits, splits),
+    }
+    context = render.build_context(
+        rows=rows,
+        compare=comp,
+        spec=spec,
+        grids={_grid_key(g): g for g in grids or []},
+        provenance=provenance,
+        reference=reference,
+    )
+    atomic_write_text(out, render.render_html(template, context))
+
+
+def _cmd_render(args: argparse.Namespace) -> int:
+    spec = parse_json_arg(args.spec, "--spec")
+    config = parse_json_arg(args.config, "--config") if args.config else None
+    render_report(
+        args.template,
+        args.metrics,
+        args.compare,
+        spec,
+        args.grids,
+        args.out,
+        config=config,
+        manifests=args.manifests,
+        logits=args.logits,
+        splits=args.splits,
+        reference_csv=args.reference,
+    )
+    return 0
+
+
+# --------------------------------------------------------------------------------------------
+# argparse
+# --------------------------------------------------------------------------------------------
+def register(sub) -> None:
+    p = sub.add_parser(
+        "plot-reliability",
+        help="reliability diagram of one calibrator, or a grid of several (--grid)",
+        description="Reliability diagram(s) of calibrated probabilities on one half (default test).",
+    )
+    p.add_argument("--logits", required=True, help="logits .npz")
+    p.add_argument("--split", required=True, help="split .npz")
+    p.add_argument("--calibrator", nargs="+", required=True, help="calibrator .json file(s)")
+    p.add_argument("--grid", action="store_true", help="one panel per calibrator in one figure")
+    p.add_argument("--half", default="test", help="test or val (default test)")
+    p.add_argument("--n-bins", type=int, default=10, help="bins (default 10, the study's diagrams)")
+    p.add_argument("--style", default="guo", help="guo or coursework (default guo)")
+    p.add_argument("--title", help="figure title")
+    p.add_argument("--dpi", type=int, default=100, help="PNG resolution (default 100)")
+    p.add_argument("--out", required=True, help="image to write (.png, .pdf, .svg)")
+    p.set_defaults(func=_cmd_plot)
+
+    p = sub.add_parser(
+        "aggregate",
+        help="all metrics CSVs -> one long CSV and the study's tables (html, md, csv, tex)",
+    )
+    p.add_argument("--metrics", nargs="+", required=True, help="metrics CSVs from evaluate")
+    p.add_argument("--compare", nargs="*", help="comparison CSVs from compare")
+    p.add_argument("--spec", required=True, help="study spec JSON (or @file); see module doc")
+    p.add_argument("--reference", help="published numbers, long CSV dataset,model,method,metric,value")
+    p.add_argument("--out-csv", required=True, help="aggregated long CSV to write")
+    p.add_argument("--out-compare", help="aggregated comparison CSV to write")
+    p.add_argument("--tables-dir", required=True, help="folder for {metric}.{html,md,csv,tex}")
+    p.set_defaults(func=_cmd_aggregate)
+
+    p = sub.add_parser("render-report", help="the self-contained HTML report (Jinja2)")
+    p.add_argument("--template", required=True, help="Jinja2 template (.html.j2)")
+    p.add_argument("--metrics", required=True, help="aggregated metrics CSV")
+    p.add_argument("--compare", help="aggregated comparison CSV")
+    p.add_argument("--spec", required=True, help="study spec JSON (or @file)")
+    p.add_argument("--config", help="the full configuration as JSON (or @file), for provenance")
+    p.add_argument("--grids", nargs="*", default=[], help=".../{dataset}/{model}/grid.png files")
+    p.add_argument("--manifests", nargs="*", default=[], help="dataset manifest JSONs")
+    p.add_argument("--logits", nargs="*", default=[], help="logits .npz files (hashed)")
+    p.add_argument("--splits", nargs="*", default=[], help="split .npz files (hashed)")
+    p.add_argument("--reference", help="published numbers, long CSV")
+    p.add_argument("--out", required=True, help="report .html to write")
+    p.set_defaults(func=_cmd_render)

@@ -1,0 +1,181 @@
+"""CIFAR-10 / CIFAR-100 test sets (Krizhevsky 2009) in torchvision's ``CIFAR10/100(train=False)`` order.
+
+The archives are fetched with their pinned MD5 (torchvision's values) and unpacked under
+``<root>``; the test batch is read with pickle exactly as torchvision does (rows of the batch in
+file order, CHW bytes -> HWC uint8; ``labels`` for CIFAR-10, ``fine_labels`` for CIFAR-100) and
+its own MD5 is checked before use. No torch import: the dataset object is a plain map-style
+sequence that ``torch.utils.data.DataLoader`` accepts.
+"""
+
+from __future__ import annotations
+
+import os
+import pickle
+import tarfile
+from collections.abc import Iterable
+from pathlib import Path
+
+import numpy as np
+
+from calbench.data.download import fetch, verify
+
+SPECS = {
+    "cifar10": {
+        "archive": "cifar-10-python.tar.gz",
+        "urls": ["https://www.cs.toronto.edu/~kriz/cifar-10-python.tar.gz"],
+        "md5": "c58f30108f718f92721af3b95e74349a",
+        "folder": "cifar-10-batches-py",
+        "test_file": "test_batch",
+        "test_md5": "40351d587109b95175f43aff81a1287e",
+        "label_key": "labels",
+        "num_classes": 10,
+    },
+    "cifar100": {
+        "archive": "cifar-100-python.tar.gz",
+        "urls": ["https://www.cs.toronto.edu/~kriz/cifar-100-python.tar.gz"],
+        "md5": "eb9058c3a382ffc7106e4002c42a8d85",
+        "folder": "cifar-100-python",
+        "test_file": "test",
+        "test_md5": "f0ef6b0ae62326f3e7ffdfab6717acfc",
+        "label_key": "fine_labels",
+        "num_classes": 100,
+    },
+}
+
+
+def _spec(name: str) -> dict:
+    if name not in SPECS:
+        raise ValueError(f"unknown CIFAR dataset {name!r}; use one of {sorted(SPECS)}")
+    return SPECS[name]
+
+
+def download_cifar(
+    name: str,
+    root: str | os.PathLike,
+    mirrors: Iterable[str | os.PathLike] = (),
+    timeout: float = 60.0,
+) -> Path:
+    """Fetch the MD5-pinned archive into ``root`` (mirrors first) and unpack it; return the folder."""
+    spec = _spec(name)
+    root = Path(root)
+    archive = fetch(
+        root / spec["archive"], urls=spec["urls"], mirrors=mirrors, md5=spec["md5"], timeout=timeout
+    )
+    folder = root / spec["folder"]
+    test = folder / spec["test_file"]
+    if not test.is_file():
+        with tarfile.open(archive) as tf:
+            tf.extractall(root, filter="data")
+    verify(test, md5=spec["test_md5"])
+    return folder
+
+
+def read_cifar_test(
+    name: str, root: str | os.PathLike, md5: str | None = "pinned"
+) -> tuple[np.ndarray, np.ndarray]:
+    """Images ``(10000, 32, 32, 3)`` uint8 and labels ``(10000,)`` int64 in torchvision's order.
+
+    ``md5="pinned"`` checks the test batch against the published MD5; pass another digest for
+    a file you made yourself, or None to skip the check.
+    """
+    spec = _spec(name)
+    path = Path(root) / spec["folder"] / spec["test_file"]
+    if not path.is_file():
+        raise FileNotFoundError(
+            f"{path} not found; run `calbench download-dataset {name}` or `calbench stage`, "
+            f"or unpack {spec['archive']} into {root}"
+        )
+    verify(path, md5=spec["test_md5"] if md5 == "pinned" else md5)
+    with open(path, "rb") as fh:
+        entry = pickle.load(fh, encoding="latin1")
+    data = np.asarray(entry["data"], dtype=np.uint8).reshape(-1, 3, 32, 32).transpose(0, 2, 3, 1)
+    labels = np.asarray(entry[spec["label_key"]], dtype=np.int64)
+    if labels.shape[0] != data.shape[0]:
+        raise ValueError(
+            f"{path}: {data.shape[0]} images but {labels.shape[0]} labels; the file is damaged"
+        )
+    return np.ascontiguousarray(data), labels
+
+
+def sample_ids(name: str, n: int) -> list[str]:
+    """Sample identities in order (``cifar10/test/00000`` ...): the input of the order hash."""
+    return [f"{name}/test/{i:05d}" for i in range(n)]
+
+
+class ArrayImageDataset:
+    """Map-style dataset over uint8 HWC images: ``(transform(PIL image), label)``."""
+
+    def __init__(self, images: np.ndarray, labels: np.ndarray, transform=None, ids=None):
+        self.images, self.labels, self.transform = images, labels, transform
+        self.ids = ids if ids is not None else [str(i) for i in range(len(labels))]
+
+    def __len__(self) -> int:
+        return int(self.labels.shape[0])
+
+    def __getitem__(self, i: int):
+        from PIL import Image
+
+        img = Image.fromarray(self.images[i])
+        return (self.transform(img) if self.transform else img), int(self.labels[i])
+
+
+def cifar_test_dataset(
+    name: str, root: str | os.PathLike, transform=None, md5: str | None = "pinned"
+):
+    """The CIFAR test set as a map-style dataset (torchvision order) with ``ids``."""
+    images, labels = read_cifar_test(name, root, md5=md5)
+    return ArrayImageDataset(images, labels, transform, sample_ids(name, len(labels)))
+
+
+def make_interface(name: str):
+    """The dataset interface of :mod:`calbench.data` (``NAME``, ``prepare``, ``load_split``, ...) for one CIFAR set.
+
+    ``load_split(root, "test")`` returns uint8 ``(N, 3, 32, 32)`` and int64 ``(N,)`` tensors in
+    torchvision order; ``preprocessor(spec)`` applies the spec's named ``preprocessing`` preset.
+    """
+    from types import SimpleNamespace
+
+    spec = _spec(name)
+
+    def prepare(root, *, mirrors=(), urls=None, timeout: float = 60.0) -> dict:
+        folder = download_cifar(name, root, mirrors, timeout)
+        return {
+            "dataset": name,
+            "archive": spec["archive"],
+            "md5": spec["md5"],
+            "folder": str(folder),
+        }
+
+    def load_split(root, split: str = "test"):
+        import torch
+
+        if split != "test":
+            raise ValueError(
+                f"{name}: only the test split is used by the study; got split={split!r}"
+            )
+        images, labels = read_cifar_test(name, root)
+        return torch.from_numpy(images.transpose(0, 3, 1, 2).copy()), torch.from_numpy(labels)
+
+    def preprocessor(model_spec: dict | None = None):
+        from calbench.data.preprocessing import uint8_preprocessor
+
+        preset = (model_spec or {}).get("preprocessing")
+        if not preset:
+            raise ValueError(
+                f"{name}: the model entry needs a 'preprocessing' preset (e.g. cifar10_huy)"
+            )
+        return uint8_preprocessor(preset)
+
+    return SimpleNamespace(
+        NAME=name,
+        NUM_CLASSES=spec["num_classes"],
+        INPUT_SHAPE=(3, 32, 32),
+        DEFAULT_MIRRORS=(),
+        prepare=prepare,
+        load_split=load_split,
+        preprocessor=preprocessor,
+    )
+
+
+CIFAR10 = make_interface("cifar10")
+CIFAR100 = make_interface("cifar100")

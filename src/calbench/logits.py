@@ -1,0 +1,162 @@
+"""Batched inference that caches a model's test-set logits with the labels and sample order.
+
+Follows the study's logit extraction (Vasilev, MSU 2021, §5.1; replication notes §2.1): the model
+in eval mode, gradients off, float32 (no mixed precision), samples in the dataset's own order;
+the raw final-layer outputs ``(N, K)`` are stored with the labels. The file also records
+``order_hash`` (:func:`calbench.data.order_hash` of the images and labels in order), so every
+later step can check that all models of a dataset saw the same samples in the same order, which
+the study's split (:mod:`calbench.split`) depends on.
+
+File format (``.npz``, written atomically): ``logits`` float32 (N, K), ``labels`` int64 (N,),
+``order_hash``, ``model``, ``dataset`` (strings).
+"""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+
+from calbench._checks import check_labels, check_logits
+
+
+def compute_logits(
+    model,
+    images,
+    preprocess,
+    *,
+    batch_size: int = 500,
+    device: str = "cpu",
+    progress: bool = True,
+) -> np.ndarray:
+    """Return ``model``'s float32 outputs (N, K) for uint8 ``images`` (N, ...) in order.
+
+    Batches of ``batch_size`` go through ``preprocess`` (uint8 -> float input) on ``device``
+    under ``torch.inference_mode()`` with the model in eval mode.
+    """
+    import torch
+
+    if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
+        raise ValueError(f"batch_size must be an integer >= 1, got {batch_size!r}")
+    n = int(images.shape[0])
+    if n == 0:
+        raise ValueError("no images to run; pass at least one sample")
+    model.to(device).eval()
+    bar = None
+    if progress:
+        from tqdm import tqdm
+
+        bar = tqdm(total=n, desc="logits", unit="img", disable=None)
+    outs = []
+    with torch.inference_mode():
+        for start in range(0, n, batch_size):
+            xb = preprocess(images[start : start + batch_size].to(device))
+            out = model(xb)
+            if out.ndim != 2:
+                raise ValueError(
+                    f"the model returned outputs of shape {tuple(out.shape)}, expected (batch, "
+                    "classes); the model must end in its classifier layer"
+                )
+            outs.append(out.to(device="cpu", dtype=torch.float32))
+            if bar is not None:
+                bar.update(xb.shape[0])
+    if bar is not None:
+        bar.close()
+    return torch.cat(outs).numpy()
+
+
+def save_logits(path, logits, labels, *, order_hash: str, model: str, dataset: str) -> None:
+    """Validate and write a logits file atomically (see the module docstring for the format)."""
+    from calbench.io import atomic_path
+
+    z = check_logits(logits).astype(np.float32, copy=False)
+    y = check_labels(labels, z.shape[0], z.shape[1])
+    for name, value in (("order_hash", order_hash), ("model", model), ("dataset", dataset)):
+        if not isinstance(value, str) or not value:
+            raise ValueError(f"{name} must be a non-empty string, got {value!r}")
+    with atomic_path(path) as tmp:
+        np.savez(
+            tmp,
+            logits=z,
+            labels=y.astype(np.int64),
+            order_hash=np.str_(order_hash),
+            model=np.str_(model),
+            dataset=np.str_(dataset),
+        )
+
+
+def load_logits(path: str | os.PathLike) -> dict:
+    """Read and validate a logits file; returns ``logits``, ``labels``, ``order_hash``, ``model``,
+    ``dataset``."""
+    if not os.path.isfile(path):
+        raise FileNotFoundError(f"logits file {path} does not exist; run calbench cache-logits first")
+    try:
+        with np.load(path, allow_pickle=False) as z:
+            data = {k: z[k] for k in z.files}
+    except (OSError, ValueError) as exc:
+        raise ValueError(f"cannot read logits file {path} ({exc}); delete it and cache again") from None
+    missing = [k for k in ("logits", "labels", "order_hash", "model", "dataset") if k not in data]
+    if missing:
+        raise ValueError(
+            f"logits file {path} lacks {missing}; write it with calbench cache-logits"
+        )
+    logits = check_logits(data["logits"], name=f"logits in {path}")
+    labels = check_labels(data["labels"], logits.shape[0], logits.shape[1], name=f"labels in {path}")
+    return {
+        "logits": logits,
+        "labels": labels,
+        "order_hash": str(data["order_hash"]),
+        "model": str(data["model"]),
+        "dataset": str(data["dataset"]),
+    }
+
+
+def cache_logits(
+    spec: dict,
+    *,
+    data_root,
+    out,
+    checkpoint=None,
+    name: str | None = None,
+    batch_size: int = 500,
+    device: str = "auto",
+    limit: int | None = None,
+    split: str = "test",
+    progress: bool = True,
+) -> dict:
+    """Run the model ``spec`` describes on its dataset's ``split`` and write ``out``.
+
+    ``limit`` keeps the first ``limit`` samples. Returns a summary dict (n, classes,
+    accuracy, order_hash).
+    """
+    from calbench.data import get_dataset, order_hash
+    from calbench.models import load_model, resolve_device
+
+    if not isinstance(spec, dict) or not isinstance(spec.get("dataset"), str):
+        raise ValueError("model spec has no 'dataset' entry; add dataset: <name> to the model config")
+    if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 1):
+        raise ValueError(f"limit must be an integer >= 1, got {limit!r}")
+    dataset = get_dataset(spec["dataset"])
+    device = resolve_device(device)
+    model = load_model(spec, checkpoint=checkpoint, device=device)
+    images, labels = dataset.load_split(data_root, split)
+    if limit is not None:
+        images, labels = images[:limit], labels[:limit]
+    logits = compute_logits(
+        model,
+        images,
+        dataset.preprocessor(spec),
+        batch_size=batch_size,
+        device=device,
+        progress=progress,
+    )
+    ohash = order_hash(images, labels)
+    model_name = name or spec.get("name") or os.path.splitext(os.path.basename(str(out)))[0]
+    y = labels.numpy().astype(np.int64)
+    save_logits(out, logits, y, order_hash=ohash, model=model_name, dataset=spec["dataset"])
+    return {
+        "n": int(y.shape[0]),
+        "classes": int(logits.shape[1]),
+        "accuracy": float(np.mean(logits.argmax(1) == y)),
+        "order_hash": ohash,
+    }

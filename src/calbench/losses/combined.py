@@ -1,0 +1,69 @@
+"""Primary + beta * secondary objectives (Karandikar et al. 2021, section 4, "Soft Calibration
+Objectives for Neural Networks": the training loss is a primary loss such as NLL, focal or MSE plus
+``beta`` times a secondary calibration loss such as SB-ECE or S-AvUC)."""
+
+from __future__ import annotations
+
+from torch import Tensor, nn
+
+from calbench.losses._base import Loss, check_nonneg
+
+
+class CombinedLoss(Loss):
+    """``primary(logits, targets) + beta * secondary(logits, targets)``.
+
+    Both parts are loss modules (see :func:`calbench.losses.get_loss`); ``beta >= 0``.
+    The last evaluated parts are kept in ``last_parts`` (detached floats) for logging.
+    """
+
+    name = "combined"
+
+    def __init__(self, primary: nn.Module, secondary: nn.Module, beta: float = 1.0):
+        super().__init__()
+        if not isinstance(primary, nn.Module) or not isinstance(secondary, nn.Module):
+            raise ValueError(
+                "primary and secondary must be loss modules; build them with calbench.losses.get_loss"
+            )
+        self.primary = primary
+        self.secondary = secondary
+        self.beta = check_nonneg(beta, "beta")
+        self.last_parts: dict[str, float] = {}
+
+    def compute(self, logits: Tensor, targets: Tensor) -> Tensor:
+        a = self.primary(logits, targets)
+        if self.beta == 0.0:
+            self.last_parts = {"primary": float(a.detach()), "secondary": float("nan")}
+            return a
+        b = self.secondary(logits, targets)
+        self.last_parts = {"primary": float(a.detach()), "secondary": float(b.detach())}
+        return a + self.beta * b
+
+    def extra_repr(self) -> str:
+        return f"beta={self.beta}"
+
+
+def build_loss(spec, what: str = "loss") -> nn.Module:
+    """Return ``spec`` as a loss module: a module as is, a registry name, or a
+    ``{"name": ..., "kwargs": {...}}`` dict (built with :func:`calbench.losses.get_loss`)."""
+    from calbench.losses import get_loss
+
+    if isinstance(spec, nn.Module):
+        return spec
+    if isinstance(spec, str):
+        return get_loss(spec)
+    if isinstance(spec, dict) and "name" in spec:
+        extra = set(spec) - {"name", "kwargs"}
+        if extra:
+            raise ValueError(
+                f"{what} spec has unknown keys {sorted(extra)}; use {{'name': ..., 'kwargs': {{...}}}}"
+            )
+        return get_loss(spec["name"], **dict(spec.get("kwargs") or {}))
+    raise ValueError(
+        f"{what} must be a loss module, a loss name or {{'name': ..., 'kwargs': {{...}}}}, got {spec!r}"
+    )
+
+
+def combined(primary, secondary, beta: float = 1.0) -> CombinedLoss:
+    """Build ``primary + beta * secondary``; each part is a loss module, a registry name, or a
+    ``{"name": ..., "kwargs": {...}}`` dict."""
+    return CombinedLoss(build_loss(primary, "primary"), build_loss(secondary, "secondary"), beta)

@@ -1,0 +1,206 @@
+"""Calibration metrics on probabilities ``(N, K)`` and integer labels ``(N,)``; fractions, not
+percent.
+
+``METRICS`` maps the names the workflow reports to callables ``f(probs, labels) -> float`` with
+the study's defaults (Vasilev, MSU 2021: 15 equal-width bins, NLL with scikit-learn <= 1.0
+clipping) and the seed papers' extra metrics. Each entry is a :class:`Metric`; most also expose
+a per-sample decomposition (``stats`` + ``reduce``) that :mod:`calbench.stats` uses to bootstrap
+without re-indexing the ``(N, K)`` array.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from functools import partial
+
+import numpy as np
+
+from calbench._checks import check_probs_labels
+from calbench.metrics.binning import ReliabilityBins, reliability_bins, top_label
+from calbench.metrics.ece import (
+    adaptive_ece,
+    calibration_error_1d,
+    classwise_binner,
+    classwise_ece,
+    classwise_from_sums,
+    classwise_sums,
+    classwise_value,
+    debiased_ece,
+    debiased_from_values,
+    ece,
+    ks_error,
+    ks_from_values,
+    marginal_ce,
+    marginal_from_sums,
+    marginal_value,
+    mce,
+)
+from calbench.metrics.scoring import accuracy, brier, brier_per_sample, nll, nll_per_sample
+from calbench.metrics.soft import (
+    dece,
+    dece_from_values,
+    dece_torch,
+    sb_ece,
+    sb_ece_from_values,
+    sb_ece_torch,
+    soft_accuracy,
+)
+
+__all__ = [
+    "METRICS",
+    "STUDY_PERCENT",
+    "Metric",
+    "ReliabilityBins",
+    "accuracy",
+    "adaptive_ece",
+    "brier",
+    "classwise_ece",
+    "compute_metrics",
+    "debiased_ece",
+    "dece",
+    "dece_torch",
+    "ece",
+    "ks_error",
+    "marginal_ce",
+    "mce",
+    "nll",
+    "reliability_bins",
+    "sb_ece",
+    "sb_ece_torch",
+]
+
+
+@dataclass(frozen=True, eq=False)
+class Metric:
+    """A named metric with the study's defaults.
+
+    ``core(p, y, dtype)`` computes the value from validated arrays (``dtype`` is the caller's
+    input dtype, needed only by the modern NLL rule). When ``stats`` is set, the value equals
+    ``reduce(*stats(p, y, dtype))`` where every array returned by ``stats`` has one entry per
+    sample, so a bootstrap can resample those arrays instead of the ``(N, K)`` input;
+    ``is_mean`` marks metrics whose ``reduce`` is a plain mean of a single array.
+    ``weighted(p, y, dtype)``, when set, returns ``g(weights) -> float``: the metric with
+    per-sample multiplicities (``None`` = all ones), for metrics such as cwECE that do not
+    decompose into per-sample arrays.
+    """
+
+    name: str
+    core: Callable[..., float]
+    stats: Callable[..., tuple[np.ndarray, ...]] | None = None
+    reduce: Callable[..., float] | None = None
+    is_mean: bool = False
+    percent: bool = False
+    weighted: Callable[..., Callable[..., float]] | None = None
+
+    def __call__(self, probs, labels) -> float:
+        dtype = getattr(probs, "dtype", None)
+        p, y = check_probs_labels(probs, labels)
+        return self.core(p, y, dtype)
+
+
+def _decomposed(
+    name: str, stats, reduce, *, is_mean: bool = False, percent: bool = False
+) -> Metric:
+    def core(p, y, dtype=None):
+        return float(reduce(*stats(p, y, dtype)))
+
+    return Metric(name, core, stats, reduce, is_mean, percent)
+
+
+def _mean(x: np.ndarray) -> float:
+    return float(np.mean(x))
+
+
+def _top(p, y, dtype=None):
+    return top_label(p, y)
+
+
+def _correct(p, y, dtype=None):
+    return ((np.argmax(p, axis=1) == y).astype(np.float64),)
+
+
+def _dece_stats(p, y, dtype=None):
+    return top_label(p, y)[0], soft_accuracy(p, y, 100.0)
+
+
+def _cwece_weighted(p, y, dtype=None):
+    sums = classwise_binner(p, y, 15)
+    return lambda weights=None: classwise_from_sums(*sums(weights))
+
+
+def _marginal_weighted(p, y, dtype=None):
+    sums = classwise_binner(p, y, 15)
+    return lambda weights=None: marginal_from_sums(*sums(weights), 2.0)
+
+
+def _cwece_core(p, y, dtype=None):
+    return classwise_value(p, y, 15)
+
+
+def _marginal_core(p, y, dtype=None):
+    return marginal_value(p, y, 15, 2.0)
+
+
+METRICS: dict[str, Metric] = {
+    m.name: m
+    for m in [
+        _decomposed("accuracy", _correct, _mean, is_mean=True, percent=True),
+        _decomposed("ece", _top, partial(calibration_error_1d, n_bins=15, norm="l1"), percent=True),
+        _decomposed(
+            "mce", _top, partial(calibration_error_1d, n_bins=15, norm="max"), percent=True
+        ),
+        Metric("cwece", _cwece_core, percent=True, weighted=_cwece_weighted),
+        _decomposed("ace", _top, partial(calibration_error_1d, n_bins=15, binning="mass")),
+        _decomposed(
+            "ece_l2_mass",
+            _top,
+            partial(calibration_error_1d, n_bins=15, norm="l2", binning="mass"),
+        ),
+        _decomposed(
+            "nll", lambda p, y, dtype=None: (nll_per_sample(p, y, "study"),), _mean, is_mean=True
+        ),
+        _decomposed(
+            "nll_modern",
+            lambda p, y, dtype=None: (nll_per_sample(p, y, "modern", dtype),),
+            _mean,
+            is_mean=True,
+        ),
+        _decomposed(
+            "brier", lambda p, y, dtype=None: (brier_per_sample(p, y),), _mean, is_mean=True
+        ),
+        _decomposed("ks", _top, ks_from_values),
+        _decomposed("sbece", _top, sb_ece_from_values),
+        _decomposed("dece", _dece_stats, dece_from_values),
+        _decomposed("debiased_ece", _top, partial(debiased_from_values, n_bins=15)),
+        Metric("marginal_ce", _marginal_core, weighted=_marginal_weighted),
+    ]
+}
+
+#: Metrics the study prints multiplied by 100 (ACC, ECE, MCE, cwECE); NLL and Brier are raw.
+STUDY_PERCENT = frozenset(name for name, m in METRICS.items() if m.percent)
+
+
+def compute_metrics(probs, labels, names: Iterable[str] | None = None) -> dict[str, float]:
+    """Evaluate several :data:`METRICS` (all by default) validating the input only once."""
+    names = list(METRICS) if names is None else list(names)
+    unknown = [n for n in names if n not in METRICS]
+    if unknown:
+        raise ValueError(f"unknown metric names {unknown}; choose from {sorted(METRICS)}")
+    dtype = getattr(probs, "dtype", None)
+    p, y = check_probs_labels(probs, labels)
+    shared: dict = {}  # per-sample arrays computed once per stats function (e.g. top label)
+    out = {}
+    for n in names:
+        m = METRICS[n]
+        if m.stats is None:
+            out[n] = m.core(p, y, dtype)
+            continue
+        if m.stats not in shared:
+            shared[m.stats] = m.stats(p, y, dtype)
+        out[n] = float(m.reduce(*shared[m.stats]))
+    return out
+
+
+# keep the helpers importable for plots and calibrators
+__all__ += ["classwise_sums", "top_label"]

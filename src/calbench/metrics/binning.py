@@ -1,0 +1,167 @@
+"""Confidence binning shared by the binned calibration metrics and the reliability diagrams.
+
+Two bin schemes are provided.
+
+``"width"`` -- the Vasilev (MSU 2021) study's equal-width bins (its ``calib/utils.py``, used for
+ECE, MCE and cwECE, eq. 7-8 of the study): edges ``linspace(0, 1, M + 1)``, bins half-open on the
+right, ``[a, b)``, so a value equal to an inner edge goes to the upper bin; a value of exactly 0 is
+in bin 0 and a value of exactly 1 is in the last bin (the study moves the last edge to
+``1 + 1e-10``; clipping the bin index to ``M - 1`` is the same thing).
+
+``"mass"`` -- equal-mass (quantile) bins as defined by Kumar, Liang & Ma (2019, "Verified
+uncertainty calibration", the ``get_equal_bins`` rule of their ``uncertainty-calibration``
+package), used for the adaptive ECE (Nguyen & O'Connor 2015; Mukhoti et al. 2020) and the
+equal-mass l2 ECE of Karandikar et al. (2021):
+
+1. sort the N values; if ``M > N`` use ``M = N`` bins;
+2. cut the sorted values into M consecutive groups whose sizes differ by at most one, the first
+   ``N mod M`` groups holding one value more (``numpy.array_split``);
+3. the upper boundary of group i (i < M) is the midpoint between its largest value and the
+   smallest value of group i + 1; the last upper boundary is 1.0; equal boundaries are merged;
+4. a value goes to the first bin whose upper boundary is >= the value (bins closed on the right,
+   ``(a, b]``).
+
+Ties therefore never straddle two bins: when a run of equal values crosses a group boundary, the
+boundary equals that value and the whole run goes to the lower bin; merged boundaries leave fewer
+than M bins (never an empty one). The lower edge of the first mass bin is reported as 0.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from calbench._checks import check_choice, check_n_bins, check_probs_labels
+
+BINNINGS = ("width", "mass")
+
+
+def width_edges(n_bins: int) -> np.ndarray:
+    """Equal-width bin edges ``linspace(0, 1, n_bins + 1)`` (the study's grid)."""
+    return np.linspace(0.0, 1.0, check_n_bins(n_bins) + 1)
+
+
+def width_bin_ids(x: np.ndarray, n_bins: int) -> np.ndarray:
+    """Bin index in ``[0, n_bins)`` of each value in [0, 1] under the study's ``[a, b)`` bins.
+
+    The index is looked up against the exact float edges of :func:`width_edges` (not
+    ``floor(x * M)``, which rounds differently at edges such as 1/15).
+    """
+    edges = width_edges(n_bins)
+    ids = np.searchsorted(edges, x, side="right") - 1
+    np.clip(ids, 0, n_bins - 1, out=ids)
+    return ids
+
+
+def mass_upper_edges(x: np.ndarray, n_bins: int) -> np.ndarray:
+    """Upper boundaries of the equal-mass bins of ``x`` (steps 1-3 of the module docstring)."""
+    n_bins = check_n_bins(n_bins)
+    s = np.sort(np.asarray(x, dtype=np.float64), kind="stable")
+    n = s.shape[0]
+    m = min(n_bins, n)
+    q, r = divmod(n, m)
+    sizes = np.full(m, q, dtype=np.int64)
+    sizes[:r] += 1
+    last = np.cumsum(sizes)[:-1] - 1  # index of the last value of groups 0 .. m-2
+    upper = (s[last] + s[last + 1]) / 2.0
+    return np.unique(np.append(upper, 1.0))
+
+
+def mass_bin_ids(x: np.ndarray, upper: np.ndarray) -> np.ndarray:
+    """Bin index of each value for upper boundaries ``upper`` (bins ``(a, b]``, step 4)."""
+    return np.searchsorted(upper, x, side="left")
+
+
+def bin_ids(x: np.ndarray, n_bins: int, binning: str = "width") -> tuple[np.ndarray, np.ndarray]:
+    """Return ``(ids, edges)``: the bin of each value and the bin edges (length n_used + 1)."""
+    check_choice(binning, "binning", BINNINGS)
+    if binning == "width":
+        return width_bin_ids(x, n_bins), width_edges(n_bins)
+    upper = mass_upper_edges(x, n_bins)
+    return mass_bin_ids(x, upper), np.concatenate([[0.0], upper])
+
+
+def bin_sums(
+    ids: np.ndarray, x: np.ndarray, target: np.ndarray, n_bins: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per-bin ``(count, sum of x, sum of target)`` with ``np.bincount`` (float64 sums)."""
+    count = np.bincount(ids, minlength=n_bins).astype(np.int64)
+    # (np.bincount of an empty input returns integers, hence the casts)
+    sum_x = np.bincount(ids, weights=x, minlength=n_bins).astype(np.float64, copy=False)
+    sum_t = np.bincount(ids, weights=target, minlength=n_bins).astype(np.float64, copy=False)
+    return count, sum_x, sum_t
+
+
+def top_label(p: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Top-label confidence ``max_k p_ik`` and correctness ``1[argmax_k p_ik == y_i]`` (float64).
+
+    ``argmax`` takes the first of tied maxima, as numpy, scikit-learn and netcal do.
+    """
+    pred = np.argmax(p, axis=1)
+    conf = np.asarray(p[np.arange(p.shape[0]), pred], dtype=np.float64)
+    correct = (pred == y).astype(np.float64)
+    return conf, correct
+
+
+@dataclass(frozen=True, eq=False)
+class ReliabilityBins:
+    """Per-bin summary behind a reliability diagram.
+
+    ``edges`` has one more entry than the other arrays. Empty bins have ``confidence = accuracy
+    = 0`` and ``count = 0`` (the study's convention). ``accuracy`` is the frequency of the
+    target: top-label correctness, or ``1[y == j]`` for a one-vs-rest diagram of class j.
+    """
+
+    edges: np.ndarray
+    confidence: np.ndarray
+    accuracy: np.ndarray
+    count: np.ndarray
+
+    @property
+    def weight(self) -> np.ndarray:
+        """Share of samples in each bin (count / N)."""
+        return self.count / max(int(self.count.sum()), 1)
+
+
+def reliability_from_values(
+    x: np.ndarray, target: np.ndarray, n_bins: int = 10, binning: str = "width"
+) -> ReliabilityBins:
+    """Reliability bins of confidences ``x`` against 0/1 ``target`` (already validated arrays)."""
+    ids, edges = bin_ids(x, n_bins, binning)
+    n_used = edges.shape[0] - 1
+    count, sum_x, sum_t = bin_sums(ids, x, target, n_used)
+    safe = np.maximum(count, 1)
+    conf = np.where(count > 0, sum_x / safe, 0.0)
+    acc = np.where(count > 0, sum_t / safe, 0.0)
+    return ReliabilityBins(edges=edges, confidence=conf, accuracy=acc, count=count)
+
+
+def reliability_bins(
+    probs, labels, n_bins: int = 10, binning: str = "width", class_index: int | None = None
+) -> ReliabilityBins:
+    """Bins of a reliability diagram (Guo et al. 2017, sec. 2; the study's fig. 1 uses 10 bins).
+
+    With ``class_index=None`` the top-label confidence is binned against correctness; with
+    ``class_index=j`` column j is binned against ``1[y == j]`` (one-vs-rest diagram, as in the
+    study's classwise ECE, eq. 8). ``binning`` is ``"width"`` (study) or ``"mass"``; see the
+    module docstring for the exact bin rules.
+    """
+    p, y = check_probs_labels(probs, labels)
+    n_bins = check_n_bins(n_bins)
+    check_choice(binning, "binning", BINNINGS)
+    if class_index is None:
+        x, t = top_label(p, y)
+    else:
+        k = p.shape[1]
+        if (
+            isinstance(class_index, bool)
+            or not isinstance(class_index, int | np.integer)
+            or not 0 <= class_index < k
+        ):
+            raise ValueError(
+                f"class_index must be an integer in [0, {k - 1}] or None, got {class_index!r}"
+            )
+        x = np.ascontiguousarray(p[:, int(class_index)], dtype=np.float64)
+        t = (y == class_index).astype(np.float64)
+    return reliability_from_values(x, t, n_bins, binning)

@@ -1,0 +1,450 @@
+"""Published pretrained models: registry entries -> verified files -> ``nn.Module`` in eval mode.
+
+Three sources (field ``source`` of a registry entry, see ``config/coursework.yaml``):
+
+* ``checkpoint``: a state dict file built into a package architecture (``arch``:
+  ``huyvnphan_<name>`` from :mod:`calbench.models.cifar`, ``focal_<name>`` from
+  :mod:`calbench.models.focal`). The file may be a member of an archive (``archive_member``; the
+  huyvnphan v3.0.1 weights zip) and may carry a key prefix to strip (``strip_prefix``; the
+  ``module.`` that ``nn.DataParallel`` adds to the focal_calibration checkpoints).
+* ``torchhub``: architecture code from a torch.hub repository pinned to a commit (``hub.repo``,
+  ``hub.ref``, ``hub.entry``), read from a local checkout (``source='local'``, never from the
+  network), built with ``pretrained=False`` and given the verified state dict.
+* ``timm``: ``timm.create_model(<name.tag>, pretrained=True, pretrained_cfg_overlay={file: ...})``
+  so timm applies its own key conversions to the verified local file.
+
+Files land at ``<resources>/checkpoints/<dataset>/<model>/<file>`` (archives at
+``<resources>/archives/<file>``). Each is verified against the registry's pinned ``sha256``
+(a prefix of at least 8 hex digits, as in torch.hub names) or, where none is published, against
+the digest recorded beside it (``<file>.sha256``) when it was first fetched. All state dicts are
+read with ``torch.load(..., weights_only=True)``.
+
+This module imports torch only inside the functions that need it.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import zipfile
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+
+from calbench.data.download import ChecksumError, fetch, verify
+from calbench.io import atomic_path, atomic_write_text, file_digest
+
+SOURCES = ("checkpoint", "torchhub", "timm")
+_REQUIRED = ("dataset", "source", "num_classes")
+
+
+# --------------------------------------------------------------------------- registry
+
+
+def load_registry(path: str | os.PathLike) -> dict:
+    """Read a registry YAML (``models:`` mapping) and check every entry; return the whole document."""
+    import yaml
+
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"registry {path} not found; pass --config config/coursework.yaml")
+    doc = yaml.safe_load(path.read_text()) or {}
+    models = doc.get("models")
+    if not isinstance(models, Mapping) or not models:
+        raise ValueError(f"{path} has no 'models:' mapping; add one entry per model")
+    for name, entry in models.items():
+        check_entry(name, entry)
+    return doc
+
+
+def check_entry(name: str, entry: Mapping) -> None:
+    """Raise a one-line ValueError if a registry entry lacks what its source needs."""
+    import re
+
+    if not re.fullmatch(r"[a-z0-9][a-z0-9_]*", str(name)):
+        raise ValueError(f"model name {name!r} is not a slug; use lowercase letters, digits, '_'")
+    missing = [k for k in _REQUIRED if k not in entry]
+    if missing:
+        raise ValueError(
+            f"model {name}: missing field(s) {missing}; add them to the registry entry"
+        )
+    source = entry["source"]
+    if source not in SOURCES:
+        raise ValueError(f"model {name}: source {source!r} is not one of {list(SOURCES)}")
+    need = {
+        "checkpoint": ("arch", "checkpoint"),
+        "torchhub": ("hub", "checkpoint"),
+        "timm": ("timm",),
+    }
+    missing = [k for k in need[source] if not entry.get(k)]
+    if missing:
+        raise ValueError(f"model {name}: source {source} needs field(s) {missing}")
+    ckpt = entry.get("checkpoint") or {}
+    if ckpt and not ckpt.get("filename"):
+        raise ValueError(f"model {name}: checkpoint.filename is missing; name the file to fetch")
+
+
+def get_entry(registry: Mapping, name: str) -> dict:
+    """The entry of model ``name`` in a registry document (one-line error listing near names)."""
+    models = registry.get("models", registry)
+    if name not in models:
+        import difflib
+
+        near = difflib.get_close_matches(name, list(models), n=3)
+        hint = f"; did you mean {near}?" if near else ""
+        raise ValueError(f"model {name!r} is not in the registry{hint}")
+    return dict(models[name])
+
+
+# --------------------------------------------------------------------------- architectures
+
+
+def build_architecture(arch: str, num_classes: int):
+    """Build a package architecture by registry name (``huyvnphan_<n>`` or ``focal_<n>``).
+
+    Focal architectures are built with ``temp=1.0`` as in the study (logits are divided by it).
+    """
+    family, _, base = arch.partition("_")
+    if family == "huyvnphan":
+        from calbench.models.cifar import ARCHITECTURES
+    elif family == "focal":
+        from calbench.models.focal import ARCHITECTURES
+    else:
+        raise ValueError(f"unknown architecture {arch!r}; use huyvnphan_<name> or focal_<name>")
+    if base not in ARCHITECTURES:
+        raise ValueError(
+            f"unknown architecture {arch!r}; known: {sorted(family + '_' + a for a in ARCHITECTURES)}"
+        )
+    if family == "focal":
+        return ARCHITECTURES[base](num_classes=num_classes, temp=1.0)
+    return ARCHITECTURES[base](num_classes=num_classes)
+
+
+# --------------------------------------------------------------------------- state dicts
+
+
+def strip_prefix(state_dict: Mapping, prefix: str = "module.") -> dict:
+    """Remove ``prefix`` from every key that has it (``nn.DataParallel`` checkpoints)."""
+    n = len(prefix)
+    return {(k[n:] if k.startswith(prefix) else k): v for k, v in state_dict.items()}
+
+
+def read_state_dict(path: str | os.PathLike, *, prefix: str | None = None) -> dict:
+    """Read a state dict with ``torch.load(weights_only=True)``; unwrap ``{'state_dict': ...}``."""
+    import torch
+
+    try:
+        obj = torch.load(path, map_location="cpu", weights_only=True)
+    except Exception as exc:  # pickle errors, truncated zip, non-weights objects
+        raise ValueError(
+            f"{path} is not a loadable state dict ({type(exc).__name__}: {str(exc).splitlines()[0][:200]}); "
+            "delete it and download again"
+        ) from None
+    if isinstance(obj, Mapping) and "state_dict" in obj and isinstance(obj["state_dict"], Mapping):
+        obj = obj["state_dict"]
+    if not isinstance(obj, Mapping):
+        raise ValueError(f"{path} holds a {type(obj).__name__}, not a state dict mapping")
+    return strip_prefix(obj, prefix) if prefix else dict(obj)
+
+
+def load_weights(model, state_dict: Mapping, *, source: str = "checkpoint"):
+    """``model.load_state_dict(state_dict, strict=True)`` with a one-line error on mismatch."""
+    result_missing = set(model.state_dict()) - set(state_dict)
+    unexpected = set(state_dict) - set(model.state_dict())
+    if result_missing or unexpected:
+        show = lambda s: sorted(s)[:3]  # noqa: E731
+        raise ValueError(
+            f"{source} does not fit the architecture: {len(result_missing)} missing key(s) {show(result_missing)}, "
+            f"{len(unexpected)} unexpected {show(unexpected)}; check arch/strip_prefix in the registry"
+        )
+    try:
+        model.load_state_dict(state_dict, strict=True)
+    except RuntimeError as exc:
+        first = str(exc).replace("\n", " ")[:300]
+        raise ValueError(
+            f"{source} does not fit the architecture ({first}); check arch/num_classes"
+        ) from None
+    return model
+
+
+# --------------------------------------------------------------------------- files
+
+
+def checkpoint_path(name: str, entry: Mapping, resources: str | os.PathLike = "resources") -> Path:
+    """Where the (extracted) weights file of model ``name`` lives under ``resources``."""
+    ckpt = entry["checkpoint"]
+    base = Path(ckpt["archive_member"]).name if ckpt.get("archive_member") else ckpt["filename"]
+    return Path(resources) / "checkpoints" / entry["dataset"] / name / base
+
+
+def archive_path(entry: Mapping, resources: str | os.PathLike = "resources") -> Path:
+    """Where a shared weights archive (e.g. the huyvnphan zip) is kept under ``resources``."""
+    return Path(resources) / "archives" / entry["checkpoint"]["filename"]
+
+
+def _sidecar(path: Path) -> Path:
+    return path.with_name(path.name + ".sha256")
+
+
+def record_digest(path: str | os.PathLike) -> str:
+    """Write ``<path>.sha256`` (sha256sum format) and return the digest."""
+    path = Path(path)
+    digest = file_digest(path)
+    atomic_write_text(_sidecar(path), f"{digest}  {path.name}\n")
+    return digest
+
+
+def verify_file(path: str | os.PathLike, sha256: str | None = None) -> None:
+    """Verify against the pinned ``sha256`` or else the recorded ``<path>.sha256`` (if any)."""
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(
+            f"{path} does not exist; run `calbench download-checkpoint` or `calbench stage`"
+        )
+    if sha256:
+        verify(path, sha256=sha256)
+        return
+    side = _sidecar(path)
+    if side.is_file():
+        recorded = side.read_text().split()[0]
+        try:
+            verify(path, sha256=recorded)
+        except ChecksumError as exc:
+            raise ChecksumError(
+                f"{exc} (digest recorded in {side.name} when the file was fetched)"
+            ) from None
+
+
+def _extract_member(archive: Path, member: str, dest: Path) -> None:
+    """Copy ``member`` (matched by path suffix, so a top-level folder is allowed) out of a zip."""
+    try:
+        zf = zipfile.ZipFile(archive)
+    except zipfile.BadZipFile:
+        raise ValueError(f"{archive} is not a zip archive; delete it and download again") from None
+    with zf:
+        names = [n for n in zf.namelist() if n == member or n.endswith("/" + member)]
+        if not names:
+            raise ValueError(f"{archive} has no member {member!r}; is it the right archive?")
+        with (
+            zf.open(sorted(names, key=len)[0]) as src,
+            atomic_path(dest) as tmp,
+            open(tmp, "wb") as out,
+        ):
+            shutil.copyfileobj(src, out, 1 << 20)
+
+
+def download_checkpoint(
+    name: str,
+    entry: Mapping,
+    resources: str | os.PathLike = "resources",
+    mirrors: Iterable[str | os.PathLike] = (),
+    local_file: str | os.PathLike | None = None,
+    timeout: float = 60.0,
+) -> Path:
+    """Place the verified weights file of model ``name`` under ``resources`` and return its path.
+
+    ``local_file`` (a user-supplied copy of the file or archive) and ``mirrors`` (directories
+    holding files under their registry ``filename``) are tried before the registry's ``urls``.
+    Files without a published checksum get their digest recorded beside them.
+    """
+    if entry.get("source") == "timm" and not entry.get("checkpoint"):
+        raise ValueError(
+            f"model {name}: no checkpoint file in the registry (timm would download it itself)"
+        )
+    ckpt = entry["checkpoint"]
+    mirrors = list(mirrors)
+    if local_file is not None:
+        local_file = Path(local_file).expanduser()
+        if not local_file.is_file():
+            raise FileNotFoundError(
+                f"--file {local_file} does not exist; pass the downloaded {ckpt['filename']}"
+            )
+        mirrors = [local_file.parent, *mirrors]
+        filename = local_file.name
+    else:
+        filename = ckpt["filename"]
+    dest = checkpoint_path(name, entry, resources)
+    target = archive_path(entry, resources) if ckpt.get("archive_member") else dest
+    pin = ckpt.get("sha256")
+    if target.exists() and not pin:
+        verify_file(target)
+    fetched = fetch(
+        target,
+        urls=ckpt.get("urls") or (),
+        mirrors=mirrors,
+        sha256=pin,
+        filename=filename,
+        timeout=timeout,
+    )
+    if not _sidecar(fetched).is_file():
+        record_digest(fetched)
+    if ckpt.get("archive_member"):
+        if dest.exists():
+            verify_file(dest, ckpt.get("member_sha256"))
+        else:
+            _extract_member(fetched, ckpt["archive_member"], dest)
+            if ckpt.get("member_sha256"):
+                verify(dest, sha256=ckpt["member_sha256"])
+            record_digest(dest)
+    return dest
+
+
+# --------------------------------------------------------------------------- models
+
+
+def hub_dir_candidates(entry: Mapping, resources: str | os.PathLike = "resources") -> list[Path]:
+    """Local directories searched for the pinned torch.hub code, in order."""
+    hub = entry["hub"]
+    owner, repo = hub["repo"].split("/")
+    stem = f"{owner}_{repo}_{hub['ref']}"
+    out = [Path(resources) / "hub" / stem]
+    try:
+        import torch.hub
+
+        out.append(Path(torch.hub.get_dir()) / stem)
+    except ImportError:  # pragma: no cover
+        pass
+    return out
+
+
+def resolve_hub_dir(
+    entry: Mapping, resources: str | os.PathLike = "resources", hub_dir=None
+) -> Path:
+    """The checkout holding ``hubconf.py`` for the entry's pinned ``hub.repo@hub.ref``."""
+    candidates = [Path(hub_dir)] if hub_dir else hub_dir_candidates(entry, resources)
+    for c in candidates:
+        if (c / "hubconf.py").is_file():
+            return c
+    hub = entry["hub"]
+    raise FileNotFoundError(
+        f"torch.hub code for {hub['repo']}@{hub['ref'][:7]} not found in {', '.join(map(str, candidates))}; "
+        f"run `calbench stage` (fetches https://github.com/{hub['repo']}/archive/{hub['ref']}.zip) or "
+        f"`git clone https://github.com/{hub['repo']} {candidates[0]} && git -C {candidates[0]} checkout {hub['ref']}`"
+    )
+
+
+def load_pretrained(
+    name: str,
+    entry: Mapping,
+    *,
+    resources: str | os.PathLike = "resources",
+    checkpoint: str | os.PathLike | None = None,
+    hub_dir: str | os.PathLike | None = None,
+    device: str = "cpu",
+):
+    """Build model ``name`` with its verified pretrained weights, in eval mode on ``device``.
+
+    ``checkpoint`` overrides the weights file path (default: :func:`checkpoint_path`); the file
+    must already be in place (see :func:`download_checkpoint`); nothing is downloaded here.
+    """
+    source = entry["source"]
+    ckpt = entry.get("checkpoint") or {}
+    path = (
+        Path(checkpoint)
+        if checkpoint
+        else (checkpoint_path(name, entry, resources) if ckpt else None)
+    )
+    if path is not None:
+        pin = None if ckpt.get("archive_member") else ckpt.get("sha256")
+        verify_file(path, pin or ckpt.get("member_sha256"))
+    if source == "checkpoint":
+        model = build_architecture(entry["arch"], int(entry["num_classes"]))
+        load_weights(
+            model, read_state_dict(path, prefix=ckpt.get("strip_prefix")), source=str(path)
+        )
+    elif source == "torchhub":
+        import torch
+
+        code = resolve_hub_dir(entry, resources, hub_dir)
+        model = torch.hub.load(str(code), entry["hub"]["entry"], source="local", pretrained=False)
+        load_weights(
+            model, read_state_dict(path, prefix=ckpt.get("strip_prefix")), source=str(path)
+        )
+    elif source == "timm":
+        model = build_timm(entry["timm"]["name"], path, int(entry["num_classes"]))
+    else:  # check_entry guards this
+        raise ValueError(f"model {name}: unknown source {source!r}")
+    return model.to(device).eval()
+
+
+def load_model(spec: Mapping, checkpoint=None, device: str = "cpu"):
+    """The :mod:`calbench.models` source interface: ``spec`` is a registry entry, ``checkpoint`` the
+    weights file ``calbench download-checkpoint`` placed (required except for weightless timm).
+
+    torch.hub code is looked up under ``spec['hub']['dir']`` if given, else ``resources/hub``.
+    """
+    ckpt = spec.get("checkpoint") or {}
+    if checkpoint is None and ckpt:
+        raise ValueError(
+            "pass the weights file (the output of `calbench download-checkpoint`) as checkpoint"
+        )
+    hub = spec.get("hub") or {}
+    return load_pretrained(
+        str(spec.get("name", "model")),
+        spec,
+        resources=spec.get("resources", "resources"),
+        checkpoint=checkpoint,
+        hub_dir=hub.get("dir"),
+        device=device,
+    )
+
+
+def build_timm(model_name: str, weights: str | os.PathLike | None, num_classes: int | None = None):
+    """``timm.create_model`` with an explicit ``name.tag``; weights only from a local file.
+
+    The tag is required: a bare ``tf_efficientnet_b8`` resolves to the AdvProp weights
+    (``.ap_in1k``, mean/std 0.5) in timm >= 0.9, not the RandAugment weights the study used.
+    """
+    import timm
+
+    if "." not in model_name:
+        raise ValueError(
+            f"timm model {model_name!r} has no pretrained tag; pin it (e.g. tf_efficientnet_b8.ra_in1k)"
+        )
+    kwargs = {} if num_classes is None else {"num_classes": num_classes}
+    if weights is None:
+        return timm.create_model(model_name, pretrained=False, **kwargs)
+    return timm.create_model(
+        model_name, pretrained=True, pretrained_cfg_overlay={"file": str(weights)}, **kwargs
+    )
+
+
+def stage_hub_code(
+    entry: Mapping,
+    resources: str | os.PathLike = "resources",
+    mirrors: Iterable[str | os.PathLike] = (),
+    timeout: float = 60.0,
+) -> Path:
+    """Fetch the pinned torch.hub code (GitHub archive of ``hub.ref``) and unpack it for offline use."""
+    hub = entry["hub"]
+    dest = hub_dir_candidates(entry, resources)[0]
+    if (dest / "hubconf.py").is_file():
+        return dest
+    archive = dest.with_name(dest.name + ".zip")
+    fetch(
+        archive,
+        urls=[f"https://github.com/{hub['repo']}/archive/{hub['ref']}.zip"],
+        mirrors=mirrors,
+        sha256=hub.get("archive_sha256"),
+        timeout=timeout,
+    )
+    if not _sidecar(archive).is_file():
+        record_digest(archive)
+    tmp = dest.with_name(dest.name + ".partial")
+    shutil.rmtree(tmp, ignore_errors=True)
+    with zipfile.ZipFile(archive) as zf:
+        for info in zf.infolist():
+            parts = Path(info.filename).parts[1:]  # drop the "<repo>-<ref>/" top folder
+            if not parts or info.is_dir():
+                continue
+            if ".." in parts:
+                raise ValueError(f"{archive} has an unsafe member {info.filename!r}")
+            out = tmp.joinpath(*parts)
+            out.parent.mkdir(parents=True, exist_ok=True)
+            out.write_bytes(zf.read(info))
+    if not (tmp / "hubconf.py").is_file():
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise ValueError(
+            f"{archive} holds no hubconf.py; is {hub['repo']}@{hub['ref']} a torch.hub repository?"
+        )
+    tmp.rename(dest)
+    return dest

@@ -1,0 +1,90 @@
+"""The study's validation/test split of a test set's logits.
+
+Vasilev (MSU 2021), "Calibration of Neural Networks", §5.1: every dataset's test logits are cut in
+two halves with scikit-learn ``train_test_split(logits, targets, test_size=0.5, random_state=0)``
+(no stratification); the first output is the calibration (validation) half, the second the test
+half. That call is a ShuffleSplit: ``perm = np.random.RandomState(0).permutation(N)``, the test
+half is ``perm[:ceil(N / 2)]`` and the validation half ``perm[ceil(N / 2):]``, each in permutation
+order. :func:`study_split` reproduces it with numpy alone (no scikit-learn import), so every model
+of a dataset gets the same indices.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+
+import numpy as np
+
+
+def study_split(n: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    """Return ``(val_idx, test_idx)`` (int64) for ``n`` samples, as the study split them.
+
+    Equal to scikit-learn's ``train_test_split(np.arange(n), test_size=0.5, random_state=seed)``
+    (returned as ``(train, test)`` there): the test half gets ``ceil(n / 2)`` samples.
+    """
+    if isinstance(n, bool) or not isinstance(n, int | np.integer) or n < 2:
+        raise ValueError(f"n must be an integer >= 2 to split into two halves, got {n!r}")
+    if isinstance(seed, bool) or not isinstance(seed, int | np.integer) or seed < 0:
+        raise ValueError(f"seed must be a non-negative integer, got {seed!r}")
+    n = int(n)
+    n_test = math.ceil(0.5 * n)
+    perm = np.random.RandomState(int(seed)).permutation(n).astype(np.int64)
+    return perm[n_test:].copy(), perm[:n_test].copy()
+
+
+def index_sha256(idx: np.ndarray) -> str:
+    """SHA-256 of indices as int64 little-endian bytes, in the order given."""
+    return hashlib.sha256(np.asarray(idx).astype("<i8").tobytes()).hexdigest()
+
+
+def split_digests(val_idx: np.ndarray, test_idx: np.ndarray) -> dict[str, str]:
+    """``val_sorted_sha256`` (sorted validation indices) and ``test_order_sha256`` (split order)."""
+    return {
+        "val_sorted_sha256": index_sha256(np.sort(np.asarray(val_idx))),
+        "test_order_sha256": index_sha256(test_idx),
+    }
+
+
+def check_logits_files_agree(metas: list[dict]) -> int:
+    """Return the common sample count of logits files' ``(name, n, labels, order_hash)`` records.
+
+    Each record is a dict with ``path``, ``n``, ``labels`` and ``order_hash``; all must agree, since
+    one split serves every model of a dataset.
+    """
+    if not metas:
+        raise ValueError("no logits files given; pass at least one --logits FILE")
+    ref = metas[0]
+    for m in metas[1:]:
+        if m["n"] != ref["n"]:
+            raise ValueError(
+                f"{m['path']} holds {m['n']} samples but {ref['path']} holds {ref['n']}; "
+                "cache every model's logits on the same dataset and --limit"
+            )
+        if m["order_hash"] != ref["order_hash"]:
+            raise ValueError(
+                f"{m['path']} and {ref['path']} differ in sample order (order_hash); "
+                "cache their logits from the same dataset files in the dataset's order"
+            )
+        if not np.array_equal(m["labels"], ref["labels"]):
+            raise ValueError(
+                f"{m['path']} and {ref['path']} have different labels; "
+                "cache their logits from the same dataset"
+            )
+    return int(ref["n"])
+
+
+def save_split(path, val_idx: np.ndarray, test_idx: np.ndarray, **extra) -> dict[str, str]:
+    """Write the split ``.npz`` (``val_idx``, ``test_idx``, both digests, extras) atomically."""
+    from calbench.io import atomic_path
+
+    digests = split_digests(val_idx, test_idx)
+    with atomic_path(path) as tmp:
+        np.savez(
+            tmp,
+            val_idx=np.asarray(val_idx, dtype=np.int64),
+            test_idx=np.asarray(test_idx, dtype=np.int64),
+            **digests,
+            **extra,
+        )
+    return digests

@@ -1,0 +1,169 @@
+"""Histogram binning and BBQ (calbench.calibrators.binning)."""
+
+import numpy as np
+import pytest
+from conftest import sample_labels, softmax64
+
+from calbench.calibrators.binning import (
+    BBQ,
+    HistogramBinning,
+    apply_histogram_binning,
+    bbq_bin_counts,
+    bdeu_log_score,
+    beta_posterior_mean,
+    equal_width_bin_index,
+    fit_bbq_column,
+    fit_histogram_binning,
+    renormalise_rows,
+)
+
+
+def binary_logits(p1):
+    """Logits whose softmax's column 1 is ``p1`` (column 0 is ``1 - p1``)."""
+    p1 = np.asarray(p1, dtype=np.float64)
+    return np.stack([np.zeros_like(p1), np.log(p1 / (1 - p1))], axis=1)
+
+
+# seed 003's worked example: 9 samples, 3 bins -> bin values 0.50, 0.67, 0.75
+EX_P = np.array([0.15, 0.22, 0.35, 0.48, 0.63, 0.72, 0.85, 0.89, 0.95])
+EX_Y = np.array([0, 1, 1, 0, 1, 1, 1, 0, 1])
+
+
+def test_worked_example_bin_values():
+    theta = fit_histogram_binning(np.stack([1 - EX_P, EX_P], 1), EX_Y, n_bins=3)
+    np.testing.assert_allclose(theta[1], [1 / 2, 2 / 3, 3 / 4], rtol=0, atol=1e-15)
+    # same through the calibrator on logits: one-vs-rest column of class 1 before renormalising
+    hb = HistogramBinning(n_bins=3).fit(binary_logits(EX_P), EX_Y)
+    np.testing.assert_allclose(hb.theta_[1], [0.5, 2 / 3, 0.75], atol=1e-12)
+    raw = apply_histogram_binning(hb.theta_, np.stack([1 - EX_P, EX_P], 1))
+    np.testing.assert_allclose(raw[:, 1], [0.5, 0.5, 2 / 3, 2 / 3, 2 / 3, 0.75, 0.75, 0.75, 0.75])
+
+
+def test_bin_index_edge_convention():
+    # [a, b) bins, exactly 1 in the last bin, values on an edge go to the bin to its right
+    edges = np.linspace(0, 1, 21)
+    p = np.concatenate([edges, np.nextafter(edges[1:], 0), [0.0, 1.0, 0.3, 0.7]])
+    got = equal_width_bin_index(p[:, None], 20)[:, 0]
+    want = np.minimum(np.searchsorted(edges, p, side="right") - 1, 19)
+    np.testing.assert_array_equal(got, want)
+    rng = np.random.default_rng(0)
+    q = rng.random((500, 7))
+    np.testing.assert_array_equal(
+        equal_width_bin_index(q, 15),
+        np.minimum(np.searchsorted(np.linspace(0, 1, 16), q, "right") - 1, 14),
+    )
+
+
+def test_empty_bins_get_their_centre_and_values_by_hand():
+    probs = np.array([[0.95, 0.05], [0.9, 0.1], [0.2, 0.8], [0.4, 0.6]])
+    y = np.array([0, 1, 1, 0])
+    theta = fit_histogram_binning(probs, y, n_bins=4)
+    # column 1 holds 0.05, 0.1 (bin 0: labels 0, 1), 0.8 (bin 3: 1), 0.6 (bin 2: 0); bin 1 empty
+    np.testing.assert_allclose(theta[1], [0.5, 0.375, 0.0, 1.0])
+    # column 0 holds 0.95, 0.9 (bin 3: both class 0? labels 0 and 1 -> 1/2), 0.2 (bin 0: 0), 0.4 (bin 1: 1)
+    np.testing.assert_allclose(theta[0], [0.0, 1.0, 0.625, 0.5])
+
+
+def test_matches_per_class_loop():
+    rng = np.random.default_rng(1)
+    z = rng.normal(size=(400, 6)) * 2
+    y = sample_labels(rng, softmax64(z / 2))
+    hb = HistogramBinning().fit(z, y)
+    p = softmax64(z)
+    for j in range(6):
+        for m in range(20):
+            lo, hi = m / 20, (m + 1) / 20
+            sel = (p[:, j] >= lo) & ((p[:, j] < hi) if m < 19 else (p[:, j] <= 1))
+            want = (y[sel] == j).mean() if sel.any() else (m + 0.5) / 20
+            assert hb.theta_[j, m] == pytest.approx(want, abs=1e-15)
+    out = hb.predict_proba(z)
+    raw = apply_histogram_binning(hb.theta_, p)
+    np.testing.assert_allclose(out, raw / raw.sum(1, keepdims=True))
+
+
+def test_zero_row_becomes_uniform():
+    v = np.array([[0.0, 0.0, 0.0], [0.2, 0.2, 0.6], [1.0, 0.0, 1.0]])
+    np.testing.assert_allclose(
+        renormalise_rows(v.copy()), [[1 / 3] * 3, [0.2, 0.2, 0.6], [0.5, 0, 0.5]]
+    )
+    # a calibrator that maps everything to 0: all training probabilities in bins with no positive
+    z = binary_logits(np.array([0.5, 0.5, 0.5, 0.5]))  # both columns 0.5 -> bin 10 of each
+    hb = HistogramBinning().fit(z, np.array([0, 0, 1, 1]))
+    hb.theta_[:] = 0.0
+    np.testing.assert_allclose(hb.predict_proba(z), 0.5)
+
+
+def test_hist_options_validated():
+    with pytest.raises(ValueError, match="n_bins"):
+        HistogramBinning(n_bins=0)
+
+
+# ---------------------------------------------------------------------------------------- BBQ
+
+
+def test_beta_posterior_and_bdeu_by_hand():
+    # bin with 3 positives out of 4, prior Beta(1, 1): posterior mean (3+1)/(4+2)
+    assert beta_posterior_mean(3.0, 4.0, 1.0, 1.0) == pytest.approx(4 / 6)
+    # one bin, ess 2, midpoint 0.5 -> alpha = beta = 1: marginal likelihood of a specific
+    # sequence with m ones in n is B(m+1, n-m+1) = m! (n-m)! / (n+1)!; here m = 1, n = 2 -> 1/6
+    assert np.exp(bdeu_log_score([1], [2], [0.5], ess=2.0)) == pytest.approx(1 / 6)
+    # two bins (alpha = beta = 0.5 each): Jeffreys marginals, one sample per bin: 1/2 * 1/2
+    assert np.exp(bdeu_log_score([1, 0], [1, 1], [0.5, 0.5])) == pytest.approx(0.25)
+
+
+def test_bbq_model_space():
+    assert bbq_bin_counts(1000)[0] == 1 and bbq_bin_counts(1000)[-1] == 100
+    assert bbq_bin_counts(5000).tolist() == list(range(1, 172))
+    assert bbq_bin_counts(8, c=10).tolist() == list(range(1, 9))  # capped at N
+
+
+def test_bbq_single_models_are_beta_posteriors():
+    s = np.array([0.1, 0.2, 0.3, 0.7, 0.8, 0.9])
+    t = np.array([0, 0, 1, 0, 1, 1])
+    breaks, values = fit_bbq_column(s, t, bin_counts=[1])
+    assert breaks.size == 0
+    # one bin over [0, 1]: midpoint 0.5, alpha = beta = 1, 3 of 6 positive -> (3+1)/(6+2)
+    np.testing.assert_allclose(values, [0.5])
+    # two equal-frequency bins split midway between 0.3 and 0.7 (at 0.5): intervals [0, 0.5)
+    # and [0.5, 1], midpoints 0.25 / 0.75, ess/B = 1 -> Beta(0.25, 0.75) and Beta(0.75, 0.25);
+    # posterior means (1 + 0.25)/(3 + 1) and (2 + 0.75)/(3 + 1)
+    breaks, values = fit_bbq_column(s, t, bin_counts=[2])
+    np.testing.assert_allclose(breaks, [0.5])
+    np.testing.assert_allclose(values, [1.25 / 4, 2.75 / 4])
+    # averaging both models weights them by their BDeu scores
+    b2, v2 = fit_bbq_column(s, t, bin_counts=[1, 2])
+    l1 = bdeu_log_score([3], [6], [0.5])
+    l2 = bdeu_log_score([1, 2], [3, 3], [0.25, 0.75])
+    w1 = 1 / (1 + np.exp(l2 - l1))
+    np.testing.assert_allclose(v2, [w1 * 0.5 + (1 - w1) * 1.25 / 4, w1 * 0.5 + (1 - w1) * 2.75 / 4])
+    assert bbq_bin_counts(6, c=1e-9).tolist() == [6]
+
+
+def test_bbq_calibrated_input_stays_close_to_identity():
+    rng = np.random.default_rng(2)
+    n = 20000
+    p = rng.uniform(0.02, 0.98, n)
+    y = (rng.random(n) < p).astype(np.int64)  # p is calibrated for class 1
+    bbq = BBQ().fit(binary_logits(p), y)
+    grid = np.linspace(0.1, 0.9, 9)
+    out = bbq.predict_proba(binary_logits(grid))[:, 1]
+    np.testing.assert_allclose(out, grid, atol=0.05)
+    assert np.all(np.diff(out) > 0)  # monotone data -> increasing map
+
+
+def test_bbq_learns_monotone_miscalibration():
+    rng = np.random.default_rng(3)
+    n = 20000
+    s = rng.uniform(0, 1, n)
+    true = s**3  # over-confident scores
+    y = (rng.random(n) < true).astype(np.int64)
+    breaks, values = fit_bbq_column(s, y)
+    grid = np.linspace(0.1, 0.95, 12)
+    got = values[np.searchsorted(breaks, grid, side="right")]
+    np.testing.assert_allclose(got, grid**3, atol=0.06)
+    assert np.all(np.diff(got) >= -0.02)
+
+
+def test_bbq_options_validated():
+    with pytest.raises(ValueError, match="c must"):
+        BBQ(c=0)

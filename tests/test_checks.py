@@ -1,0 +1,84 @@
+import numpy as np
+import pytest
+
+from calbench._checks import (
+    check_labels,
+    check_logits,
+    check_n_bins,
+    check_probs,
+    check_probs_labels,
+)
+
+
+def test_check_logits_accepts_float32_and_keeps_dtype():
+    z = np.zeros((3, 4), dtype=np.float32)
+    assert check_logits(z).dtype == np.float32
+
+
+def test_check_logits_converts_integers_to_float():
+    assert check_logits([[1, 2], [3, 4]]).dtype == np.float64
+
+
+@pytest.mark.parametrize(
+    "bad, match",
+    [
+        (np.array([[0.0, np.nan]]), "NaN or infinite"),
+        (np.array([[0.0, np.inf]]), "NaN or infinite"),
+        (np.zeros(3), "2-D array"),
+        (np.zeros((0, 3)), "empty"),
+        (np.zeros((3, 1)), "at least 2 classes"),
+        (np.array([["a", "b"]]), "numeric"),
+    ],
+)
+def test_check_logits_refuses(bad, match):
+    with pytest.raises(ValueError, match=match):
+        check_logits(bad)
+
+
+def test_check_probs_refuses_logits_with_a_hint():
+    with pytest.raises(ValueError, match="did you pass logits"):
+        check_probs(np.array([[2.0, -1.0], [0.5, 0.5]]))
+
+
+def test_check_probs_refuses_rows_not_summing_to_one_and_names_the_row():
+    with pytest.raises(ValueError, match="row 1 sums to 0.9"):
+        check_probs(np.array([[0.5, 0.5], [0.4, 0.5]]))
+
+
+def test_check_probs_tolerates_float32_softmax_rounding():
+    rng = np.random.default_rng(0)
+    z = rng.normal(size=(100, 1000)).astype(np.float32)
+    p = np.exp(z - z.max(1, keepdims=True))
+    p = (p / p.sum(1, keepdims=True)).astype(np.float32)
+    assert check_probs(p).shape == (100, 1000)
+
+
+@pytest.mark.parametrize(
+    "labels, match",
+    [
+        ([0, 1, 2], r"must lie in \[0, 1\]"),
+        ([0, -1, 1], r"must lie in \[0, 1\]"),
+        ([0, 1], "has 2 entries but there are 3 rows"),
+        ([[0], [1], [1]], "1-D array"),
+        ([0.0, 1.5, 1.0], "non-integer"),
+        (["a", "b", "c"], "integer class indices"),
+    ],
+)
+def test_check_labels_refuses(labels, match):
+    with pytest.raises(ValueError, match=match):
+        check_labels(np.array(labels), n=3, k=2)
+
+
+def test_check_labels_accepts_integral_floats():
+    assert check_labels(np.array([0.0, 1.0]), n=2, k=2).dtype == np.int64
+
+
+@pytest.mark.parametrize("n_bins", [0, -3, 2.5, True, "15"])
+def test_check_n_bins_refuses(n_bins):
+    with pytest.raises(ValueError, match="n_bins must be an integer >= 1"):
+        check_n_bins(n_bins)
+
+
+def test_check_probs_labels_pair():
+    p, y = check_probs_labels([[0.25, 0.75]], [1])
+    assert p.dtype == np.float64 and y.tolist() == [1]

@@ -1,0 +1,108 @@
+import hashlib
+import struct
+
+import numpy as np
+import pytest
+from sklearn.model_selection import train_test_split
+
+from calbench.split import (
+    check_logits_files_agree,
+    index_sha256,
+    save_split,
+    split_digests,
+    study_split,
+)
+
+
+@pytest.mark.parametrize("n", [2, 3, 4, 5, 7, 10, 11, 100, 101, 999, 1000, 10_001])
+def test_study_split_equals_sklearn_train_test_split(n):
+    train, test = train_test_split(np.arange(n), test_size=0.5, random_state=0)
+    val_idx, test_idx = study_split(n)
+    np.testing.assert_array_equal(val_idx, train)
+    np.testing.assert_array_equal(test_idx, test)
+    assert val_idx.dtype == np.int64 and test_idx.dtype == np.int64
+
+
+@pytest.mark.parametrize("seed", [1, 42])
+def test_study_split_other_seeds_equal_sklearn(seed):
+    train, test = train_test_split(np.arange(77), test_size=0.5, random_state=seed)
+    val_idx, test_idx = study_split(77, seed=seed)
+    np.testing.assert_array_equal(val_idx, train)
+    np.testing.assert_array_equal(test_idx, test)
+
+
+@pytest.mark.parametrize("n", [2, 9, 10, 501])
+def test_halves_partition_range_and_test_gets_the_ceiling(n):
+    val_idx, test_idx = study_split(n)
+    assert len(test_idx) == -(-n // 2) and len(val_idx) == n // 2
+    np.testing.assert_array_equal(np.sort(np.concatenate([val_idx, test_idx])), np.arange(n))
+
+
+def test_cifar_size_split_matches_the_published_indices_and_hashes():
+    val_idx, test_idx = study_split(10_000)
+    assert val_idx[:5].tolist() == [333, 6391, 4786, 357, 9854]
+    assert test_idx[:5].tolist() == [9394, 898, 2398, 5906, 2343]
+    d = split_digests(val_idx, test_idx)
+    assert d["val_sorted_sha256"].startswith("9ce5f63a121e5bcf")
+    assert d["test_order_sha256"].startswith("5c78e7cc747105ea")
+
+
+def test_imagenet_size_split_matches_the_published_indices_and_hashes():
+    val_idx, test_idx = study_split(50_000)
+    assert val_idx[:5].tolist() == [21626, 4521, 3652, 22212, 17669]
+    assert test_idx[:5].tolist() == [11841, 19602, 45519, 25747, 42642]
+    assert len(val_idx) == len(test_idx) == 25_000
+    d = split_digests(val_idx, test_idx)
+    assert d["val_sorted_sha256"].startswith("8ec32f578ef8d0d0")
+    assert d["test_order_sha256"].startswith("c01e443577884753")
+
+
+def test_index_sha256_hashes_int64_little_endian_in_the_given_order():
+    expected = hashlib.sha256(struct.pack("<3q", 5, 1, 300)).hexdigest()
+    assert index_sha256(np.array([5, 1, 300], dtype=np.int32)) == expected
+    assert index_sha256([1, 5, 300]) != expected
+
+
+@pytest.mark.parametrize("n", [1, 0, -3, 2.0, True, "10"])
+def test_study_split_refuses_bad_sizes(n):
+    with pytest.raises(ValueError, match="n must be an integer >= 2"):
+        study_split(n)
+
+
+def test_study_split_refuses_bad_seed():
+    with pytest.raises(ValueError, match="seed"):
+        study_split(10, seed=-1)
+
+
+def _meta(path, n=4, labels=None, order="h"):
+    return {
+        "path": path,
+        "n": n,
+        "labels": np.arange(n) % 2 if labels is None else labels,
+        "order_hash": order,
+    }
+
+
+def test_logits_files_must_agree_on_n_order_and_labels():
+    assert check_logits_files_agree([_meta("a"), _meta("b")]) == 4
+    with pytest.raises(ValueError, match="b holds 5 samples but a holds 4"):
+        check_logits_files_agree([_meta("a"), _meta("b", n=5)])
+    with pytest.raises(ValueError, match="differ in sample order"):
+        check_logits_files_agree([_meta("a"), _meta("b", order="other")])
+    with pytest.raises(ValueError, match="different labels"):
+        check_logits_files_agree([_meta("a"), _meta("b", labels=np.array([1, 1, 0, 0]))])
+    with pytest.raises(ValueError, match="no logits files"):
+        check_logits_files_agree([])
+
+
+def test_save_split_writes_indices_and_digests(tmp_path):
+    val_idx, test_idx = study_split(11)
+    out = tmp_path / "s" / "split.npz"
+    digests = save_split(out, val_idx, test_idx, order_hash=np.str_("abc"))
+    with np.load(out, allow_pickle=False) as z:
+        np.testing.assert_array_equal(z["val_idx"], val_idx)
+        np.testing.assert_array_equal(z["test_idx"], test_idx)
+        assert str(z["val_sorted_sha256"]) == digests["val_sorted_sha256"]
+        assert str(z["test_order_sha256"]) == index_sha256(test_idx)
+        assert str(z["order_hash"]) == "abc"
+    assert [p.name for p in out.parent.iterdir()] == ["split.npz"]

@@ -1,0 +1,269 @@
+"""The real Snakemake workflow on the tiny configuration (config/test.yaml), via the CLI.
+
+A private copy of the workflow and of the calbench sources runs in a temporary folder (the
+copy is put first on PYTHONPATH, so editing a library module there is safe). Checked: the
+outputs, that a finished run plans nothing, that adding a model / a calibrator plans only their
+jobs, that editing one library module or the template reruns exactly the rules that use it,
+that `snakemake --lint` is clean, that a bad config fails before any job with a message naming
+the key, and that a run killed with SIGKILL and resumed gives the results of an uninterrupted run.
+"""
+
+from __future__ import annotations
+
+import csv
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+import yaml
+
+REPO = Path(__file__).resolve().parents[2]
+pytestmark = [pytest.mark.slow]
+
+if shutil.which("snakemake") is None:  # pragma: no cover
+    pytest.skip("snakemake is not installed (pip install -e .[workflow])", allow_module_level=True)
+
+
+def _copy_workflow(dest: Path) -> Path:
+    dest.mkdir(parents=True)
+    shutil.copy2(REPO / "Snakefile", dest / "Snakefile")
+    for sub in ("workflow", "profiles/default", "config", "envs"):
+        shutil.copytree(REPO / sub, dest / sub, ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copy2(REPO / "config" / "test.yaml", dest / "config.yaml")
+    shutil.copytree(
+        REPO / "src" / "calbench", dest / "lib" / "calbench", ignore=shutil.ignore_patterns("__pycache__")
+    )
+    return dest
+
+
+def _env(root: Path) -> dict:
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join([str(root / "lib"), env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
+    env["PYTHONDONTWRITEBYTECODE"] = "1"
+    # the calbench entry point of this interpreter, first on PATH
+    env["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), env.get("PATH", "")])
+    return env
+
+
+def smk(root: Path, *args, check=True, timeout=600) -> subprocess.CompletedProcess:
+    cmd = ["snakemake", "--cores", "2", *map(str, args)]
+    res = subprocess.run(cmd, cwd=root, env=_env(root), capture_output=True, text=True, timeout=timeout)
+    if check and res.returncode != 0:
+        raise AssertionError(f"{' '.join(cmd)} failed ({res.returncode}):\n{res.stdout[-4000:]}\n{res.stderr[-4000:]}")
+    return res
+
+
+def planned(root: Path, *args) -> dict[str, int]:
+    """Job counts per rule of a dry run (``{}`` when nothing is to be done)."""
+    res = smk(root, "-n", "--quiet", "rules", *args)
+    text = res.stdout + res.stderr
+    counts = {}
+    for line in text.splitlines():
+        m = re.match(r"^\s*([a-z_]+)\s+(\d+)\s*$", line)
+        if m and m.group(1) != "total":
+            counts[m.group(1)] = int(m.group(2))
+    return counts
+
+
+@pytest.fixture(scope="module")
+def run(tmp_path_factory):
+    root = _copy_workflow(tmp_path_factory.mktemp("wf") / "repo")
+    t0 = time.perf_counter()
+    smk(root)
+    print(f"tiny workflow: {time.perf_counter() - t0:.1f} s")
+    return root
+
+
+def _read(path):
+    with open(path, newline="") as fh:
+        return list(csv.DictReader(fh))
+
+
+def _edit(path: Path):
+    """Append a comment to ``path`` (a content change: Snakemake ignores bare mtime changes of
+    inputs whose checksum it recorded); return a function restoring the original bytes."""
+    original = path.read_bytes()
+    comment = b"\n<!-- edited -->\n" if path.suffix == ".j2" else b"\n# edited\n"
+    path.write_bytes(original + comment)
+    return lambda: path.write_bytes(original)
+
+
+def test_outputs(run):
+    cfg = yaml.safe_load((run / "config.yaml").read_text())
+    models, methods = list(cfg["models"]), list(cfg["calibrators"])
+    html = (run / "reports" / "report.html").read_text()
+    assert html.count("data:image/png;base64,") == len(models)
+    rows = _read(run / "results" / "aggregate" / "metrics.csv")
+    n_metrics = len(cfg["evaluation"]["metrics"])
+    assert len(rows) == len(models) * len(methods) * 2 * n_metrics
+    for r in rows:
+        if r["half"] == "test":
+            assert r["ci_low"] != "" and float(r["ci_low"]) <= float(r["ci_high"])
+    for metric in cfg["report"]["table_metrics"]:
+        for ext in ("html", "md", "csv", "tex"):
+            assert (run / "results" / "tables" / f"{metric}.{ext}").is_file()
+    assert (run / "results" / "tables" / "losses_ece.md").is_file()
+    for m in models:
+        for c in methods:
+            assert (run / "results" / "plots" / "fashion_mnist" / m / f"{c}.png").read_bytes()[:4] == b"\x89PNG"
+    with np.load(run / "results" / "split" / "fashion_mnist" / "split.npz") as s:
+        assert len(s["val_idx"]) == len(s["test_idx"]) == cfg["datasets"]["fashion_mnist"]["limit"] // 2
+    assert (run / "logs" / "evaluate" / "fashion_mnist" / models[0] / "ts.log").is_file()
+    assert (run / "benchmarks" / "evaluate" / "fashion_mnist" / models[0] / "ts.tsv").is_file()
+    assert not [p for p in (run / "results").rglob(".*.tmp*")]  # no temporary files left
+
+
+def test_finished_run_plans_nothing(run):
+    assert planned(run) == {}
+
+
+def test_lint_is_clean(run):
+    res = smk(run, "--lint")
+    assert "Congratulations" in res.stdout + res.stderr
+
+
+def _with_config(run, edit, name):
+    cfg = yaml.safe_load((run / "config.yaml").read_text())
+    edit(cfg)
+    path = run / "config" / name
+    path.write_text(yaml.safe_dump(cfg, sort_keys=False))
+    return ["--configfile", path]
+
+
+def test_adding_a_model_plans_only_its_jobs(run):
+    def edit(cfg):
+        extra = dict(cfg["models"]["tiny_mlp"])
+        extra["training"] = {**extra["training"], "seed": 1}
+        cfg["models"]["tiny_mlp_seed1"] = extra
+
+    n_cal = len(yaml.safe_load((run / "config.yaml").read_text())["calibrators"])
+    assert planned(run, *_with_config(run, edit, "more_models.yaml")) == {
+        "train_model": 1, "cache_logits": 1, "fit_calibrator": n_cal, "evaluate": n_cal,
+        "plot_reliability": n_cal, "plot_reliability_grid": 1, "compare": 1,
+        "aggregate": 1, "render_report": 1, "all": 1,
+    }
+
+
+def test_adding_a_calibrator_plans_only_its_jobs(run):
+    def edit(cfg):
+        cfg["calibrators"]["ts_f64"] = {"method": "ts", "params": {"dtype": "float64"}}
+
+    n_models = len(yaml.safe_load((run / "config.yaml").read_text())["models"])
+    # the grid and the paired comparison of every model include the new calibrator
+    assert planned(run, *_with_config(run, edit, "more_cals.yaml")) == {
+        "fit_calibrator": n_models, "evaluate": n_models, "plot_reliability": n_models,
+        "plot_reliability_grid": n_models, "compare": n_models,
+        "aggregate": 1, "render_report": 1, "all": 1,
+    }
+
+
+def test_editing_one_model_reruns_only_that_model(run):
+    def edit(cfg):
+        cfg["models"]["tiny_mlp_fl2"]["training"]["lr"] = 0.01
+
+    n_cal = len(yaml.safe_load((run / "config.yaml").read_text())["calibrators"])
+    assert planned(run, *_with_config(run, edit, "one_model.yaml")) == {
+        "train_model": 1, "cache_logits": 1, "fit_calibrator": n_cal, "evaluate": n_cal,
+        "plot_reliability": n_cal, "plot_reliability_grid": 1, "compare": 1,
+        "aggregate": 1, "render_report": 1, "all": 1,
+    }
+
+
+def test_renaming_a_model_reruns_only_tables_and_report(run):
+    def edit(cfg):
+        cfg["models"]["tiny_mlp"]["display"]["name"] = "Perceptron"
+
+    assert planned(run, *_with_config(run, edit, "rename.yaml")) == {
+        "aggregate": 1, "render_report": 1, "all": 1}
+
+
+def test_template_edit_reruns_only_render_report(run):
+    restore = _edit(run / "workflow" / "templates" / "report.html.j2")
+    try:
+        assert planned(run) == {"render_report": 1, "all": 1}
+    finally:
+        restore()
+    assert planned(run) == {}
+
+
+@pytest.mark.parametrize(
+    "module, expected",
+    [
+        ("report/render.py", {"aggregate": 1, "render_report": 1}),
+        ("plots.py", {"plot_reliability": 8, "plot_reliability_grid": 2, "render_report": 1}),
+        ("stats.py", {"evaluate": 8, "compare": 2, "aggregate": 1, "render_report": 1}),
+        ("split.py", None),  # everything downstream of the split
+    ],
+)
+def test_library_edit_reruns_the_rules_that_use_it(run, module, expected):
+    restore = _edit(run / "lib" / "calbench" / module)
+    try:
+        got = planned(run)
+    finally:
+        restore()
+    got.pop("all", None)
+    if expected is None:
+        assert got.get("split") == 1 and "train_model" not in got and "cache_logits" not in got
+        assert got["evaluate"] == 8 and got["render_report"] == 1
+    else:
+        assert got == expected
+
+
+@pytest.mark.parametrize(
+    "edit, message",
+    [
+        (lambda c: c["models"]["tiny_mlp"].update(sources="train"), "sources"),
+        (lambda c: c["models"]["tiny_mlp"]["training"].update(epochs="one"), "epochs"),
+        (lambda c: c["calibrators"].update({"Bad Name": {}}), "Bad Name"),
+        (lambda c: c["compare"].update(baselines=["nope"]), "compare.baselines"),
+    ],
+)
+def test_bad_config_fails_before_any_job(run, edit, message, tmp_path):
+    res = smk(run, "-n", *_with_config(run, edit, "bad.yaml"), check=False)
+    assert res.returncode != 0
+    assert message in res.stdout + res.stderr
+
+
+def _result_files(root: Path) -> dict[str, bytes]:
+    out = {}
+    for p in sorted((root / "results").rglob("*")):
+        if p.is_file() and p.suffix in (".csv", ".json", ".png", ".md", ".html", ".tex"):
+            out[str(p.relative_to(root))] = p.read_bytes()
+    out["reports/report.html"] = (root / "reports" / "report.html").read_bytes()
+    return out
+
+
+def test_sigkill_midway_then_rerun_gives_identical_results(run, tmp_path):
+    root = _copy_workflow(tmp_path / "repo")
+    proc = subprocess.Popen(
+        ["snakemake", "--cores", "2"], cwd=root, env=_env(root), start_new_session=True,
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )
+    try:
+        deadline = time.time() + 300
+        target = root / "results" / "metrics"
+        while time.time() < deadline and proc.poll() is None:
+            if target.exists() and len(list(target.rglob("*.csv"))) >= 2:
+                break
+            time.sleep(0.2)
+        assert proc.poll() is None, "the run finished before it could be killed"
+        os.killpg(proc.pid, signal.SIGKILL)
+    finally:
+        proc.wait(timeout=60)
+    assert not (root / "reports" / "report.html").exists()
+    smk(root, "--unlock")
+    smk(root)
+    ours, ref = _result_files(root), _result_files(run)
+    assert sorted(ours) == sorted(ref)
+    different = [k for k in ours if ours[k] != ref[k]]
+    assert different == []
+    for p in (run / "results" / "logits").rglob("*.npz"):
+        with np.load(p) as a, np.load(root / p.relative_to(run)) as b:
+            np.testing.assert_array_equal(a["logits"], b["logits"])

@@ -1,0 +1,139 @@
+"""The ``download-checkpoint`` and ``stage`` verbs on a registry and mirror the test writes."""
+
+import argparse
+import hashlib
+import io
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import pytest
+import torch
+import yaml
+
+from calbench.cli import zoo
+from calbench.models import pretrained as P
+
+torch.set_num_threads(1)  # the CI machine's 2 cores are shared; threads oversubscribe
+
+
+def run(argv):
+    parser = argparse.ArgumentParser()
+    sub = parser.add_subparsers(dest="command", required=True)
+    zoo.register(sub)
+    args = parser.parse_args(argv)
+    return args.func(args)
+
+
+HUBCONF = "import torch.nn as nn\n\n\ndef cifar100_resnet20(pretrained=False):\n    return nn.Linear(4, 100)\n"
+
+
+@pytest.fixture()
+def setup(tmp_path):
+    mirror = tmp_path / "mirror"
+    mirror.mkdir()
+    torch.manual_seed(0)
+    focal = P.build_architecture("focal_densenet121", 10)
+    torch.save(
+        {"module." + k: v for k, v in focal.state_dict().items()},
+        mirror / "densenet121_cross_entropy_350.model",
+    )
+    torch.save(torch.nn.Linear(4, 100).state_dict(), mirror / "w.pt")
+    digest = hashlib.sha256((mirror / "w.pt").read_bytes()).hexdigest()
+    (mirror / f"cifar100_resnet20-{digest[:8]}.pt").write_bytes((mirror / "w.pt").read_bytes())
+    ref = "e8a3ffb2383c0be657199cd668d763b2233db91d"
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w") as zf:  # GitHub archive layout: one top folder
+        zf.writestr(f"pytorch-cifar-models-{ref}/hubconf.py", HUBCONF)
+        zf.writestr(f"pytorch-cifar-models-{ref}/README.md", "x")
+    (mirror / f"chenyaofo_pytorch-cifar-models_{ref}.zip").write_bytes(buf.getvalue())
+    reg = {
+        "resources": str(tmp_path / "resources"),
+        "mirrors": [str(mirror)],
+        "models": {
+            "f_c10_densenet121_ce": {
+                "dataset": "cifar10",
+                "source": "checkpoint",
+                "arch": "focal_densenet121",
+                "num_classes": 10,
+                "checkpoint": {
+                    "filename": "densenet121_cross_entropy_350.model",
+                    "urls": [],
+                    "sha256": None,
+                    "strip_prefix": "module.",
+                },
+            },
+            "c100_resnet20": {
+                "dataset": "cifar100",
+                "source": "torchhub",
+                "num_classes": 100,
+                "hub": {
+                    "repo": "chenyaofo/pytorch-cifar-models",
+                    "ref": ref,
+                    "entry": "cifar100_resnet20",
+                },
+                "checkpoint": {
+                    "filename": f"cifar100_resnet20-{digest[:8]}.pt",
+                    "urls": [],
+                    "sha256": digest[:8],
+                },
+            },
+        },
+    }
+    cfg = tmp_path / "reg.yaml"
+    cfg.write_text(yaml.safe_dump(reg))
+    return cfg, tmp_path / "resources", focal
+
+
+def test_download_checkpoint_verb(setup, capsys):
+    cfg, res, focal = setup
+    assert (
+        run(["download-checkpoint", "--config", str(cfg), "--model", "f_c10_densenet121_ce"]) == 0
+    )
+    out = Path(capsys.readouterr().out.strip())
+    assert (
+        out == res / "checkpoints/cifar10/f_c10_densenet121_ce/densenet121_cross_entropy_350.model"
+    )
+    doc = P.load_registry(cfg)
+    model = P.load_pretrained(
+        "f_c10_densenet121_ce", P.get_entry(doc, "f_c10_densenet121_ce"), resources=res
+    )
+    torch.testing.assert_close(model.linear.weight, focal.linear.weight)
+    with pytest.raises(ValueError, match="did you mean"):
+        run(["download-checkpoint", "--config", str(cfg), "--model", "f_c10_densenet121"])
+
+
+def test_stage_then_offline_load(setup, capsys):
+    cfg, res, _ = setup
+    assert run(["stage", "--config", str(cfg), "--dry-run", "--skip-datasets"]) == 0
+    assert not res.exists()
+    assert "hub" in capsys.readouterr().out
+    assert run(["stage", "--config", str(cfg), "--skip-datasets"]) == 0
+    sums = (res / "SHA256SUMS").read_text().splitlines()
+    names = {line.split("  ", 1)[1] for line in sums}
+    assert "checkpoints/cifar10/f_c10_densenet121_ce/densenet121_cross_entropy_350.model" in names
+    assert any(n.endswith("/hubconf.py") for n in names)
+    # the staged folder verifies with the standard tool
+    ok = subprocess.run(["sha256sum", "-c", "--quiet", "SHA256SUMS"], cwd=res, capture_output=True)
+    assert ok.returncode == 0, ok.stderr
+    doc = P.load_registry(cfg)
+    model = P.load_pretrained("c100_resnet20", P.get_entry(doc, "c100_resnet20"), resources=res)
+    assert model.weight.shape == (100, 4)
+
+
+def test_stage_reports_what_is_missing(setup, tmp_path):
+    cfg, res, _ = setup
+    doc = yaml.safe_load(cfg.read_text())
+    doc["mirrors"] = []
+    cfg.write_text(yaml.safe_dump(doc))
+    with pytest.raises(ValueError, match="could not be staged.*--mirror"):
+        run(["stage", "--config", str(cfg), "--skip-datasets", "--timeout", "1"])
+
+
+def test_cli_module_imports_nothing_heavy():
+    code = "import sys, calbench.cli.zoo; print(any(m in sys.modules for m in ('torch', 'scipy', 'sklearn', 'matplotlib')))"
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    ).stdout.strip()
+    assert out == "False"

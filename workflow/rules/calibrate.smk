@@ -1,0 +1,89 @@
+# Calibration: fit on the validation half, evaluate both halves, paired comparisons per model.
+
+
+rule fit_calibrator:
+    output:
+        calibrator="results/calibrators/{dataset}/{model}/{method}.json",
+    input:
+        logits="results/logits/{dataset}/{model}.npz",
+        split="results/split/{dataset}/split.npz",
+        lib=lib_sources("fit_calibrator"),
+    params:
+        method=lambda wildcards: calibrator_method(wildcards.method),
+        params=calibrator_params,
+    log:
+        "logs/fit_calibrator/{dataset}/{model}/{method}.log",
+    benchmark:
+        "benchmarks/fit_calibrator/{dataset}/{model}/{method}.tsv"
+    threads: 1
+    resources:
+        mem_mb=2000,
+        runtime=30,
+    conda:
+        "../../envs/calbench.yaml"
+    shell:
+        "OMP_NUM_THREADS={threads} calbench fit-calibrator --logits {input.logits}"
+        " --split {input.split} --method {params.method} --params {params.params:q}"
+        " --out {output.calibrator} > {log} 2>&1"
+
+
+rule evaluate:
+    output:
+        metrics="results/metrics/{dataset}/{model}/{method}.csv",
+    input:
+        logits="results/logits/{dataset}/{model}.npz",
+        split="results/split/{dataset}/split.npz",
+        calibrator="results/calibrators/{dataset}/{model}/{method}.json",
+        lib=lib_sources("evaluate"),
+    params:
+        metrics=",".join(ev("metrics")),
+        halves=",".join(ev("halves")),
+        n_bootstrap=ev("n_bootstrap"),
+        level=ev("level"),
+        seed=ev("seed"),
+    log:
+        "logs/evaluate/{dataset}/{model}/{method}.log",
+    benchmark:
+        "benchmarks/evaluate/{dataset}/{model}/{method}.tsv"
+    threads: 1
+    resources:
+        mem_mb=2000,
+        runtime=30,
+    conda:
+        "../../envs/calbench.yaml"
+    shell:
+        "OMP_NUM_THREADS={threads} calbench evaluate --logits {input.logits} --split {input.split}"
+        " --calibrator {input.calibrator} --metrics {params.metrics} --halves {params.halves}"
+        " --n-bootstrap {params.n_bootstrap} --level {params.level} --seed {params.seed}"
+        " --out {output.metrics} > {log} 2>&1"
+
+
+rule compare:
+    output:
+        compare="results/compare/{dataset}/{model}.csv",
+    input:
+        logits="results/logits/{dataset}/{model}.npz",
+        split="results/split/{dataset}/split.npz",
+        calibrators=calibrator_files,
+        lib=lib_sources("compare"),
+    params:
+        metrics=",".join(config["compare"]["metrics"]),
+        baselines=",".join(config["compare"]["baselines"]),
+        n_bootstrap=config["compare"]["n_bootstrap"],
+        level=ev("level"),
+        seed=ev("seed"),
+    log:
+        "logs/compare/{dataset}/{model}.log",
+    benchmark:
+        "benchmarks/compare/{dataset}/{model}.tsv"
+    threads: 1
+    resources:
+        mem_mb=2000,
+        runtime=30,
+    conda:
+        "../../envs/calbench.yaml"
+    shell:
+        "OMP_NUM_THREADS={threads} calbench compare --logits {input.logits} --split {input.split}"
+        " --calibrators {input.calibrators} --metrics {params.metrics}"
+        " --baselines {params.baselines} --n-bootstrap {params.n_bootstrap}"
+        " --level {params.level} --seed {params.seed} --out {output.compare} > {log} 2>&1"

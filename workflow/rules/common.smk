@@ -1,0 +1,239 @@
+# Helpers shared by the rules: config slices, path functions, library-source inputs.
+# Only functions, constants and wildcard constraints live here (no rules).
+import importlib.util
+import json
+import shutil
+from pathlib import Path
+
+SLUG = "[a-z0-9][a-z0-9_]*"
+
+
+wildcard_constraints:
+    dataset=SLUG,
+    model=SLUG,
+    method=r"(?!grid\b)[a-z0-9][a-z0-9_]*",
+
+
+# --- the calbench library sources each rule runs ------------------------------------------
+# A rule lists the library modules it executes as inputs, so that editing one module reruns
+# exactly the rules that use it (and what depends on their outputs). Folders mean every .py
+# file in them. calbench._checks, io and functional are used by every step.
+LIB_ROOT = Path(importlib.util.find_spec("calbench").submodule_search_locations[0])
+_BASE = ["__init__.py", "_checks.py", "io.py", "functional.py", "cli/__init__.py"]
+LIB_MODULES = {
+    "download_dataset": ["data", "cli/data.py"],
+    "download_checkpoint": ["models", "data/download.py", "cli/zoo.py"],
+    "train_model": ["training.py", "models", "losses", "data", "metrics/soft.py", "cli/train.py"],
+    "cache_logits": ["logits.py", "models", "data", "cli/logits.py"],
+    "split": ["split.py", "cli/logits.py"],
+    "fit_calibrator": ["calibrators", "metrics/soft.py", "cli/calibrate.py"],
+    "evaluate": ["calibrators", "metrics", "stats.py", "report/tables.py", "cli/calibrate.py"],
+    "compare": ["calibrators", "metrics", "stats.py", "report/tables.py", "cli/calibrate.py"],
+    "plot_reliability": ["calibrators", "metrics", "plots.py", "cli/calibrate.py", "cli/report.py"],
+    "aggregate": ["report", "cli/calibrate.py", "cli/report.py"],
+    "render_report": ["report", "cli/calibrate.py", "cli/report.py"],
+}
+
+
+def lib_sources(rule_name):
+    """Absolute paths of the library files ``rule_name`` executes (existing ones only)."""
+    files = []
+    for rel in _BASE + LIB_MODULES[rule_name]:
+        path = LIB_ROOT / rel
+        if path.is_dir():
+            files += sorted(str(p) for p in path.rglob("*.py") if "__pycache__" not in p.parts)
+        elif path.is_file():
+            files.append(str(path))
+    return files
+
+
+# --- runtime facts (not configuration) ----------------------------------------------------
+# One GPU is requested by train_model / cache_logits when this machine has one; profiles
+# (e.g. profiles/slurm) override it with set-resources.
+GPUS = 1 if shutil.which("nvidia-smi") else 0
+
+
+#: The report template, in the workflow's source tree (works with --directory elsewhere).
+TEMPLATE = str(Path(workflow.basedir) / "workflow" / "templates" / "report.html.j2")
+
+
+# --- config slices --------------------------------------------------------------------------
+def dataset_cfg(dataset):
+    return config["datasets"][dataset]
+
+
+def model_cfg(model):
+    return config["models"][model]
+
+
+def model_spec(wildcards):
+    """The model's own config entry as JSON (a params value: editing it reruns only this model).
+
+    ``display`` is left out: it only labels tables, so renaming reruns aggregate and report only.
+    """
+    entry = {k: v for k, v in model_cfg(wildcards.model).items() if k != "display"}
+    return json.dumps(entry, sort_keys=True)
+
+
+def used_datasets():
+    """Datasets that at least one model uses, in config order."""
+    used = {v["dataset"] for v in config["models"].values()}
+    return [d for d in config["datasets"] if d in used]
+
+
+def models_of(dataset):
+    return [m for m, v in config["models"].items() if v["dataset"] == dataset]
+
+
+def model_paths(pattern):
+    """``pattern`` formatted for every configured model (keys: dataset, model)."""
+    return [pattern.format(dataset=v["dataset"], model=m) for m, v in config["models"].items()]
+
+
+def calibrator_method(method):
+    entry = config["calibrators"][method] or {}
+    return entry.get("method", method)
+
+
+def calibrator_params(wildcards):
+    entry = config["calibrators"][wildcards.method] or {}
+    return json.dumps(entry.get("params", {}), sort_keys=True)
+
+
+def data_root(dataset):
+    root = dataset_cfg(dataset).get("root")
+    return root if root else f"resources/datasets/{dataset}"
+
+
+def download_args(wildcards):
+    d = dataset_cfg(wildcards.dataset)
+    args = [f"--dataset {d.get('name', wildcards.dataset)}"]
+    args += [f"--mirror {m}" for m in d.get("mirrors", [])]
+    if not d.get("default_mirrors", True):
+        args.append("--no-default-mirrors")
+    return " ".join(args)
+
+
+def limit_arg(wildcards):
+    limit = dataset_cfg(wildcards.dataset).get("limit")
+    return f"--limit {limit}" if limit else ""
+
+
+def weights_input(wildcards):
+    """What cache_logits loads: our trained model, or a downloaded checkpoint."""
+    source = model_cfg(wildcards.model)["source"]
+    if source == "train":
+        return f"results/models/{wildcards.dataset}/{wildcards.model}/model.pt"
+    return f"resources/checkpoints/{wildcards.dataset}/{wildcards.model}/checkpoint.pt"
+
+
+def split_source(wildcards):
+    """The split is a function of N only. It is computed from the logits of the dataset's first
+    model, marked ancient: retraining or adding models does not rebuild it (and so does not rerun
+    every other model's steps); a change of the dataset entry (e.g. limit) does, through params.
+    Every step that reads logits with the split checks that they agree (N, sample order)."""
+    models = models_of(wildcards.dataset)
+    return ancient(f"results/logits/{wildcards.dataset}/{models[0]}.npz")
+
+
+def dataset_spec(wildcards):
+    """The dataset's own config entry (minus its display name) as JSON, for params."""
+    entry = {k: v for k, v in dataset_cfg(wildcards.dataset).items() if k != "display"}
+    return json.dumps(entry, sort_keys=True)
+
+
+def calibrator_files(wildcards):
+    return [
+        f"results/calibrators/{wildcards.dataset}/{wildcards.model}/{c}.json"
+        for c in config["calibrators"]
+    ]
+
+
+# --- evaluation / report settings -------------------------------------------------------------
+def ev(key):
+    return config["evaluation"][key]
+
+
+def study_spec():
+    """The slice of the config the tables and the report use (JSON for ``--spec``)."""
+    rep = config["report"]
+    ref = rep.get("reference") or None
+    spec = {
+        "title": config["study"]["title"],
+        "description": config["study"].get("description", ""),
+        "protocol": {
+            "n_bins": 15,
+            "plot_bins": config["plots"]["n_bins"],
+            "n_bootstrap": ev("n_bootstrap"),
+            "level": ev("level"),
+        },
+        "datasets": {d: {"display": v.get("display", d)} for d, v in config["datasets"].items()},
+        "models": {
+            m: {"dataset": v["dataset"], "display": v.get("display", {})}
+            for m, v in config["models"].items()
+        },
+        "calibrators": {
+            c: {"display": (v or {}).get("display", c)} for c, v in config["calibrators"].items()
+        },
+        "table_metrics": rep["table_metrics"],
+        "losses_metrics": rep["losses_metrics"],
+        "reference": None if ref is None else {k: v for k, v in ref.items() if k != "csv"},
+    }
+    return json.dumps(spec)  # key order = config order = table order
+
+
+def reference_input():
+    ref = config["report"].get("reference")
+    return [ref["csv"]] if ref else []
+
+
+def reference_arg(input):
+    return f"--reference {input.reference[0]}" if input.reference else ""
+
+
+def losses_tables():
+    has_losses = any((v.get("display") or {}).get("loss") for v in config["models"].values())
+    return config["report"]["losses_metrics"] if has_losses else []
+
+
+def all_tables():
+    files = []
+    for metric in config["report"]["table_metrics"]:
+        files += [f"results/tables/{metric}.{ext}" for ext in ("html", "md", "csv", "tex")]
+    for metric in losses_tables():
+        files += [f"results/tables/losses_{metric}.{ext}" for ext in ("html", "md", "csv", "tex")]
+    return files
+
+
+def all_plots():
+    files = model_paths("results/plots/{dataset}/{model}/grid.png")
+    for c in config["calibrators"]:
+        files += model_paths(f"results/plots/{{dataset}}/{{model}}/{c}.png")
+    return files
+
+
+# --- cross-field checks the JSON schema cannot express --------------------------------------
+def check_config():
+    """Raise one clear error for references between config sections that do not resolve."""
+    problems = []
+    for m, v in config["models"].items():
+        if v["dataset"] not in config["datasets"]:
+            problems.append(f"models.{m}.dataset: {v['dataset']!r} is not a key of datasets")
+    evaluated = set(ev("metrics"))
+    for key in ("table_metrics", "losses_metrics"):
+        for metric in config["report"][key]:
+            if metric not in evaluated:
+                problems.append(f"report.{key}: {metric!r} is not in evaluation.metrics")
+    for metric in config["compare"]["metrics"]:
+        if metric not in evaluated:
+            problems.append(f"compare.metrics: {metric!r} is not in evaluation.metrics")
+    for base in config["compare"]["baselines"]:
+        if base not in config["calibrators"]:
+            problems.append(f"compare.baselines: {base!r} is not a key of calibrators")
+    if "test" not in ev("halves"):
+        problems.append("evaluation.halves must include test (the tables report the test half)")
+    if problems:
+        raise ValueError("invalid config: " + "; ".join(problems))
+
+
+check_config()

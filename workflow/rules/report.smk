@@ -1,0 +1,68 @@
+# Aggregate every result into the study's tables, then render the self-contained HTML report.
+
+
+rule aggregate:
+    output:
+        metrics="results/aggregate/metrics.csv",
+        compare="results/aggregate/compare.csv",
+        tables=all_tables(),
+    input:
+        metrics=expand(
+            "results/metrics/{path}/{method}.csv",
+            path=model_paths("{dataset}/{model}"),
+            method=list(config["calibrators"]),
+        ),
+        compare=model_paths("results/compare/{dataset}/{model}.csv"),
+        reference=reference_input(),
+        lib=lib_sources("aggregate"),
+    params:
+        spec=study_spec(),
+        reference=lambda wildcards, input: reference_arg(input),
+    log:
+        "logs/aggregate/aggregate.log",
+    benchmark:
+        "benchmarks/aggregate/aggregate.tsv"
+    threads: 1
+    resources:
+        mem_mb=2000,
+        runtime=10,
+    conda:
+        "../../envs/calbench.yaml"
+    shell:
+        "calbench aggregate --metrics {input.metrics} --compare {input.compare}"
+        " --spec {params.spec:q} {params.reference} --out-csv {output.metrics}"
+        " --out-compare {output.compare} --tables-dir results/tables > {log} 2>&1"
+
+
+rule render_report:
+    output:
+        report="reports/report.html",
+    input:
+        metrics="results/aggregate/metrics.csv",
+        compare="results/aggregate/compare.csv",
+        template=TEMPLATE,
+        grids=model_paths("results/plots/{dataset}/{model}/grid.png"),
+        manifests=expand("resources/datasets/{dataset}/manifest.json", dataset=used_datasets()),
+        logits=model_paths("results/logits/{dataset}/{model}.npz"),
+        splits=expand("results/split/{dataset}/split.npz", dataset=used_datasets()),
+        reference=reference_input(),
+        lib=lib_sources("render_report"),
+    params:
+        spec=study_spec(),
+        config=json.dumps(config, sort_keys=False),
+        reference=lambda wildcards, input: reference_arg(input),
+    log:
+        "logs/render_report/report.log",
+    benchmark:
+        "benchmarks/render_report/report.tsv"
+    threads: 1
+    resources:
+        mem_mb=2000,
+        runtime=10,
+    conda:
+        "../../envs/calbench.yaml"
+    shell:
+        "calbench render-report --template {input.template} --metrics {input.metrics}"
+        " --compare {input.compare} --spec {params.spec:q} --config {params.config:q}"
+        " --grids {input.grids} --manifests {input.manifests} --logits {input.logits}"
+        " --splits {input.splits} {params.reference} --out {output.report} > {log} 2>&1"
