@@ -46,25 +46,30 @@ def check_logits(logits, name: str = "logits") -> np.ndarray:
 
 
 def check_probs(probs, name: str = "probs", atol: float = ROW_SUM_ATOL) -> np.ndarray:
-    """Return ``probs`` as a float64 (N, K) array after checking it holds probabilities."""
+    """Return ``probs`` as a floating (N, K) array after checking it holds probabilities.
+
+    float32 and float64 inputs are returned as they are (no copy). Two passes over the data: the
+    float64 row sums (NaN and infinities propagate into them) and the minimum; values above 1
+    cannot hide, since a row summing to 1 with an entry above 1 has a negative entry.
+    """
     arr = _as_2d_float(probs, name)
-    if not np.all(np.isfinite(arr)):
-        raise ValueError(f"{name} contain NaN or infinite values; pass finite probabilities")
-    lo, hi = float(arr.min()), float(arr.max())
-    if lo < 0.0 or hi > 1.0:
-        raise ValueError(
-            f"{name} must lie in [0, 1] but range over [{lo:.4g}, {hi:.4g}]; "
-            "did you pass logits? apply softmax (calbench.softmax) or a calibrator's predict_proba first"
-        )
     sums = arr.sum(axis=1, dtype=np.float64)
+    if not np.all(np.isfinite(sums)):
+        raise ValueError(f"{name} contain NaN or infinite values; pass finite probabilities")
+    lo = float(arr.min())
     dev = np.abs(sums - 1.0)
     row = int(np.argmax(dev))
+    if lo < 0.0 or (dev[row] > atol and float(arr.max()) > 1.0):
+        raise ValueError(
+            f"{name} must lie in [0, 1] but range over [{lo:.4g}, {float(arr.max()):.4g}]; "
+            "did you pass logits? apply softmax (calbench.softmax) or a calibrator's predict_proba first"
+        )
     if dev[row] > atol:
         raise ValueError(
             f"{name} rows must sum to 1 but row {row} sums to {sums[row]:.6g} (tolerance {atol:g}); "
             "normalize rows or apply softmax to logits"
         )
-    return arr.astype(np.float64, copy=False)
+    return arr
 
 
 def check_labels(labels, n: int, k: int, name: str = "labels") -> np.ndarray:

@@ -89,19 +89,23 @@ def load_logits(path: str | os.PathLike) -> dict:
     """Read and validate a logits file; returns ``logits``, ``labels``, ``order_hash``, ``model``,
     ``dataset``."""
     if not os.path.isfile(path):
-        raise FileNotFoundError(f"logits file {path} does not exist; run calbench cache-logits first")
+        raise FileNotFoundError(
+            f"logits file {path} does not exist; run calbench cache-logits first"
+        )
     try:
         with np.load(path, allow_pickle=False) as z:
             data = {k: z[k] for k in z.files}
     except (OSError, ValueError) as exc:
-        raise ValueError(f"cannot read logits file {path} ({exc}); delete it and cache again") from None
+        raise ValueError(
+            f"cannot read logits file {path} ({exc}); delete it and cache again"
+        ) from None
     missing = [k for k in ("logits", "labels", "order_hash", "model", "dataset") if k not in data]
     if missing:
-        raise ValueError(
-            f"logits file {path} lacks {missing}; write it with calbench cache-logits"
-        )
+        raise ValueError(f"logits file {path} lacks {missing}; write it with calbench cache-logits")
     logits = check_logits(data["logits"], name=f"logits in {path}")
-    labels = check_labels(data["labels"], logits.shape[0], logits.shape[1], name=f"labels in {path}")
+    labels = check_labels(
+        data["labels"], logits.shape[0], logits.shape[1], name=f"labels in {path}"
+    )
     return {
         "logits": logits,
         "labels": labels,
@@ -133,7 +137,9 @@ def cache_logits(
     from calbench.models import load_model, resolve_device
 
     if not isinstance(spec, dict) or not isinstance(spec.get("dataset"), str):
-        raise ValueError("model spec has no 'dataset' entry; add dataset: <name> to the model config")
+        raise ValueError(
+            "model spec has no 'dataset' entry; add dataset: <name> to the model config"
+        )
     if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 1):
         raise ValueError(f"limit must be an integer >= 1, got {limit!r}")
     dataset = get_dataset(spec["dataset"])

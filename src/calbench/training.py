@@ -84,7 +84,9 @@ def parse_training(entry) -> TrainingConfig:
     subset = d.get("train_subset")
     optimizer = d.get("optimizer", "sgd")
     if optimizer not in _OPTIMIZERS:
-        raise ValueError(f"training.optimizer must be one of {list(_OPTIMIZERS)}, got {optimizer!r}")
+        raise ValueError(
+            f"training.optimizer must be one of {list(_OPTIMIZERS)}, got {optimizer!r}"
+        )
     schedule = d.get("schedule", "constant")
     if schedule not in _SCHEDULES:
         raise ValueError(f"training.schedule must be one of {list(_SCHEDULES)}, got {schedule!r}")
@@ -271,5 +273,9 @@ def write_history(path, history: list[dict]) -> None:
 
     lines = [",".join(HISTORY_COLUMNS)]
     for row in history:
-        lines.append(",".join(repr(row[c]) if isinstance(row[c], float) else str(row[c]) for c in HISTORY_COLUMNS))
+        lines.append(
+            ",".join(
+                repr(row[c]) if isinstance(row[c], float) else str(row[c]) for c in HISTORY_COLUMNS
+            )
+        )
     atomic_write_text(path, "\n".join(lines) + "\n")

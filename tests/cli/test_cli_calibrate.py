@@ -57,8 +57,22 @@ def test_fit_calibrator_uses_only_the_validation_half(data, tmp_path):
     from calbench.calibrators import get_calibrator, load_calibrator
 
     out = tmp_path / "cal" / "ts.json"
-    assert _main(["fit-calibrator", "--logits", data["logits"], "--split", data["split"],
-                  "--method", "ts", "--out", out]) == 0
+    assert (
+        _main(
+            [
+                "fit-calibrator",
+                "--logits",
+                data["logits"],
+                "--split",
+                data["split"],
+                "--method",
+                "ts",
+                "--out",
+                out,
+            ]
+        )
+        == 0
+    )
     ours = load_calibrator(out)
     ref = get_calibrator("ts").fit(data["z"][data["val"]], data["y"][data["val"]])
     np.testing.assert_array_equal(ours.predict_proba(data["z"]), ref.predict_proba(data["z"]))
@@ -69,8 +83,24 @@ def test_fit_calibrator_uses_only_the_validation_half(data, tmp_path):
 
 def test_fit_calibrator_params_reach_the_constructor(data, tmp_path):
     out = tmp_path / "hist.json"
-    assert _main(["fit-calibrator", "--logits", data["logits"], "--split", data["split"],
-                  "--method", "hist", "--params", '{"n_bins": 7}', "--out", out]) == 0
+    assert (
+        _main(
+            [
+                "fit-calibrator",
+                "--logits",
+                data["logits"],
+                "--split",
+                data["split"],
+                "--method",
+                "hist",
+                "--params",
+                '{"n_bins": 7}',
+                "--out",
+                out,
+            ]
+        )
+        == 0
+    )
     saved = json.loads(out.read_text())
     assert saved["method"] == "hist" and saved["params"] == {"n_bins": 7}
 
@@ -85,7 +115,18 @@ def test_fit_calibrator_params_reach_the_constructor(data, tmp_path):
 )
 def test_fit_calibrator_bad_input_one_line_no_file(data, tmp_path, capsys, args, message):
     out = tmp_path / "x.json"
-    rc = _main(["fit-calibrator", "--logits", data["logits"], "--split", data["split"], *args, "--out", out])
+    rc = _main(
+        [
+            "fit-calibrator",
+            "--logits",
+            data["logits"],
+            "--split",
+            data["split"],
+            *args,
+            "--out",
+            out,
+        ]
+    )
     err = capsys.readouterr().err.strip()
     assert rc == 2 and message in err and len(err.splitlines()) == 1
     assert not out.exists() and not list(tmp_path.iterdir())
@@ -94,15 +135,37 @@ def test_fit_calibrator_bad_input_one_line_no_file(data, tmp_path, capsys, args,
 def test_split_of_another_size_is_refused(data, tmp_path, capsys):
     bad = tmp_path / "split.npz"
     save_split(bad, *study_split(N + 2))
-    rc = _main(["fit-calibrator", "--logits", data["logits"], "--split", bad, "--method", "ts",
-                "--out", tmp_path / "c.json"])
+    rc = _main(
+        [
+            "fit-calibrator",
+            "--logits",
+            data["logits"],
+            "--split",
+            bad,
+            "--method",
+            "ts",
+            "--out",
+            tmp_path / "c.json",
+        ]
+    )
     assert rc == 2 and "logits have 300 rows" in capsys.readouterr().err
     assert not (tmp_path / "c.json").exists()
 
 
 def test_missing_logits_file(tmp_path, capsys):
-    rc = _main(["fit-calibrator", "--logits", tmp_path / "no.npz", "--split", tmp_path / "s.npz",
-                "--method", "ts", "--out", tmp_path / "c.json"])
+    rc = _main(
+        [
+            "fit-calibrator",
+            "--logits",
+            tmp_path / "no.npz",
+            "--split",
+            tmp_path / "s.npz",
+            "--method",
+            "ts",
+            "--out",
+            tmp_path / "c.json",
+        ]
+    )
     assert rc == 2 and "run calbench cache-logits first" in capsys.readouterr().err
 
 
@@ -111,37 +174,99 @@ def fitted(data):
     paths = {}
     for method in ("uncalibrated", "ts", "hist"):
         paths[method] = data["dir"] / f"{method}.json"
-        assert _main(["fit-calibrator", "--logits", data["logits"], "--split", data["split"],
-                      "--method", method, "--out", paths[method]]) == 0
+        assert (
+            _main(
+                [
+                    "fit-calibrator",
+                    "--logits",
+                    data["logits"],
+                    "--split",
+                    data["split"],
+                    "--method",
+                    method,
+                    "--out",
+                    paths[method],
+                ]
+            )
+            == 0
+        )
     return paths
 
 
 def test_evaluate_known_answers_both_halves(data, fitted, tmp_path):
     out = tmp_path / "m.csv"
-    assert _main(["evaluate", "--logits", data["logits"], "--split", data["split"],
-                  "--calibrator", fitted["uncalibrated"], "--metrics", "accuracy,ece,nll",
-                  "--n-bootstrap", "0", "--out", out]) == 0
+    assert (
+        _main(
+            [
+                "evaluate",
+                "--logits",
+                data["logits"],
+                "--split",
+                data["split"],
+                "--calibrator",
+                fitted["uncalibrated"],
+                "--metrics",
+                "accuracy,ece,nll",
+                "--n-bootstrap",
+                "0",
+                "--out",
+                out,
+            ]
+        )
+        == 0
+    )
     rows = _read(out)
-    assert list(rows[0]) == ["dataset", "model", "method", "half", "metric", "value", "ci_low", "ci_high"]
+    assert list(rows[0]) == [
+        "dataset",
+        "model",
+        "method",
+        "half",
+        "metric",
+        "value",
+        "ci_low",
+        "ci_high",
+    ]
     assert len(rows) == 6
     got = {(r["half"], r["metric"]): r for r in rows}
     for half, idx in (("test", data["test"]), ("val", data["val"])):
         p, y = softmax(data["z"][idx]), data["y"][idx]
-        assert float(got[half, "accuracy"]["value"]) == pytest.approx((p.argmax(1) == y).mean(), abs=1e-15)
+        assert float(got[half, "accuracy"]["value"]) == pytest.approx(
+            (p.argmax(1) == y).mean(), abs=1e-15
+        )
         assert float(got[half, "ece"]["value"]) == pytest.approx(_ece15(p, y), abs=1e-12)
         # NLL, study rule (sklearn<=1.0): clip to [1e-15, 1-1e-15], renormalise, mean -log p_y
         q = np.clip(p, 1e-15, 1 - 1e-15)
         q /= q.sum(1, keepdims=True)
-        assert float(got[half, "nll"]["value"]) == pytest.approx(-np.log(q[np.arange(len(y)), y]).mean(), rel=1e-12)
+        assert float(got[half, "nll"]["value"]) == pytest.approx(
+            -np.log(q[np.arange(len(y)), y]).mean(), rel=1e-12
+        )
         assert got[half, "ece"]["ci_low"] == "" and got[half, "ece"]["method"] == "uncalibrated"
         assert got[half, "ece"]["model"] == "mod" and got[half, "ece"]["dataset"] == "ds"
 
 
 def test_evaluate_bootstrap_intervals_bracket_the_value(data, fitted, tmp_path):
     out = tmp_path / "m.csv"
-    argv = ["evaluate", "--logits", data["logits"], "--split", data["split"], "--calibrator",
-            fitted["ts"], "--metrics", "ece,brier", "--halves", "test", "--n-bootstrap", "50",
-            "--seed", "3", "--name", "temp", "--out", out]
+    argv = [
+        "evaluate",
+        "--logits",
+        data["logits"],
+        "--split",
+        data["split"],
+        "--calibrator",
+        fitted["ts"],
+        "--metrics",
+        "ece,brier",
+        "--halves",
+        "test",
+        "--n-bootstrap",
+        "50",
+        "--seed",
+        "3",
+        "--name",
+        "temp",
+        "--out",
+        out,
+    ]
     assert _main(argv) == 0
     rows = _read(out)
     assert {r["half"] for r in rows} == {"test"} and {r["method"] for r in rows} == {"temp"}
@@ -153,8 +278,21 @@ def test_evaluate_bootstrap_intervals_bracket_the_value(data, fitted, tmp_path):
 
 
 def test_evaluate_unknown_metric(data, fitted, tmp_path, capsys):
-    rc = _main(["evaluate", "--logits", data["logits"], "--split", data["split"], "--calibrator",
-                fitted["ts"], "--metrics", "ece,eec", "--out", tmp_path / "m.csv"])
+    rc = _main(
+        [
+            "evaluate",
+            "--logits",
+            data["logits"],
+            "--split",
+            data["split"],
+            "--calibrator",
+            fitted["ts"],
+            "--metrics",
+            "ece,eec",
+            "--out",
+            tmp_path / "m.csv",
+        ]
+    )
     assert rc == 2 and "unknown metrics ['eec']" in capsys.readouterr().err
     assert not (tmp_path / "m.csv").exists()
 
@@ -165,25 +303,63 @@ def test_compare_best_vs_baselines(data, fitted, tmp_path):
     from calbench.stats import paired_bootstrap
 
     out = tmp_path / "cmp.csv"
-    assert _main(["compare", "--logits", data["logits"], "--split", data["split"],
-                  "--calibrators", *fitted.values(), "--metrics", "ece,accuracy",
-                  "--n-bootstrap", "100", "--out", out]) == 0
+    assert (
+        _main(
+            [
+                "compare",
+                "--logits",
+                data["logits"],
+                "--split",
+                data["split"],
+                "--calibrators",
+                *fitted.values(),
+                "--metrics",
+                "ece,accuracy",
+                "--n-bootstrap",
+                "100",
+                "--out",
+                out,
+            ]
+        )
+        == 0
+    )
     rows = _read(out)
     assert [(r["metric"], r["baseline"]) for r in rows] == [
-        ("ece", "uncalibrated"), ("ece", "ts"), ("accuracy", "uncalibrated"), ("accuracy", "ts")]
+        ("ece", "uncalibrated"),
+        ("ece", "ts"),
+        ("accuracy", "uncalibrated"),
+        ("accuracy", "ts"),
+    ]
     zt, yt = data["z"][data["test"]], data["y"][data["test"]]
     probs = {m: load_calibrator(p).predict_proba(zt) for m, p in fitted.items()}
     eces = {m: METRICS["ece"](p, yt) for m, p in probs.items()}
     best = min(eces, key=eces.get)
     assert rows[0]["method"] == best
-    ref = paired_bootstrap(METRICS["ece"], probs[best], probs["uncalibrated"], yt, n_resamples=100, seed=0)
+    ref = paired_bootstrap(
+        METRICS["ece"], probs[best], probs["uncalibrated"], yt, n_resamples=100, seed=0
+    )
     assert float(rows[0]["difference"]) == pytest.approx(ref.difference, abs=1e-15)
-    assert float(rows[0]["ci_low"]) == pytest.approx(ref.low) and float(rows[0]["p_value"]) == pytest.approx(ref.p_value)
+    assert float(rows[0]["ci_low"]) == pytest.approx(ref.low) and float(
+        rows[0]["p_value"]
+    ) == pytest.approx(ref.p_value)
     accs = {m: METRICS["accuracy"](p, yt) for m, p in probs.items()}
     assert float(rows[2]["value"]) == max(accs.values())  # accuracy: best is the max
 
 
 def test_compare_missing_baseline(data, fitted, tmp_path, capsys):
-    rc = _main(["compare", "--logits", data["logits"], "--split", data["split"], "--calibrators",
-                fitted["hist"], "--baselines", "ts", "--out", tmp_path / "c.csv"])
+    rc = _main(
+        [
+            "compare",
+            "--logits",
+            data["logits"],
+            "--split",
+            data["split"],
+            "--calibrators",
+            fitted["hist"],
+            "--baselines",
+            "ts",
+            "--out",
+            tmp_path / "c.csv",
+        ]
+    )
     assert rc == 2 and "baselines ['ts']" in capsys.readouterr().err

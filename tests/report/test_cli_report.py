@@ -9,7 +9,6 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from calbench.functional import softmax
 from calbench.split import save_split, study_split
 
 TEMPLATE = Path(__file__).resolve().parents[2] / "workflow" / "templates" / "report.html.j2"
@@ -47,26 +46,93 @@ def study(tmp_path_factory):
         cals = []
         for method in ("uncalibrated", "ts"):
             cal = d / model / f"{method}.json"
-            assert _main(["fit-calibrator", "--logits", logits, "--split", split, "--method", method,
-                          "--out", cal]) == 0
+            assert (
+                _main(
+                    [
+                        "fit-calibrator",
+                        "--logits",
+                        logits,
+                        "--split",
+                        split,
+                        "--method",
+                        method,
+                        "--out",
+                        cal,
+                    ]
+                )
+                == 0
+            )
             met = d / "metrics" / model / f"{method}.csv"
-            assert _main(["evaluate", "--logits", logits, "--split", split, "--calibrator", cal,
-                          "--metrics", "accuracy,ece,cwece", "--n-bootstrap", "10", "--out", met]) == 0
+            assert (
+                _main(
+                    [
+                        "evaluate",
+                        "--logits",
+                        logits,
+                        "--split",
+                        split,
+                        "--calibrator",
+                        cal,
+                        "--metrics",
+                        "accuracy,ece,cwece",
+                        "--n-bootstrap",
+                        "10",
+                        "--out",
+                        met,
+                    ]
+                )
+                == 0
+            )
             out["metrics"].append(met)
             cals.append(cal)
         cmp = d / "compare" / f"{model}.csv"
-        assert _main(["compare", "--logits", logits, "--split", split, "--calibrators", *cals,
-                      "--metrics", "ece", "--n-bootstrap", "20", "--out", cmp]) == 0
+        assert (
+            _main(
+                [
+                    "compare",
+                    "--logits",
+                    logits,
+                    "--split",
+                    split,
+                    "--calibrators",
+                    *cals,
+                    "--metrics",
+                    "ece",
+                    "--n-bootstrap",
+                    "20",
+                    "--out",
+                    cmp,
+                ]
+            )
+            == 0
+        )
         out["compare"].append(cmp)
         grid = d / "plots" / "ds" / model / "grid.png"
-        assert _main(["plot-reliability", "--grid", "--logits", logits, "--split", split,
-                      "--calibrator", *cals, "--out", grid]) == 0
+        assert (
+            _main(
+                [
+                    "plot-reliability",
+                    "--grid",
+                    "--logits",
+                    logits,
+                    "--split",
+                    split,
+                    "--calibrator",
+                    *cals,
+                    "--out",
+                    grid,
+                ]
+            )
+            == 0
+        )
         out["grids"].append(grid)
         out.setdefault("cals", {})[model] = cals
     out["spec"] = {
         "title": "T",
-        "models": {"m_b": {"dataset": "ds", "display": {"name": "Model <B>", "loss": "CE"}},
-                   "m_a": {"dataset": "ds", "display": {"name": "Model A", "loss": "FL 2"}}},
+        "models": {
+            "m_b": {"dataset": "ds", "display": {"name": "Model <B>", "loss": "CE"}},
+            "m_a": {"dataset": "ds", "display": {"name": "Model A", "loss": "FL 2"}},
+        },
         "calibrators": {"ts": {"display": "T-scaling"}, "uncalibrated": {"display": "Uncal"}},
         "datasets": {"ds": {"display": "DS"}},
         "table_metrics": ["accuracy", "ece"],
@@ -79,15 +145,40 @@ def study(tmp_path_factory):
 def test_plot_reliability_single_and_grid(study, tmp_path):
     cal = study["cals"]["m_a"][1]
     out = tmp_path / "ts.png"
-    assert _main(["plot-reliability", "--logits", study["logits"][0], "--split", study["split"],
-                  "--calibrator", cal, "--out", out]) == 0
+    assert (
+        _main(
+            [
+                "plot-reliability",
+                "--logits",
+                study["logits"][0],
+                "--split",
+                study["split"],
+                "--calibrator",
+                cal,
+                "--out",
+                out,
+            ]
+        )
+        == 0
+    )
     assert out.read_bytes().startswith(PNG)
     assert study["grids"][0].read_bytes().startswith(PNG)
 
 
 def test_plot_reliability_several_without_grid_is_refused(study, tmp_path, capsys):
-    rc = _main(["plot-reliability", "--logits", study["logits"][0], "--split", study["split"],
-                "--calibrator", *study["cals"]["m_a"], "--out", tmp_path / "x.png"])
+    rc = _main(
+        [
+            "plot-reliability",
+            "--logits",
+            study["logits"][0],
+            "--split",
+            study["split"],
+            "--calibrator",
+            *study["cals"]["m_a"],
+            "--out",
+            tmp_path / "x.png",
+        ]
+    )
     assert rc == 2 and "--grid" in capsys.readouterr().err
     assert not (tmp_path / "x.png").exists()
 
@@ -95,18 +186,45 @@ def test_plot_reliability_several_without_grid_is_refused(study, tmp_path, capsy
 def test_aggregate_writes_long_csv_and_tables(study, tmp_path):
     spec = json.dumps(study["spec"])
     out_csv, out_cmp, tables = tmp_path / "agg.csv", tmp_path / "cmp.csv", tmp_path / "tables"
-    assert _main(["aggregate", "--metrics", *study["metrics"], "--compare", *study["compare"],
-                  "--spec", spec, "--out-csv", out_csv, "--out-compare", out_cmp,
-                  "--tables-dir", tables]) == 0
+    assert (
+        _main(
+            [
+                "aggregate",
+                "--metrics",
+                *study["metrics"],
+                "--compare",
+                *study["compare"],
+                "--spec",
+                spec,
+                "--out-csv",
+                out_csv,
+                "--out-compare",
+                out_cmp,
+                "--tables-dir",
+                tables,
+            ]
+        )
+        == 0
+    )
     rows = _read(out_csv)
     assert len(rows) == 2 * 2 * 2 * 3  # models x methods x halves x metrics
     # rows ordered by config order: m_b first, then ts before uncalibrated
-    assert (rows[0]["model"], rows[0]["method"], rows[0]["half"], rows[0]["metric"]) == ("m_b", "ts", "test", "accuracy")
-    src = {(r["model"], r["method"], r["half"], r["metric"]): r["value"]
-           for p in study["metrics"] for r in _read(p)}
+    assert (rows[0]["model"], rows[0]["method"], rows[0]["half"], rows[0]["metric"]) == (
+        "m_b",
+        "ts",
+        "test",
+        "accuracy",
+    )
+    src = {
+        (r["model"], r["method"], r["half"], r["metric"]): r["value"]
+        for p in study["metrics"]
+        for r in _read(p)
+    }
     assert all(src[(r["model"], r["method"], r["half"], r["metric"])] == r["value"] for r in rows)
     names = sorted(p.name for p in tables.iterdir())
-    assert names == sorted(f"{s}.{e}" for s in ("accuracy", "ece", "losses_ece") for e in ("html", "md", "csv", "tex"))
+    assert names == sorted(
+        f"{s}.{e}" for s in ("accuracy", "ece", "losses_ece") for e in ("html", "md", "csv", "tex")
+    )
     ece = list(csv.reader((tables / "ece.csv").open()))
     assert ece[0][:3] == ["Dataset", "Model", "T-scaling"]
     assert ece[1][:2] == ["DS", "Model <B> (CE)"]
@@ -119,8 +237,20 @@ def test_aggregate_writes_long_csv_and_tables(study, tmp_path):
 
 def test_aggregate_refuses_duplicate_rows(study, tmp_path, capsys):
     m = study["metrics"][0]
-    rc = _main(["aggregate", "--metrics", m, m, "--spec", json.dumps(study["spec"]),
-                "--out-csv", tmp_path / "a.csv", "--tables-dir", tmp_path / "t"])
+    rc = _main(
+        [
+            "aggregate",
+            "--metrics",
+            m,
+            m,
+            "--spec",
+            json.dumps(study["spec"]),
+            "--out-csv",
+            tmp_path / "a.csv",
+            "--tables-dir",
+            tmp_path / "t",
+        ]
+    )
     assert rc == 2 and "repeat" in capsys.readouterr().err
     assert not (tmp_path / "a.csv").exists()
 
@@ -130,12 +260,37 @@ def test_aggregate_with_reference(study, tmp_path):
     ours = next(float(r["value"]) for r in rows if r["half"] == "test" and r["metric"] == "ece")
     ref = tmp_path / "ref.csv"
     ref.write_text(f"dataset,model,method,metric,value\nDS,A,T-scaling,ece,{ours * 100 + 1.0}\n")
-    spec = {**study["spec"], "reference": {
-        "units": "display", "tolerances": {"ece": 0.02},
-        "rename": {"datasets": {"DS": "ds"}, "models": {"A": "m_a"}, "methods": {"T-scaling": "ts"}}}}
+    spec = {
+        **study["spec"],
+        "reference": {
+            "units": "display",
+            "tolerances": {"ece": 0.02},
+            "rename": {
+                "datasets": {"DS": "ds"},
+                "models": {"A": "m_a"},
+                "methods": {"T-scaling": "ts"},
+            },
+        },
+    }
     tables = tmp_path / "tables"
-    assert _main(["aggregate", "--metrics", *study["metrics"], "--spec", json.dumps(spec),
-                  "--reference", ref, "--out-csv", tmp_path / "a.csv", "--tables-dir", tables]) == 0
+    assert (
+        _main(
+            [
+                "aggregate",
+                "--metrics",
+                *study["metrics"],
+                "--spec",
+                json.dumps(spec),
+                "--reference",
+                ref,
+                "--out-csv",
+                tmp_path / "a.csv",
+                "--tables-dir",
+                tables,
+            ]
+        )
+        == 0
+    )
     (row,) = _read(tables / "reference.csv")
     assert (row["model"], row["method"]) == ("m_a", "ts")
     assert float(row["difference"]) == pytest.approx(-0.01)
@@ -145,13 +300,48 @@ def test_aggregate_with_reference(study, tmp_path):
 def test_render_report_end_to_end(study, tmp_path):
     spec = json.dumps(study["spec"])
     agg, cmp = tmp_path / "agg.csv", tmp_path / "cmp.csv"
-    assert _main(["aggregate", "--metrics", *study["metrics"], "--compare", *study["compare"],
-                  "--spec", spec, "--out-csv", agg, "--out-compare", cmp, "--tables-dir", tmp_path / "t"]) == 0
+    assert (
+        _main(
+            [
+                "aggregate",
+                "--metrics",
+                *study["metrics"],
+                "--compare",
+                *study["compare"],
+                "--spec",
+                spec,
+                "--out-csv",
+                agg,
+                "--out-compare",
+                cmp,
+                "--tables-dir",
+                tmp_path / "t",
+            ]
+        )
+        == 0
+    )
     out = tmp_path / "reports" / "report.html"
-    argv = ["render-report", "--template", TEMPLATE, "--metrics", agg, "--compare", cmp, "--spec", spec,
-            "--config", json.dumps({"models": {"m_a": {"display": {"name": "<script>x</script>"}}}}),
-            "--grids", *study["grids"], "--logits", *study["logits"], "--splits", study["split"],
-            "--out", out]
+    argv = [
+        "render-report",
+        "--template",
+        TEMPLATE,
+        "--metrics",
+        agg,
+        "--compare",
+        cmp,
+        "--spec",
+        spec,
+        "--config",
+        json.dumps({"models": {"m_a": {"display": {"name": "<script>x</script>"}}}}),
+        "--grids",
+        *study["grids"],
+        "--logits",
+        *study["logits"],
+        "--splits",
+        study["split"],
+        "--out",
+        out,
+    ]
     assert _main(argv) == 0
     html = out.read_text()
     assert "<script>" not in html and "Model &lt;B&gt; (CE)" in html
@@ -165,7 +355,18 @@ def test_render_report_end_to_end(study, tmp_path):
 
 
 def test_render_report_bad_template(study, tmp_path, capsys):
-    rc = _main(["render-report", "--template", tmp_path / "none.j2", "--metrics", study["metrics"][0],
-                "--spec", "{}", "--out", tmp_path / "r.html"])
+    rc = _main(
+        [
+            "render-report",
+            "--template",
+            tmp_path / "none.j2",
+            "--metrics",
+            study["metrics"][0],
+            "--spec",
+            "{}",
+            "--out",
+            tmp_path / "r.html",
+        ]
+    )
     assert rc == 2 and "template" in capsys.readouterr().err
     assert not (tmp_path / "r.html").exists()

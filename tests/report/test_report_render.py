@@ -19,7 +19,9 @@ def tiny_png() -> bytes:
     """A valid 1x1 white PNG built by hand (signature, IHDR, IDAT, IEND)."""
 
     def chunk(kind: bytes, data: bytes) -> bytes:
-        return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
+        return (
+            struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
+        )
 
     ihdr = struct.pack(">IIBBBBB", 1, 1, 8, 2, 0, 0, 0)
     idat = zlib.compress(b"\x00\xff\xff\xff")
@@ -35,9 +37,16 @@ def _rows():
         for method, ece in (("uncalibrated", 0.05), ("ts", 0.01)):
             for metric, v in (("ece", ece), ("accuracy", 0.9)):
                 rows.append(
-                    {"dataset": "ds", "model": model, "method": method, "half": "test",
-                     "metric": metric, "value": v + (0.001 if model == "m2" else 0.0),
-                     "ci_low": v - 0.002, "ci_high": v + 0.002}
+                    {
+                        "dataset": "ds",
+                        "model": model,
+                        "method": method,
+                        "half": "test",
+                        "metric": metric,
+                        "value": v + (0.001 if model == "m2" else 0.0),
+                        "ci_low": v - 0.002,
+                        "ci_high": v + 0.002,
+                    }
                 )
     return rows
 
@@ -64,11 +73,27 @@ def _context(tmp_path):
     png.parent.mkdir(parents=True)
     png.write_bytes(tiny_png())
     compare = [
-        {"dataset": "ds", "model": "m1", "metric": "ece", "method": "ts", "baseline": "uncalibrated",
-         "value": 0.01, "baseline_value": 0.05, "difference": -0.04, "ci_low": -0.05,
-         "ci_high": -0.03, "p_value": 0.0}
+        {
+            "dataset": "ds",
+            "model": "m1",
+            "metric": "ece",
+            "method": "ts",
+            "baseline": "uncalibrated",
+            "value": 0.01,
+            "baseline_value": 0.05,
+            "difference": -0.04,
+            "ci_low": -0.05,
+            "ci_high": -0.03,
+            "p_value": 0.0,
+        }
     ]
-    prov = {"config": "a: 1\n", "packages": render.package_versions(), "logits": [], "splits": [], "datasets": []}
+    prov = {
+        "config": "a: 1\n",
+        "packages": render.package_versions(),
+        "logits": [],
+        "splits": [],
+        "datasets": [],
+    }
     return render.build_context(
         rows=_rows(), compare=compare, spec=_spec(), grids={"ds/m1": str(png)}, provenance=prov
     )
@@ -83,7 +108,9 @@ def test_report_escapes_names_from_the_config(tmp_path):
 
 def test_report_bold_is_best_per_row(tmp_path):
     html = render.render_html(TEMPLATE, _context(tmp_path))
-    ece_table = re.search(r'<table class="metric-table" data-metric="ece">(.*?)</table>', html, re.S).group(1)
+    ece_table = re.search(
+        r'<table class="metric-table" data-metric="ece">(.*?)</table>', html, re.S
+    ).group(1)
     bodies = re.findall(r"<tr>(.*?)</tr>", ece_table.split("<tbody>")[1], re.S)
     assert len(bodies) == 2
     for body in bodies:

@@ -93,7 +93,9 @@ def test_metric_table_unknown_metric_is_a_value_error():
 
 
 def test_markdown_html_latex_csv():
-    t = T.metric_table(_rows(), "ece", model_labels={"m1": ["DS", "Model_1 <x>"], "m2": ["DS", "M|2"]})
+    t = T.metric_table(
+        _rows(), "ece", model_labels={"m1": ["DS", "Model_1 <x>"], "m2": ["DS", "M|2"]}
+    )
     md = T.to_markdown(t)
     assert "| **1.21** [1.11, 1.31] |" in md
     assert "M\\|2" in md  # pipe escaped
@@ -104,7 +106,13 @@ def test_markdown_html_latex_csv():
     assert "Model\\_1" in tex and "\\textbf{1.21}" in tex and "\\%" in tex
     assert "--" in tex  # missing cell
     parsed = list(csv.reader(io.StringIO(T.to_csv(t))))
-    assert parsed[0][:5] == ["Dataset", "Model", "uncalibrated", "uncalibrated ci_low", "uncalibrated ci_high"]
+    assert parsed[0][:5] == [
+        "Dataset",
+        "Model",
+        "uncalibrated",
+        "uncalibrated ci_low",
+        "uncalibrated ci_high",
+    ]
     assert parsed[1][2:5] == ["4.53", "4.43", "4.63"]
 
 
@@ -120,8 +128,16 @@ def test_losses_table_pivots_by_training_loss():
     # ECE of uncalibrated models: arch A with CE/FL 2, arch B with CE only
     for model, v in (("a_ce", 0.05), ("a_fl2", 0.02), ("b_ce", 0.07)):
         rows.append(
-            {"dataset": "ds", "model": model, "method": "uncalibrated", "half": "test",
-             "metric": "ece", "value": v, "ci_low": math.nan, "ci_high": math.nan}
+            {
+                "dataset": "ds",
+                "model": model,
+                "method": "uncalibrated",
+                "half": "test",
+                "metric": "ece",
+                "value": v,
+                "ci_low": math.nan,
+                "ci_high": math.nan,
+            }
         )
         rows.append({**rows[-1], "method": "ts", "value": 0.001})  # must be ignored
     displays = {
@@ -145,7 +161,13 @@ def test_losses_table_needs_display_loss():
 
 def test_reference_comparison_units_and_tolerance():
     ref = [
-        {"dataset": "ds", "model": "m1", "method": "ts", "metric": "ece", "value": "1.50"},  # percent
+        {
+            "dataset": "ds",
+            "model": "m1",
+            "method": "ts",
+            "metric": "ece",
+            "value": "1.50",
+        },  # percent
         {"dataset": "ds", "model": "m1", "method": "ts", "metric": "nll", "value": "0.0101"},
         {"dataset": "ds", "model": "zz", "method": "ts", "metric": "ece", "value": "1"},  # not ours
     ]

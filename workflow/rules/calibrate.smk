@@ -23,7 +23,7 @@ rule fit_calibrator:
         "../../envs/calbench.yaml"
     shell:
         "OMP_NUM_THREADS={threads} calbench fit-calibrator --logits {input.logits}"
-        " --split {input.split} --method {params.method} --params {params.params:q}"
+        " --split {input.split} --method {params.method} --params {params.params:q} --threads {threads}"
         " --out {output.calibrator} > {log} 2>&1"
 
 

@@ -24,7 +24,7 @@ LIB_MODULES = {
     "download_dataset": ["data", "cli/data.py"],
     "download_checkpoint": ["models", "data/download.py", "cli/zoo.py"],
     "train_model": ["training.py", "models", "losses", "data", "metrics/soft.py", "cli/train.py"],
-    "cache_logits": ["logits.py", "models", "data", "cli/logits.py"],
+    "cache_logits": ["logits.py", "models", "data", "cli/logits.py", "cli/train.py"],
     "split": ["split.py", "cli/logits.py"],
     "fit_calibrator": ["calibrators", "metrics/soft.py", "cli/calibrate.py"],
     "evaluate": ["calibrators", "metrics", "stats.py", "report/tables.py", "cli/calibrate.py"],

@@ -23,7 +23,7 @@ rule train_model:
     conda:
         "../../envs/calbench.yaml"
     shell:
-        "OMP_NUM_THREADS={threads} calbench train-model --spec {params.spec:q}"
+        "OMP_NUM_THREADS={threads} calbench train-model --spec {params.spec:q} --threads {threads}"
         " --data-root {params.root} --out {output.model} --history {output.history} > {log} 2>&1"
 
 
@@ -50,6 +50,6 @@ rule cache_logits:
     conda:
         "../../envs/calbench.yaml"
     shell:
-        "OMP_NUM_THREADS={threads} calbench cache-logits --spec {params.spec:q}"
-        " --checkpoint {input.weights} --data-root {params.root} {params.limit}"
+        "OMP_NUM_THREADS={threads} calbench cache-logits --spec {params.spec:q} --threads {threads}"
+        " --no-progress --checkpoint {input.weights} --data-root {params.root} {params.limit}"
         " --out {output.logits} > {log} 2>&1"

@@ -78,8 +78,9 @@ class Calibrator:
     def fit(self, logits, labels) -> Calibrator:
         """Fit on validation ``logits`` (N, K) and integer ``labels`` (N,); return ``self``."""
         z, y = check_logits_labels(logits, labels)
-        self.n_classes_ = int(z.shape[1])
+        self.n_classes_ = None  # a failed (re)fit must not leave the object looking fitted
         self._fit(z, y)
+        self.n_classes_ = int(z.shape[1])
         return self
 
     def predict_proba(self, logits) -> np.ndarray:

@@ -56,15 +56,19 @@ def equal_width_bin_index(probs: np.ndarray, n_bins: int) -> np.ndarray:
     """Bin index in ``[0, n_bins)`` of each probability for edges ``linspace(0, 1, n_bins + 1)``.
 
     Half-open bins ``[a, b)``; a probability of exactly 1 falls in the last bin.  Equal to
-    ``searchsorted(edges, p, side="right") - 1`` clipped to the last bin, but computed with a
-    multiply and a one-step correction so it costs a few passes over the array.
+    ``searchsorted(edges, p, side="right") - 1`` clipped to the last bin, but computed as
+    ``floor(p * n_bins)`` with an exact ``searchsorted`` only for the few values within 1e-9 of
+    an edge (where rounding of the product could pick the neighbouring bin).
     """
-    edges = np.linspace(0.0, 1.0, n_bins + 1)
-    idx = np.floor(probs * n_bins).astype(np.int64)
-    np.clip(idx, 0, n_bins - 1, out=idx)
-    idx -= probs < edges[idx]
-    np.clip(idx, 0, n_bins - 1, out=idx)
-    idx += (probs >= edges[idx + 1]) & (idx < n_bins - 1)
+    scaled = probs * n_bins
+    idx = scaled.astype(np.intp)
+    frac = scaled - idx
+    near = np.flatnonzero((frac < 1e-9) | (frac > 1 - 1e-9))
+    if near.size:
+        edges = np.linspace(0.0, 1.0, n_bins + 1)
+        flat = idx.reshape(-1)
+        flat[near] = np.searchsorted(edges, probs.reshape(-1)[near], side="right") - 1
+    np.minimum(idx, n_bins - 1, out=idx)
     return idx
 
 

@@ -105,8 +105,6 @@ class PlattScaling(Calibrator):
         return z[:, 1] - z[:, 0]
 
     def _fit(self, logits: np.ndarray, labels: np.ndarray) -> None:
-        if logits.shape[1] != 2:
-            self.n_classes_ = None  # Calibrator.fit records K before _fit; stay unfitted
         f = self._score(logits)
         t = (labels == 1).astype(np.float64)
         if self._params["smooth_targets"]:

@@ -45,11 +45,15 @@ def load_logits(path) -> dict:
     """Read a logits ``.npz`` (see docs/architecture.md) into a dict of arrays and strings."""
     path = Path(path)
     if not path.is_file():
-        raise FileNotFoundError(f"logits file {path} does not exist; run calbench cache-logits first")
+        raise FileNotFoundError(
+            f"logits file {path} does not exist; run calbench cache-logits first"
+        )
     with np.load(path, allow_pickle=False) as data:
         missing = [k for k in ("logits", "labels") if k not in data.files]
         if missing:
-            raise ValueError(f"{path} lacks arrays {missing}; regenerate it with calbench cache-logits")
+            raise ValueError(
+                f"{path} lacks arrays {missing}; regenerate it with calbench cache-logits"
+            )
         out = {k: data[k] for k in data.files}
     for key in ("model", "dataset", "order_hash"):
         out[key] = str(out[key]) if key in out else ""
@@ -98,7 +102,9 @@ def parse_json_arg(text: str, what: str) -> dict:
     try:
         value = json.loads(text)
     except json.JSONDecodeError as exc:
-        raise ValueError(f"{what} is not valid JSON ({exc.msg}); pass an object like '{{}}'") from exc
+        raise ValueError(
+            f"{what} is not valid JSON ({exc.msg}); pass an object like '{{}}'"
+        ) from exc
     if not isinstance(value, dict):
         raise ValueError(f"{what} must be a JSON object, got {type(value).__name__}")
     return value
@@ -148,10 +154,13 @@ def _cmd_fit(args: argparse.Namespace) -> int:
 
 
 def _set_threads(n: int) -> None:
+    """Limit BLAS/torch threads to ``n`` (before torch is imported by a scaling calibrator)."""
     import os
 
+    if n < 1:
+        raise ValueError(f"--threads must be >= 1, got {n}")
     for var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
-        os.environ.setdefault(var, str(n))
+        os.environ[var] = str(n)
 
 
 # --------------------------------------------------------------------------------------------
@@ -274,7 +283,7 @@ def compare_rows(
     for name, fn in metrics.items():
         values = {m: float(fn(p, y)) for m, p in probs_by_method.items()}
         pick = max if name in HIGHER_IS_BETTER else min
-        best = pick(values, key=lambda m: (values[m] if math.isfinite(values[m]) else math.inf))
+        best = pick(values, key=lambda m: values[m] if math.isfinite(values[m]) else math.inf)
         for base in baselines:
             res = paired_bootstrap(
                 fn,

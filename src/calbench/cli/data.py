@@ -18,7 +18,9 @@ def register(sub) -> None:
         help="fetch and verify a dataset (mirror directories first) for torchvision",
     )
     p.add_argument("--dataset", required=True, help="dataset name, e.g. fashion_mnist")
-    p.add_argument("--root", required=True, help="dataset root, e.g. resources/datasets/fashion_mnist")
+    p.add_argument(
+        "--root", required=True, help="dataset root, e.g. resources/datasets/fashion_mnist"
+    )
     p.add_argument(
         "--mirror",
         action="append",

@@ -67,7 +67,12 @@ def cmd_split(args) -> int:
     for path in args.logits:
         d = load_logits(path)
         metas.append(
-            {"path": path, "n": d["labels"].shape[0], "labels": d["labels"], "order_hash": d["order_hash"]}
+            {
+                "path": path,
+                "n": d["labels"].shape[0],
+                "labels": d["labels"],
+                "order_hash": d["order_hash"],
+            }
         )
     n = check_logits_files_agree(metas)
     val, test = study_split(n, seed=args.seed)

@@ -23,7 +23,7 @@ import argparse
 import json
 from pathlib import Path
 
-from calbench.cli.calibrate import HALVES, COMPARE_COLUMNS, load_halves, method_name, parse_json_arg
+from calbench.cli.calibrate import COMPARE_COLUMNS, HALVES, load_halves, method_name, parse_json_arg
 
 
 # --------------------------------------------------------------------------------------------
@@ -35,7 +35,9 @@ def _cmd_plot(args: argparse.Namespace) -> int:
     if args.half not in HALVES:
         raise ValueError(f"--half must be test or val, got {args.half!r}")
     if not args.grid and len(args.calibrator) != 1:
-        raise ValueError("plot-reliability draws one calibrator per figure; pass --grid for several")
+        raise ValueError(
+            "plot-reliability draws one calibrator per figure; pass --grid for several"
+        )
     halves = load_halves(args.logits, args.split)
     z, y = halves[args.half]
     probs = {}
@@ -44,10 +46,14 @@ def _cmd_plot(args: argparse.Namespace) -> int:
     from calbench import plots
 
     if args.grid:
-        fig = plots.reliability_grid(probs, y, n_bins=args.n_bins, style=args.style, title=args.title)
+        fig = plots.reliability_grid(
+            probs, y, n_bins=args.n_bins, style=args.style, title=args.title
+        )
     else:
-        (name, p), = probs.items()
-        fig = plots.reliability_diagram(p, y, n_bins=args.n_bins, style=args.style, title=args.title or name)
+        ((name, p),) = probs.items()
+        fig = plots.reliability_diagram(
+            p, y, n_bins=args.n_bins, style=args.style, title=args.title or name
+        )
     plots.save_figure(fig, args.out, dpi=args.dpi)
     return 0
 
@@ -85,7 +91,12 @@ def _load_reference(path, spec: dict) -> list[dict]:
     rows = read_long_csv([path], required=REFERENCE_COLUMNS)
     rename = (spec.get("reference") or {}).get("rename") or {}
     for r in rows:
-        for col, key in (("model", "models"), ("method", "methods"), ("metric", "metrics"), ("dataset", "datasets")):
+        for col, key in (
+            ("model", "models"),
+            ("method", "methods"),
+            ("metric", "metrics"),
+            ("dataset", "datasets"),
+        ):
             r[col] = (rename.get(key) or {}).get(r[col], r[col])
     return rows
 
@@ -102,9 +113,15 @@ def aggregate(
         raise ValueError("the metrics CSVs hold no rows; rerun calbench evaluate")
     keys = [(r["dataset"], r["model"], r["method"], r["half"], r["metric"]) for r in rows]
     if len(set(keys)) != len(keys):
-        raise ValueError("the metrics CSVs repeat a (dataset, model, method, half, metric) row; pass each file once")
+        raise ValueError(
+            "the metrics CSVs repeat a (dataset, model, method, half, metric) row; pass each file once"
+        )
     T.write_long_csv(out_csv, rows, T.METRIC_COLUMNS)
-    comp = _sort_rows(T.read_long_csv(compare_csvs, required=COMPARE_COLUMNS), spec) if compare_csvs else []
+    comp = (
+        _sort_rows(T.read_long_csv(compare_csvs, required=COMPARE_COLUMNS), spec)
+        if compare_csvs
+        else []
+    )
     if out_compare:
         for r in comp:
             for k in ("baseline_value", "difference", "p_value"):
@@ -126,7 +143,19 @@ def aggregate(
             units=ref.get("units", "fraction"),
         )
         path = tables_dir / "reference.csv"
-        cols = ["dataset", "model", "method", "metric", "ours", "ci_low", "ci_high", "theirs", "difference", "tolerance", "within"]
+        cols = [
+            "dataset",
+            "model",
+            "method",
+            "metric",
+            "ours",
+            "ci_low",
+            "ci_high",
+            "theirs",
+            "difference",
+            "tolerance",
+            "within",
+        ]
         T.write_long_csv(path, cmp, cols)
         written.append(str(path))
     return written
@@ -161,8 +190,12 @@ def data_provenance(manifests, logits, splits) -> dict:
         try:
             content = json.loads(text)
         except json.JSONDecodeError as exc:
-            raise ValueError(f"{path} is not a JSON manifest; rerun calbench download-dataset") from exc
-        out["datasets"].append({"path": str(path), "content": json.dumps(content, indent=1, sort_keys=True)})
+            raise ValueError(
+                f"{path} is not a JSON manifest; rerun calbench download-dataset"
+            ) from exc
+        out["datasets"].append(
+            {"path": str(path), "content": json.dumps(content, indent=1, sort_keys=True)}
+        )
     for path in logits or []:
         with np.load(path, allow_pickle=False) as d:
             out["logits"].append(
@@ -179,8 +212,12 @@ def data_provenance(manifests, logits, splits) -> dict:
                 {
                     "path": str(path),
                     "sizes": f"{len(d['val_idx'])} / {len(d['test_idx'])}",
-                    "val_sorted_sha256": str(d["val_sorted_sha256"]) if "val_sorted_sha256" in d.files else "",
-                    "test_order_sha256": str(d["test_order_sha256"]) if "test_order_sha256" in d.files else "",
+                    "val_sorted_sha256": str(d["val_sorted_sha256"])
+                    if "val_sorted_sha256" in d.files
+                    else "",
+                    "test_order_sha256": str(d["test_order_sha256"])
+                    if "test_order_sha256" in d.files
+                    else "",
                 }
             )
     return out
@@ -193,8 +230,18 @@ def _grid_key(path) -> str:
 
 
 def render_report(
-    template, metrics_csv, compare_csv, spec: dict, grids, out, *, config=None,
-    manifests=(), logits=(), splits=(), reference_csv=None,
+    template,
+    metrics_csv,
+    compare_csv,
+    spec: dict,
+    grids,
+    out,
+    *,
+    config=None,
+    manifests=(),
+    logits=(),
+    splits=(),
+    reference_csv=None,
 ) -> None:
     from calbench.io import atomic_write_text
     from calbench.report import render
@@ -276,7 +323,9 @@ def register(sub) -> None:
     p.add_argument("--metrics", nargs="+", required=True, help="metrics CSVs from evaluate")
     p.add_argument("--compare", nargs="*", help="comparison CSVs from compare")
     p.add_argument("--spec", required=True, help="study spec JSON (or @file); see module doc")
-    p.add_argument("--reference", help="published numbers, long CSV dataset,model,method,metric,value")
+    p.add_argument(
+        "--reference", help="published numbers, long CSV dataset,model,method,metric,value"
+    )
     p.add_argument("--out-csv", required=True, help="aggregated long CSV to write")
     p.add_argument("--out-compare", help="aggregated comparison CSV to write")
     p.add_argument("--tables-dir", required=True, help="folder for {metric}.{html,md,csv,tex}")

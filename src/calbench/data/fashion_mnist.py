@@ -180,7 +180,10 @@ def _place(name: str, dest: Path, mirrors, urls, timeout: float) -> dict:
     spec = FILES[name]
     errors: list[str] = []
     for mirror in mirrors:
-        for candidate in (Path(mirror).expanduser() / f"{name}.gz", Path(mirror).expanduser() / name):
+        for candidate in (
+            Path(mirror).expanduser() / f"{name}.gz",
+            Path(mirror).expanduser() / name,
+        ):
             if not candidate.is_file():
                 continue
             try:
@@ -191,7 +194,12 @@ def _place(name: str, dest: Path, mirrors, urls, timeout: float) -> dict:
         gz = dest.with_name(f"{name}.gz")
         try:
             # the upstream .gz is exactly torchvision's: its MD5 is checked before decompressing
-            fetch(gz, urls=[u.rstrip("/") + f"/{name}.gz" for u in urls], md5=spec.gz_md5, timeout=timeout)
+            fetch(
+                gz,
+                urls=[u.rstrip("/") + f"/{name}.gz" for u in urls],
+                md5=spec.gz_md5,
+                timeout=timeout,
+            )
             record = _from_candidate(gz, dest, spec)
             record["source"] = "download"
             return record

@@ -31,7 +31,9 @@ ZOOS: dict[str, str] = {
 
 def _require(spec, key: str, kind=str):
     if not isinstance(spec, dict):
-        raise ValueError(f"a model spec must be a mapping (a config entry), got {type(spec).__name__}")
+        raise ValueError(
+            f"a model spec must be a mapping (a config entry), got {type(spec).__name__}"
+        )
     if key not in spec:
         raise ValueError(f"model spec has no {key!r} entry; add {key}: ... to the model's config")
     value = spec[key]
@@ -76,7 +78,9 @@ def parse_spec(text: str) -> dict:
 
 def _check_mapping(spec, where: str) -> dict:
     if not isinstance(spec, dict):
-        raise ValueError(f"{where} must hold one mapping (a model config entry), got {type(spec).__name__}")
+        raise ValueError(
+            f"{where} must hold one mapping (a model config entry), got {type(spec).__name__}"
+        )
     return spec
 
 
@@ -103,7 +107,9 @@ def build_arch(dataset: str, arch: str, **kwargs):
     """Construct an untrained ``arch`` of ``dataset``'s zoo (keyword arguments go to it)."""
     zoo = architectures(dataset)
     if arch not in zoo:
-        raise ValueError(f"unknown arch {arch!r} for dataset {dataset!r}; choose one of {sorted(zoo)}")
+        raise ValueError(
+            f"unknown arch {arch!r} for dataset {dataset!r}; choose one of {sorted(zoo)}"
+        )
     return zoo[arch](**kwargs)
 
 
@@ -136,7 +142,9 @@ def resolve_device(device: str = "auto") -> str:
     try:
         dev = torch.device(device)
     except (RuntimeError, TypeError):
-        raise ValueError(f"device {device!r} is not a torch device; use auto, cpu or cuda") from None
+        raise ValueError(
+            f"device {device!r} is not a torch device; use auto, cpu or cuda"
+        ) from None
     if dev.type == "cuda" and not torch.cuda.is_available():
         raise ValueError(f"device {device!r} requested but no GPU is available; use --device cpu")
     return str(dev)

@@ -153,7 +153,9 @@ def build_context(
         )
     figures = [
         {
-            "model": model_label(key.split("/", 1)[-1], (models.get(key.split("/", 1)[-1]) or {}).get("display")),
+            "model": model_label(
+                key.split("/", 1)[-1], (models.get(key.split("/", 1)[-1]) or {}).get("display")
+            ),
             "key": key,
             "src": png_data_uri(path),
         }

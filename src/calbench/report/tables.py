@@ -215,7 +215,11 @@ def metric_table(
         i, j = mi.get(r["model"]), ci.get(r["method"])
         if i is None or j is None:
             continue
-        vals[i, j], lo[i, j], hi[i, j] = r["value"], r.get("ci_low", np.nan), r.get("ci_high", np.nan)
+        vals[i, j], lo[i, j], hi[i, j] = (
+            r["value"],
+            r.get("ci_low", np.nan),
+            r.get("ci_high", np.nan),
+        )
         datasets[r["model"]] = r["dataset"]
     labels = [
         list(model_labels[m]) if model_labels and m in model_labels else [datasets.get(m, ""), m]
@@ -253,8 +257,12 @@ def losses_table(
     """
     members = {m: d for m, d in displays.items() if d.get("loss")}
     if not members:
-        raise ValueError("no model has a display.loss entry; add display: {name, loss} to the models")
-    sel = [r for r in _select(rows, metric=metric, half=half, method=method) if r["model"] in members]
+        raise ValueError(
+            "no model has a display.loss entry; add display: {name, loss} to the models"
+        )
+    sel = [
+        r for r in _select(rows, metric=metric, half=half, method=method) if r["model"] in members
+    ]
     if not sel:
         raise ValueError(f"no {method} rows for metric {metric!r} among the losses study's models")
     row_ids: dict[tuple[str, str], int] = {}
@@ -272,7 +280,11 @@ def losses_table(
         d = members[r["model"]]
         i = row_ids[(r["dataset"], str(d.get("name", r["model"])))]
         j = losses[str(d["loss"])]
-        vals[i, j], lo[i, j], hi[i, j] = r["value"], r.get("ci_low", np.nan), r.get("ci_high", np.nan)
+        vals[i, j], lo[i, j], hi[i, j] = (
+            r["value"],
+            r.get("ci_low", np.nan),
+            r.get("ci_high", np.nan),
+        )
     keys = list(row_ids)
     dl = dataset_labels or {}
     return Table(
