@@ -114,3 +114,17 @@ def test_register_refuses_duplicates_and_nameless(shift_cls):
 
     with pytest.raises(TypeError, match="non-empty class attribute"):
         register(Nameless)
+
+
+def test_a_failed_refit_leaves_the_calibrator_unfitted(shift_cls):
+    cal = shift_cls().fit(np.zeros((4, 3)), [0, 1, 2, 0])
+    cal.smoothing = float("nan")
+
+    def boom(logits, labels):
+        raise ValueError("fit diverged")
+
+    cal._fit = boom
+    with pytest.raises(ValueError, match="fit diverged"):
+        cal.fit(np.zeros((4, 3)), [0, 1, 2, 0])
+    with pytest.raises(ValueError, match="not fitted"):
+        cal.predict_proba(np.zeros((1, 3)))
