@@ -47,3 +47,15 @@ def test_array_digest_depends_on_order_dtype_and_shape():
     assert array_digest(a) != array_digest(a[::-1])
     assert array_digest(a) != array_digest(a.astype(np.int32))
     assert array_digest(a) != array_digest(a.reshape(2, 3))
+
+
+def test_atomic_path_gives_the_mode_a_plain_open_would(tmp_path):
+    import os
+
+    old = os.umask(0o022)
+    try:
+        atomic_write_text(tmp_path / "a.txt", "x")
+        (tmp_path / "b.txt").write_text("x")
+    finally:
+        os.umask(old)
+    assert (tmp_path / "a.txt").stat().st_mode & 0o777 == (tmp_path / "b.txt").stat().st_mode & 0o777 == 0o644

@@ -83,10 +83,14 @@ record() { mkdir -p "$BASE/pids" && echo "$2" >"$BASE/pids/$1"; }
 recorded() { [[ -s "$BASE/pids/$1" ]] && tr -dc '0-9' <"$BASE/pids/$1" || true; }
 
 write_conf() {
-    local cpus mem
-    cpus="$(nproc)"
+    local cpus mem hw
+    # What slurmd measures (CPUs, RealMemory); nproc only as a fall-back, without the
+    # OMP_NUM_THREADS / OMP_THREAD_LIMIT it honours (test sessions set OMP_NUM_THREADS=1).
+    hw="$(/usr/sbin/slurmd -C 2>/dev/null | head -n1)"
+    cpus="$(sed -n 's/.* CPUs=\([0-9]*\).*/\1/p' <<<"$hw")"
+    [[ -n "$cpus" ]] || cpus="$(env -u OMP_NUM_THREADS -u OMP_THREAD_LIMIT nproc)"
     # RealMemory must not exceed what slurmd measures, else the node is drained.
-    mem="$(/usr/sbin/slurmd -C 2>/dev/null | sed -n 's/.*RealMemory=\([0-9]*\).*/\1/p' | head -n1)"
+    mem="$(sed -n 's/.*RealMemory=\([0-9]*\).*/\1/p' <<<"$hw")"
     mem=$(( ${mem:-4096} * 8 / 10 ))
     (( mem > 16000 )) && mem=16000
     cat >"$BASE/etc/slurm.conf" <<CONF

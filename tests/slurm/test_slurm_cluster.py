@@ -104,7 +104,7 @@ def slurm_cluster() -> Iterator[Path]:
 def site_profile(dest: Path) -> Path:
     """``profiles/slurm`` pointed at the test cluster, as docs/slurm.md tells users to do."""
     profile = yaml.safe_load(PROFILE.read_text())
-    cpus = os.cpu_count() or 1
+    cpus = len(os.sched_getaffinity(0))  # the node's CPUs (cluster.sh: what slurmd measures)
     profile["default-resources"]["slurm_partition"] = "debug"
     profile["slurm-no-account"] = True  # the test cluster has no accounts
     profile["slurm-status-command"] = "squeue"  # and no accounting database for sacct
@@ -228,7 +228,7 @@ def runs(slurm_cluster, runs_root) -> dict:
     local, cluster = runs_root / "local", runs_root / "cluster"
     local.mkdir()
     cluster.mkdir()
-    cores = str(min(2, os.cpu_count() or 1))
+    cores = str(min(2, len(os.sched_getaffinity(0))))
     local_proc = subprocess.Popen(
         snakemake_cmd(local, "--cores", cores),
         cwd=REPO,

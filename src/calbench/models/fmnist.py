@@ -75,9 +75,9 @@ class LeNet5(nn.Module):
 
 
 class VGGSmall(nn.Module):
-    """VGG-style: [conv3-BN-ReLU x2, maxpool] x2 (widths 16, 32), then fc 128 and the classifier."""
+    """VGG-style: [conv3-BN-ReLU x2, maxpool] x2 (widths 8, 16), then fc 128 and the classifier."""
 
-    def __init__(self, num_classes: int = 10, in_channels: int = 1, widths=(16, 32)):
+    def __init__(self, num_classes: int = 10, in_channels: int = 1, widths=(8, 16)):
         super().__init__()
         layers: list[nn.Module] = []
         cin = in_channels
