@@ -21,7 +21,7 @@ PROPOSED = {
     "vgg_small": {"epochs": 12, "batch_size": 128, "lr": 0.05},
     "resnet_small": {"epochs": 12, "batch_size": 128, "lr": 0.05},
     "mobilenet_small": {"epochs": 12, "batch_size": 128, "lr": 0.05},
-    "densenet_small": {"epochs": 10, "batch_size": 128, "lr": 0.05},
+    "densenet_small": {"epochs": 12, "batch_size": 128, "lr": 0.05},
 }
 COMMON = {"loss": "ce", "loss_kwargs": {}, "seed": 0, "train_subset": 10_000}
 

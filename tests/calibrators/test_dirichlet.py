@@ -2,10 +2,11 @@
 
 import numpy as np
 import pytest
-from conftest import sample_labels, softmax64
 
 from calbench.calibrators.dirichlet import DirichletCalibration
 from calbench.calibrators.scaling import MatrixScalingBias
+from calbench.functional import log_softmax
+from conftest import sample_labels, softmax64
 
 
 def _data(seed=0, n=3000, k=4):
@@ -48,3 +49,18 @@ def test_default_odir_is_documented_value():
     assert DirichletCalibration().get_params()["odir"] == [1e-3, 1e-3]
     with pytest.raises(ValueError, match="odir"):
         DirichletCalibration(odir=(-1, 0))
+
+
+def test_default_optimiser_is_float32_lbfgs_with_wolfe_line_search():
+    params = DirichletCalibration().get_params()
+    assert params["line_search"] == "strong_wolfe" and params["dtype"] == "float32"
+    assert params["max_iter"] == 1000
+    z, y = _data(2, n=600)
+    d = DirichletCalibration(device="cpu").fit(z, y)
+    m = MatrixScalingBias(odir=(1e-3, 1e-3), line_search="strong_wolfe", device="cpu")
+    m.fit(log_softmax(z), y)  # the same float32 LBFGS problem
+    for name in ("W", "b"):
+        np.testing.assert_array_equal(d.params_[name], m.params_[name])
+    # an explicit choice still wins, and survives the JSON round trip
+    d2 = DirichletCalibration(line_search=None)
+    assert DirichletCalibration.from_dict(d2.to_dict()).get_params()["line_search"] is None

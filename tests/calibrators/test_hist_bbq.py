@@ -2,7 +2,6 @@
 
 import numpy as np
 import pytest
-from conftest import sample_labels, softmax64
 
 from calbench.calibrators.binning import (
     BBQ,
@@ -16,6 +15,7 @@ from calbench.calibrators.binning import (
     fit_histogram_binning,
     renormalise_rows,
 )
+from conftest import sample_labels, softmax64
 
 
 def binary_logits(p1):
@@ -167,3 +167,84 @@ def test_bbq_learns_monotone_miscalibration():
 def test_bbq_options_validated():
     with pytest.raises(ValueError, match="c must"):
         BBQ(c=0)
+
+
+# ------------------------------------------------------- fast path vs the straightforward method
+
+
+def _dense_histogram_reference(probs, labels, n_bins):
+    """Straightforward one-vs-rest histogram binning: every entry's bin by ``searchsorted`` on
+    the float edges, then per-class bin counts over all N entries of each column."""
+    n, k = probs.shape
+    edges = np.linspace(0.0, 1.0, n_bins + 1)
+    ids = np.minimum(np.searchsorted(edges, probs, side="right") - 1, n_bins - 1)
+    theta = np.empty((k, n_bins))
+    for j in range(k):
+        for m in range(n_bins):
+            sel = ids[:, j] == m
+            theta[j, m] = (labels[sel] == j).mean() if sel.any() else (m + 0.5) / n_bins
+    raw = theta[np.arange(k)[None, :], ids]
+    return theta, raw
+
+
+def _edge_heavy_probs(rng, n, k, n_bins):
+    """Softmax rows, with some entries moved onto bin edges and their float neighbours."""
+    z = rng.normal(size=(n, k)) * 3
+    p = softmax64(z)
+    edges = np.linspace(0.0, 1.0, n_bins + 1)
+    i = rng.integers(0, n, n // 2)
+    j = rng.integers(0, k, n // 2)
+    e = edges[rng.integers(0, n_bins + 1, n // 2)]
+    p[i, j] = np.where(rng.random(n // 2) < 0.5, e, np.nextafter(e, rng.integers(0, 2, n // 2)))
+    return p  # rows no longer sum to 1 exactly: the binning functions do not need it
+
+
+@pytest.mark.parametrize(
+    ("n", "k", "n_bins"), [(500, 50, 20), (300, 4, 15), (200, 7, 1), (50, 3, 7)]
+)
+def test_fast_histogram_binning_equals_dense_reference(n, k, n_bins):
+    rng = np.random.default_rng(n + k + n_bins)
+    p = _edge_heavy_probs(rng, n, k, n_bins)
+    y = rng.integers(0, k, n)
+    theta_ref, raw_ref = _dense_histogram_reference(p, y, n_bins)
+    theta = fit_histogram_binning(p, y, n_bins)
+    np.testing.assert_array_equal(theta, theta_ref)
+    np.testing.assert_array_equal(apply_histogram_binning(theta, p), raw_ref)
+    # fused renormalisation: bit-identical to renormalise_rows of the raw values
+    np.testing.assert_array_equal(
+        apply_histogram_binning(theta, p, renormalise=True), renormalise_rows(raw_ref.copy())
+    )
+    # float32 and Fortran-ordered input are binned on their (exact) float64 values
+    p32 = p.astype(np.float32)
+    theta32_ref, raw32_ref = _dense_histogram_reference(p32.astype(np.float64), y, n_bins)
+    np.testing.assert_array_equal(fit_histogram_binning(p32, y, n_bins), theta32_ref)
+    np.testing.assert_array_equal(apply_histogram_binning(theta32_ref, p32), raw32_ref)
+    np.testing.assert_array_equal(fit_histogram_binning(np.asfortranarray(p), y, n_bins), theta)
+
+
+def test_apply_histogram_binning_in_place_and_out_checked():
+    rng = np.random.default_rng(5)
+    p = softmax64(rng.normal(size=(3000, 30)) * 3)  # several row blocks of 2^15 entries
+    y = rng.integers(0, 30, 3000)
+    theta = fit_histogram_binning(p, y, 20)
+    want = renormalise_rows(apply_histogram_binning(theta, p))
+    buf = p.copy()
+    got = apply_histogram_binning(theta, buf, out=buf, renormalise=True)
+    assert got is buf
+    np.testing.assert_array_equal(got, want)
+    with pytest.raises(ValueError, match="out must be"):
+        apply_histogram_binning(theta, p, out=np.empty((3000, 30), dtype=np.float32))
+
+
+def test_calibrator_predict_equals_reference_and_leaves_input_alone():
+    rng = np.random.default_rng(6)
+    z = rng.normal(size=(800, 40)) * 3
+    y = sample_labels(rng, softmax64(z / 2))
+    z_copy = z.copy()
+    hb = HistogramBinning(n_bins=10).fit(z, y)
+    theta_ref, raw_ref = _dense_histogram_reference(softmax64(z), y, 10)
+    np.testing.assert_allclose(hb.theta_, theta_ref, rtol=0, atol=1e-15)
+    np.testing.assert_allclose(
+        hb.predict_proba(z), raw_ref / raw_ref.sum(1, keepdims=True), rtol=1e-14
+    )
+    np.testing.assert_array_equal(z, z_copy)

@@ -3,7 +3,6 @@ an independent scipy fit of the same objective, dtype and regularisation options
 
 import numpy as np
 import pytest
-from conftest import sample_labels, softmax64
 
 from calbench.calibrators.scaling import (
     PARAMETERISATIONS,
@@ -14,6 +13,7 @@ from calbench.calibrators.scaling import (
     apply_scaling,
     init_params,
 )
+from conftest import sample_labels, softmax64
 
 CLASSES = {"ts": TemperatureScaling, "vs": VectorScaling, "vs_b": VectorScalingBias,
            "ms_b": MatrixScalingBias}  # fmt: skip
@@ -159,3 +159,52 @@ def test_options_are_validated():
         MatrixScalingBias(odir=(1.0,))
     with pytest.raises(ValueError, match="not fitted"):
         _ = TemperatureScaling().temperature_
+
+
+def test_cpu_fit_settings_are_scoped_and_restored():
+    import torch
+
+    from calbench.calibrators.scaling import SINGLE_THREAD_MAX_ENTRIES, cpu_fit_settings
+
+    before = torch.get_num_threads()
+    torch.set_num_threads(2)
+    tiny = torch.tensor([1e-40], dtype=torch.float32)  # a float32 denormal
+    try:
+        with cpu_fit_settings(SINGLE_THREAD_MAX_ENTRIES, "cpu"):
+            assert torch.get_num_threads() == 1
+            assert float(tiny * 1.0) == 0.0  # flushed to zero
+        assert torch.get_num_threads() == 2
+        assert float(tiny * 1.0) > 0.0
+        with cpu_fit_settings(SINGLE_THREAD_MAX_ENTRIES + 1, "cpu"):
+            assert torch.get_num_threads() == 2  # large problems keep the caller's threads
+        with pytest.raises(RuntimeError), cpu_fit_settings(10, "cpu"):
+            raise RuntimeError("boom")
+        assert torch.get_num_threads() == 2 and float(tiny * 1.0) > 0.0
+        with cpu_fit_settings(10, "cuda"):  # not a CPU fit: nothing changes
+            assert torch.get_num_threads() == 2 and float(tiny * 1.0) > 0.0
+    finally:
+        torch.set_num_threads(before)
+
+
+@pytest.mark.parametrize("kind", ["ts", "vs_b", "ms_b"])
+def test_fit_settings_do_not_change_the_fitted_parameters(kind):
+    # sharp logits (calibrated at scale 30): at the fitted map hundreds of float32 softmax
+    # terms lie in the denormal range (log-probability between -103.9 and -87.3), which the
+    # settings flush to zero; the study-default fit must come out identical
+    import torch
+
+    from calbench.calibrators.scaling import _fit_scaling, fit_scaling
+
+    rng = np.random.default_rng(8)
+    z = rng.normal(size=(600, 20)) * 30
+    y = sample_labels(rng, softmax64(z))
+    z = z.astype(np.float32)
+    kw = {"max_iter": 1000, "line_search": None, "dtype": "float32", "l2": 0.0, "odir": None}
+    fast = fit_scaling(z, y, kind, device="cpu", **kw)
+    plain = _fit_scaling(z, y, kind, kw["max_iter"], None, "float32", "cpu", 0.0, None)
+    assert fast.keys() == plain.keys()
+    for name in fast:
+        np.testing.assert_array_equal(fast[name], plain[name])
+    params = {k: torch.from_numpy(v) for k, v in fast.items()}
+    logp = torch.log_softmax(apply_scaling(torch.from_numpy(z), params), dim=1)
+    assert int(((logp < -87.3) & (logp > -103.9)).sum()) > 100  # the case is really exercised

@@ -67,8 +67,10 @@ def test_mobilenet_uses_depthwise_separable_blocks():
 
 def test_densenet_concatenates_growth_channels():
     model = build_arch("fashion_mnist", "densenet_small")
-    # stem 16 + 3 layers x 12 = 52, transition halves to 26, + 3 x 12 = 62 features
-    assert model.fc.in_features == 62
+    # stem 24 + 2 layers x 12 = 48, transition halves to 24, + 4 x 12 = 72 features
+    assert model.fc.in_features == 72
+    small = build_arch("fashion_mnist", "densenet_small", growth=12, blocks=(3, 3), stem=16)
+    assert small.fc.in_features == 62  # 16 + 36 = 52 -> 26 + 36
 
 
 def test_resnet_blocks_are_residual():

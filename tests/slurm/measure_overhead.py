@@ -56,7 +56,7 @@ def measure(name: str, profile: dict, root: Path, staged: Path) -> None:
     for rel in STAGED:
         shutil.copytree(staged / rel, workdir / rel, symlinks=True)
     start = time.monotonic()
-    proc = t.run_snakemake(workdir, "--profile", str(prof_dir))
+    proc = t.run_snakemake(workdir, *t.profile_args(prof_dir))
     wall = time.monotonic() - start
     if proc.returncode != 0:
         print(f"{name}: run failed\n{t._fail_text(proc)}")

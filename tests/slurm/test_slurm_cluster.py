@@ -20,8 +20,10 @@ Skipped, with the reason in the output, only where the machine cannot run the da
 
 from __future__ import annotations
 
+import csv
 import filecmp
 import importlib.metadata
+import json
 import os
 import re
 import shutil
@@ -123,6 +125,12 @@ def site_profile(dest: Path) -> Path:
     return dest
 
 
+def profile_args(profile: Path) -> list[str]:
+    """The cluster profile alone: without ``--workflow-profile none`` Snakemake would also load
+    the workflow's local ``profiles/default``, whose keys override the cluster profile's."""
+    return ["--profile", str(profile), "--workflow-profile", "none"]
+
+
 def snakemake_cmd(workdir: Path, *extra: str) -> list[str]:
     return [
         "timeout", "-k", "10", str(RUN_LIMIT),
@@ -203,13 +211,60 @@ def result_files(workdir: Path) -> set[str]:
     }
 
 
+#: Result files that record the training's wall time per epoch (the ``seconds`` column of the
+#: history, also inside the checkpoint): everything else in them must still be identical.
+WALL_TIME_FILES = {"history.csv", "model.pt"}
+
+
+def _without_seconds(rows: list[dict]) -> list[dict]:
+    return [{k: v for k, v in row.items() if k != "seconds"} for row in rows]
+
+
+def _equal_but_wall_time(a: Path, b: Path) -> bool:
+    """True when ``a`` and ``b`` differ only in the recorded training wall time."""
+    if a.name not in WALL_TIME_FILES:
+        return False
+    if a.suffix == ".csv":
+        with a.open() as fa, b.open() as fb:
+            return _without_seconds(list(csv.DictReader(fa))) == _without_seconds(
+                list(csv.DictReader(fb))
+            )
+    import torch
+
+    ca, cb = (torch.load(p, map_location="cpu", weights_only=True) for p in (a, b))
+    if set(ca) != set(cb) or set(ca["state_dict"]) != set(cb["state_dict"]):
+        return False
+    for key in ca:
+        if key == "state_dict":
+            if not all(torch.equal(ca[key][k], cb[key][k]) for k in ca[key]):
+                return False
+        elif key == "history_json":
+            if _without_seconds(json.loads(ca[key])) != _without_seconds(json.loads(cb[key])):
+                return False
+        elif ca[key] != cb[key]:
+            return False
+    return True
+
+
+def _same(a: Path, b: Path) -> bool:
+    return filecmp.cmp(a, b, shallow=False) or _equal_but_wall_time(a, b)
+
+
+def assert_nothing_partial(local: Path, cluster: Path) -> None:
+    """Every result file of ``cluster`` is complete (equal to the local run's) or absent."""
+    extra = result_files(cluster) - result_files(local)
+    assert not extra, f"files no complete run writes (partial or temporary): {sorted(extra)}"
+    partial = [f for f in sorted(result_files(cluster)) if not _same(local / f, cluster / f)]
+    assert not partial, f"partial or wrong result files after the cancel: {partial}"
+
+
 def assert_same_results(local: Path, cluster: Path) -> None:
     ours, theirs = result_files(local), result_files(cluster)
     assert ours, "the local run wrote no results"
     assert ours == theirs, (
         f"only local: {sorted(ours - theirs)[:10]}; only SLURM: {sorted(theirs - ours)[:10]}"
     )
-    differ = [f for f in sorted(ours) if not filecmp.cmp(local / f, cluster / f, shallow=False)]
+    differ = [f for f in sorted(ours) if not _same(local / f, cluster / f)]
     assert not differ, f"{len(differ)} files differ between the local and the SLURM run: {differ}"
 
 
@@ -239,7 +294,7 @@ def runs(slurm_cluster, runs_root) -> dict:
     )
     try:
         profile = site_profile(runs_root / "profile")
-        proc = run_snakemake(cluster, "--profile", str(profile))
+        proc = run_snakemake(cluster, *profile_args(profile))
         local_out, _ = local_proc.communicate(timeout=RUN_LIMIT + 30)
     finally:
         if local_proc.poll() is None:
@@ -262,11 +317,13 @@ def test_every_job_goes_through_sbatch_and_matches_the_local_run(slurm_cluster, 
     assert_same_results(runs["local"], workdir)
 
 
-def _wait_running(workdir: Path, prefix: str, limit: float) -> int | None:
-    """Id of the first job of ``workdir`` whose comment starts with ``prefix`` once it RUNS."""
+def _wait_running(workdir: Path, prefix: str, limit: float, exclude=()) -> int | None:
+    """Id of a new job of ``workdir`` whose comment starts with ``prefix``, once it RUNS."""
     deadline = time.monotonic() + limit
     while time.monotonic() < deadline:
         for job_id, fields in slurm_jobs(workdir).items():
+            if job_id in exclude:
+                continue
             if fields["Comment"].startswith(prefix) and fields["JobState"] == "RUNNING":
                 return job_id
         time.sleep(0.2)
@@ -274,14 +331,22 @@ def _wait_running(workdir: Path, prefix: str, limit: float) -> int | None:
 
 
 def test_cancelled_job_is_rerun_cleanly(slurm_cluster, runs):
-    workdir, profile = runs["cluster"], runs["profile"]
-    fitted = sorted((workdir / "results" / "calibrators").rglob("*.json"))
-    cheap = [p for p in fitted if p.name == "uncalibrated.json"]
+    workdir, profile, local = runs["cluster"], runs["profile"], runs["local"]
+    # One calibrator of one model, as if never run: its calibration group and the report rerun.
+    fitted = sorted((workdir / "results" / "calibrators").glob("*/*/*.json"))
+    cheap = [p for p in fitted if p.stem == "uncalibrated"]
     target = (cheap or fitted)[0]
-    target.unlink()  # the calibration group of this model and the report run again
+    dataset, model, method = target.parent.parent.name, target.parent.name, target.stem
+    removed = [
+        target,
+        workdir / "results" / "metrics" / dataset / model / f"{method}.csv",
+        workdir / "results" / "plots" / dataset / model / f"{method}.png",
+    ]
+    for path in removed:
+        path.unlink()
     before = set(slurm_jobs(workdir))
     proc = subprocess.Popen(
-        snakemake_cmd(workdir, "--profile", str(profile)),
+        snakemake_cmd(workdir, *profile_args(profile)),
         cwd=REPO,
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
@@ -289,28 +354,30 @@ def test_cancelled_job_is_rerun_cleanly(slurm_cluster, runs):
         start_new_session=True,
     )
     try:
-        job_id = _wait_running(workdir, "rule_calib_", limit=120)
-        assert job_id is not None and job_id not in before, "the calibration group never ran"
+        job_id = _wait_running(workdir, "rule_calib_", limit=120, exclude=before)
+        assert job_id is not None, "the calibration group never started running"
+        time.sleep(2)  # mid-run: the group job is executing its first member
         subprocess.run(["scancel", str(job_id)], check=True, timeout=30)
         out, _ = proc.communicate(timeout=RUN_LIMIT)
     finally:
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGKILL)
             proc.wait(timeout=30)
+    (workdir / "snakemake-cancelled.out").write_text(out)
     assert proc.returncode != 0, "Snakemake did not notice the cancelled job:\n" + out[-3000:]
-    assert str(job_id) in out, out[-3000:]
+    assert f"SLURM jobid {job_id}" in out, out[-3000:]
     deadline = time.monotonic() + 30
     while slurm_jobs(workdir)[job_id]["JobState"] != "CANCELLED" and time.monotonic() < deadline:
         time.sleep(0.5)
     assert slurm_jobs(workdir)[job_id]["JobState"] == "CANCELLED"
-    # nothing partial: the cancelled group's results are absent, not half written
-    assert not target.exists(), "a cancelled job left its output behind"
+    assert not target.exists(), "the cancelled job's calibrator was left behind"
+    assert_nothing_partial(local, workdir)
 
-    rerun = run_snakemake(workdir, "--profile", str(profile))
+    rerun = run_snakemake(workdir, *profile_args(profile))
     assert rerun.returncode == 0, "rerun after scancel failed: " + _fail_text(rerun)
     submitted = assert_all_through_sbatch(rerun, workdir, slurm_cluster)
     assert job_id not in submitted
     comments = {slurm_jobs(workdir)[j]["Comment"] for j in submitted}
     assert any(c.startswith("rule_calib_") for c in comments), comments
-    assert target.exists()
-    assert_same_results(runs["local"], workdir)
+    assert all(path.exists() for path in removed)
+    assert_same_results(local, workdir)

@@ -40,6 +40,9 @@ from calbench._checks import check_n_bins
 from calbench.calibrators.base import Calibrator, register
 from calbench.functional import softmax
 
+#: Entries per row block in :func:`apply_histogram_binning` (256 KiB of float64).
+_BLOCK_ENTRIES = 1 << 15
+
 
 def renormalise_rows(values: np.ndarray) -> np.ndarray:
     """Divide each row by its sum; rows summing to 0 become uniform ``1/K`` (in place, returned)."""
@@ -72,17 +75,42 @@ def equal_width_bin_index(probs: np.ndarray, n_bins: int) -> np.ndarray:
     return idx
 
 
+def entries_above_first_bin(probs: np.ndarray, n_bins: int) -> tuple[np.ndarray, np.ndarray]:
+    """Flat (C-order) positions and bin indices of the entries of ``probs`` outside bin 0.
+
+    An entry below the first inner edge ``1 / n_bins`` is in bin 0; a softmax row has at most
+    ``n_bins`` entries at or above it (usually one or two), so one comparison pass over the
+    array and an exact :func:`equal_width_bin_index` on the few remaining entries bin the whole
+    array.  ``probs`` must be a C-contiguous float64 array.
+    """
+    if n_bins == 1:
+        return np.empty(0, dtype=np.intp), np.empty(0, dtype=np.intp)
+    first_edge = np.linspace(0.0, 1.0, n_bins + 1)[1]
+    flat = np.flatnonzero(probs >= first_edge)
+    return flat, equal_width_bin_index(probs.reshape(-1)[flat], n_bins)
+
+
+def _as_c_float64(probs) -> np.ndarray:
+    return np.ascontiguousarray(probs, dtype=np.float64)
+
+
 def fit_histogram_binning(probs: np.ndarray, labels: np.ndarray, n_bins: int = 20) -> np.ndarray:
     """Per-class bin values ``theta`` (K, n_bins) of one-vs-rest histogram binning.
 
     ``theta[j, m]`` = fraction of ``labels == j`` among the samples whose ``probs[:, j]`` lies in
     bin ``m``; an empty bin gets its centre ``(m + 0.5) / n_bins``.
+
+    Cost: one comparison pass over ``probs`` (:func:`entries_above_first_bin`); bin 0's count of
+    class ``j`` is ``N`` minus its other bins, and positives are the ``N`` entries ``(i, y_i)``.
     """
+    probs = _as_c_float64(probs)
+    labels = np.asarray(labels, dtype=np.intp)
     n, k = probs.shape
-    idx = equal_width_bin_index(probs, n_bins)
-    flat = idx + np.arange(k, dtype=np.int64)[None, :] * n_bins
-    counts = np.bincount(flat.ravel(), minlength=k * n_bins).reshape(k, n_bins)
-    positives = np.bincount(flat[np.arange(n), labels], minlength=k * n_bins).reshape(k, n_bins)
+    flat, ids = entries_above_first_bin(probs, n_bins)
+    counts = np.bincount((flat % k) * n_bins + ids, minlength=k * n_bins).reshape(k, n_bins)
+    counts[:, 0] = n - counts[:, 1:].sum(axis=1)
+    true_ids = equal_width_bin_index(probs[np.arange(n), labels], n_bins)
+    positives = np.bincount(labels * n_bins + true_ids, minlength=k * n_bins).reshape(k, n_bins)
     centres = (np.arange(n_bins) + 0.5) / n_bins
     theta = np.broadcast_to(centres, (k, n_bins)).copy()
     filled = counts > 0
@@ -90,12 +118,46 @@ def fit_histogram_binning(probs: np.ndarray, labels: np.ndarray, n_bins: int = 2
     return theta
 
 
-def apply_histogram_binning(theta: np.ndarray, probs: np.ndarray) -> np.ndarray:
-    """Replace each ``probs[i, j]`` by ``theta[j, bin]`` (no renormalisation)."""
-    k, n_bins = theta.shape
-    idx = equal_width_bin_index(probs, n_bins)
-    idx += np.arange(k, dtype=np.int64)[None, :] * n_bins
-    return theta.ravel()[idx]
+def apply_histogram_binning(
+    theta: np.ndarray,
+    probs: np.ndarray,
+    out: np.ndarray | None = None,
+    renormalise: bool = False,
+) -> np.ndarray:
+    """Replace each ``probs[i, j]`` by ``theta[j, bin]``; with ``renormalise=True`` also divide
+    each row by its sum (:func:`renormalise_rows`, same result bit for bit).
+
+    The output starts as every class's bin-0 value; only the entries outside bin 0
+    (:func:`entries_above_first_bin`) are looked up.  Filling, lookup and renormalisation run in
+    row blocks of about ``_BLOCK_ENTRIES`` entries, so each block is still in cache for the next
+    step.  ``out`` (a C-contiguous float64 array of ``probs``' shape, which may be ``probs``
+    itself) receives the result instead of a new array.
+    """
+    probs = _as_c_float64(probs)
+    n, k = probs.shape
+    n_bins = theta.shape[1]
+    if out is None:
+        out = np.empty(probs.shape, dtype=np.float64)
+    elif out.shape != probs.shape or out.dtype != np.float64 or not out.flags.c_contiguous:
+        raise ValueError(
+            f"out must be a C-contiguous float64 array of shape {probs.shape}; "
+            "pass out=None to get a new array"
+        )
+    flat, ids = entries_above_first_bin(probs, n_bins)  # before out is written (out may be probs)
+    vals = theta.reshape(-1)[(flat % k) * n_bins + ids]
+    step = max(1, _BLOCK_ENTRIES // k)
+    starts = np.arange(0, n, step)
+    cuts = np.searchsorted(flat, np.append(starts, n) * k)
+    out_flat = out.reshape(-1)
+    first = np.asarray(theta[:, 0], dtype=np.float64)
+    for b, r0 in enumerate(starts):
+        block = out[r0 : r0 + step]
+        block[...] = first
+        lo, hi = cuts[b], cuts[b + 1]
+        out_flat[flat[lo:hi]] = vals[lo:hi]
+        if renormalise:
+            renormalise_rows(block)
+    return out
 
 
 @register
@@ -112,7 +174,8 @@ class HistogramBinning(Calibrator):
         self.theta_ = fit_histogram_binning(softmax(logits), labels, self._params["n_bins"])
 
     def _predict_proba(self, logits: np.ndarray) -> np.ndarray:
-        return renormalise_rows(apply_histogram_binning(self.theta_, softmax(logits)))
+        probs = softmax(logits)  # a new array: calibrated in place
+        return apply_histogram_binning(self.theta_, probs, out=probs, renormalise=True)
 
     def _get_state(self) -> dict[str, Any]:
         return {"theta": self.theta_}

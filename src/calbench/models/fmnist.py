@@ -175,17 +175,17 @@ class DenseLayer(nn.Module):
 
 
 class DenseNetSmall(nn.Module):
-    """DenseNet: stride-2 stem (14x14), dense blocks of ``layers`` layers with growth rate
-    ``growth``, separated by transitions (BN-ReLU-conv1x1 halving channels, 2x2 average pool),
-    then BN-ReLU, global pooling and a linear classifier."""
+    """DenseNet: stride-2 stem conv (14x14), dense blocks (``blocks`` layers each, growth rate
+    ``growth``) separated by transitions (BN-ReLU-conv1x1 halving the channels, 2x2 average
+    pooling), then BN-ReLU, global average pooling and a linear classifier."""
 
     def __init__(
         self,
         num_classes: int = 10,
         in_channels: int = 1,
         growth: int = 12,
-        blocks=(3, 3),
-        stem: int = 16,
+        blocks=(2, 4),
+        stem: int = 24,
     ):
         super().__init__()
         layers: list[nn.Module] = [nn.Conv2d(in_channels, stem, 3, stride=2, padding=1, bias=False)]
