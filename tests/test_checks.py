@@ -82,3 +82,23 @@ def test_check_n_bins_refuses(n_bins):
 def test_check_probs_labels_pair():
     p, y = check_probs_labels([[0.25, 0.75]], [1])
     assert p.dtype == np.float64 and y.tolist() == [1]
+
+
+def test_blocked_scan_gives_numpy_argmax_and_catches_problems_in_any_block(monkeypatch):
+    import calbench._checks as checks
+
+    monkeypatch.setattr(checks, "_BLOCK_BYTES", 64)  # 8 float64 rows of 1 entry... several blocks
+    rng = np.random.default_rng(3)
+    p = rng.dirichlet(np.ones(4), size=37)
+    p[5] = [0.25, 0.25, 0.25, 0.25]  # ties: first maximum wins, as np.argmax
+    for arr in (p, p.astype(np.float32), np.asfortranarray(p)):
+        _, y, pred = check_probs_labels(arr, rng.integers(0, 4, 37), with_argmax=True)
+        assert np.array_equal(pred, np.argmax(arr, axis=1)) and pred[5] == 0
+    bad = p.copy()
+    bad[36] = [1.5, -0.5, 0.0, 0.0]  # last block only, sums to 1
+    with pytest.raises(ValueError, match="did you pass logits"):
+        check_probs(bad)
+    bad = p.copy()
+    bad[20, 1] = np.nan
+    with pytest.raises(ValueError, match="NaN or infinite"):
+        check_probs(bad)

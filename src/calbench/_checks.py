@@ -45,18 +45,41 @@ def check_logits(logits, name: str = "logits") -> np.ndarray:
     return arr
 
 
-def check_probs(probs, name: str = "probs", atol: float = ROW_SUM_ATOL) -> np.ndarray:
+#: Rows are scanned in blocks of about this many bytes, so each block is read from memory once
+#: and its row sums, minimum and (optionally) argmax are computed from cache.
+_BLOCK_BYTES = 1 << 19
+
+
+def _scan_rows(arr: np.ndarray, want_argmax: bool):
+    """Row sums (float64), global minimum and optionally row argmax, in one cache-blocked pass."""
+    n, k = arr.shape
+    rows = max(1, _BLOCK_BYTES // (k * arr.itemsize))
+    sums = np.empty(n, dtype=np.float64)
+    pred = np.empty(n, dtype=np.intp) if want_argmax else None
+    lo = np.inf
+    for start in range(0, n, rows):
+        blk = arr[start : start + rows]
+        blk.sum(axis=1, dtype=np.float64, out=sums[start : start + rows])
+        lo = min(lo, float(blk.min()))
+        if want_argmax:
+            np.argmax(blk, axis=1, out=pred[start : start + rows])
+    return sums, lo, pred
+
+
+def check_probs(probs, name: str = "probs", atol: float = ROW_SUM_ATOL, *, _argmax: list | None = None) -> np.ndarray:
     """Return ``probs`` as a floating (N, K) array after checking it holds probabilities.
 
-    float32 and float64 inputs are returned as they are (no copy). Two passes over the data: the
-    float64 row sums (NaN and infinities propagate into them) and the minimum; values above 1
-    cannot hide, since a row summing to 1 with an entry above 1 has a negative entry.
+    float32 and float64 inputs are returned as they are (no copy). One cache-blocked pass over
+    the data computes the float64 row sums (NaN and infinities propagate into them) and the
+    minimum; values above 1 cannot hide, since a row summing to 1 with an entry above 1 has a
+    negative entry.
     """
     arr = _as_2d_float(probs, name)
-    sums = arr.sum(axis=1, dtype=np.float64)
+    sums, lo, pred = _scan_rows(arr, _argmax is not None)
+    if _argmax is not None:
+        _argmax.append(pred)
     if not np.all(np.isfinite(sums)):
         raise ValueError(f"{name} contain NaN or infinite values; pass finite probabilities")
-    lo = float(arr.min())
     dev = np.abs(sums - 1.0)
     row = int(np.argmax(dev))
     if lo < 0.0 or (dev[row] > atol and float(arr.max()) > 1.0):
@@ -108,11 +131,16 @@ def check_choice(value, name: str, choices) -> str:
     return value
 
 
-def check_probs_labels(probs, labels) -> tuple[np.ndarray, np.ndarray]:
-    """Validate a (probabilities, labels) pair, the input of every metric."""
-    p = check_probs(probs)
+def check_probs_labels(probs, labels, *, with_argmax: bool = False):
+    """Validate a (probabilities, labels) pair, the input of every metric.
+
+    Returns ``(probs, labels)``, or ``(probs, labels, argmax)`` with ``with_argmax=True``: the
+    row argmax (first of tied maxima) comes from the validation pass at no extra memory traffic.
+    """
+    box: list | None = [] if with_argmax else None
+    p = check_probs(probs, _argmax=box)
     y = check_labels(labels, p.shape[0], p.shape[1])
-    return p, y
+    return (p, y, box[0]) if with_argmax else (p, y)
 
 
 def check_logits_labels(logits, labels) -> tuple[np.ndarray, np.ndarray]:

@@ -65,6 +65,74 @@ def compute_logits(
     return torch.cat(outs).numpy()
 
 
+def compute_logits_stream(
+    model,
+    dataset,
+    *,
+    batch_size: int = 500,
+    device: str = "cpu",
+    workers: int = 0,
+    progress: bool = True,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Return float32 outputs (N, K) and int64 labels (N,) of ``model`` over a map-style
+    ``dataset`` whose items are ``(preprocessed tensor, label)``, in the dataset's order.
+
+    The streaming counterpart of :func:`compute_logits` for datasets too large to hold as one
+    uint8 tensor (ImageNet's 50,000 validation images): a ``DataLoader`` without shuffling
+    (``workers`` decode in parallel; order is kept), same eval-mode / inference-mode / float32
+    rules.
+    """
+    import torch
+    from torch.utils.data import DataLoader
+
+    if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
+        raise ValueError(f"batch_size must be an integer >= 1, got {batch_size!r}")
+    if len(dataset) == 0:
+        raise ValueError("no images to run; pass at least one sample")
+    loader = DataLoader(
+        dataset, batch_size=batch_size, shuffle=False, num_workers=workers, drop_last=False
+    )
+    model.to(device).eval()
+    bar = None
+    if progress:
+        from tqdm import tqdm
+
+        bar = tqdm(total=len(dataset), desc="logits", unit="img", disable=None)
+    outs, ys = [], []
+    with torch.inference_mode():
+        for xb, yb in loader:
+            out = model(xb.to(device))
+            if out.ndim != 2:
+                raise ValueError(
+                    f"the model returned outputs of shape {tuple(out.shape)}, expected (batch, "
+                    "classes); the model must end in its classifier layer"
+                )
+            outs.append(out.to(device="cpu", dtype=torch.float32))
+            ys.append(torch.as_tensor(yb, dtype=torch.int64))
+            if bar is not None:
+                bar.update(xb.shape[0])
+    if bar is not None:
+        bar.close()
+    return torch.cat(outs).numpy(), torch.cat(ys).numpy()
+
+
+class _Head:
+    """The first ``n`` items of a map-style dataset (``limit``), keeping ``ids``/``labels``."""
+
+    def __init__(self, dataset, n: int):
+        self.dataset, self.n = dataset, min(n, len(dataset))
+        self.ids = list(dataset.ids)[: self.n]
+        self.labels = list(dataset.labels)[: self.n]
+
+    def __len__(self) -> int:
+        return self.n
+
+    def __getitem__(self, i: int):
+        if i >= self.n:
+            raise IndexError(i)
+        return self.dataset[i]
+
+
 def save_logits(path, logits, labels, *, order_hash: str, model: str, dataset: str) -> None:
     """Validate and write a logits file atomically (see the module docstring for the format)."""
     from calbench.io import atomic_path
@@ -127,13 +195,19 @@ def cache_logits(
     limit: int | None = None,
     split: str = "test",
     progress: bool = True,
+    dataset_options: dict | None = None,
+    workers: int = 0,
 ) -> dict:
     """Run the model ``spec`` describes on its dataset's ``split`` and write ``out``.
 
-    ``limit`` keeps the first ``limit`` samples. Returns a summary dict (n, classes,
-    accuracy, order_hash).
+    ``limit`` keeps the first ``limit`` samples. ``dataset_options`` is the dataset's config
+    entry (overrides of its pinned files, see :func:`calbench.data.get_dataset`). Datasets held
+    in memory (CIFAR, Tiny ImageNet, Fashion-MNIST) go through the dataset's uint8
+    ``preprocessor(spec)``; streamed ones (``STREAMING``, ImageNet) through ``stream_split``
+    with the spec's preset transform and a DataLoader of ``workers`` processes. Returns a summary
+    dict (n, classes, accuracy, order_hash).
     """
-    from calbench.data import get_dataset, order_hash
+    from calbench.data import get_dataset, ids_order_hash, order_hash
     from calbench.models import load_model, resolve_device
 
     if not isinstance(spec, dict) or not isinstance(spec.get("dataset"), str):
@@ -142,23 +216,29 @@ def cache_logits(
         )
     if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 1):
         raise ValueError(f"limit must be an integer >= 1, got {limit!r}")
-    dataset = get_dataset(spec["dataset"])
+    dataset = get_dataset(spec["dataset"], dataset_options)
     device = resolve_device(device)
-    model = load_model(spec, checkpoint=checkpoint, device=device)
-    images, labels = dataset.load_split(data_root, split)
-    if limit is not None:
-        images, labels = images[:limit], labels[:limit]
-    logits = compute_logits(
-        model,
-        images,
-        dataset.preprocessor(spec),
-        batch_size=batch_size,
-        device=device,
-        progress=progress,
-    )
-    ohash = order_hash(images, labels)
+    if getattr(dataset, "STREAMING", False):
+        data = dataset.stream_split(data_root, split, spec)  # checks the data before the model
+        if limit is not None:
+            data = _Head(data, limit)
+        model = load_model(spec, checkpoint=checkpoint, device=device)
+        logits, y = compute_logits_stream(
+            model, data, batch_size=batch_size, device=device, workers=workers, progress=progress
+        )
+        ohash = ids_order_hash(data.ids, y)
+    else:
+        images, labels = dataset.load_split(data_root, split)
+        if limit is not None:
+            images, labels = images[:limit], labels[:limit]
+        preprocess = dataset.preprocessor(spec)
+        model = load_model(spec, checkpoint=checkpoint, device=device)
+        logits = compute_logits(
+            model, images, preprocess, batch_size=batch_size, device=device, progress=progress
+        )
+        ohash = order_hash(images, labels)
+        y = labels.numpy().astype(np.int64)
     model_name = name or spec.get("name") or os.path.splitext(os.path.basename(str(out)))[0]
-    y = labels.numpy().astype(np.int64)
     save_logits(out, logits, y, order_hash=ohash, model=model_name, dataset=spec["dataset"])
     return {
         "n": int(y.shape[0]),

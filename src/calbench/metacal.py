@@ -178,6 +178,8 @@ class MetaCalibration:
         self.meta_grad_to_model = bool(meta_grad_to_model)
         self.dece = get_loss("dece", n_bins=n_bins, tau_a=tau_a, tau_b=tau_b)
         self.n_steps = 0
+        #: the training batch's logits of the last :meth:`step` (detached), for logging
+        self.last_logits = None
 
     # ------------------------------------------------------------------ pieces of one step
     @property
@@ -271,6 +273,7 @@ class MetaCalibration:
             gnorm = torch.linalg.vector_norm(torch.stack([p.grad.norm() for p in params]))
         self.optimizer.step()
         self.n_steps += 1
+        self.last_logits = logits.detach()
         return {
             "loss": float(loss.detach()),
             "meta_loss": meta_value,

@@ -66,13 +66,25 @@ def model_cfg(model):
     return config["models"][model]
 
 
+#: Model entry fields that only label or check results (tables, reference join, accuracy
+#: check): left out of the spec the download / train / logits rules get, so editing them reruns
+#: only the steps that read them.
+LABEL_FIELDS = frozenset({"display", "group", "loss", "expected_acc", "expected_accuracy", "study_key", "notes"})
+
+
 def model_spec(wildcards):
     """The model's own config entry as JSON (a params value: editing it reruns only this model).
 
-    ``display`` is left out: it only labels tables, so renaming reruns aggregate and report only.
+    Label fields (:data:`LABEL_FIELDS`, e.g. ``display``) are left out: renaming reruns aggregate
+    and report only.
     """
-    entry = {k: v for k, v in model_cfg(wildcards.model).items() if k != "display"}
+    entry = {k: v for k, v in model_cfg(wildcards.model).items() if k not in LABEL_FIELDS}
     return json.dumps(entry, sort_keys=True)
+
+
+def global_mirror_args(wildcards=None):
+    """``--mirror DIR`` for every top-level ``mirrors:`` directory (local copies of downloads)."""
+    return " ".join(f"--mirror {m}" for m in config.get("mirrors") or [])
 
 
 def used_datasets():
@@ -108,7 +120,7 @@ def data_root(dataset):
 def download_args(wildcards):
     d = dataset_cfg(wildcards.dataset)
     args = [f"--dataset {d.get('name', wildcards.dataset)}"]
-    args += [f"--mirror {m}" for m in d.get("mirrors", [])]
+    args += [f"--mirror {m}" for m in [*d.get("mirrors", []), *(config.get("mirrors") or [])]]
     if not d.get("default_mirrors", True):
         args.append("--no-default-mirrors")
     return " ".join(args)

@@ -1,4 +1,5 @@
-# Data: download and verify datasets; download published checkpoints; the study's split.
+# Data: download and verify datasets; download published checkpoints (same code as
+# `calbench stage`: a staged resources/ is what these rules would write); the study's split.
 
 
 rule download_dataset:
@@ -9,6 +10,7 @@ rule download_dataset:
     params:
         args=download_args,
         root=lambda wildcards: data_root(wildcards.dataset),
+        dataset=dataset_spec,
     log:
         "logs/download_dataset/{dataset}.log",
     benchmark:
@@ -20,7 +22,7 @@ rule download_dataset:
     conda:
         "../../envs/calbench.yaml"
     shell:
-        "calbench download-dataset {params.args} --root {params.root}"
+        "calbench download-dataset {params.args} --root {params.root} --spec {params.dataset:q}"
         " --manifest {output.manifest} > {log} 2>&1"
 
 
@@ -31,6 +33,7 @@ rule download_checkpoint:
         lib=lib_sources("download_checkpoint"),
     params:
         spec=model_spec,
+        mirrors=global_mirror_args,
     log:
         "logs/download_checkpoint/{dataset}/{model}.log",
     benchmark:
@@ -42,7 +45,8 @@ rule download_checkpoint:
     conda:
         "../../envs/calbench.yaml"
     shell:
-        "calbench download-checkpoint --spec {params.spec:q} --out {output.checkpoint} > {log} 2>&1"
+        "calbench download-checkpoint --spec {params.spec:q} --out {output.checkpoint}"
+        " --resources resources {params.mirrors} > {log} 2>&1"
 
 
 rule split:
@@ -65,3 +69,7 @@ rule split:
         "../../envs/calbench.yaml"
     shell:
         "calbench split --logits {input.logits} --out {output.split} > {log} 2>&1"
+
+
+# The published-study rules (reference CSV, ours-vs-published tables, accuracy check).
+include: "replication.smk"

@@ -38,6 +38,7 @@ rule cache_logits:
         spec=model_spec,
         root=lambda wildcards: data_root(wildcards.dataset),
         limit=limit_arg,
+        dataset=dataset_spec,
     log:
         "logs/cache_logits/{dataset}/{model}.log",
     benchmark:
@@ -52,4 +53,4 @@ rule cache_logits:
     shell:
         "OMP_NUM_THREADS={threads} calbench cache-logits --spec {params.spec:q} --threads {threads}"
         " --no-progress --checkpoint {input.weights} --data-root {params.root} {params.limit}"
-        " --out {output.logits} > {log} 2>&1"
+        " --dataset-spec {params.dataset:q} --out {output.logits} > {log} 2>&1"

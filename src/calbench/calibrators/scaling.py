@@ -123,12 +123,14 @@ def cpu_fit_settings(n_entries: int, device: str) -> Iterator[None]:
     * Problems with at most :data:`SINGLE_THREAD_MAX_ENTRIES` logit entries use one thread.
     * Denormal floats are flushed to zero (``torch.set_flush_denormal``). Calibrated logits
       that grow large (Dirichlet's weights reach ~10 on log-probabilities near -15) put many
-      softmax outputs in float32's denormal range (1e-45 .. 1e-38), where every arithmetic
-      operation is ~30x slower; a matrix-scaling evaluation on 5,000 x 100 went from 3 ms to
-      30 ms.  Flushing only replaces values below 1.2e-38 by 0, far below float32's resolution
-      of the loss and the gradients (the parameters fitted on the tests' data are identical).
-      The setting is per thread, hence it is fully effective on single-threaded fits; on exit
-      it is set back to PyTorch's default (off).
+      softmax outputs in float32's denormal range (1e-45 .. 1e-38), where arithmetic is
+      far slower: one Dirichlet objective + gradient on 5,000 x 100 at its fitted parameters
+      takes ~100 ms with denormals and ~4 ms flushed (benchmarks/bench_calibrators.py).
+      Flushing only replaces values below 1.2e-38 by 0, far below float32's resolution of the
+      loss and the gradients (the parameters fitted on the tests' data are identical).
+      The setting is per thread: it is fully effective on single-threaded fits, while the
+      worker threads of larger multi-threaded fits keep denormals.  On exit it is set back to
+      PyTorch's default (off).
     """
     if device != "cpu":
         yield

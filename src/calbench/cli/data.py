@@ -40,24 +40,67 @@ def register(sub) -> None:
     p.add_argument(
         "--manifest", default=None, help="manifest JSON to write (default: ROOT/manifest.json)"
     )
+    p.add_argument(
+        "--spec",
+        default=None,
+        help="the dataset's config entry as JSON (e.g. datasets.imagenet.path, pinned-file overrides)",
+    )
     p.set_defaults(func=cmd_download_dataset)
 
 
-def cmd_download_dataset(args) -> int:
+def prepare_dataset(
+    name: str,
+    root,
+    *,
+    entry: dict | None = None,
+    mirrors=(),
+    default_mirrors: bool = True,
+    download: bool = True,
+    timeout: float = 60.0,
+    manifest=None,
+) -> dict:
+    """Place and verify dataset ``name`` under ``root`` and write its manifest (default
+    ``ROOT/manifest.json``); the one code path of ``download-dataset`` and ``stage``.
+
+    ``entry`` is the dataset's config entry: its ``mirrors`` are searched after ``mirrors`` and
+    its file settings (e.g. ``path``, ``md5``) configure the dataset interface.
+    """
     from pathlib import Path
 
+    from calbench.cli.logits import dataset_options
     from calbench.data import get_dataset
     from calbench.io import atomic_write_text
 
-    ds = get_dataset(args.dataset)
-    mirrors = list(args.mirror)
-    if not args.no_default_mirrors:
+    entry = dict(entry or {})
+    ds = get_dataset(name, dataset_options(entry) or None)
+    mirrors = list(dict.fromkeys(str(m) for m in [*mirrors, *(entry.get("mirrors") or [])]))
+    if default_mirrors and entry.get("default_mirrors", True):
         mirrors += [m for m in ds.DEFAULT_MIRRORS if m not in mirrors]
-    urls = () if args.no_download else ds.URLS
-    manifest = ds.prepare(args.root, mirrors=mirrors, urls=urls, timeout=args.timeout)
-    manifest["mirrors"] = [str(m) for m in mirrors]
-    path = Path(args.manifest) if args.manifest else Path(args.root) / "manifest.json"
-    atomic_write_text(path, json.dumps(manifest, indent=2, sort_keys=True) + "\n")
+    urls = ds.URLS if download else ()
+    result = ds.prepare(root, mirrors=mirrors, urls=urls, timeout=timeout)
+    result["mirrors"] = mirrors
+    path = Path(manifest) if manifest else Path(root) / "manifest.json"
+    atomic_write_text(path, json.dumps(result, indent=2, sort_keys=True) + "\n")
+    result["manifest_path"] = str(path)
+    return result
+
+
+def cmd_download_dataset(args) -> int:
+    from calbench.models import parse_spec
+
+    entry = parse_spec(args.spec) if args.spec else {}
+    manifest = prepare_dataset(
+        args.dataset,
+        args.root,
+        entry=entry,
+        mirrors=args.mirror,
+        default_mirrors=not args.no_default_mirrors,
+        download=not args.no_download,
+        timeout=args.timeout,
+        manifest=args.manifest,
+    )
     sizes = ", ".join(f"{k} {v['n']}" for k, v in manifest["splits"].items())
-    print(f"{args.dataset}: verified ({sizes}) under {args.root}; manifest {path}")
+    print(
+        f"{args.dataset}: verified ({sizes}) under {args.root}; manifest {manifest['manifest_path']}"
+    )
     return 0

@@ -17,6 +17,14 @@ def register(sub) -> None:
     p.add_argument("--device", default="auto", help="auto (GPU if available), cpu or cuda")
     p.add_argument("--limit", type=int, default=None, help="keep only the first N test samples")
     p.add_argument("--no-progress", action="store_true", help="hide the progress bar")
+    p.add_argument(
+        "--dataset-spec",
+        default=None,
+        help="the dataset's config entry as JSON (overrides of its pinned files, e.g. path)",
+    )
+    p.add_argument(
+        "--workers", type=int, default=0, help="DataLoader workers for streamed datasets (ImageNet)"
+    )
     add_threads_arg(p)
     p.set_defaults(func=cmd_cache_logits)
 
@@ -33,11 +41,24 @@ def register(sub) -> None:
     p.set_defaults(func=cmd_split)
 
 
+#: Keys of a dataset config entry that belong to the workflow, not to the dataset's files.
+WORKFLOW_DATASET_KEYS = frozenset(
+    {"name", "display", "root", "mirrors", "default_mirrors", "limit", "split", "n_eval"}
+)
+
+
+def dataset_options(entry: dict) -> dict:
+    """The part of a dataset config entry its interface takes as ``options`` (see
+    :func:`calbench.data.get_dataset`): everything but the workflow's own keys."""
+    return {k: v for k, v in entry.items() if k not in WORKFLOW_DATASET_KEYS}
+
+
 def cmd_cache_logits(args) -> int:
     from calbench.logits import cache_logits
     from calbench.models import parse_spec
 
     spec = parse_spec(args.spec)
+    options = dataset_options(parse_spec(args.dataset_spec)) if args.dataset_spec else None
     set_threads(args.threads)
     summary = cache_logits(
         spec,
@@ -49,6 +70,8 @@ def cmd_cache_logits(args) -> int:
         device=args.device,
         limit=args.limit,
         progress=not args.no_progress,
+        dataset_options=options,
+        workers=args.workers,
     )
     print(
         f"{args.out}: {summary['n']} x {summary['classes']} logits, accuracy "

@@ -127,23 +127,64 @@ def cifar_test_dataset(
     return ArrayImageDataset(images, labels, transform, sample_ids(name, len(labels)))
 
 
-def make_interface(name: str):
+#: Dataset config keys a CIFAR entry may override (e.g. a test-made archive and its MD5s).
+OPTION_KEYS = ("archive", "urls", "md5", "test_md5", "size_mb")
+
+#: Download sizes (MiB) of the official archives, for ``calbench stage --dry-run``.
+SIZES_MB = {"cifar10": 163, "cifar100": 161}
+
+
+def _merged(name: str, options: dict | None) -> dict:
+    spec = dict(_spec(name))
+    spec["size_mb"] = SIZES_MB[name]
+    options = dict(options or {})
+    unknown = sorted(set(options) - set(OPTION_KEYS))
+    if unknown:
+        raise ValueError(
+            f"{name}: unknown dataset option(s) {unknown}; allowed: {list(OPTION_KEYS)}"
+        )
+    for key, value in options.items():
+        if value is not None:
+            spec[key] = list(value) if key == "urls" else value
+    return spec
+
+
+def make_interface(name: str, options: dict | None = None):
     """The dataset interface of :mod:`calbench.data` (``NAME``, ``prepare``, ``load_split``, ...) for one CIFAR set.
 
     ``load_split(root, "test")`` returns uint8 ``(N, 3, 32, 32)`` and int64 ``(N,)`` tensors in
     torchvision order; ``preprocessor(spec)`` applies the spec's named ``preprocessing`` preset.
+    ``options`` (a dataset config entry: ``archive``, ``urls``, ``md5``, ``test_md5``) replace
+    the pinned values, for mirrors of other names and for test-made files;
+    ``configure(options)`` returns such a variant.
     """
     from types import SimpleNamespace
 
-    spec = _spec(name)
+    spec = _merged(name, options)
 
     def prepare(root, *, mirrors=(), urls=None, timeout: float = 60.0) -> dict:
-        folder = download_cifar(name, root, mirrors, timeout)
+        root = Path(root)
+        archive = fetch(
+            root / spec["archive"],
+            urls=spec["urls"] if urls is None else urls,
+            mirrors=mirrors,
+            md5=spec["md5"],
+            timeout=timeout,
+        )
+        folder = root / spec["folder"]
+        test = folder / spec["test_file"]
+        if not test.is_file():
+            with tarfile.open(archive) as tf:
+                tf.extractall(root, filter="data")
+        verify(test, md5=spec["test_md5"])
+        labels = read_cifar_test(name, root, md5=spec["test_md5"])[1]
         return {
             "dataset": name,
             "archive": spec["archive"],
             "md5": spec["md5"],
+            "test_md5": spec["test_md5"],
             "folder": str(folder),
+            "splits": {"test": {"n": int(labels.shape[0])}},
         }
 
     def load_split(root, split: str = "test"):
@@ -153,7 +194,7 @@ def make_interface(name: str):
             raise ValueError(
                 f"{name}: only the test split is used by the study; got split={split!r}"
             )
-        images, labels = read_cifar_test(name, root)
+        images, labels = read_cifar_test(name, root, md5=spec["test_md5"])
         return torch.from_numpy(images.transpose(0, 3, 1, 2).copy()), torch.from_numpy(labels)
 
     def preprocessor(model_spec: dict | None = None):
@@ -171,9 +212,13 @@ def make_interface(name: str):
         NUM_CLASSES=spec["num_classes"],
         INPUT_SHAPE=(3, 32, 32),
         DEFAULT_MIRRORS=(),
+        URLS=tuple(spec["urls"]),
+        SIZE_MB=spec["size_mb"],
+        FILES=((spec["archive"], spec["size_mb"]),),
         prepare=prepare,
         load_split=load_split,
         preprocessor=preprocessor,
+        configure=lambda opts: make_interface(name, {**(options or {}), **(opts or {})}),
     )
 
 

@@ -113,6 +113,22 @@ def build_transform(preset: str | dict):
     return T.Compose(steps)
 
 
+def transform_for(spec: dict):
+    """The PIL -> tensor eval transform of a model spec: its ``preprocessing`` preset, or with
+    ``preprocessing: timm`` the data config timm resolves for ``spec['timm']['name']``."""
+    preset = spec.get("preprocessing")
+    if not preset:
+        raise ValueError(
+            "the model entry needs a 'preprocessing' preset (e.g. timm_224_bilin, or timm)"
+        )
+    if preset == "timm":
+        name = (spec.get("timm") or {}).get("name")
+        if not name:
+            raise ValueError("preprocessing: timm needs timm: {name: <name.tag>} in the model entry")
+        return build_transform(preset_from_timm_config(timm_data_config(name)))
+    return build_transform(preset)
+
+
 def uint8_preprocessor(preset: str | dict):
     """``f(uint8 batch (B, C, H, W) on any device) -> float32``: x/255 then per-channel normalise.
 

@@ -104,11 +104,40 @@ NAME = "tiny_imagenet"
 NUM_CLASSES = 200
 INPUT_SHAPE = (3, 64, 64)
 DEFAULT_MIRRORS: tuple[str, ...] = ()
+SIZE_MB = 237
+FILES = ((ARCHIVE, SIZE_MB),)
+#: Dataset config keys that may override the pinned archive (name, URLs, MD5).
+OPTION_KEYS = ("archive", "urls", "md5", "size_mb")
 
 
-def prepare(root, *, mirrors=(), urls=None, timeout: float = 60.0) -> dict:
-    folder = download_tiny_imagenet(root, mirrors, timeout=timeout)
-    return {"dataset": NAME, "archive": ARCHIVE, "md5": MD5, "folder": str(folder)}
+def prepare(root, *, mirrors=(), urls=None, timeout: float = 60.0, _archive=None) -> dict:
+    """Fetch and unpack the zip under ``root``; the manifest records the validation-set size."""
+    a = _archive or {"archive": ARCHIVE, "urls": URLS, "md5": MD5}
+    root = Path(root)
+    zipped = fetch(
+        root / a["archive"],
+        urls=a["urls"] if urls is None else urls,
+        mirrors=mirrors,
+        md5=a["md5"],
+        timeout=timeout,
+    )
+    folder = root / FOLDER
+    if not (folder / "val" / "val_annotations.txt").is_file():
+        with zipfile.ZipFile(zipped) as zf:
+            for member in zf.namelist():
+                if member.startswith("/") or ".." in Path(member).parts:
+                    raise ValueError(
+                        f"{zipped} has an unsafe member {member!r}; refusing to unpack"
+                    )
+            zf.extractall(root)
+    n = len(val_samples(folder)[0])
+    return {
+        "dataset": NAME,
+        "archive": a["archive"],
+        "md5": a["md5"],
+        "folder": str(folder),
+        "splits": {"val": {"n": n}},
+    }
 
 
 def load_split(root, split: str = "val"):
@@ -132,3 +161,32 @@ def preprocessor(spec: dict | None = None):
     from calbench.data.preprocessing import uint8_preprocessor
 
     return uint8_preprocessor((spec or {}).get("preprocessing") or "tiny_focal")
+
+
+def configure(options: dict | None = None):
+    """This interface with the archive name, URLs or MD5 replaced by ``options`` (config keys)."""
+    import sys
+    from types import SimpleNamespace
+
+    options = dict(options or {})
+    unknown = sorted(set(options) - set(OPTION_KEYS))
+    if unknown:
+        raise ValueError(
+            f"tiny_imagenet: unknown dataset option(s) {unknown}; allowed: {list(OPTION_KEYS)}"
+        )
+    a = {"archive": ARCHIVE, "urls": list(URLS), "md5": MD5, "size_mb": SIZE_MB}
+    a.update({k: v for k, v in options.items() if v is not None})
+    mod = sys.modules[__name__]
+    return SimpleNamespace(
+        NAME=NAME,
+        NUM_CLASSES=NUM_CLASSES,
+        INPUT_SHAPE=INPUT_SHAPE,
+        DEFAULT_MIRRORS=DEFAULT_MIRRORS,
+        URLS=tuple(a["urls"]),
+        SIZE_MB=a["size_mb"],
+        FILES=((a["archive"], a["size_mb"]),),
+        prepare=lambda root, **kw: prepare(root, _archive=a, **kw),
+        load_split=load_split,
+        preprocessor=preprocessor,
+        configure=lambda opts: mod.configure({**options, **(opts or {})}),
+    )

@@ -93,12 +93,16 @@ def bin_sums(
     return count, sum_x, sum_t
 
 
-def top_label(p: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def top_label(
+    p: np.ndarray, y: np.ndarray, pred: np.ndarray | None = None
+) -> tuple[np.ndarray, np.ndarray]:
     """Top-label confidence ``max_k p_ik`` and correctness ``1[argmax_k p_ik == y_i]`` (float64).
 
-    ``argmax`` takes the first of tied maxima, as numpy, scikit-learn and netcal do.
+    ``argmax`` takes the first of tied maxima, as numpy, scikit-learn and netcal do. ``pred``, the
+    row argmax, may be passed when already known (``check_probs_labels(..., with_argmax=True)``).
     """
-    pred = np.argmax(p, axis=1)
+    if pred is None:
+        pred = np.argmax(p, axis=1)
     conf = np.asarray(p[np.arange(p.shape[0]), pred], dtype=np.float64)
     correct = (pred == y).astype(np.float64)
     return conf, correct
@@ -147,11 +151,11 @@ def reliability_bins(
     study's classwise ECE, eq. 8). ``binning`` is ``"width"`` (study) or ``"mass"``; see the
     module docstring for the exact bin rules.
     """
-    p, y = check_probs_labels(probs, labels)
+    p, y, pred = check_probs_labels(probs, labels, with_argmax=True)
     n_bins = check_n_bins(n_bins)
     check_choice(binning, "binning", BINNINGS)
     if class_index is None:
-        x, t = top_label(p, y)
+        x, t = top_label(p, y, pred)
     else:
         k = p.shape[1]
         if (

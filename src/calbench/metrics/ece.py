@@ -79,11 +79,11 @@ def ece(probs, labels, n_bins: int = 15, norm: str = "l1", binning: str = "width
     ``norm="max"`` the MCE. ``binning="mass"`` uses equal-mass bins (see
     :mod:`calbench.metrics.binning` for how ties and N not divisible by M are split).
     """
-    p, y = check_probs_labels(probs, labels)
+    p, y, pred = check_probs_labels(probs, labels, with_argmax=True)
     n_bins = check_n_bins(n_bins)
     check_choice(norm, "norm", NORMS)
     check_choice(binning, "binning", BINNINGS)
-    conf, correct = top_label(p, y)
+    conf, correct = top_label(p, y, pred)
     return calibration_error_1d(conf, correct, n_bins, norm, binning)
 
 
@@ -224,10 +224,10 @@ def debiased_ece(probs, labels, n_bins: int = 15, binning: str = "mass") -> floa
     function switches to one bin per distinct value when outputs are discrete, which is not
     reproduced here.
     """
-    p, y = check_probs_labels(probs, labels)
+    p, y, pred = check_probs_labels(probs, labels, with_argmax=True)
     n_bins = check_n_bins(n_bins)
     check_choice(binning, "binning", BINNINGS)
-    conf, correct = top_label(p, y)
+    conf, correct = top_label(p, y, pred)
     return debiased_from_values(conf, correct, n_bins, binning)
 
 
@@ -299,6 +299,6 @@ def ks_error(probs, labels) -> float:
     (the largest gap between the cumulative accuracy and cumulative confidence curves). Runs of
     equal confidence are one step of both curves, so only their ends are compared.
     """
-    p, y = check_probs_labels(probs, labels)
-    conf, correct = top_label(p, y)
+    p, y, pred = check_probs_labels(probs, labels, with_argmax=True)
+    conf, correct = top_label(p, y, pred)
     return ks_from_values(conf, correct)

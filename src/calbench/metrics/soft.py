@@ -115,9 +115,9 @@ def sb_ece(
 ) -> float:
     """Soft-binned ECE (Karandikar et al. 2021, eq. 11 ``form="bin"``, eq. 12
     ``form="label_binned"``); see the module docstring for both forms exactly."""
-    probs_, y = check_probs_labels(probs, labels)
+    probs_, y, pred = check_probs_labels(probs, labels, with_argmax=True)
     n_bins, temperature, p, form = _sb_options(n_bins, temperature, p, form)
-    conf, correct = top_label(probs_, y)
+    conf, correct = top_label(probs_, y, pred)
     return sb_ece_from_values(conf, correct, n_bins, temperature, p, form, probs_.shape[1])
 
 
@@ -159,11 +159,11 @@ def dece_from_values(
 def dece(probs, labels, n_bins: int = 15, tau_a: float = 100.0, tau_b: float = 0.01) -> float:
     """Differentiable ECE of Meta-Calibration (Bohdal et al. 2021, sec. 3; defaults M = 15,
     tau_a = 100, tau_b = 0.01 as in the paper); see the module docstring."""
-    p, y = check_probs_labels(probs, labels)
+    p, y, pred = check_probs_labels(probs, labels, with_argmax=True)
     n_bins = check_n_bins(n_bins)
     tau_a = _check_positive(tau_a, "tau_a")
     tau_b = _check_positive(tau_b, "tau_b")
-    conf, _ = top_label(p, y)
+    conf, _ = top_label(p, y, pred)
     return dece_from_values(conf, soft_accuracy(p, y, tau_a), n_bins, tau_b)
 
 

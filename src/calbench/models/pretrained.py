@@ -13,8 +13,9 @@ Three sources (field ``source`` of a registry entry, see ``config/coursework.yam
 * ``timm``: ``timm.create_model(<name.tag>, pretrained=True, pretrained_cfg_overlay={file: ...})``
   so timm applies its own key conversions to the verified local file.
 
-Files land at ``<resources>/checkpoints/<dataset>/<model>/<file>`` (archives at
-``<resources>/archives/<file>``). Each is verified against the registry's pinned ``sha256``
+Files land at ``<resources>/checkpoints/<dataset>/<model>/checkpoint.pt`` (the workflow's
+``download_checkpoint`` output, so ``calbench stage`` and the workflow share one layout; archives
+at ``<resources>/archives/<file>``, torch.hub code at ``<resources>/hub/<owner>_<repo>_<ref>``). Each is verified against the registry's pinned ``sha256``
 (a prefix of at least 8 hex digits, as in torch.hub names) or, where none is published, against
 the digest recorded beside it (``<file>.sha256``) when it was first fetched. All state dicts are
 read with ``torch.load(..., weights_only=True)``.
@@ -52,7 +53,8 @@ def load_registry(path: str | os.PathLike) -> dict:
     if not isinstance(models, Mapping) or not models:
         raise ValueError(f"{path} has no 'models:' mapping; add one entry per model")
     for name, entry in models.items():
-        check_entry(name, entry)
+        if (entry or {}).get("source") != "train":  # trained by the workflow: nothing to fetch
+            check_entry(name, entry)
     return doc
 
 
@@ -169,11 +171,13 @@ def load_weights(model, state_dict: Mapping, *, source: str = "checkpoint"):
 # --------------------------------------------------------------------------- files
 
 
+CHECKPOINT_FILE = "checkpoint.pt"
+
+
 def checkpoint_path(name: str, entry: Mapping, resources: str | os.PathLike = "resources") -> Path:
-    """Where the (extracted) weights file of model ``name`` lives under ``resources``."""
-    ckpt = entry["checkpoint"]
-    base = Path(ckpt["archive_member"]).name if ckpt.get("archive_member") else ckpt["filename"]
-    return Path(resources) / "checkpoints" / entry["dataset"] / name / base
+    """Where the (extracted) weights file of model ``name`` lives under ``resources``: the path
+    the workflow's ``download_checkpoint`` rule writes (``checkpoints/<dataset>/<model>/checkpoint.pt``)."""
+    return Path(resources) / "checkpoints" / entry["dataset"] / name / CHECKPOINT_FILE
 
 
 def archive_path(entry: Mapping, resources: str | os.PathLike = "resources") -> Path:
@@ -239,12 +243,15 @@ def download_checkpoint(
     mirrors: Iterable[str | os.PathLike] = (),
     local_file: str | os.PathLike | None = None,
     timeout: float = 60.0,
+    out: str | os.PathLike | None = None,
 ) -> Path:
     """Place the verified weights file of model ``name`` under ``resources`` and return its path.
 
-    ``local_file`` (a user-supplied copy of the file or archive) and ``mirrors`` (directories
-    holding files under their registry ``filename``) are tried before the registry's ``urls``.
-    Files without a published checksum get their digest recorded beside them.
+    ``local_file`` (a user-supplied copy of the file or archive; default the entry's
+    ``checkpoint.local_path``) and ``mirrors`` (directories holding files under their registry
+    ``filename``) are tried before the registry's ``urls``. Files without a published checksum
+    get their digest recorded beside them. ``out`` overrides the destination
+    (:func:`checkpoint_path`); shared archives stay under ``resources/archives``.
     """
     if entry.get("source") == "timm" and not entry.get("checkpoint"):
         raise ValueError(
@@ -252,6 +259,8 @@ def download_checkpoint(
         )
     ckpt = entry["checkpoint"]
     mirrors = list(mirrors)
+    if local_file is None and ckpt.get("local_path"):
+        local_file = ckpt["local_path"]
     if local_file is not None:
         local_file = Path(local_file).expanduser()
         if not local_file.is_file():
@@ -262,7 +271,7 @@ def download_checkpoint(
         filename = local_file.name
     else:
         filename = ckpt["filename"]
-    dest = checkpoint_path(name, entry, resources)
+    dest = Path(out) if out is not None else checkpoint_path(name, entry, resources)
     target = archive_path(entry, resources) if ckpt.get("archive_member") else dest
     pin = ckpt.get("sha256")
     if target.exists() and not pin:
@@ -286,6 +295,32 @@ def download_checkpoint(
                 verify(dest, sha256=ckpt["member_sha256"])
             record_digest(dest)
     return dest
+
+
+def stage_model(
+    name: str,
+    entry: Mapping,
+    resources: str | os.PathLike = "resources",
+    mirrors: Iterable[str | os.PathLike] = (),
+    *,
+    local_file: str | os.PathLike | None = None,
+    timeout: float = 60.0,
+    out: str | os.PathLike | None = None,
+) -> Path:
+    """Everything model ``name`` needs offline: the verified weights (:func:`download_checkpoint`)
+    and, for ``source: torchhub``, the pinned hub code (:func:`stage_hub_code`). The one code path
+    of ``calbench download-checkpoint`` (the workflow rule) and ``calbench stage``."""
+    if not entry.get("checkpoint"):
+        raise ValueError(
+            f"model {name} has no checkpoint entry (source {entry.get('source')}); add "
+            "checkpoint: {filename, urls, sha256} so the weights can be verified"
+        )
+    path = download_checkpoint(
+        name, entry, resources, mirrors, local_file=local_file, timeout=timeout, out=out
+    )
+    if entry.get("source") == "torchhub":
+        stage_hub_code(entry, resources, mirrors, timeout=timeout)
+    return path
 
 
 # --------------------------------------------------------------------------- models

@@ -15,6 +15,33 @@ from importlib import resources
 
 AVAILABLE = ("coursework_2021",)
 
+#: The study's names -> the workflow's config keys (``config/coursework.yaml``).
+DATASET_KEYS = {
+    "CIFAR-10": "cifar10",
+    "CIFAR-100": "cifar100",
+    "ImageNet": "imagenet",
+    "TinyImageNet": "tiny_imagenet",
+}
+METHOD_KEYS = {
+    "Uncalibrated": "uncalibrated",
+    "Hist-binning": "hist",
+    "Isotonic": "iso",
+    "T-scaling": "ts",
+    "V-scaling": "vs",
+    "V-scaling-b": "vs_b",
+    "M-scaling-b": "ms_b",
+}
+METRIC_KEYS = {
+    "ACC": "accuracy",
+    "ECE": "ece",
+    "cwECE": "cwece",
+    "MCE": "mce",
+    "NLL": "nll",
+    "BS": "brier",
+}
+#: Columns of :func:`reference_csv_text` (what ``report.reference.csv`` expects), plus context.
+REFERENCE_CSV_COLUMNS = ("dataset", "model", "method", "metric", "value", "group", "table")
+
 
 def load_reference(name: str = "coursework_2021") -> list[dict]:
     """Rows of a shipped reference table as dicts (``value`` float, ``group`` int, ``printed`` str)."""
@@ -33,3 +60,39 @@ def load_reference(name: str = "coursework_2021") -> list[dict]:
 def lookup(rows: list[dict], **where) -> list[dict]:
     """Rows whose fields equal every ``where`` item (e.g. ``metric="ECE", calbench_model="c100_resnet20"``)."""
     return [r for r in rows if all(r.get(k) == v for k, v in where.items())]
+
+
+def workflow_rows(name: str = "coursework_2021") -> list[dict]:
+    """The cells of the metric tables (``metrics_<M>_<group>``; the ``fl_*`` tables repeat the
+    group-2 uncalibrated cells) keyed like the workflow's config: ``dataset`` slug, ``model``
+    (registry name), ``method`` (calibrator slug), ``metric`` (:data:`calbench.metrics.METRICS`
+    name), ``value`` as printed (percent for ACC/ECE/MCE/cwECE: the report's ``units: display``),
+    ``group`` and the study's ``table`` name."""
+    out = []
+    for r in load_reference(name):
+        if not r["table"].startswith("metrics_"):
+            continue
+        out.append(
+            {
+                "dataset": DATASET_KEYS[r["dataset"]],
+                "model": r["calbench_model"],
+                "method": METHOD_KEYS[r["method"]],
+                "metric": METRIC_KEYS[r["metric"]],
+                "value": r["printed"],
+                "group": r["group"],
+                "table": r["table"],
+            }
+        )
+    return out
+
+
+def reference_csv_text(name: str = "coursework_2021") -> str:
+    """:func:`workflow_rows` as CSV text (header :data:`REFERENCE_CSV_COLUMNS`)."""
+    import io
+
+    buf = io.StringIO()
+    w = csv.writer(buf, lineterminator="\n")
+    w.writerow(REFERENCE_CSV_COLUMNS)
+    for r in workflow_rows(name):
+        w.writerow([r[c] for c in REFERENCE_CSV_COLUMNS])
+    return buf.getvalue()

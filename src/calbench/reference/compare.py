@@ -1,0 +1,341 @@
+"""Reproduced vs published numbers in the coursework's table layout (Vasilev, MSU 2021, Tables 3-14).
+
+One table per (metric, group): rows = models (group 1: dataset, model; group 2: dataset, model,
+training loss), columns = calibrators; each cell holds our test-half value, the published one and
+their difference, printed in the study's units (percent for ACC/ECE/cwECE/MCE, as in
+:data:`calbench.report.tables.DISPLAY`). A cell is *flagged* when ``|ours - published|`` exceeds
+the metric's tolerance (a fraction), *expected* when it is flagged but its calibrator is one
+the replication notes say cannot be reproduced to the digit (M-scaling-b: unregularised
+LBFGS, section 0.6), *missing* when either value is absent.
+
+:func:`accuracy_check` compares each model's full-test-set top-1 accuracy (from its cached
+logits) with the accuracy the study measured (registry field ``expected_acc``): the first sign
+of a wrong checkpoint, preprocessing or sample order.
+
+Pure functions on plain rows (dicts); no pandas, no torch.
+"""
+
+from __future__ import annotations
+
+import csv
+import html
+import io
+import math
+from collections.abc import Iterable, Mapping, Sequence
+
+OK, FLAGGED, EXPECTED, MISSING = "ok", "differs", "expected to differ", "missing"
+#: Calibrators whose published values are not expected to be reproducible (notes section 0.6).
+EXPECTED_TO_DIFFER = ("ms_b",)
+LONG_COLUMNS = (
+    "group",
+    "metric",
+    "dataset",
+    "model",
+    "loss",
+    "method",
+    "ours",
+    "published",
+    "difference",
+    "tolerance",
+    "status",
+)
+
+
+def _fmt(metric: str, value: float | None, signed: bool = False) -> str:
+    from calbench.report.tables import display_spec
+
+    if value is None or not math.isfinite(value):
+        return "–"
+    scale, decimals, _ = display_spec(metric)
+    return f"{value * scale:+.{decimals}f}" if signed else f"{value * scale:.{decimals}f}"
+
+
+def cell_status(
+    ours: float | None,
+    published: float | None,
+    tolerance: float | None,
+    method: str,
+    expected_to_differ: Iterable[str] = EXPECTED_TO_DIFFER,
+) -> str:
+    """``ok`` / ``differs`` / ``expected to differ`` / ``missing`` for one cell (values as fractions)."""
+    if ours is None or published is None or not (math.isfinite(ours) and math.isfinite(published)):
+        return MISSING
+    if tolerance is None or abs(ours - published) <= tolerance:
+        return OK
+    return EXPECTED if method in set(expected_to_differ) else FLAGGED
+
+
+def comparison_rows(
+    metrics_rows: Sequence[Mapping],
+    reference_rows: Sequence[Mapping],
+    spec: Mapping,
+    *,
+    half: str = "test",
+) -> list[dict]:
+    """Long rows (:data:`LONG_COLUMNS`) of every (metric, model, calibrator) cell of ``spec``.
+
+    ``metrics_rows``: the aggregated metrics (``dataset, model, method, half, metric, value``,
+    fractions). ``reference_rows``: published ``dataset, model, method, metric, value`` keyed like
+    the config, in ``spec['reference']['units']`` (``display`` = printed scale, or ``fraction``).
+    ``spec``: ``models`` {name: {dataset, group, display: {name, loss}}}, ``calibrators``
+    {slug: {display}}, ``table_metrics``, ``reference`` {units, tolerances},
+    optional ``expected_to_differ`` (calibrator slugs).
+    """
+    from calbench.report.tables import display_spec
+
+    ref_spec = spec.get("reference") or {}
+    units = ref_spec.get("units", "fraction")
+    if units not in ("fraction", "display"):
+        raise ValueError(f"reference units must be 'fraction' or 'display', got {units!r}")
+    tolerances = ref_spec.get("tolerances") or {}
+    differ = spec.get("expected_to_differ", EXPECTED_TO_DIFFER)
+    ours = {
+        (r["model"], r["method"], r["metric"]): float(r["value"])
+        for r in metrics_rows
+        if r.get("half", half) == half
+    }
+    theirs = {}
+    for r in reference_rows:
+        v = float(r["value"])
+        if units == "display":
+            v /= display_spec(r["metric"])[0]
+        theirs[(r["model"], r["method"], r["metric"])] = v
+    out = []
+    for metric in spec.get("table_metrics") or []:
+        for model, m in (spec.get("models") or {}).items():
+            display = m.get("display") or {}
+            for method in spec.get("calibrators") or {}:
+                a = ours.get((model, method, metric))
+                b = theirs.get((model, method, metric))
+                tol = tolerances.get(metric)
+                out.append(
+                    {
+                        "group": m.get("group") or 1,
+                        "metric": metric,
+                        "dataset": m["dataset"],
+                        "model": model,
+                        "loss": display.get("loss", m.get("loss", "")) or "",
+                        "method": method,
+                        "ours": a,
+                        "published": b,
+                        "difference": None if a is None or b is None else a - b,
+                        "tolerance": tol,
+                        "status": cell_status(a, b, tol, method, differ),
+                    }
+                )
+    return out
+
+
+def tables(rows: Sequence[Mapping], spec: Mapping) -> list[dict]:
+    """Group :func:`comparison_rows` into the study's tables: one per (metric, group), rows in
+    config order, columns = calibrators. Each table: ``metric, group, title, header, rows``;
+    each row ``labels`` + ``cells`` (``ours, published, difference, status`` as printed text)."""
+    from calbench.report.tables import display_spec
+
+    datasets = spec.get("datasets") or {}
+    models = spec.get("models") or {}
+    calibrators = spec.get("calibrators") or {}
+    by_key: dict[tuple, dict] = {}
+    for r in rows:
+        by_key[(r["metric"], r["group"], r["model"], r["method"])] = r
+    out = []
+    metrics = list(dict.fromkeys(r["metric"] for r in rows))
+    groups = sorted({r["group"] for r in rows})
+    for metric in metrics:
+        for group in groups:
+            members = [m for m in models if (models[m].get("group") or 1) == group]
+            members = [m for m in members if any((metric, group, m, c) in by_key for c in calibrators)]
+            if not members:
+                continue
+            with_loss = any(by_key[(metric, group, m, next(iter(calibrators)))]["loss"] for m in members)
+            header = ["Dataset", "Model", *(["Loss"] if with_loss else [])]
+            table_rows = []
+            for m in members:
+                d = models[m]
+                dname = (datasets.get(d["dataset"]) or {}).get("display") or d["dataset"]
+                name = (d.get("display") or {}).get("name") or m
+                cells = []
+                for c in calibrators:
+                    r = by_key[(metric, group, m, c)]
+                    cells.append(
+                        {
+                            "ours": _fmt(metric, r["ours"]),
+                            "published": _fmt(metric, r["published"]),
+                            "difference": _fmt(metric, r["difference"], signed=True),
+                            "status": r["status"],
+                        }
+                    )
+                first = by_key[(metric, group, m, next(iter(calibrators)))]
+                labels = [dname, name, *([first["loss"]] if with_loss else [])]
+                table_rows.append({"key": m, "labels": labels, "cells": cells})
+            out.append(
+                {
+                    "metric": metric,
+                    "group": group,
+                    "title": f"{display_spec(metric)[2]}, group {group}: ours / published / difference",
+                    "header": header,
+                    "columns": [
+                        str((calibrators[c] or {}).get("display") or c) for c in calibrators
+                    ],
+                    "rows": table_rows,
+                }
+            )
+    return out
+
+
+def accuracy_check(
+    accuracies: Mapping[str, tuple[int, float]],
+    spec: Mapping,
+    *,
+    tolerance_pp: float = 0.1,
+) -> list[dict]:
+    """Each model's full-test-set top-1 accuracy (``accuracies[model] = (n, fraction)``) against
+    ``spec['models'][model]['expected_acc']`` (percent): rows ``model, dataset, n, ours,
+    expected, difference`` (percent / percentage points) and ``status``."""
+    if not (isinstance(tolerance_pp, int | float) and tolerance_pp >= 0):
+        raise ValueError(f"tolerance_pp must be a number >= 0, got {tolerance_pp!r}")
+    out = []
+    for model, m in (spec.get("models") or {}).items():
+        n, acc = accuracies.get(model, (0, float("nan")))
+        ours = 100.0 * acc
+        expected = m.get("expected_acc")
+        if expected is None or not math.isfinite(ours):
+            status, diff = MISSING, float("nan")
+        else:
+            diff = ours - float(expected)
+            status = OK if abs(diff) <= tolerance_pp + 1e-9 else FLAGGED
+        out.append(
+            {
+                "model": model,
+                "dataset": m["dataset"],
+                "n": n,
+                "ours": ours,
+                "expected": float("nan") if expected is None else float(expected),
+                "difference": diff,
+                "tolerance": tolerance_pp,
+                "status": status,
+            }
+        )
+    return out
+
+
+# --------------------------------------------------------------------------- output formats
+
+
+def long_csv(rows: Sequence[Mapping], columns: Sequence[str] = LONG_COLUMNS) -> str:
+    """CSV text of ``rows`` (floats at full precision, None/NaN empty)."""
+    buf = io.StringIO()
+    w = csv.writer(buf, lineterminator="\n")
+    w.writerow(columns)
+    for r in rows:
+        line = []
+        for c in columns:
+            v = r.get(c)
+            if v is None or (isinstance(v, float) and math.isnan(v)):
+                v = ""
+            elif isinstance(v, float):
+                v = repr(v)
+            line.append(v)
+        w.writerow(line)
+    return buf.getvalue()
+
+
+def _cell_text(cell: Mapping) -> str:
+    mark = {OK: "", FLAGGED: " ⚠", EXPECTED: " (expected)", MISSING: ""}[cell["status"]]
+    return f"{cell['ours']} / {cell['published']} / {cell['difference']}{mark}"
+
+
+def tolerance_text(spec: Mapping) -> str:
+    """One sentence stating the tolerances (in printed units) and the expected differences."""
+    tol = ((spec.get("reference") or {}).get("tolerances")) or {}
+    parts = [f"{m} {_fmt(m, t)}" for m, t in tol.items()]
+    differ = ", ".join(
+        str(((spec.get("calibrators") or {}).get(c) or {}).get("display") or c)
+        for c in spec.get("expected_to_differ", EXPECTED_TO_DIFFER)
+    )
+    return (
+        "Each cell: ours / published / difference (printed units: percent for accuracy, ECE, "
+        f"cwECE, MCE). Tolerances: {', '.join(parts) or 'none'}; a difference beyond them is "
+        f"flagged ⚠. {differ or 'No calibrator'} is expected to differ (unregularised LBFGS "
+        "whose end point depends on where it stopped; replication notes section 0.6)."
+    )
+
+
+def to_markdown(tabs: Sequence[Mapping], accuracy: Sequence[Mapping], spec: Mapping) -> str:
+    lines = [f"# {spec.get('title') or 'Replication'}", "", tolerance_text(spec), ""]
+    for t in tabs:
+        lines += [f"## {t['title']}", ""]
+        header = [*t["header"], *t["columns"]]
+        lines.append("| " + " | ".join(header) + " |")
+        lines.append("|" + "---|" * len(t["header"]) + "---:|" * len(t["columns"]))
+        for r in t["rows"]:
+            lines.append("| " + " | ".join([*r["labels"], *map(_cell_text, r["cells"])]) + " |")
+        lines.append("")
+    if accuracy:
+        lines += [
+            "## Full-test-set accuracy vs the study's (expected_acc)",
+            "",
+            "| Model | Dataset | N | ours, % | study, % | difference, pp | status |",
+            "|---|---|---:|---:|---:|---:|---|",
+        ]
+        for a in accuracy:
+            lines.append(
+                f"| {a['model']} | {a['dataset']} | {a['n']} | {a['ours']:.2f} | "
+                f"{a['expected']:.2f} | {a['difference']:+.2f} | {a['status']} |"
+            )
+    return "\n".join(lines) + "\n"
+
+
+def to_html(tabs: Sequence[Mapping], accuracy: Sequence[Mapping], spec: Mapping) -> str:
+    """A self-contained HTML page with every table; flagged cells highlighted."""
+    e = html.escape
+    css = (
+        "body{font-family:sans-serif;margin:2em}table{border-collapse:collapse;margin:1em 0}"
+        "td,th{border:1px solid #ccc;padding:2px 6px;font-size:12px}td.num{text-align:right}"
+        ".differs{background:#fdd}.expected{background:#ffd}.missing{color:#999}"
+        "small{color:#555}"
+    )
+    out = [
+        "<!DOCTYPE html><html><head><meta charset='utf-8'>",
+        f"<title>{e(spec.get('title') or 'Replication')}</title><style>{css}</style></head><body>",
+        f"<h1>{e(spec.get('title') or 'Replication')}</h1>",
+        f"<p class='tolerances'>{e(tolerance_text(spec))}</p>",
+    ]
+    for t in tabs:
+        n_flag = sum(c["status"] == FLAGGED for r in t["rows"] for c in r["cells"])
+        out.append(
+            f"<h2>{e(t['title'])}</h2><p>{n_flag} cell(s) beyond tolerance.</p>"
+            f"<table data-metric='{e(t['metric'])}' data-group='{t['group']}'><thead><tr>"
+            + "".join(f"<th>{e(h)}</th>" for h in [*t["header"], *t["columns"]])
+            + "</tr></thead><tbody>"
+        )
+        for r in t["rows"]:
+            tds = [f"<td>{e(x)}</td>" for x in r["labels"]]
+            for c in r["cells"]:
+                cls = {OK: "ok", FLAGGED: "differs", EXPECTED: "expected", MISSING: "missing"}
+                tds.append(
+                    f"<td class='num {cls[c['status']]}' title='{e(c['status'])}'>{e(c['ours'])}"
+                    f"<br><small>{e(c['published'])} ({e(c['difference'])})</small></td>"
+                )
+            out.append("<tr>" + "".join(tds) + "</tr>")
+        out.append("</tbody></table>")
+    if accuracy:
+        out.append(
+            "<h2>Full-test-set accuracy vs the study's</h2><table class='accuracy'><thead><tr>"
+            + "".join(
+                f"<th>{h}</th>"
+                for h in ("Model", "Dataset", "N", "ours, %", "study, %", "difference, pp", "status")
+            )
+            + "</tr></thead><tbody>"
+        )
+        for a in accuracy:
+            cls = {OK: "ok", FLAGGED: "differs", MISSING: "missing"}[a["status"]]
+            out.append(
+                f"<tr class='{cls}'><td>{e(a['model'])}</td><td>{e(a['dataset'])}</td>"
+                f"<td class='num'>{a['n']}</td><td class='num'>{a['ours']:.2f}</td>"
+                f"<td class='num'>{a['expected']:.2f}</td><td class='num'>{a['difference']:+.2f}</td>"
+                f"<td>{e(a['status'])}</td></tr>"
+            )
+        out.append("</tbody></table>")
+    out.append("</body></html>")
+    return "\n".join(out) + "\n"
