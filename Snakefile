@@ -5,7 +5,10 @@ from snakemake.utils import min_version, validate
 min_version("9.0")
 
 
-configfile: "config.yaml"
+# config.yaml is the default study; `--configfile other.yaml` replaces it instead of merging into it.
+if not workflow.overwrite_configfiles:
+
+    configfile: "config.yaml"
 
 
 # Fail before any job runs: a typo or a wrong type names the key (additionalProperties: false).
@@ -18,6 +21,7 @@ include: "workflow/rules/models.smk"
 include: "workflow/rules/calibrate.smk"
 include: "workflow/rules/plots.smk"
 include: "workflow/rules/report.smk"
+include: "workflow/rules/replication.smk"
 
 
 rule all:
@@ -25,4 +29,5 @@ rule all:
         "reports/report.html",
         all_tables(),
         all_plots(),
+        replication_targets(),
     default_target: True

@@ -132,7 +132,9 @@ def _secondary(value) -> dict | None:
         )
     extra = sorted(set(value) - {"name", "beta", "kwargs"})
     if extra:
-        raise ValueError(f"training.secondary has unknown keys {extra}; allowed: beta, kwargs, name")
+        raise ValueError(
+            f"training.secondary has unknown keys {extra}; allowed: beta, kwargs, name"
+        )
     kwargs = value.get("kwargs") or {}
     if not isinstance(kwargs, dict):
         raise ValueError(f"training.secondary.kwargs must be a mapping, got {kwargs!r}")
@@ -332,9 +334,7 @@ def validation_metrics(logits, labels) -> dict:
 def _metacal_trainer(model, opt, config: TrainingConfig):
     from calbench.metacal import MetaCalibration
 
-    kwargs = {
-        k: v for k, v in config.metacal.items() if k not in ("split_seed", "valid_size")
-    }
+    kwargs = {k: v for k, v in config.metacal.items() if k not in ("split_seed", "valid_size")}
     return MetaCalibration(model, opt, classifier=final_linear(model), **kwargs)
 
 

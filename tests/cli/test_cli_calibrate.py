@@ -363,3 +363,95 @@ def test_compare_missing_baseline(data, fitted, tmp_path, capsys):
         ]
     )
     assert rc == 2 and "baselines ['ts']" in capsys.readouterr().err
+
+
+def _evaluate_argv(data, calibrator, out, *extra):
+    return [
+        "evaluate",
+        "--logits",
+        data["logits"],
+        "--split",
+        data["split"],
+        "--calibrator",
+        calibrator,
+        "--metrics",
+        "ece,brier,nll",
+        "--n-bootstrap",
+        "40",
+        "--out",
+        out,
+        *extra,
+    ]
+
+
+def test_evaluate_intervals_only_for_the_chosen_halves_and_metrics(data, fitted, tmp_path):
+    """--ci-halves test --ci-metrics ece,brier: exactly those rows get the same interval as
+    with intervals everywhere (same seed), the others keep their value with empty bounds."""
+    from calbench.calibrators import load_calibrator
+    from calbench.metrics import METRICS
+    from calbench.stats import bootstrap_ci
+
+    full, some = tmp_path / "full.csv", tmp_path / "some.csv"
+    assert _main(_evaluate_argv(data, fitted["ts"], full)) == 0
+    argv = _evaluate_argv(
+        data, fitted["ts"], some, "--ci-halves", "test", "--ci-metrics", "ece,brier"
+    )
+    assert _main(argv) == 0
+    a = {(r["half"], r["metric"]): r for r in _read(full)}
+    b = {(r["half"], r["metric"]): r for r in _read(some)}
+    assert sorted(a) == sorted(b) and len(b) == 6
+    with_ci = {("test", "ece"), ("test", "brier")}
+    for key in b:
+        assert b[key]["value"] == a[key]["value"]
+        if key in with_ci:
+            assert (b[key]["ci_low"], b[key]["ci_high"]) == (a[key]["ci_low"], a[key]["ci_high"])
+            assert float(b[key]["ci_low"]) < float(b[key]["ci_high"])
+        else:
+            assert b[key]["ci_low"] == b[key]["ci_high"] == "" and a[key]["ci_low"] != ""
+    # the interval is calbench.stats.bootstrap_ci of the test half's calibrated probabilities
+    zt, yt = data["z"][data["test"]], data["y"][data["test"]]
+    p = load_calibrator(fitted["ts"]).predict_proba(zt)
+    ref = bootstrap_ci(METRICS["ece"], p, yt, n_resamples=40, seed=0)
+    assert float(b["test", "ece"]["ci_low"]) == pytest.approx(ref.low, rel=1e-12)
+    assert float(b["test", "ece"]["ci_high"]) == pytest.approx(ref.high, rel=1e-12)
+
+
+@pytest.mark.parametrize(
+    "extra, message",
+    [
+        (["--ci-metrics", "ece,mce"], "--ci-metrics names ['mce']"),
+        (["--halves", "test", "--ci-halves", "val"], "--ci-halves names ['val']"),
+    ],
+)
+def test_evaluate_interval_selection_must_be_evaluated(
+    data, fitted, tmp_path, capsys, extra, message
+):
+    out = tmp_path / "m.csv"
+    rc = _main(_evaluate_argv(data, fitted["ts"], out, *extra))
+    err = capsys.readouterr().err.strip()
+    assert rc == 2 and message in err and len(err.splitlines()) == 1
+    assert not out.exists()
+
+
+def test_logits_are_read_by_the_library_reader(tmp_path, capsys):
+    """cli.calibrate reads logits with calbench.logits.load_logits: its checks apply (here: a
+    file without the recorded sample order is refused with its message)."""
+    bad = tmp_path / "old.npz"
+    np.savez(bad, logits=np.zeros((4, 3), np.float32), labels=np.array([0, 1, 2, 0]))
+    save_split(tmp_path / "s.npz", *study_split(4))
+    rc = _main(
+        [
+            "fit-calibrator",
+            "--logits",
+            bad,
+            "--split",
+            tmp_path / "s.npz",
+            "--method",
+            "ts",
+            "--out",
+            tmp_path / "c.json",
+        ]
+    )
+    err = capsys.readouterr().err
+    assert rc == 2 and "lacks ['order_hash', 'model', 'dataset']" in err
+    assert not (tmp_path / "c.json").exists()

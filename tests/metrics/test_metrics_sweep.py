@@ -23,12 +23,12 @@ def _brute_force(conf, correct, p):
     best = 1
     for b in range(1, len(c) + 1):
         accs = [g.mean() for g in np.array_split(t, b)]
-        if any(a2 < a1 for a1, a2 in zip(accs, accs[1:])):
+        if any(a2 < a1 for a1, a2 in zip(accs, accs[1:], strict=False)):
             break
         best = b
     gaps = [
         (len(gt) / len(c), abs(gt.mean() - gc.mean()))
-        for gc, gt in zip(np.array_split(c, best), np.array_split(t, best))
+        for gc, gt in zip(np.array_split(c, best), np.array_split(t, best), strict=False)
     ]
     if p == 1:
         return best, sum(w * g for w, g in gaps)

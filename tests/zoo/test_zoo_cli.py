@@ -92,9 +92,7 @@ def test_download_checkpoint_verb(setup, capsys):
         run(["download-checkpoint", "--config", str(cfg), "--model", "f_c10_densenet121_ce"]) == 0
     )
     out = Path(capsys.readouterr().out.strip())
-    assert (
-        out == res / "checkpoints/cifar10/f_c10_densenet121_ce/densenet121_cross_entropy_350.model"
-    )
+    assert out == res / "checkpoints/cifar10/f_c10_densenet121_ce/checkpoint.pt"
     doc = P.load_registry(cfg)
     model = P.load_pretrained(
         "f_c10_densenet121_ce", P.get_entry(doc, "f_c10_densenet121_ce"), resources=res
@@ -112,7 +110,7 @@ def test_stage_then_offline_load(setup, capsys):
     assert run(["stage", "--config", str(cfg), "--skip-datasets"]) == 0
     sums = (res / "SHA256SUMS").read_text().splitlines()
     names = {line.split("  ", 1)[1] for line in sums}
-    assert "checkpoints/cifar10/f_c10_densenet121_ce/densenet121_cross_entropy_350.model" in names
+    assert "checkpoints/cifar10/f_c10_densenet121_ce/checkpoint.pt" in names
     assert any(n.endswith("/hubconf.py") for n in names)
     # the staged folder verifies with the standard tool
     ok = subprocess.run(["sha256sum", "-c", "--quiet", "SHA256SUMS"], cwd=res, capture_output=True)
@@ -137,3 +135,76 @@ def test_cli_module_imports_nothing_heavy():
         [sys.executable, "-c", code], capture_output=True, text=True, check=True
     ).stdout.strip()
     assert out == "False"
+
+
+def test_download_checkpoint_spec_form_is_the_workflow_rule(setup, tmp_path, capsys):
+    """--spec JSON --out FILE: the rule's form; same file as the --config/--model form, and the
+    torch.hub code is staged with the weights."""
+    import json
+
+    cfg, res, focal = setup
+    doc = yaml.safe_load(cfg.read_text())
+    entry = doc["models"]["c100_resnet20"]
+    out = tmp_path / "wf" / "resources/checkpoints/cifar100/c100_resnet20/checkpoint.pt"
+    argv = ["download-checkpoint", "--spec", json.dumps(entry), "--out", str(out)]
+    argv += ["--resources", str(tmp_path / "wf" / "resources"), "--mirror", doc["mirrors"][0]]
+    assert run(argv) == 0
+    assert Path(capsys.readouterr().out.strip()) == out
+    assert out.read_bytes() == (Path(doc["mirrors"][0]) / "w.pt").read_bytes()
+    hub = tmp_path / "wf/resources/hub" / f"chenyaofo_pytorch-cifar-models_{entry['hub']['ref']}"
+    assert (hub / "hubconf.py").is_file()
+    with pytest.raises(ValueError, match="--spec needs --out"):
+        run(["download-checkpoint", "--spec", json.dumps(entry)])
+    with pytest.raises(ValueError, match="say which model"):
+        run(["download-checkpoint"])
+
+
+def test_download_checkpoint_corrupt_file_leaves_nothing(setup, tmp_path):
+    import json
+
+    from calbench.data.download import ChecksumError
+
+    cfg, _, _ = setup
+    doc = yaml.safe_load(cfg.read_text())
+    entry = doc["models"]["c100_resnet20"]
+    bad = tmp_path / "bad"
+    bad.mkdir()
+    (bad / entry["checkpoint"]["filename"]).write_bytes(b"not the weights")
+    out = tmp_path / "res/checkpoints/cifar100/c100_resnet20/checkpoint.pt"
+    argv = ["download-checkpoint", "--spec", json.dumps(entry), "--out", str(out)]
+    with pytest.raises(FileNotFoundError, match="does not match the pinned"):
+        run([*argv, "--mirror", str(bad), "--resources", str(tmp_path / "res")])
+    assert not out.exists()  # nothing partial
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_bytes(b"corrupt")
+    with pytest.raises(ChecksumError):  # a corrupt file already in place is refused too
+        run([*argv, "--resources", str(tmp_path / "res")])
+
+
+def test_stage_dry_run_lists_sizes_of_the_coursework(capsys):
+    repo = Path(__file__).resolve().parents[2]
+    assert run(["stage", "--config", str(repo / "config/coursework.yaml"), "--dry-run"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert sum(line.startswith("checkpoint") for line in lines) == 77
+    assert sum(line.startswith("archive") for line in lines) == 1  # the huyvnphan zip, once
+    assert sum(line.startswith("hub") for line in lines) == 1  # one pinned chenyaofo checkout
+    datasets = [line.split()[1] for line in lines if line.startswith("dataset")]
+    assert datasets == ["cifar10", "cifar100", "imagenet", "tiny_imagenet"]
+    assert "933 MB" in next(line for line in lines if line.startswith("archive"))
+    assert "checkpoints/cifar10/c10_resnet18/checkpoint.pt" in "\n".join(lines)
+    assert lines[-1].startswith("83 item(s), about ")
+
+
+def test_reference_csv_verb(tmp_path, capsys):
+    import csv
+
+    out = tmp_path / "ref.csv"
+    assert run(["reference-csv", "--out", str(out)]) == 0
+    rows = list(csv.DictReader(out.open()))
+    assert len(rows) == 77 * 7 * 6  # every model x calibrator x metric of tables 3-14, once
+    cell = [
+        r
+        for r in rows
+        if r["model"] == "c100_resnet20" and r["method"] == "ts" and r["metric"] == "ece"
+    ]
+    assert [c["value"] for c in cell] == ["2.48"]  # spot check of the replication notes

@@ -242,8 +242,7 @@ def test_dataset_interfaces_on_test_files(tmp_path, monkeypatch):
     import torch
 
     data, labels, f = write_cifar(tmp_path, "cifar100", n=4)
-    monkeypatch.setitem(cifar.SPECS["cifar100"], "test_md5", md5(f))
-    x, y = cifar.CIFAR100.load_split(tmp_path, "test")
+    x, y = cifar.CIFAR100.configure({"test_md5": md5(f)}).load_split(tmp_path, "test")
     assert x.dtype == torch.uint8 and tuple(x.shape) == (4, 3, 32, 32) and y.tolist() == labels
     assert x[1].flatten().tolist() == data[1].tolist()  # CHW bytes as stored
     # the uint8 batch path equals ToTensor + Normalize on the PIL image
@@ -257,3 +256,45 @@ def test_dataset_interfaces_on_test_files(tmp_path, monkeypatch):
     assert tuple(xt.shape) == (12, 3, 64, 64) and yt.tolist() == tiny_imagenet.val_samples(base)[1]
     with pytest.raises(ValueError, match="resizes"):
         cifar.CIFAR10.preprocessor({"preprocessing": "timm_224_bilin"})
+
+
+def test_registered_datasets_and_imagenet_streaming(tmp_path):
+    import torch
+
+    from calbench.data import DATASETS, get_dataset, ids_order_hash
+    from calbench.logits import compute_logits_stream
+
+    assert {"cifar10", "cifar100", "tiny_imagenet", "imagenet"} <= set(DATASETS)
+    assert get_dataset("cifar10").NUM_CLASSES == 10 and get_dataset("cifar100").NUM_CLASSES == 100
+    with pytest.raises(ValueError, match="unknown dataset option"):
+        get_dataset("cifar10", {"path": "x"})
+    # a user-supplied class-folder tree, linked as <root>/val
+    tree = tmp_path / "val"
+    for k, w in enumerate(["n02000000", "n01000000"]):
+        (tree / w).mkdir(parents=True)
+        for j in (1, 0):
+            Image.new("RGB", (40, 30), (k * 100, j * 100, 7)).save(tree / w / f"img_{j}.JPEG")
+    with pytest.raises(FileNotFoundError, match="datasets.imagenet.path"):
+        get_dataset("imagenet").prepare(tmp_path / "root")
+    ds = get_dataset("imagenet", {"path": str(tree)})
+    manifest = ds.prepare(tmp_path / "root")
+    data = ds.stream_split(tmp_path / "root", "val", {"preprocessing": "timm_224_bilin"})
+    assert data.ids == [
+        "n01000000/img_0.JPEG",
+        "n01000000/img_1.JPEG",
+        "n02000000/img_0.JPEG",
+        "n02000000/img_1.JPEG",
+    ]
+    assert data.labels == [0, 0, 1, 1]
+    assert manifest["splits"]["val"] == {
+        "n": 4,
+        "order_hash": ids_order_hash(data.ids, [0, 0, 1, 1]),
+    }
+    net = torch.nn.Sequential(
+        torch.nn.AdaptiveAvgPool2d(1), torch.nn.Flatten(), torch.nn.Linear(3, 5)
+    )
+    logits, y = compute_logits_stream(net, data, batch_size=3, progress=False)
+    assert logits.shape == (4, 5) and y.tolist() == [0, 0, 1, 1]
+    with torch.inference_mode():
+        want = net(data[2][0][None]).numpy()  # one image through the preset transform by hand
+    np.testing.assert_allclose(logits[2:3], want, rtol=1e-5, atol=1e-6)

@@ -130,9 +130,7 @@ def test_focal_checkpoint_through_registry(tmp_path, focal_file):
     entry = small_focal_entry(tmp_path, sha=sha256(src)[:16])
     res = tmp_path / "resources"
     dest = P.download_checkpoint("f_c10_densenet121_ce", entry, res, mirrors=[src.parent])
-    assert (
-        dest == res / "checkpoints/cifar10/f_c10_densenet121_ce/densenet121_cross_entropy_350.model"
-    )
+    assert dest == res / "checkpoints/cifar10/f_c10_densenet121_ce/checkpoint.pt"
     model = P.load_pretrained("f_c10_densenet121_ce", entry, resources=res)
     assert not model.training
     for k, v in reference.state_dict().items():
@@ -221,7 +219,7 @@ def test_huyvnphan_zip_member(tmp_path):
     }
     res = tmp_path / "res"
     dest = P.download_checkpoint("c10_mobilenet_v2", entry, res, mirrors=[mirror])
-    assert dest.name == "mobilenet_v2.pt" and sha256(dest) == sha256(pt)
+    assert dest.name == "checkpoint.pt" and sha256(dest) == sha256(pt)
     assert (res / "archives" / "cifar10_weights.zip").is_file()
     loaded = P.load_pretrained("c10_mobilenet_v2", entry, resources=res)
     x = torch.randn(1, 3, 32, 32)

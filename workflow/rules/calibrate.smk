@@ -1,6 +1,17 @@
 # Calibration: fit on the validation half, evaluate both halves, paired comparisons per model.
 
 
+def ci_args():
+    """``--ci-halves`` / ``--ci-metrics`` of evaluate (config: evaluation.ci_halves/ci_metrics;
+    null or absent = intervals for every half / metric evaluated)."""
+    args = []
+    if config["evaluation"].get("ci_halves"):
+        args.append("--ci-halves " + ",".join(config["evaluation"]["ci_halves"]))
+    if config["evaluation"].get("ci_metrics"):
+        args.append("--ci-metrics " + ",".join(config["evaluation"]["ci_metrics"]))
+    return " ".join(args)
+
+
 rule fit_calibrator:
     output:
         calibrator="results/calibrators/{dataset}/{model}/{method}.json",
@@ -41,6 +52,7 @@ rule evaluate:
         n_bootstrap=ev("n_bootstrap"),
         level=ev("level"),
         seed=ev("seed"),
+        ci=ci_args(),
     log:
         "logs/evaluate/{dataset}/{model}/{method}.log",
     benchmark:
@@ -55,7 +67,7 @@ rule evaluate:
         "OMP_NUM_THREADS={threads} calbench evaluate --logits {input.logits} --split {input.split}"
         " --calibrator {input.calibrator} --metrics {params.metrics} --halves {params.halves}"
         " --n-bootstrap {params.n_bootstrap} --level {params.level} --seed {params.seed}"
-        " --out {output.metrics} > {log} 2>&1"
+        " {params.ci} --out {output.metrics} > {log} 2>&1"
 
 
 rule compare:

@@ -23,7 +23,7 @@ _BASE = ["__init__.py", "_checks.py", "io.py", "functional.py", "cli/__init__.py
 LIB_MODULES = {
     "download_dataset": ["data", "cli/data.py"],
     "download_checkpoint": ["models", "data/download.py", "cli/zoo.py"],
-    "train_model": ["training.py", "models", "losses", "data", "metrics/soft.py", "cli/train.py"],
+    "train_model": ["training.py", "metacal.py", "models", "losses", "data", "metrics", "cli/train.py"],
     "cache_logits": ["logits.py", "models", "data", "cli/logits.py", "cli/train.py"],
     "split": ["split.py", "cli/logits.py"],
     "fit_calibrator": ["calibrators", "metrics/soft.py", "cli/calibrate.py"],
@@ -31,7 +31,7 @@ LIB_MODULES = {
     "compare": ["calibrators", "metrics", "stats.py", "report/tables.py", "cli/calibrate.py"],
     "plot_reliability": ["calibrators", "metrics", "plots.py", "cli/calibrate.py", "cli/report.py"],
     "aggregate": ["report", "cli/calibrate.py", "cli/report.py"],
-    "render_report": ["report", "cli/calibrate.py", "cli/report.py"],
+    "render_report": ["report", "calibrators", "cli/calibrate.py", "cli/report.py"],
 }
 
 
@@ -242,6 +242,12 @@ def check_config():
     for base in config["compare"]["baselines"]:
         if base not in config["calibrators"]:
             problems.append(f"compare.baselines: {base!r} is not a key of calibrators")
+    for metric in config["evaluation"].get("ci_metrics") or []:
+        if metric not in evaluated:
+            problems.append(f"evaluation.ci_metrics: {metric!r} is not in evaluation.metrics")
+    for half in config["evaluation"].get("ci_halves") or []:
+        if half not in ev("halves"):
+            problems.append(f"evaluation.ci_halves: {half!r} is not in evaluation.halves")
     if "test" not in ev("halves"):
         problems.append("evaluation.halves must include test (the tables report the test half)")
     if problems:

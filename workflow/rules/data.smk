@@ -69,7 +69,3 @@ rule split:
         "../../envs/calbench.yaml"
     shell:
         "calbench split --logits {input.logits} --out {output.split} > {log} 2>&1"
-
-
-# The published-study rules (reference CSV, ours-vs-published tables, accuracy check).
-include: "replication.smk"

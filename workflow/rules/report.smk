@@ -1,6 +1,37 @@
 # Aggregate every result into the study's tables, then render the self-contained HTML report.
 
 
+def objectives_files():
+    """Files of the calibration-during-training sections (report.studies, docs/objectives.md):
+    ``{"ts_files": {model: ts JSON}, "histories": {model: history CSV}, "reliability": {model:
+    uncalibrated reliability PNG}}``; empty when report.studies is empty."""
+    if not config["report"].get("studies"):
+        return {}
+    models = config["models"]
+    out = {"ts_files": {}, "histories": {}, "reliability": {}}
+    for m, v in models.items():
+        d = v["dataset"]
+        if "ts" in config["calibrators"]:
+            out["ts_files"][m] = f"results/calibrators/{d}/{m}/ts.json"
+        if v["source"] == "train":
+            out["histories"][m] = f"results/models/{d}/{m}/history.csv"
+        if "uncalibrated" in config["calibrators"]:
+            out["reliability"][m] = f"results/plots/{d}/{m}/uncalibrated.png"
+    return out
+
+
+def objectives_inputs():
+    return [p for files in objectives_files().values() for p in files.values()]
+
+
+def report_spec():
+    """study_spec() plus the report.studies sections and their files (render_report only)."""
+    spec = json.loads(study_spec())
+    spec["studies"] = list(config["report"].get("studies") or [])
+    spec.update(objectives_files())
+    return json.dumps(spec)
+
+
 rule aggregate:
     output:
         metrics="results/aggregate/metrics.csv",
@@ -46,9 +77,10 @@ rule render_report:
         logits=model_paths("results/logits/{dataset}/{model}.npz"),
         splits=expand("results/split/{dataset}/split.npz", dataset=used_datasets()),
         reference=reference_input(),
+        objectives=objectives_inputs(),
         lib=lib_sources("render_report"),
     params:
-        spec=study_spec(),
+        spec=report_spec(),
         config=json.dumps(config, sort_keys=False),
         reference=lambda wildcards, input: reference_arg(input),
     log:

@@ -41,25 +41,6 @@ COMPARE_COLUMNS = (
 # --------------------------------------------------------------------------------------------
 # shared helpers (also used by cli/report.py)
 # --------------------------------------------------------------------------------------------
-def load_logits(path) -> dict:
-    """Read a logits ``.npz`` (see docs/architecture.md) into a dict of arrays and strings."""
-    path = Path(path)
-    if not path.is_file():
-        raise FileNotFoundError(
-            f"logits file {path} does not exist; run calbench cache-logits first"
-        )
-    with np.load(path, allow_pickle=False) as data:
-        missing = [k for k in ("logits", "labels") if k not in data.files]
-        if missing:
-            raise ValueError(
-                f"{path} lacks arrays {missing}; regenerate it with calbench cache-logits"
-            )
-        out = {k: data[k] for k in data.files}
-    for key in ("model", "dataset", "order_hash"):
-        out[key] = str(out[key]) if key in out else ""
-    return out
-
-
 def load_split(path, n: int, order_hash: str = "") -> tuple[np.ndarray, np.ndarray]:
     """Read a split ``.npz`` and check it partitions ``range(n)``; returns ``(val_idx, test_idx)``."""
     path = Path(path)
@@ -84,7 +65,12 @@ def load_split(path, n: int, order_hash: str = "") -> tuple[np.ndarray, np.ndarr
 
 
 def load_halves(logits_path, split_path) -> dict:
-    """Logits file plus split: ``{"meta": {...}, "val": (logits, labels), "test": (...)}``."""
+    """Logits file plus split: ``{"meta": {...}, "val": (logits, labels), "test": (...)}``.
+
+    The logits file is read and validated by :func:`calbench.logits.load_logits`.
+    """
+    from calbench.logits import load_logits
+
     data = load_logits(logits_path)
     val, test = load_split(split_path, len(data["labels"]), data["order_hash"])
     z, y = data["logits"], data["labels"]
@@ -176,8 +162,19 @@ def evaluate_rows(
     n_bootstrap: int = 200,
     level: float = 0.95,
     seed: int = 0,
+    ci_halves=None,
+    ci_metrics=None,
 ) -> list[dict]:
-    """Long-format rows ``dataset,model,method,half,metric,value,ci_low,ci_high`` for one calibrator."""
+    """Long-format rows ``dataset,model,method,half,metric,value,ci_low,ci_high`` for one calibrator.
+
+    Every metric of ``metrics`` is computed on every half of ``half_names``. The percentile
+    bootstrap interval (:func:`calbench.stats.bootstrap_ci`, ``n_bootstrap`` resamples of the
+    half's samples, confidence ``level``, ``seed``) is computed for the halves in ``ci_halves``
+    and the metrics in ``ci_metrics`` (``None``: all of them); other rows carry NaN bounds, as
+    do all rows when ``n_bootstrap`` is 0.
+    """
+    ci_halves = set(half_names if ci_halves is None else ci_halves)
+    ci_metrics = set(metrics if ci_metrics is None else ci_metrics)
     rows = []
     for half in half_names:
         z, y = halves[half]
@@ -185,7 +182,7 @@ def evaluate_rows(
         for name, fn in metrics.items():
             value = float(fn(probs, y))
             lo = hi = float("nan")
-            if n_bootstrap > 0:
+            if n_bootstrap > 0 and half in ci_halves and name in ci_metrics:
                 from calbench.stats import bootstrap_ci
 
                 res = bootstrap_ci(fn, probs, y, n_resamples=n_bootstrap, level=level, seed=seed)
@@ -203,6 +200,16 @@ def evaluate_rows(
                 }
             )
     return rows
+
+
+def _subset(given: list[str] | None, allowed: list[str], flag: str, of: str) -> list[str]:
+    """``given`` (``None``: all of ``allowed``) checked to be a subset of ``allowed``."""
+    if given is None:
+        return list(allowed)
+    bad = [g for g in given if g not in allowed]
+    if bad:
+        raise ValueError(f"{flag} names {bad}, which are not in {of} {list(allowed)}; drop them")
+    return given
 
 
 def _check_bootstrap(n: int, level: float) -> None:
@@ -232,6 +239,8 @@ def _cmd_evaluate(args: argparse.Namespace) -> int:
     if bad:
         raise ValueError(f"--halves must name test and/or val, got {bad}")
     metrics = select_metrics(parse_list(args.metrics))
+    ci_halves = _subset(parse_list(args.ci_halves), half_names, "--ci-halves", "--halves")
+    ci_metrics = _subset(parse_list(args.ci_metrics), list(metrics), "--ci-metrics", "--metrics")
     halves = load_halves(args.logits, args.split)
     _apply_names(halves, args.dataset, args.model)
     cal = load_calibrator(args.calibrator)
@@ -244,6 +253,8 @@ def _cmd_evaluate(args: argparse.Namespace) -> int:
         n_bootstrap=args.n_bootstrap,
         level=args.level,
         seed=args.seed,
+        ci_halves=ci_halves,
+        ci_metrics=ci_metrics,
     )
     write_long_csv(args.out, rows, METRIC_COLUMNS)
     return 0
@@ -388,6 +399,12 @@ def register(sub) -> None:
     p.add_argument("--metrics", help="comma-separated metric names (default: all of METRICS)")
     p.add_argument("--halves", help="comma-separated halves (default: test,val)")
     _bootstrap(p, 200)
+    p.add_argument(
+        "--ci-halves", help="halves that get bootstrap intervals (default: all of --halves)"
+    )
+    p.add_argument(
+        "--ci-metrics", help="metrics that get bootstrap intervals (default: all of --metrics)"
+    )
     p.add_argument("--out", required=True, help="metrics .csv to write")
     p.set_defaults(func=_cmd_evaluate)
 

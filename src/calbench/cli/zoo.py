@@ -155,6 +155,7 @@ def plan(
 ) -> list[tuple[str, str, Path, float | None]]:
     """``(kind, name, destination, size in MB or None)`` for everything :func:`cmd_stage` places,
     in order; shared archives and hub checkouts appear once."""
+    from calbench.cli.logits import dataset_options
     from calbench.data import get_dataset
     from calbench.models.pretrained import (
         archive_path,
@@ -162,8 +163,6 @@ def plan(
         get_entry,
         hub_dir_candidates,
     )
-
-    from calbench.cli.logits import dataset_options
 
     out, seen = [], set()
     for name in names:
@@ -275,7 +274,7 @@ def cmd_replication_tables(args) -> int:
     from calbench.io import atomic_write_text
     from calbench.logits import load_logits
     from calbench.reference import compare as C
-    from calbench.report.tables import REFERENCE_COLUMNS, METRIC_COLUMNS, read_long_csv
+    from calbench.report.tables import METRIC_COLUMNS, REFERENCE_COLUMNS, read_long_csv
 
     spec = parse_json_arg(args.spec, "--spec")
     rows = read_long_csv([args.metrics], required=METRIC_COLUMNS)

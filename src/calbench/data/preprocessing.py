@@ -124,7 +124,9 @@ def transform_for(spec: dict):
     if preset == "timm":
         name = (spec.get("timm") or {}).get("name")
         if not name:
-            raise ValueError("preprocessing: timm needs timm: {name: <name.tag>} in the model entry")
+            raise ValueError(
+                "preprocessing: timm needs timm: {name: <name.tag>} in the model entry"
+            )
         return build_transform(preset_from_timm_config(timm_data_config(name)))
     return build_transform(preset)
 

@@ -144,10 +144,14 @@ def tables(rows: Sequence[Mapping], spec: Mapping) -> list[dict]:
     for metric in metrics:
         for group in groups:
             members = [m for m in models if (models[m].get("group") or 1) == group]
-            members = [m for m in members if any((metric, group, m, c) in by_key for c in calibrators)]
+            members = [
+                m for m in members if any((metric, group, m, c) in by_key for c in calibrators)
+            ]
             if not members:
                 continue
-            with_loss = any(by_key[(metric, group, m, next(iter(calibrators)))]["loss"] for m in members)
+            with_loss = any(
+                by_key[(metric, group, m, next(iter(calibrators)))]["loss"] for m in members
+            )
             header = ["Dataset", "Model", *(["Loss"] if with_loss else [])]
             table_rows = []
             for m in members:
@@ -324,7 +328,15 @@ def to_html(tabs: Sequence[Mapping], accuracy: Sequence[Mapping], spec: Mapping)
             "<h2>Full-test-set accuracy vs the study's</h2><table class='accuracy'><thead><tr>"
             + "".join(
                 f"<th>{h}</th>"
-                for h in ("Model", "Dataset", "N", "ours, %", "study, %", "difference, pp", "status")
+                for h in (
+                    "Model",
+                    "Dataset",
+                    "N",
+                    "ours, %",
+                    "study, %",
+                    "difference, pp",
+                    "status",
+                )
             )
             + "</tr></thead><tbody>"
         )

@@ -59,6 +59,8 @@ def model_label(name: str, display: Mapping | None) -> str:
     label = str(display.get("name") or name)
     if display.get("loss"):
         label += f" ({display['loss']})"
+    if display.get("seed") is not None:
+        label += f" seed {display['seed']}"
     return label
 
 
@@ -162,6 +164,7 @@ def build_context(
         for key, path in grids.items()
     ]
     return {
+        "studies": study_sections(rows, spec),
         "title": spec.get("title") or "Calibration study",
         "description": spec.get("description") or "",
         "protocol": spec.get("protocol") or {},
@@ -174,6 +177,74 @@ def build_context(
         "n_models": len({r["model"] for r in rows}),
         "n_methods": len({r["method"] for r in rows}),
     }
+
+
+def fitted_temperature(path) -> float:
+    """Temperature ``T`` of a fitted ``ts`` / ``ts_sbece`` calibrator JSON."""
+    from calbench.calibrators import load_calibrator
+
+    cal = load_calibrator(path)
+    if not hasattr(cal, "temperature_"):
+        raise ValueError(f"{path} is not a temperature-scaling calibrator; pass a ts JSON file")
+    return float(cal.temperature_)
+
+
+def study_sections(rows: Sequence[Mapping], spec: Mapping) -> dict:
+    """Sections of the calibration-during-training studies (:mod:`calbench.report.studies`).
+
+    ``spec["studies"]`` lists the sections (``metacal``, ``softcal``, ``dece_history``,
+    ``reliability_by_objective``); ``spec["ts_files"]`` maps model -> fitted ``ts`` JSON (the
+    temperature column), ``spec["histories"]`` model -> history CSV and ``spec["reliability"]``
+    model -> uncalibrated reliability diagram PNG (one per objective is shown: its first seed).
+    """
+    from calbench.report import studies as S
+
+    wanted = list(spec.get("studies") or [])
+    out = {"tables": [], "dece": None, "dece_figure": "", "reliability": []}
+    if not wanted:
+        return out
+    models = spec.get("models", {})
+    datasets = spec.get("datasets", {})
+    dl = {d: str((v or {}).get("display") or d) for d, v in datasets.items()}
+    if "metacal" in wanted:
+        temps = {m: fitted_temperature(p) for m, p in (spec.get("ts_files") or {}).items()}
+        out["tables"] += S.metacal_tables(rows, models, temperatures=temps, dataset_labels=dl)
+    if "softcal" in wanted:
+        out["tables"] += S.softcal_tables(rows, models, dataset_labels=dl)
+    if "dece_history" in wanted and spec.get("histories"):
+        labels = {m: model_label(m, (v or {}).get("display")) for m, v in models.items()}
+        for _m, v in models.items():
+            seed = ((v or {}).get("display") or {}).get("seed")
+            if seed is not None:
+                pass
+        dece = S.dece_history(spec["histories"], labels)
+        if dece is not None:
+            out["dece"] = {
+                "rows": [
+                    {
+                        **r,
+                        "pearson": f"{r['pearson']:.3f}",
+                        "spearman": f"{r['spearman']:.3f}",
+                        "last_ece": T.format_value("ece", r["last_ece"]),
+                        "last_dece": T.format_value("dece", r["last_dece"]),
+                    }
+                    for r in dece["rows"]
+                ],
+                "pooled": [f"{x:.3f}" for x in dece["pooled"]],
+            }
+            out["dece_figure"] = "data:image/png;base64," + base64.b64encode(
+                S.dece_figure_png(dece["points"])
+            ).decode("ascii")
+    if "reliability_by_objective" in wanted and spec.get("reliability"):
+        groups = S.objective_groups(models, set(spec["reliability"]))
+        for (d, name, loss), members in groups.items():
+            out["reliability"].append(
+                {
+                    "label": f"{dl.get(d, d)} {name}" + (f" ({loss})" if loss else ""),
+                    "src": png_data_uri(spec["reliability"][members[0]]),
+                }
+            )
+    return out
 
 
 def render_html(template_path: str | os.PathLike, context: Mapping) -> str:

@@ -134,6 +134,8 @@ class Table:
     ci_low: np.ndarray
     ci_high: np.ndarray
     bold: np.ndarray = field(default=None)  # type: ignore[assignment]
+    #: sample standard deviation over replicates (seeds) where a cell averages several models
+    std: np.ndarray | None = None
 
     def __post_init__(self) -> None:
         if self.bold is None:
@@ -145,6 +147,8 @@ class Table:
     def ci(self, i: int, j: int) -> str:
         lo, hi = float(self.ci_low[i, j]), float(self.ci_high[i, j])
         if not (math.isfinite(lo) and math.isfinite(hi)):
+            if self.std is not None and math.isfinite(float(self.std[i, j])):
+                return f"± {format_value(self.metric, float(self.std[i, j]))}"
             return ""
         return f"[{format_value(self.metric, lo)}, {format_value(self.metric, hi)}]"
 
@@ -252,7 +256,8 @@ def losses_table(
     """Coursework tables 1-2: one metric of one method pivoted by training loss.
 
     Rows = (dataset, architecture display name), columns = the ``loss`` display labels in order of
-    appearance. ``displays`` maps model -> ``{"name": ..., "loss": ...}``; models without a
+    appearance. Several models in one cell (seeds of one objective) print their mean with the
+    sample standard deviation (``± std``) instead of a bootstrap interval. ``displays`` maps model -> ``{"name": ..., "loss": ...}``; models without a
     ``loss`` are left out.
     """
     members = {m: d for m, d in displays.items() if d.get("loss")}
@@ -275,16 +280,24 @@ def losses_table(
         row_ids.setdefault((dataset, str(d.get("name", m))), len(row_ids))
         losses.setdefault(str(d["loss"]), len(losses))
     shape = (len(row_ids), len(losses))
-    vals, lo, hi = (np.full(shape, np.nan) for _ in range(3))
+    vals, lo, hi, sd = (np.full(shape, np.nan) for _ in range(4))
+    cells: dict[tuple[int, int], list] = {}
     for r in sel:
         d = members[r["model"]]
         i = row_ids[(r["dataset"], str(d.get("name", r["model"])))]
         j = losses[str(d["loss"])]
-        vals[i, j], lo[i, j], hi[i, j] = (
-            r["value"],
-            r.get("ci_low", np.nan),
-            r.get("ci_high", np.nan),
-        )
+        cells.setdefault((i, j), []).append(r)
+    for (i, j), group in cells.items():
+        if len(group) == 1:  # one model: its value and bootstrap interval
+            r = group[0]
+            vals[i, j], lo[i, j], hi[i, j] = (
+                r["value"],
+                r.get("ci_low", np.nan),
+                r.get("ci_high", np.nan),
+            )
+        else:  # replicates (seeds): mean and sample standard deviation
+            x = np.array([float(r["value"]) for r in group])
+            vals[i, j], sd[i, j] = x.mean(), x.std(ddof=1)
     keys = list(row_ids)
     dl = dataset_labels or {}
     return Table(
@@ -298,6 +311,7 @@ def losses_table(
         values=vals,
         ci_low=lo,
         ci_high=hi,
+        std=sd,
     )
 
 
