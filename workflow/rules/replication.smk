@@ -2,46 +2,6 @@
 # reference CSV, and ours vs published in the study's table layout with every model's
 # full-test-set accuracy checked against the study's (`expected_acc`). Target: `replication`.
 
-#: Published tables packaged with calbench (calbench.reference.AVAILABLE).
-PACKAGED_REFERENCES = "coursework_2021"
-REPLICATION_OUTPUTS = [
-    "results/replication/replication.html",
-    "results/replication/tables.md",
-    "results/replication/cells.csv",
-    "results/replication/accuracy_check.csv",
-]
-
-
-def replication_spec():
-    """JSON slice of the config for `calbench replication-tables` (labels, groups, expected
-    accuracies, calibrators, tolerances)."""
-    rep = config["report"]
-    ref = rep.get("reference") or {}
-    spec = {
-        "title": config["study"]["title"],
-        "datasets": {d: {"display": v.get("display", d)} for d, v in config["datasets"].items()},
-        "models": {
-            m: {
-                "dataset": v["dataset"],
-                "group": v.get("group", 1),
-                "display": v.get("display", {}),
-                "expected_acc": v.get("expected_acc", v.get("expected_accuracy")),
-            }
-            for m, v in config["models"].items()
-        },
-        "calibrators": {
-            c: {"display": (v or {}).get("display", c)} for c, v in config["calibrators"].items()
-        },
-        "table_metrics": rep["table_metrics"],
-        "reference": {k: v for k, v in ref.items() if k in ("units", "tolerances")},
-    }
-    return json.dumps(spec)
-
-
-def replication_targets():
-    """The replication outputs when the config names a reference (else nothing)."""
-    return REPLICATION_OUTPUTS if config["report"].get("reference") else []
-
 
 rule reference_csv:
     output:
