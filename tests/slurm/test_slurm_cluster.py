@@ -163,7 +163,7 @@ def _fail_text(proc: subprocess.CompletedProcess) -> str:
 
 # --- what SLURM knows about the jobs -----------------------------------------------------------
 def slurm_jobs(workdir: Path) -> dict[int, dict[str, str]]:
-    """Jobs slurmctld still holds (MinJobAge=300 s) whose working directory is ``workdir``."""
+    """Jobs slurmctld still holds (MinJobAge=3600 s) whose working directory is ``workdir``."""
     out = subprocess.run(
         ["scontrol", "show", "job", "--oneliner"],
         capture_output=True,

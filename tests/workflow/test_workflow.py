@@ -112,9 +112,14 @@ def test_outputs(run):
     rows = _read(run / "results" / "aggregate" / "metrics.csv")
     n_metrics = len(cfg["evaluation"]["metrics"])
     assert len(rows) == len(models) * len(methods) * 2 * n_metrics
+    ev = cfg["evaluation"]
+    ci_halves = set(ev.get("ci_halves") or ev["halves"])
+    ci_metrics = set(ev.get("ci_metrics") or ev["metrics"])
     for r in rows:
-        if r["half"] == "test":
+        if r["half"] in ci_halves and r["metric"] in ci_metrics:
             assert r["ci_low"] != "" and float(r["ci_low"]) <= float(r["ci_high"])
+        else:
+            assert r["ci_low"] == r["ci_high"] == ""
     for metric in cfg["report"]["table_metrics"]:
         for ext in ("html", "md", "csv", "tex"):
             assert (run / "results" / "tables" / f"{metric}.{ext}").is_file()
@@ -320,3 +325,60 @@ def test_sigkill_midway_then_rerun_gives_identical_results(run, tmp_path):
     for p in (run / "results" / "logits").rglob("*.npz"):
         with np.load(p) as a, np.load(root / p.relative_to(run)) as b:
             np.testing.assert_array_equal(a["logits"], b["logits"])
+
+
+def _bench_workflow():
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(
+        "bench_workflow", REPO / "benchmarks" / "bench_workflow.py"
+    )
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_bench_workflow_totals_the_benchmark_files(run, capsys):
+    """benchmarks/bench_workflow.py: one record per job, totals equal to the files' sums."""
+    bench = _bench_workflow()
+    by_rule = bench.collect(run)
+    files = list((run / "benchmarks").rglob("*.tsv"))
+    assert sum(len(v) for v in by_rule.values()) == len(files)
+    cfg = yaml.safe_load((run / "config.yaml").read_text())
+    assert len(by_rule["evaluate"]) == len(cfg["models"]) * len(cfg["calibrators"])
+    cpu = 0.0
+    for f in files:
+        header, values = f.read_text().splitlines()[:2]
+        row = dict(zip(header.split("\t"), values.split("\t"), strict=True))
+        cpu += float(row["cpu_time"]) if row["cpu_time"] not in ("", "NA") else 0.0
+    summary = bench.summarize(by_rule)
+    assert summary["cpu_s"] == pytest.approx(cpu)
+    assert summary["jobs"] == len(files)
+    longest = max(r["s"] for recs in by_rule.values() for r in recs)
+    assert longest <= summary["wall_s"] + 1e-6
+    assert bench.main(["--root", str(run)]) == 0
+    out = capsys.readouterr().out
+    assert "evaluate" in out and "jobs' span" in out
+
+
+def test_bench_workflow_known_span(tmp_path):
+    """Two hand-made benchmark files: span = last end - first start, per-rule sums."""
+    bench = _bench_workflow()
+    head = "s\th:m:s\tmax_rss\tmax_vms\tmax_uss\tmax_pss\tio_in\tio_out\tmean_load\tcpu_time\n"
+    for rule, s, cpu, end in (("a", 2.0, 1.5, 1000.0), ("b", 3.0, "NA", 1010.0)):
+        d = tmp_path / "benchmarks" / rule / "x"
+        d.mkdir(parents=True)
+        f = d / "j.tsv"
+        f.write_text(head + f"{s}\t0:00:0{int(s)}\t1\t1\t1\t1\t0\t0\t0\t{cpu}\n")
+        os.utime(f, (end, end))
+    summary = bench.summarize(bench.collect(tmp_path))
+    assert summary["wall_s"] == pytest.approx(1010.0 - (1000.0 - 2.0))
+    assert summary["cpu_s"] == pytest.approx(1.5)
+    assert summary["rules"]["b"] == {
+        "jobs": 1,
+        "cpu_s": 0.0,
+        "mean_cpu_s": 0.0,
+        "wall_s": 3.0,
+        "max_wall_s": 3.0,
+    }
+    assert bench.main(["--root", str(tmp_path / "nowhere")]) == 2

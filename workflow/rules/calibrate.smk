@@ -1,17 +1,6 @@
 # Calibration: fit on the validation half, evaluate both halves, paired comparisons per model.
 
 
-def ci_args():
-    """``--ci-halves`` / ``--ci-metrics`` of evaluate (config: evaluation.ci_halves/ci_metrics;
-    null or absent = intervals for every half / metric evaluated)."""
-    args = []
-    if config["evaluation"].get("ci_halves"):
-        args.append("--ci-halves " + ",".join(config["evaluation"]["ci_halves"]))
-    if config["evaluation"].get("ci_metrics"):
-        args.append("--ci-metrics " + ",".join(config["evaluation"]["ci_metrics"]))
-    return " ".join(args)
-
-
 rule fit_calibrator:
     output:
         calibrator="results/calibrators/{dataset}/{model}/{method}.json",

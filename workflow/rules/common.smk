@@ -166,6 +166,17 @@ def ev(key):
     return config["evaluation"][key]
 
 
+def ci_args():
+    """``--ci-halves`` / ``--ci-metrics`` of evaluate (config: evaluation.ci_halves/ci_metrics;
+    null or absent = intervals for every half / metric evaluated)."""
+    args = []
+    if config["evaluation"].get("ci_halves"):
+        args.append("--ci-halves " + ",".join(config["evaluation"]["ci_halves"]))
+    if config["evaluation"].get("ci_metrics"):
+        args.append("--ci-metrics " + ",".join(config["evaluation"]["ci_metrics"]))
+    return " ".join(args)
+
+
 def study_spec():
     """The slice of the config the tables and the report use (JSON for ``--spec``)."""
     rep = config["report"]

@@ -33,7 +33,6 @@ from calbench.report.tables import HIGHER_IS_BETTER, display_spec, format_value
 EXTRA_DISPLAY = {
     "error": (100.0, 2, "Error, %"),
     "temperature": (1.0, 2, "T"),
-    "ece_sweep": (100.0, 2, "Mean-sweep CE, % (l2, equal-mass)"),
 }
 
 

@@ -45,6 +45,7 @@ DISPLAY: dict[str, tuple[float, int, str]] = {
     "dece": (100.0, 2, "DECE, %"),
     "debiased_ece": (100.0, 2, "Debiased ECE, %"),
     "marginal_ce": (100.0, 2, "Marginal CE, %"),
+    "ece_sweep": (100.0, 2, "Mean-sweep CE, % (l2, equal-mass)"),
 }
 
 
