@@ -284,8 +284,13 @@ def runs(slurm_cluster, runs_root) -> dict:
     local.mkdir()
     cluster.mkdir()
     cores = str(min(2, len(os.sched_getaffinity(0))))
+    profile = site_profile(runs_root / "profile")
+    # torch's CPU results depend on the thread count: the local reference run uses the threads
+    # the cluster profile gives each rule, so both runs compute the same numbers
+    threads = yaml.safe_load((profile / "config.yaml").read_text()).get("set-threads", {})
+    thread_args = ["--set-threads", *(f"{r}={t}" for r, t in threads.items())] if threads else []
     local_proc = subprocess.Popen(
-        snakemake_cmd(local, "--cores", cores),
+        snakemake_cmd(local, "--cores", cores, *thread_args),
         cwd=REPO,
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
@@ -293,7 +298,6 @@ def runs(slurm_cluster, runs_root) -> dict:
         start_new_session=True,
     )
     try:
-        profile = site_profile(runs_root / "profile")
         proc = run_snakemake(cluster, *profile_args(profile))
         local_out, _ = local_proc.communicate(timeout=RUN_LIMIT + 30)
     finally:

@@ -48,7 +48,13 @@ def test_metacal_cifar_has_the_paper_protocol():
     for v in cfg["models"].values():
         t = parse_training(v["training"])
         assert v["arch"] == "resnet18"
-        assert (t.lr, t.momentum, t.weight_decay, t.batch_size, t.epochs) == (0.1, 0.9, 5e-4, 128, 350)
+        assert (t.lr, t.momentum, t.weight_decay, t.batch_size, t.epochs) == (
+            0.1,
+            0.9,
+            5e-4,
+            128,
+            350,
+        )
         assert t.milestones == (150, 250) and t.lr_decay == 0.1 and t.method == "metacal"
         mc = t.metacal
         assert (mc["n_bins"], mc["tau_a"], mc["tau_b"], mc["meta_lr"]) == (15, 100.0, 0.01, 1e-3)
