@@ -21,6 +21,7 @@ NAMES = [
     "dece",
     "debiased_ece",
     "marginal_ce",
+    "ece_sweep",
 ]
 
 PUBLIC = [
@@ -36,6 +37,7 @@ PUBLIC = [
     M.dece,
     M.debiased_ece,
     M.marginal_ce,
+    M.ece_sweep,
     M.reliability_bins,
 ]
 BINNED = [

@@ -39,3 +39,13 @@ def test_forward_shapes(name):
 def test_bad_depth_is_a_value_error():
     with pytest.raises(ValueError, match="6n\\+4"):
         WideResNet(depth=27)
+
+
+def test_train_source_takes_the_class_count_from_the_dataset():
+    from calbench.models import build_from_spec
+
+    for dataset, k in (("cifar10", 10), ("cifar100", 100)):
+        net = build_from_spec({"dataset": dataset, "arch": "resnet8_tiny"})
+        assert net.fc.out_features == k
+    explicit = build_from_spec({"dataset": "cifar100", "arch": "resnet8_tiny", "arch_kwargs": {"num_classes": 7}})
+    assert explicit.fc.out_features == 7

@@ -1,4 +1,4 @@
-"""CIFAR-10 / CIFAR-100 test sets (Krizhevsky 2009) in torchvision's ``CIFAR10/100(train=False)`` order.
+"""CIFAR-10 / CIFAR-100 (Krizhevsky 2009) in torchvision's ``CIFAR10/100(train=False/True)`` order.
 
 The archives are fetched with their pinned MD5 (torchvision's values) and unpacked under
 ``<root>``; the test batch is read with pickle exactly as torchvision does (rows of the batch in
@@ -27,6 +27,14 @@ SPECS = {
         "folder": "cifar-10-batches-py",
         "test_file": "test_batch",
         "test_md5": "40351d587109b95175f43aff81a1287e",
+        # the training batches, in torchvision's CIFAR10(train=True) order, with its MD5s
+        "train_files": [
+            ("data_batch_1", "c99cafc152244af753f735de768cd75f"),
+            ("data_batch_2", "d4bba439e000b95fd0a9bffe97cbabec"),
+            ("data_batch_3", "54ebc095f3ab1f0389bbae665268c751"),
+            ("data_batch_4", "634d18415352ddfa80567beed471001a"),
+            ("data_batch_5", "482c414d41f54cd18b22e5b47cb7c3cb"),
+        ],
         "label_key": "labels",
         "num_classes": 10,
     },
@@ -37,6 +45,7 @@ SPECS = {
         "folder": "cifar-100-python",
         "test_file": "test",
         "test_md5": "f0ef6b0ae62326f3e7ffdfab6717acfc",
+        "train_files": [("train", "16019d7e3df5f24257cddd939b257f8d")],
         "label_key": "fine_labels",
         "num_classes": 100,
     },
@@ -85,16 +94,44 @@ def read_cifar_test(
             f"{path} not found; run `calbench download-dataset {name}` or `calbench stage`, "
             f"or unpack {spec['archive']} into {root}"
         )
-    verify(path, md5=spec["test_md5"] if md5 == "pinned" else md5)
+    return _read_batch(path, spec["test_md5"] if md5 == "pinned" else md5, spec["label_key"])
+
+
+def _read_batch(path: Path, md5: str | None, label_key: str) -> tuple[np.ndarray, np.ndarray]:
+    """One python-pickle batch (verified against ``md5`` BEFORE unpickling) as HWC uint8 + labels."""
+    verify(path, md5=md5)
     with open(path, "rb") as fh:
         entry = pickle.load(fh, encoding="latin1")
     data = np.asarray(entry["data"], dtype=np.uint8).reshape(-1, 3, 32, 32).transpose(0, 2, 3, 1)
-    labels = np.asarray(entry[spec["label_key"]], dtype=np.int64)
+    labels = np.asarray(entry[label_key], dtype=np.int64)
     if labels.shape[0] != data.shape[0]:
         raise ValueError(
             f"{path}: {data.shape[0]} images but {labels.shape[0]} labels; the file is damaged"
         )
     return np.ascontiguousarray(data), labels
+
+
+def read_cifar_train(
+    name: str, root: str | os.PathLike, md5s: str | list | None = "pinned"
+) -> tuple[np.ndarray, np.ndarray]:
+    """The training set (50,000 images) in torchvision's ``train=True`` order: the batches
+    concatenated in file order. ``md5s="pinned"`` checks each batch against torchvision's MD5;
+    pass a list (one per batch) for files you made yourself, or None to skip the check."""
+    spec = _spec(name)
+    files = spec["train_files"]
+    if md5s not in ("pinned", None) and len(md5s) != len(files):
+        raise ValueError(f"{name}: give one MD5 per training batch ({len(files)}), got {len(md5s)}")
+    parts = []
+    for i, (fname, pinned) in enumerate(files):
+        path = Path(root) / spec["folder"] / fname
+        if not path.is_file():
+            raise FileNotFoundError(
+                f"{path} not found; run `calbench download-dataset --dataset {name}` or unpack "
+                f"{spec['archive']} into {root}"
+            )
+        md5 = pinned if md5s == "pinned" else (None if md5s is None else md5s[i])
+        parts.append(_read_batch(path, md5, spec["label_key"]))
+    return np.concatenate([p[0] for p in parts]), np.concatenate([p[1] for p in parts])
 
 
 def sample_ids(name: str, n: int) -> list[str]:
@@ -128,7 +165,7 @@ def cifar_test_dataset(
 
 
 #: Dataset config keys a CIFAR entry may override (e.g. a test-made archive and its MD5s).
-OPTION_KEYS = ("archive", "urls", "md5", "test_md5", "size_mb")
+OPTION_KEYS = ("archive", "urls", "md5", "test_md5", "train_md5s", "size_mb")
 
 #: Download sizes (MiB) of the official archives, for ``calbench stage --dry-run``.
 SIZES_MB = {"cifar10": 163, "cifar100": 161}
@@ -190,11 +227,12 @@ def make_interface(name: str, options: dict | None = None):
     def load_split(root, split: str = "test"):
         import torch
 
-        if split != "test":
-            raise ValueError(
-                f"{name}: only the test split is used by the study; got split={split!r}"
-            )
-        images, labels = read_cifar_test(name, root, md5=spec["test_md5"])
+        if split == "test":
+            images, labels = read_cifar_test(name, root, md5=spec["test_md5"])
+        elif split == "train":  # models trained by the workflow (paper-scale objective studies)
+            images, labels = read_cifar_train(name, root, md5s=spec.get("train_md5s", "pinned"))
+        else:
+            raise ValueError(f"{name}: split must be 'test' or 'train', got {split!r}")
         return torch.from_numpy(images.transpose(0, 3, 1, 2).copy()), torch.from_numpy(labels)
 
     def preprocessor(model_spec: dict | None = None):

@@ -46,6 +46,7 @@ from calbench.metrics.soft import (
     sb_ece_torch,
     soft_accuracy,
 )
+from calbench.metrics.sweep import ece_sweep, ece_sweep_from_values
 
 __all__ = [
     "METRICS",
@@ -61,6 +62,7 @@ __all__ = [
     "dece",
     "dece_torch",
     "ece",
+    "ece_sweep",
     "ks_error",
     "marginal_ce",
     "mce",
@@ -174,6 +176,7 @@ METRICS: dict[str, Metric] = {
         _decomposed("dece", _dece_stats, dece_from_values),
         _decomposed("debiased_ece", _top, partial(debiased_from_values, n_bins=15)),
         Metric("marginal_ce", _marginal_core, weighted=_marginal_weighted),
+        _decomposed("ece_sweep", _top, ece_sweep_from_values),
     ]
 }
 

@@ -26,6 +26,8 @@ SOURCES: dict[str, str] = {
 #: dataset -> module with ``ARCHITECTURES`` {arch: constructor} for networks trained from scratch
 ZOOS: dict[str, str] = {
     "fashion_mnist": "calbench.models.fmnist",
+    "cifar10": "calbench.models.cifar_train",
+    "cifar100": "calbench.models.cifar_train",
 }
 
 
@@ -121,6 +123,10 @@ def build_from_spec(spec: dict):
     kwargs = spec.get("arch_kwargs") or {}
     if not isinstance(kwargs, dict):
         raise ValueError(f"model spec entry 'arch_kwargs' must be a mapping, got {kwargs!r}")
+    if "num_classes" not in kwargs:  # the dataset decides the width of the classifier
+        from calbench.data import get_dataset
+
+        kwargs = {**kwargs, "num_classes": int(get_dataset(dataset).NUM_CLASSES)}
     try:
         return build_arch(dataset, arch, **kwargs)
     except TypeError as exc:
