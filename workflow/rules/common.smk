@@ -308,3 +308,35 @@ def replication_spec():
 def replication_targets():
     """The replication outputs when the config names a reference (else nothing)."""
     return REPLICATION_OUTPUTS if config["report"].get("reference") else []
+
+
+# --- calibration-during-training report sections (workflow/rules/report.smk) --------------
+def objectives_files():
+    """Files of the calibration-during-training sections (report.studies, docs/objectives.md):
+    ``{"ts_files": {model: ts JSON}, "histories": {model: history CSV}, "reliability": {model:
+    uncalibrated reliability PNG}}``; empty when report.studies is empty."""
+    if not config["report"].get("studies"):
+        return {}
+    models = config["models"]
+    out = {"ts_files": {}, "histories": {}, "reliability": {}}
+    for m, v in models.items():
+        d = v["dataset"]
+        if "ts" in config["calibrators"]:
+            out["ts_files"][m] = f"results/calibrators/{d}/{m}/ts.json"
+        if v["source"] == "train":
+            out["histories"][m] = f"results/models/{d}/{m}/history.csv"
+        if "uncalibrated" in config["calibrators"]:
+            out["reliability"][m] = f"results/plots/{d}/{m}/uncalibrated.png"
+    return out
+
+
+def objectives_inputs():
+    return [p for files in objectives_files().values() for p in files.values()]
+
+
+def report_spec():
+    """study_spec() plus the report.studies sections and their files (render_report only)."""
+    spec = json.loads(study_spec())
+    spec["studies"] = list(config["report"].get("studies") or [])
+    spec.update(objectives_files())
+    return json.dumps(spec)
