@@ -108,3 +108,19 @@ def test_keys_or_shapes_that_do_not_fit_the_arch_are_one_line_errors(tmp_path):
     lenet = build_from_spec(SPEC)
     with pytest.raises(ValueError, match="unexpected keys"):
         load_state_strict(lenet, {**lenet.state_dict(), "extra.weight": torch.zeros(1)})
+
+
+def test_state_dict_hash_covers_zero_dim_tensors_of_batchnorm():
+    import torch
+
+    from calbench.models.trained import state_dict_sha256
+
+    bn = torch.nn.BatchNorm2d(3)
+    sd = bn.state_dict()
+    assert sd["num_batches_tracked"].dim() == 0
+    before = state_dict_sha256(sd)
+    bn.train()
+    bn(torch.randn(4, 3, 2, 2))  # one step: num_batches_tracked 0 -> 1
+    assert state_dict_sha256(bn.state_dict()) != before
+    scalar = {"x": torch.tensor(7, dtype=torch.int64)}
+    assert state_dict_sha256(scalar) != state_dict_sha256({"x": torch.tensor(8, dtype=torch.int64)})

@@ -26,7 +26,8 @@ def state_dict_sha256(state_dict) -> str:
             raise ValueError(f"state dict entry {key!r} is not a tensor")
         t = t.detach().to("cpu").contiguous()
         h.update(f"{key}|{t.dtype}|{tuple(t.shape)}|".encode())
-        h.update(t.view(torch.uint8).numpy().tobytes() if t.numel() else b"")
+        # reshape first: a 0-dim tensor (BatchNorm's num_batches_tracked) cannot be viewed as bytes
+        h.update(t.reshape(-1).view(torch.uint8).numpy().tobytes() if t.numel() else b"")
     return h.hexdigest()
 
 
