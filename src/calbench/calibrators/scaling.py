@@ -37,6 +37,7 @@ from typing import Any
 import numpy as np
 
 from calbench._checks import check_choice
+from calbench._torch import eager_optimizers
 from calbench.calibrators.base import Calibrator, register
 from calbench.functional import softmax
 
@@ -192,6 +193,7 @@ def _fit_scaling(logits, labels, kind, max_iter, line_search, dtype, dev, l2, od
         k: torch.as_tensor(v, device=dev) for k, v in init_params(kind, n_classes, dtype).items()
     }
     params = {k: v.clone().requires_grad_(True) for k, v in init.items()}
+    eager_optimizers(torch.optim.LBFGS)
     opt = torch.optim.LBFGS(
         list(params.values()), lr=1.0, max_iter=int(max_iter), line_search_fn=line_search
     )
