@@ -20,26 +20,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-
-class BasicBlock(nn.Module):
-    """Two 3x3 conv-BN layers with a ReLU between, identity or 1x1-conv-BN shortcut, ReLU."""
-
-    def __init__(self, cin: int, cout: int, stride: int = 1):
-        super().__init__()
-        self.conv1 = nn.Conv2d(cin, cout, 3, stride=stride, padding=1, bias=False)
-        self.bn1 = nn.BatchNorm2d(cout)
-        self.conv2 = nn.Conv2d(cout, cout, 3, stride=1, padding=1, bias=False)
-        self.bn2 = nn.BatchNorm2d(cout)
-        self.shortcut = nn.Sequential()
-        if stride != 1 or cin != cout:
-            self.shortcut = nn.Sequential(
-                nn.Conv2d(cin, cout, 1, stride=stride, bias=False), nn.BatchNorm2d(cout)
-            )
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        out = torch.relu(self.bn1(self.conv1(x)))
-        out = self.bn2(self.conv2(out))
-        return torch.relu(out + self.shortcut(x))
+from calbench.models.fmnist import BasicBlock  # the residual block of He et al. 2016, shared
 
 
 class CifarResNet(nn.Module):
