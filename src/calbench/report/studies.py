@@ -19,7 +19,6 @@ Everything works on plain rows (dicts of the long metrics CSV) and numpy.
 from __future__ import annotations
 
 import csv
-import html
 import io
 import math
 from collections.abc import Mapping, Sequence
@@ -27,7 +26,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from calbench.report.tables import HIGHER_IS_BETTER, display_spec, format_value
+from calbench.report.tables import HIGHER_IS_BETTER, display_spec, format_value, html_table
 
 #: extra metrics the study tables derive or read: (scale, decimals, label)
 EXTRA_DISPLAY = {
@@ -381,21 +380,7 @@ def dece_figure_png(points: Mapping[str, tuple]) -> bytes:
 # output formats of study tables
 # --------------------------------------------------------------------------------------------
 def study_to_html(t: StudyTable) -> str:
-    esc = html.escape
-    out = [f'<table class="study-table" data-key="{esc(t.key)}"><caption>{esc(t.title)}</caption>']
-    out.append(
-        "<thead><tr>"
-        + "".join(f"<th>{esc(h)}</th>" for h in [*t.row_header, *t.col_labels])
-        + "</tr></thead><tbody>"
-    )
-    for row in t.rows():
-        tds = [f"<td>{esc(x)}</td>" for x in row["labels"]]
-        for c in row["cells"]:
-            text = esc(c["text"])
-            tds.append(f'<td class="num">{"<b>" + text + "</b>" if c["bold"] else text}</td>')
-        out.append("<tr>" + "".join(tds) + "</tr>")
-    out.append("</tbody></table>")
-    return "\n".join(out) + "\n"
+    return html_table("study-table", ("key", t.key), t)
 
 
 def study_to_markdown(t: StudyTable) -> str:

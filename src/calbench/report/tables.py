@@ -364,10 +364,12 @@ def to_markdown(table: Table) -> str:
     return "\n".join(lines) + "\n"
 
 
-def to_html(table: Table) -> str:
-    """A standalone ``<table>`` (all text HTML-escaped); best values in ``<b>``."""
+def html_table(css_class: str, data: tuple[str, str], table) -> str:
+    """A standalone ``<table class=css_class data-NAME="VALUE">`` of any table with ``title``,
+    ``row_header``, ``col_labels`` and ``rows()`` (labels + cells with ``text``, ``bold`` and an
+    optional ``ci``); all text HTML-escaped, best values in ``<b>``."""
     esc = html.escape
-    out = [f'<table class="metric-table" data-metric="{esc(table.metric)}">']
+    out = [f'<table class="{esc(css_class)}" data-{data[0]}="{esc(data[1])}">']
     out.append(f"<caption>{esc(table.title)}</caption>")
     out.append(
         "<thead><tr>"
@@ -380,12 +382,17 @@ def to_html(table: Table) -> str:
             text = esc(cell["text"])
             if cell["bold"]:
                 text = f"<b>{text}</b>"
-            if cell["ci"]:
+            if cell.get("ci"):
                 text += f'<br><small class="ci">{esc(cell["ci"])}</small>'
             tds.append(f'<td class="num">{text}</td>')
         out.append("<tr>" + "".join(tds) + "</tr>")
     out.append("</tbody></table>")
     return "\n".join(out) + "\n"
+
+
+def to_html(table: Table) -> str:
+    """A metric table as a standalone ``<table>`` (see :func:`html_table`)."""
+    return html_table("metric-table", ("metric", table.metric), table)
 
 
 _TEX_SPECIAL = {
