@@ -27,10 +27,15 @@ def download_tiny_imagenet(
     mirrors: Iterable[str | os.PathLike] = (),
     md5: str | None = MD5,
     timeout: float = 60.0,
+    *,
+    archive_name: str = ARCHIVE,
+    urls: Iterable[str] = tuple(URLS),
 ) -> Path:
-    """Fetch the zip (MD5-checked, mirrors first) into ``root`` and unpack it; return the folder."""
+    """Fetch the zip (MD5-checked, mirrors first) into ``root`` and unpack it; return the folder.
+
+    ``archive_name``/``urls`` replace the official file name and URLs (a config's overrides)."""
     root = Path(root)
-    archive = fetch(root / ARCHIVE, urls=URLS, mirrors=mirrors, md5=md5, timeout=timeout)
+    archive = fetch(root / archive_name, urls=urls, mirrors=mirrors, md5=md5, timeout=timeout)
     folder = root / FOLDER
     if not (folder / "val" / "val_annotations.txt").is_file():
         with zipfile.ZipFile(archive) as zf:
@@ -113,23 +118,14 @@ OPTION_KEYS = ("archive", "urls", "md5", "size_mb")
 def prepare(root, *, mirrors=(), urls=None, timeout: float = 60.0, _archive=None) -> dict:
     """Fetch and unpack the zip under ``root``; the manifest records the validation-set size."""
     a = _archive or {"archive": ARCHIVE, "urls": URLS, "md5": MD5}
-    root = Path(root)
-    zipped = fetch(
-        root / a["archive"],
-        urls=a["urls"] if urls is None else urls,
-        mirrors=mirrors,
+    folder = download_tiny_imagenet(
+        root,
+        mirrors,
         md5=a["md5"],
         timeout=timeout,
+        archive_name=a["archive"],
+        urls=a["urls"] if urls is None else urls,
     )
-    folder = root / FOLDER
-    if not (folder / "val" / "val_annotations.txt").is_file():
-        with zipfile.ZipFile(zipped) as zf:
-            for member in zf.namelist():
-                if member.startswith("/") or ".." in Path(member).parts:
-                    raise ValueError(
-                        f"{zipped} has an unsafe member {member!r}; refusing to unpack"
-                    )
-            zf.extractall(root)
     n = len(val_samples(folder)[0])
     return {
         "dataset": NAME,
