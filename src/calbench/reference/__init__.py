@@ -6,6 +6,11 @@ printed cell: ``table, metric, group, dataset, model, loss, method, value, study
 calbench_model``. Values are the printed numbers (ACC/ECE/MCE/cwECE in percent, NLL and Brier
 as is); ``value`` is returned as float and ``printed`` keeps the original string with its
 rounding. See README.md next to the CSV for the source.
+
+``guo_kull_logits``: the published numbers the Guo et al. 2017 / Kull et al. 2019 study on
+Kängsepp's logits is compared with (Guo et al. Tables 1, S2, S3; Kull et al.'s notebook for
+Tables 3-4 and its full-precision rows; Kängsepp's notebook; CalArena; a DenseNet-40 summary
+table), same columns plus ``source``; see :mod:`calbench.reference.guo_kull`.
 """
 
 from __future__ import annotations
@@ -13,7 +18,7 @@ from __future__ import annotations
 import csv
 from importlib import resources
 
-AVAILABLE = ("coursework_2021",)
+AVAILABLE = ("coursework_2021", "guo_kull_logits")
 
 #: The study's names -> the workflow's config keys (``config/coursework.yaml``).
 DATASET_KEYS = {
@@ -51,7 +56,9 @@ def load_reference(name: str = "coursework_2021") -> list[dict]:
     rows = []
     for r in csv.DictReader(text.splitlines()):
         r["printed"] = r["value"]
-        r["value"] = float(r["value"])
+        # "NA": a cell the publication prints as not available (e.g. Guo et al.'s matrix scaling
+        # on ImageNet, which did not converge)
+        r["value"] = float("nan") if r["value"] == "NA" else float(r["value"])
         r["group"] = int(r["group"])
         rows.append(r)
     return rows
@@ -68,6 +75,11 @@ def workflow_rows(name: str = "coursework_2021") -> list[dict]:
     (registry name), ``method`` (calibrator slug), ``metric`` (:data:`calbench.metrics.METRICS`
     name), ``value`` as printed (percent for ACC/ECE/MCE/cwECE: the report's ``units: display``),
     ``group`` and the study's ``table`` name."""
+    if name != "coursework_2021":
+        raise ValueError(
+            f"reference table {name!r} has no single workflow key per cell (several sources per "
+            "model); compare it with `calbench guo-kull-tables` (calbench.reference.guo_kull)"
+        )
     out = []
     for r in load_reference(name):
         if not r["table"].startswith("metrics_"):
