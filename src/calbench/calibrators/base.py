@@ -7,20 +7,37 @@ fitted calibrator is a small file that round-trips bit-exactly::
 
     {"method": "ts", "params": {...constructor kwargs...}, "state": {...fitted arrays...}}
 
-Subclasses set ``name`` (the registry key), implement ``_fit``, ``_predict_proba``,
-``_get_state`` and ``_set_state``, and register themselves with :func:`register`.
+Subclasses set ``name`` (the registry key), declare ``state_schema`` (one :class:`Field` per
+fitted-state entry), implement ``_fit``, ``_predict_proba``, ``_get_state`` and ``_set_state``,
+and register themselves with :func:`register`. Two checks then hold for every calibrator without
+further code:
+
+* hyperparameters: the accepted names are those of the ``__init__`` signatures along the class
+  hierarchy (:meth:`Calibrator.accepted_params`); any other keyword is a one-line ``ValueError``
+  that lists them (also when read back from JSON);
+* fitted state read from JSON (:meth:`Calibrator.from_dict`, :func:`load_calibrator`) must have
+  exactly the declared keys, finite values, the declared shapes against ``K`` and the declared
+  bounds (e.g. a temperature's inverse ``a > 0``); errors name the file and the field.
+
+``fit`` refuses inputs whose rows are already probability vectors (calibrators take logits;
+pass ``allow_probabilities=True`` if such rows really are logits). A calibrator may record the
+identity of the logits it was fitted on (``fitted_on``: order hash and file digest), which the
+``evaluate``/``compare``/``plot-reliability`` verbs check.
 """
 
 from __future__ import annotations
 
+import functools
+import inspect
 import json
 import os
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
 
 import numpy as np
 
-from calbench._checks import check_logits, check_logits_labels
+from calbench._checks import ROW_SUM_ATOL, check_logits, check_logits_labels
 from calbench.io import atomic_write_text
 
 REGISTRY: dict[str, type[Calibrator]] = {}
@@ -65,23 +82,163 @@ def from_jsonable(value: Any) -> Any:
     return value
 
 
+@dataclass(frozen=True)
+class Field:
+    """One entry of a calibrator's fitted state, as declared in ``state_schema``.
+
+    ``shape``: dimensions, each an int, ``"K"`` (classes), ``"K+1"`` or ``None`` (any length);
+    ``()`` is a scalar. ``ragged=True``: a list of ``K`` 1-D arrays of any lengths (BBQ).
+    ``integer``: integral values. ``low``/``high``: inclusive bounds, or exclusive with
+    ``low_open``. Every value must be finite. ``note`` explains the field in error messages.
+    """
+
+    shape: tuple = ()
+    ragged: bool = False
+    integer: bool = False
+    low: float | None = None
+    high: float | None = None
+    low_open: bool = False
+    note: str = ""
+
+    def check(self, value: Any, k: int) -> str | None:
+        """Why ``value`` is not a valid entry for ``k`` classes, or ``None``."""
+        if self.ragged:
+            if not isinstance(value, list) or len(value) != k:
+                return f"must be a list of {k} arrays (one per class)"
+            for j, part in enumerate(value):
+                why = Field(shape=(None,), integer=self.integer, low=self.low, high=self.high,
+                            low_open=self.low_open).check(part, k)
+                if why:
+                    return f"[{j}] {why}"
+            return None
+        if isinstance(value, bool) or value is None or isinstance(value, str | dict | list):
+            return f"must be {'a number' if not self.shape else 'an array'}, got {value!r:.40}"
+        arr = np.asarray(value)
+        if not (np.issubdtype(arr.dtype, np.number)):
+            return f"must be numeric, got dtype {arr.dtype}"
+        want = tuple(k if d == "K" else k + 1 if d == "K+1" else d for d in self.shape)
+        if arr.ndim != len(want) or any(w is not None and w != s for w, s in zip(want, arr.shape, strict=True)):
+            shown = tuple("*" if w is None else w for w in want)
+            return f"has shape {arr.shape}, expected {shown} for K={k}"
+        if arr.size == 0:
+            return None
+        if not np.all(np.isfinite(arr)):
+            return "holds NaN or infinite values"
+        if self.integer and not np.all(arr == np.round(arr)):
+            return "must hold integers"
+        lo, hi = float(arr.min()), float(arr.max())
+        if self.low is not None and (lo <= self.low if self.low_open else lo < self.low):
+            return f"= {lo:g} must be {'>' if self.low_open else '>='} {self.low:g}"
+        if self.high is not None and hi > self.high:
+            return f"= {hi:g} must be <= {self.high:g}"
+        return None
+
+
+def _why(cls_name: str, where: str, detail: str) -> ValueError:
+    return ValueError(f"{where}: {detail}; refit the {cls_name} calibrator (calbench fit-calibrator)")
+
+
 class Calibrator:
     """Common interface of all calibrators (see module docstring)."""
 
     name: ClassVar[str] = ""
+    #: Fitted-state entries (see :class:`Field`). Every calibrator of calbench declares one (a
+    #: contract test checks); ``None`` (undeclared) loads a state without checking it.
+    state_schema: ClassVar[dict[str, Field] | None] = None
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        init = cls.__dict__.get("__init__")
+        if init is None or getattr(init, "_checks_params", False):
+            return
+
+        @functools.wraps(init)
+        def checked_init(self, *args: Any, **params: Any) -> None:
+            type(self)._reject_unknown(params)
+            init(self, *args, **params)
+
+        checked_init._checks_params = True  # type: ignore[attr-defined]
+        cls.__init__ = checked_init  # type: ignore[method-assign]
 
     def __init__(self, **params: Any) -> None:
+        type(self)._reject_unknown(params)
         self._params = dict(params)
         self.n_classes_: int | None = None
+        #: identity of the logits this calibrator was fitted on (see :meth:`set_fitted_on`)
+        self.fitted_on_: dict[str, str] | None = None
+
+    @classmethod
+    def accepted_params(cls) -> tuple[str, ...]:
+        """Hyperparameter names ``cls`` accepts: the keyword parameters of the ``__init__``
+        signatures along the MRO, down to the first ``__init__`` without ``**kwargs``."""
+        names: list[str] = []
+        for klass in cls.__mro__:
+            if klass is Calibrator:
+                break
+            init = klass.__dict__.get("__init__")
+            if init is None:
+                continue
+            more = False
+            for p in list(inspect.signature(inspect.unwrap(init)).parameters.values())[1:]:
+                if p.kind is inspect.Parameter.VAR_KEYWORD:
+                    more = True
+                elif p.kind is not inspect.Parameter.VAR_POSITIONAL and p.name not in names:
+                    names.append(p.name)
+            if not more:
+                break
+        return tuple(names)
+
+    @classmethod
+    def _reject_unknown(cls, params: dict[str, Any]) -> None:
+        unknown = [k for k in params if k not in cls.accepted_params()]
+        if unknown:
+            accepted = sorted(cls.accepted_params())
+            raise ValueError(
+                f"calibrator {cls.name or cls.__name__} has no parameter(s) {unknown}; "
+                f"accepted: {accepted if accepted else 'none'}"
+            )
 
     # --- public API -------------------------------------------------------------------------
-    def fit(self, logits, labels) -> Calibrator:
-        """Fit on validation ``logits`` (N, K) and integer ``labels`` (N,); return ``self``."""
+    def fit(self, logits, labels, *, allow_probabilities: bool = False) -> Calibrator:
+        """Fit on validation ``logits`` (N, K) and integer ``labels`` (N,); return ``self``.
+
+        Rows that are already probability vectors (all >= 0, each summing to 1) are refused:
+        calibrators take logits, and fitting them on probabilities silently gives a wrong map
+        (temperature scaling then fits a far too small T). ``allow_probabilities=True`` accepts
+        such rows for users who really have logits of that form.
+        """
         z, y = check_logits_labels(logits, labels)
+        if not allow_probabilities:
+            check_not_probabilities(z)
         self.n_classes_ = None  # a failed (re)fit must not leave the object looking fitted
+        self.fitted_on_ = None
         self._fit(z, y)
         self.n_classes_ = int(z.shape[1])
         return self
+
+    def set_fitted_on(self, order_hash: str, logits_sha256: str) -> None:
+        """Record the identity of the logits file the calibrator was fitted on: the sample
+        order hash stored in it and the file's SHA-256 (checked by :meth:`check_fitted_on`)."""
+        self.fitted_on_ = {"order_hash": str(order_hash), "logits_sha256": str(logits_sha256)}
+
+    def check_fitted_on(self, order_hash: str, logits_sha256: str, where: str = "calibrator") -> None:
+        """Raise a one-line ``ValueError`` when the calibrator records being fitted on other
+        logits than those identified by ``order_hash`` / ``logits_sha256``."""
+        rec = self.fitted_on_
+        if not rec:
+            return
+        if rec.get("order_hash") and order_hash and rec["order_hash"] != order_hash:
+            raise ValueError(
+                f"{where} was fitted on logits of other samples (order_hash "
+                f"{rec['order_hash'][:12]}... vs {order_hash[:12]}...); refit it on these logits, "
+                "or pass --allow-other-logits if applying it elsewhere is intended"
+            )
+        if rec.get("logits_sha256") and logits_sha256 and rec["logits_sha256"] != logits_sha256:
+            raise ValueError(
+                f"{where} was fitted on another logits file (sha256 {rec['logits_sha256'][:12]}... "
+                f"vs {logits_sha256[:12]}...), e.g. another model's; refit it on these logits, "
+                "or pass --allow-other-logits if applying it elsewhere is intended"
+            )
 
     def predict_proba(self, logits) -> np.ndarray:
         """Calibrated probabilities (N, K) for ``logits`` (N, K); rows sum to 1."""
@@ -105,23 +262,94 @@ class Calibrator:
         state = None
         if self.n_classes_ is not None:
             state = {"n_classes": self.n_classes_, **self._get_state()}
-        return {"method": self.name, "params": to_jsonable(self._params), "state": to_jsonable(state)}
+        out = {"method": self.name, "params": to_jsonable(self._params), "state": to_jsonable(state)}
+        if self.fitted_on_:
+            out["fitted_on"] = dict(self.fitted_on_)
+        return out
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> Calibrator:
-        """Rebuild a (fitted) calibrator from :meth:`to_dict` output; dispatches on ``method``."""
+    def from_dict(cls, data: Any, where: str = "calibrator dict") -> Calibrator:
+        """Rebuild a (fitted) calibrator from :meth:`to_dict` output; dispatches on ``method``.
+
+        Everything is validated (see module docstring); errors are one-line ``ValueError`` s
+        that start with ``where`` (e.g. the file name) and name the field.
+        """
+        if not isinstance(data, dict):
+            raise ValueError(
+                f"{where} must hold a JSON object with method, params and state, got "
+                f"{'null' if data is None else type(data).__name__}; refit it (calbench fit-calibrator)"
+            )
+        unknown = sorted(set(data) - {"method", "params", "state", "fitted_on"})
+        if unknown:
+            raise ValueError(f"{where}: unknown top-level key(s) {unknown}; expected method, params, state")
         method = data.get("method")
-        target = REGISTRY.get(method) if cls is Calibrator else cls
+        if cls is Calibrator:
+            target = REGISTRY.get(method) if isinstance(method, str) else None
+        else:
+            target = cls
         if target is None:
-            raise ValueError(f"unknown calibrator method {method!r}; known: {sorted(REGISTRY)}")
+            raise ValueError(f"{where}: unknown calibrator method {method!r}; known: {sorted(REGISTRY)}")
         if target.name != method:
-            raise ValueError(f"dict is for method {method!r}, not {target.name!r}")
-        obj = target(**from_jsonable(data.get("params") or {}))
-        state = from_jsonable(data.get("state"))
-        if state is not None:
-            obj.n_classes_ = int(state.pop("n_classes"))
+            raise ValueError(f"{where}: dict is for method {method!r}, not {target.name!r}")
+        params = data.get("params")
+        if params is None:
+            params = {}
+        if not isinstance(params, dict):
+            raise _why(method, where, f"params must be an object, got {type(params).__name__}")
+        try:
+            obj = target(**from_jsonable(params))
+        except (ValueError, TypeError) as exc:
+            raise _why(method, where, f"params: {exc}") from None
+        raw = data.get("state")
+        if raw is not None:
+            obj.n_classes_, state = target._validated_state(raw, where)
             obj._set_state(state)
+        fitted_on = data.get("fitted_on")
+        if fitted_on is not None:
+            if not isinstance(fitted_on, dict) or not all(
+                isinstance(fitted_on.get(k), str) for k in ("order_hash", "logits_sha256")
+            ):
+                raise _why(method, where, "fitted_on must hold the strings order_hash and logits_sha256")
+            obj.fitted_on_ = {k: fitted_on[k] for k in ("order_hash", "logits_sha256")}
         return obj
+
+    @classmethod
+    def _validated_state(cls, raw: Any, where: str) -> tuple[int, dict[str, Any]]:
+        """``(K, state)`` from a JSON state object, checked against :attr:`state_schema`."""
+        if not isinstance(raw, dict):
+            raise _why(cls.name, where, f"state must be an object or null, got {type(raw).__name__}")
+        k = raw.get("n_classes")
+        if isinstance(k, bool) or not isinstance(k, int) or k < 2:
+            raise _why(cls.name, where, f"state.n_classes must be an integer >= 2, got {k!r}")
+        schema = cls.state_schema
+        if schema is None:  # an undeclared (third-party) calibrator: only decoded, not checked
+            return k, {f: from_jsonable(v) for f, v in raw.items() if f != "n_classes"}
+        missing = [f for f in schema if f not in raw]
+        extra = [f for f in raw if f != "n_classes" and f not in schema]
+        if missing:
+            raise _why(cls.name, where, f"state.{missing[0]} is missing (fields: {list(schema)})")
+        if extra:
+            raise _why(cls.name, where, f"state.{extra[0]} is not a field of {cls.name} (fields: {list(schema)})")
+        state: dict[str, Any] = {}
+        for key, field in schema.items():
+            try:
+                value = from_jsonable(raw[key])
+            except (ValueError, TypeError, KeyError) as exc:
+                raise _why(cls.name, where, f"state.{key} is not a stored array ({exc})") from None
+            why = field.check(value, k)
+            if why:
+                note = f" ({field.note})" if field.note else ""
+                raise _why(cls.name, where, f"state.{key} {why}{note}")
+            state[key] = value
+        why = cls._check_state(state, k)
+        if why:
+            raise _why(cls.name, where, f"state: {why}")
+        return k, state
+
+    @classmethod
+    def _check_state(cls, state: dict[str, Any], k: int) -> str | None:
+        """Cross-field checks of a fitted state the per-field schema cannot express (override)."""
+        return None
 
     def __repr__(self) -> str:
         args = ", ".join(f"{k}={v!r}" for k, v in self._params.items())
@@ -154,9 +382,25 @@ def save_calibrator(calibrator: Calibrator, path: str | os.PathLike) -> None:
 
 
 def load_calibrator(path: str | os.PathLike) -> Calibrator:
-    """Read a calibrator written by :func:`save_calibrator`."""
+    """Read a calibrator written by :func:`save_calibrator`, validating every field."""
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"calibrator file {path} does not exist; run calbench fit-calibrator")
     try:
-        data = json.loads(Path(path).read_text())
-    except json.JSONDecodeError as exc:
-        raise ValueError(f"{path} is not valid calibrator JSON ({exc}); delete it and refit") from exc
-    return Calibrator.from_dict(data)
+        data = json.loads(path.read_text())
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise ValueError(f"{path} is not valid calibrator JSON ({exc}); delete it and refit") from None
+    return Calibrator.from_dict(data, where=str(path))
+
+
+def check_not_probabilities(z: np.ndarray, atol: float = ROW_SUM_ATOL) -> None:
+    """Refuse ``z`` whose rows are all probability vectors (>= 0, summing to 1 within ``atol``)."""
+    if float(z.min()) < 0.0:
+        return
+    sums = z.sum(axis=1, dtype=np.float64)
+    if np.all(np.abs(sums - 1.0) <= atol):
+        raise ValueError(
+            "fit got probabilities (every row is >= 0 and sums to 1), but calibrators take logits; "
+            "pass logits (e.g. np.log(probs)), or allow_probabilities=True "
+            "(calbench fit-calibrator --allow-probabilities) if these rows really are logits"
+        )

@@ -37,7 +37,7 @@ from typing import Any
 import numpy as np
 
 from calbench._checks import check_n_bins
-from calbench.calibrators.base import Calibrator, register
+from calbench.calibrators.base import Calibrator, Field, register
 from calbench.functional import softmax
 
 #: Entries per row block in :func:`apply_histogram_binning` (256 KiB of float64).
@@ -166,6 +166,8 @@ class HistogramBinning(Calibrator):
 
     name = "hist"
 
+    state_schema = {"theta": Field(shape=("K", None), low=0.0, high=1.0, note="bin frequencies")}
+
     def __init__(self, *, n_bins: int = 20) -> None:
         super().__init__(n_bins=check_n_bins(n_bins))
         self.theta_: np.ndarray | None = None
@@ -270,6 +272,11 @@ class BBQ(Calibrator):
     """Bayesian Binning into Quantiles, one-vs-rest, renormalised (see module docstring)."""
 
     name = "bbq"
+
+    state_schema = {
+        "breaks": Field(ragged=True, low=0.0, high=1.0, note="per-class bin edges"),
+        "values": Field(ragged=True, low=0.0, high=1.0, note="per-class calibrated values"),
+    }
 
     def __init__(self, *, c: float = 10.0, ess: float = 2.0) -> None:
         for key, val in (("c", c), ("ess", ess)):

@@ -28,7 +28,7 @@ from typing import Any
 
 import numpy as np
 
-from calbench.calibrators.base import Calibrator, register
+from calbench.calibrators.base import Calibrator, Field, register
 from calbench.calibrators.binning import renormalise_rows
 from calbench.functional import softmax
 
@@ -187,6 +187,21 @@ class IsotonicCalibration(Calibrator):
     """
 
     name = "iso"
+
+    state_schema = {
+        "knots_x": Field(shape=(None,), low=0.0, high=1.0),
+        "knots_y": Field(shape=(None,), low=0.0, high=1.0),
+        "offsets": Field(shape=("K+1",), integer=True, low=0.0),
+    }
+
+    @classmethod
+    def _check_state(cls, state: dict[str, Any], k: int) -> str | None:
+        off, n = state["offsets"], len(state["knots_x"])
+        if len(state["knots_y"]) != n:
+            return f"knots_x has {n} entries but knots_y {len(state['knots_y'])}"
+        if off[0] != 0 or off[-1] != n or np.any(np.diff(off) < 1):
+            return f"offsets must rise from 0 to len(knots_x) = {n}, at least 1 knot per class"
+        return None
 
     def __init__(self) -> None:
         super().__init__()

@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from calbench.calibrators.base import Calibrator, register
+from calbench.calibrators.base import Calibrator, Field, register
 
 
 def _log1pexp(x: np.ndarray) -> np.ndarray:
@@ -84,6 +84,12 @@ class PlattScaling(Calibrator):
     """Platt scaling of the binary logit difference ``z_1 - z_0`` (Platt 1999, eq. 1)."""
 
     name = "platt"
+
+    state_schema = {"coef": Field(), "intercept": Field()}
+
+    @classmethod
+    def _check_state(cls, state: dict[str, Any], k: int) -> str | None:
+        return None if k == 2 else f"n_classes = {k}, but Platt scaling is binary (K = 2)"
 
     def __init__(self, *, smooth_targets: bool = False, max_iter: int = 100) -> None:
         if not isinstance(smooth_targets, bool):

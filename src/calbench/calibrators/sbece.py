@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from calbench.calibrators.base import Calibrator, register
+from calbench.calibrators.base import Calibrator, Field, register
 from calbench.calibrators.scaling import TemperatureScaling, resolve_device
 from calbench.functional import softmax
 
@@ -46,6 +46,10 @@ class TemperatureScalingSBECE(Calibrator):
     """TS-SB-ECE (Karandikar et al. 2021): temperature minimising soft-binned ECE."""
 
     name = "ts_sbece"
+    state_schema = {
+        "temperature": Field(low=0.0, low_open=True),
+        "nll_temperature": Field(low=0.0, low_open=True),
+    }
 
     def __init__(
         self,
@@ -104,7 +108,10 @@ class TemperatureScalingSBECE(Calibrator):
 
         from calbench.metrics.soft import sb_ece_torch
 
-        ts = TemperatureScaling(device=self._params["device"]).fit(logits, labels)
+        # the outer fit already applied (or was told to skip) the probability-input check
+        ts = TemperatureScaling(device=self._params["device"]).fit(
+            logits, labels, allow_probabilities=True
+        )
         self.nll_temperature_ = ts.temperature_
         dev = resolve_device(self._params["device"])
         z = torch.as_tensor(np.asarray(logits, dtype=np.float64), device=dev)

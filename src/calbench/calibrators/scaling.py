@@ -38,7 +38,7 @@ import numpy as np
 
 from calbench._checks import check_choice
 from calbench._torch import eager_optimizers
-from calbench.calibrators.base import Calibrator, register
+from calbench.calibrators.base import Calibrator, Field, register
 from calbench.functional import softmax
 
 #: name -> ordered {parameter: initialiser}; initialisers: "one" (scalar 1), "ones" (K,),
@@ -229,10 +229,24 @@ def _fit_scaling(logits, labels, kind, max_iter, line_search, dtype, dev, l2, od
     return out
 
 
+#: Fitted-state schema of each parameterisation (shapes against K; the inverse temperature a > 0).
+STATE_SCHEMAS: dict[str, dict[str, Field]] = {
+    "ts": {"a": Field(shape=(1,), low=0.0, low_open=True, note="a = 1/T, the inverse temperature")},
+    "vs": {"v": Field(shape=("K",))},
+    "vs_b": {"v": Field(shape=("K",)), "b": Field(shape=("K",))},
+    "ms_b": {"W": Field(shape=("K", "K")), "b": Field(shape=("K",))},
+}
+
+
 class _LogitScaling(Calibrator):
     """Shared implementation of :data:`PARAMETERISATIONS` (see module docstring)."""
 
     kind: str = ""
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if cls.kind and "state_schema" not in cls.__dict__:
+            cls.state_schema = STATE_SCHEMAS[cls.kind]
 
     def __init__(
         self,

@@ -15,6 +15,7 @@ class Uncalibrated(Calibrator):
     """``softmax(z)``: the baseline every calibrator is compared with (Guo et al. 2017, eq. 1)."""
 
     name = "uncalibrated"
+    state_schema: dict = {}
 
     def _fit(self, logits: np.ndarray, labels: np.ndarray) -> None:
         """Nothing to learn; ``fit`` only records the number of classes."""
