@@ -1,0 +1,194 @@
+"""Verbs of the dataset-shift stage (docs/workflow.md, "Dataset shift"):
+
+``download-corrupted`` (the published CIFAR-10-C / CIFAR-100-C archive, checksum-pinned),
+``corrupt-dataset`` (one corruption at severities 1-5 of a dataset's test set: generated, or
+extracted from the published archive), ``shift-logits`` (a model's logits on the test half of
+every corrupted set), ``evaluate-shift`` (clean-fitted calibrators on every corruption and
+severity, paired bootstrap) and ``shift-report`` (the report section and summary tables).
+Each parses arguments and calls one function of :mod:`calbench.shift` / :mod:`calbench.report.shift`.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+from calbench.cli.train import add_threads_arg, set_threads
+
+
+def _options(text: str | None, what: str) -> dict | None:
+    from calbench.cli.calibrate import parse_json_arg
+
+    return parse_json_arg(text, what) if text else None
+
+
+def _dataset_options(text: str | None) -> dict | None:
+    from calbench.cli.logits import dataset_options
+
+    return dataset_options(_options(text, "--dataset-spec")) if text else None
+
+
+def _cmd_download(args: argparse.Namespace) -> int:
+    from calbench.shift.datasets import download_corrupted
+
+    path = download_corrupted(
+        args.dataset, args.out, mirrors=args.mirror, options=_options(args.archive, "--archive")
+    )
+    print(f"{path}: verified")
+    return 0
+
+
+def _cmd_corrupt(args: argparse.Namespace) -> int:
+    from calbench.shift.datasets import extract_published, generate_corrupted
+
+    if args.source == "generate":
+        if args.archive_file:
+            raise ValueError("--archive-file is for --source published; drop it")
+        manifest = generate_corrupted(
+            args.dataset,
+            args.corruption,
+            data_root=args.data_root,
+            out=args.out,
+            seed=args.seed,
+            limit=args.limit,
+            dataset_options=_dataset_options(args.dataset_spec),
+        )
+    else:
+        if not args.archive_file:
+            raise ValueError("--source published needs --archive-file (from download-corrupted)")
+        manifest = extract_published(
+            args.dataset,
+            args.corruption,
+            archive=args.archive_file,
+            data_root=args.data_root,
+            out=args.out,
+            limit=args.limit,
+            options=_options(args.archive, "--archive"),
+            dataset_options=_dataset_options(args.dataset_spec),
+        )
+    print(
+        f"{args.out}: {manifest['corruption']} 5 x {manifest['n']} images, sha256 {manifest['sha256'][:16]}"
+    )
+    return 0
+
+
+def _cmd_logits(args: argparse.Namespace) -> int:
+    from calbench.models import parse_spec
+    from calbench.shift.logits import shift_logits
+
+    set_threads(args.threads)
+    summary = shift_logits(
+        parse_spec(args.spec),
+        corrupted=args.corrupted,
+        clean_logits=args.logits,
+        split=args.split,
+        out=args.out,
+        checkpoint=args.checkpoint,
+        batch_size=args.batch_size,
+        device=args.device,
+        dataset_options=_dataset_options(args.dataset_spec),
+    )
+    acc = summary["accuracy"].mean(axis=0)
+    print(
+        f"{args.out}: {len(summary['corruptions'])} corruptions x 5 severities x "
+        f"{summary['n_test']} images; mean accuracy by severity "
+        + " ".join(f"{a:.3f}" for a in acc)
+    )
+    return 0
+
+
+def _cmd_evaluate(args: argparse.Namespace) -> int:
+    from calbench.cli.calibrate import parse_list
+    from calbench.report.tables import write_long_csv
+    from calbench.shift.evaluate import COMPARE_COLUMNS, METRIC_COLUMNS, evaluate_shift
+
+    rows, compare = evaluate_shift(
+        args.shift_logits,
+        args.logits,
+        args.split,
+        args.calibrators,
+        metrics=parse_list(args.metrics) or [],
+        compare_metrics=parse_list(args.compare_metrics) or [],
+        n_bootstrap=args.n_bootstrap,
+        level=args.level,
+        seed=args.seed,
+    )
+    write_long_csv(args.out_metrics, rows, METRIC_COLUMNS)
+    write_long_csv(args.out_compare, compare, COMPARE_COLUMNS)
+    return 0
+
+
+def _cmd_report(args: argparse.Namespace) -> int:
+    from calbench.cli.calibrate import parse_json_arg
+    from calbench.report.shift import shift_report
+
+    shift_report(
+        metrics=args.metrics,
+        compare=args.compare,
+        manifests=args.manifests,
+        spec=parse_json_arg(args.spec, "--spec"),
+        out_html=args.out_html,
+        out_dir=args.out_dir,
+    )
+    return 0
+
+
+def register(sub) -> None:
+    p = sub.add_parser(
+        "download-corrupted", help="the published CIFAR-10-C/100-C archive, verified"
+    )
+    p.add_argument("--dataset", required=True, help="cifar10 or cifar100")
+    p.add_argument("--out", required=True, help="archive path to write")
+    p.add_argument("--mirror", action="append", default=[], help="folder holding the archive")
+    p.add_argument("--archive", help="overrides of the pinned archive facts as JSON (urls, md5)")
+    p.set_defaults(func=_cmd_download)
+
+    p = sub.add_parser("corrupt-dataset", help="one corruption at severities 1-5 of a test set")
+    p.add_argument("--dataset", required=True, help="calbench.data dataset name")
+    p.add_argument("--corruption", required=True, help="corruption name (calbench.shift)")
+    p.add_argument("--source", choices=("generate", "published"), default="generate")
+    p.add_argument("--data-root", required=True, help="the clean dataset's root")
+    p.add_argument("--archive-file", help="published archive (--source published)")
+    p.add_argument("--archive", help="overrides of the pinned archive facts as JSON")
+    p.add_argument("--dataset-spec", help="the dataset's config entry as JSON")
+    p.add_argument("--limit", type=int, default=None, help="first N test images only")
+    p.add_argument("--seed", type=int, default=0, help="corruption seed (default 0)")
+    p.add_argument("--out", required=True, help="<corruption>.npy to write (manifest beside it)")
+    p.set_defaults(func=_cmd_corrupt)
+
+    p = sub.add_parser("shift-logits", help="a model's logits on the test half of corrupted sets")
+    p.add_argument("--spec", required=True, help="model config entry as JSON, or a file")
+    p.add_argument("--checkpoint", default=None, help="the model's weights")
+    p.add_argument("--logits", required=True, help="the model's clean logits .npz")
+    p.add_argument("--split", required=True, help="the study's split .npz")
+    p.add_argument("--corrupted", nargs="+", required=True, help="<corruption>.npy files")
+    p.add_argument("--dataset-spec", help="the dataset's config entry as JSON")
+    p.add_argument("--batch-size", type=int, default=500, help="inference batch size")
+    p.add_argument("--device", default="auto", help="auto, cpu or cuda")
+    p.add_argument("--out", required=True, help="shift logits .npz to write")
+    add_threads_arg(p)
+    p.set_defaults(func=_cmd_logits)
+
+    p = sub.add_parser(
+        "evaluate-shift", help="clean-fitted calibrators under shift; paired bootstrap"
+    )
+    p.add_argument("--shift-logits", required=True, help="shift logits .npz (shift-logits)")
+    p.add_argument("--logits", required=True, help="the model's clean logits .npz")
+    p.add_argument("--split", required=True, help="the study's split .npz")
+    p.add_argument("--calibrators", nargs="+", required=True, help="<method>.json files")
+    p.add_argument("--metrics", default="accuracy,ece,nll", help="comma-separated metrics")
+    p.add_argument("--compare-metrics", default="ece,nll", help="metrics compared (empty: none)")
+    p.add_argument("--n-bootstrap", type=int, default=200, help="bootstrap resamples")
+    p.add_argument("--level", type=float, default=0.95, help="confidence level")
+    p.add_argument("--seed", type=int, default=0, help="bootstrap seed")
+    p.add_argument("--out-metrics", required=True, help="long metrics CSV to write")
+    p.add_argument("--out-compare", required=True, help="comparison CSV to write")
+    p.set_defaults(func=_cmd_evaluate)
+
+    p = sub.add_parser("shift-report", help="the dataset-shift report section and tables")
+    p.add_argument("--metrics", nargs="+", required=True, help="metrics CSVs of evaluate-shift")
+    p.add_argument("--compare", nargs="*", default=[], help="comparison CSVs of evaluate-shift")
+    p.add_argument("--manifests", nargs="*", default=[], help="corrupted-set manifests (.json)")
+    p.add_argument("--spec", required=True, help="study spec JSON (labels; or @file)")
+    p.add_argument("--out-html", required=True, help="HTML fragment to write")
+    p.add_argument("--out-dir", required=True, help="folder for the summary CSV/Markdown tables")
+    p.set_defaults(func=_cmd_report)

@@ -1,0 +1,390 @@
+"""The dataset-shift section of the report (Ovadia et al. 2019, "Can you trust your model's
+uncertainty?", figs. 2-3 style) and its summary tables.
+
+From the per-model outputs of ``evaluate-shift`` (:mod:`calbench.shift.evaluate`):
+
+* box plots of accuracy, ECE and NLL against severity (0 = clean test half, 1-5 = corrupted),
+  one box per calibrator and severity over the corruptions; each point is a corruption's value
+  averaged over the dataset's models;
+* a table of mean ECE per severity (rows calibrators; mean over corruptions and models);
+* the paired bootstrap of "TS vs uncalibrated" and "best vs TS" (best chosen on the clean
+  validation half) per model and severity, with counts of significant differences;
+* a plain-language summary whose every number and verb is computed from these tables.
+
+The fragment is self-contained (figures embedded as base64 PNG) and every text taken from the
+data or the configuration is HTML-escaped.
+"""
+
+from __future__ import annotations
+
+import base64
+import html
+import io
+import math
+from collections import defaultdict
+from collections.abc import Mapping, Sequence
+
+import numpy as np
+
+SEVERITY_LEVELS = (0, 1, 2, 3, 4, 5)
+BOX_METRICS = ("accuracy", "ece", "nll")
+SUMMARY_COLUMNS = ("dataset", "method", *(f"severity_{s}" for s in SEVERITY_LEVELS))
+
+
+def _e(x) -> str:
+    return html.escape(str(x), quote=True)
+
+
+def _fmt(metric: str, value: float) -> str:
+    from calbench.report.tables import format_value
+
+    return format_value(metric, float(value))
+
+
+def read_rows(metrics_paths, compare_paths) -> tuple[list[dict], list[dict]]:
+    from calbench.report.tables import read_long_csv
+    from calbench.shift.evaluate import COMPARE_COLUMNS, METRIC_COLUMNS
+
+    rows = read_long_csv(metrics_paths, required=METRIC_COLUMNS)
+    compare = read_long_csv(compare_paths, required=COMPARE_COLUMNS) if compare_paths else []
+    for r in rows:
+        r["severity"] = int(float(r["severity"]))
+    for r in compare:
+        r["severity"] = int(float(r["severity"]))
+    return rows, compare
+
+
+def corruption_means(rows: Sequence[Mapping], metric: str, dataset: str) -> dict:
+    """``{(method, severity): {corruption: mean over models}}`` on the test half."""
+    acc: dict = defaultdict(lambda: defaultdict(list))
+    for r in rows:
+        if r["dataset"] == dataset and r["half"] == "test" and r["metric"] == metric:
+            acc[(r["method"], r["severity"])][r["corruption"]].append(float(r["value"]))
+    return {k: {c: float(np.mean(v)) for c, v in d.items()} for k, d in acc.items()}
+
+
+def mean_table(rows: Sequence[Mapping], metric: str, dataset: str, methods: Sequence[str]) -> dict:
+    """``{method: [mean over corruptions and models at severity 0..5]}`` (NaN where absent)."""
+    means = corruption_means(rows, metric, dataset)
+    out = {}
+    for m in methods:
+        out[m] = [
+            float(np.mean(list(means[(m, s)].values()))) if (m, s) in means else math.nan
+            for s in SEVERITY_LEVELS
+        ]
+    return out
+
+
+def box_figure(rows, dataset: str, methods: Sequence[str], labels: Mapping[str, str]) -> bytes:
+    """PNG: accuracy, ECE and NLL against severity, boxes over corruptions per calibrator."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from calbench.report.tables import DISPLAY
+
+    cmap = plt.get_cmap("tab10" if len(methods) <= 10 else "tab20")
+    fig, axes = plt.subplots(1, len(BOX_METRICS), figsize=(6.0 * len(BOX_METRICS), 4.6))
+    width = 0.8 / max(len(methods), 1)
+    for ax, metric in zip(axes, BOX_METRICS, strict=True):
+        means = corruption_means(rows, metric, dataset)
+        scale = DISPLAY.get(metric, (1.0, 4, metric))[0]
+        for k, m in enumerate(methods):
+            data, pos = [], []
+            for s in SEVERITY_LEVELS:
+                vals = list((means.get((m, s)) or {}).values())
+                if vals:
+                    data.append(np.asarray(vals) * scale)
+                    pos.append(s - 0.4 + width * (k + 0.5))
+            if not data:
+                continue
+            colour = cmap(k % cmap.N)
+            ax.boxplot(
+                data,
+                positions=pos,
+                widths=width * 0.9,
+                patch_artist=True,
+                showfliers=True,
+                manage_ticks=False,
+                boxprops={"facecolor": colour, "edgecolor": colour, "alpha": 0.8},
+                medianprops={"color": "black", "linewidth": 0.8},
+                whiskerprops={"color": colour},
+                capprops={"color": colour},
+                flierprops={"markeredgecolor": colour, "markersize": 2},
+            )
+        ax.set_xticks(list(SEVERITY_LEVELS))
+        ax.set_xticklabels(["clean", "1", "2", "3", "4", "5"])
+        ax.set_xlabel("severity")
+        ax.set_ylabel(DISPLAY.get(metric, (1.0, 4, metric))[2])
+        ax.grid(axis="y", alpha=0.3)
+    handles = [
+        matplotlib.patches.Patch(color=cmap(k % cmap.N), label=labels.get(m, m))
+        for k, m in enumerate(methods)
+    ]
+    fig.legend(handles=handles, loc="lower center", ncol=min(len(methods), 10), frameon=False)
+    fig.tight_layout(rect=(0, 0.08, 1, 1))
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=90, metadata={"Software": None})
+    plt.close(fig)
+    return buf.getvalue()
+
+
+def _spearman(x, y) -> float:
+    from scipy.stats import spearmanr
+
+    if len(x) < 3 or np.allclose(y, y[0]):
+        return math.nan
+    return float(spearmanr(x, y).statistic)
+
+
+def findings(rows, compare, dataset: str, methods: Sequence[str], labels: Mapping) -> list[str]:
+    """Plain sentences about ``dataset`` computed from the tables (never fixed text)."""
+    out = []
+    ece = mean_table(rows, "ece", dataset, methods)
+    acc = mean_table(rows, "accuracy", dataset, methods)
+    lab = lambda m: labels.get(m, m)  # noqa: E731
+    if "uncalibrated" in acc and not math.isnan(acc["uncalibrated"][0]):
+        a = acc["uncalibrated"]
+        out.append(
+            f"Accuracy falls from {_fmt('accuracy', a[0])}% on the clean test half to "
+            f"{_fmt('accuracy', a[-1])}% at severity 5 (mean over corruptions and models)."
+        )
+    if "uncalibrated" in ece and "ts" in ece:
+        u, t = np.array(ece["uncalibrated"]), np.array(ece["ts"])
+        gain = u - t
+        if np.all(np.isfinite(gain)):
+            rho = _spearman(np.array(SEVERITY_LEVELS, float), gain)
+            trend = "shrinks" if gain[-1] < gain[0] else "grows" if gain[-1] > gain[0] else "stays"
+            ratio = [tt / uu if uu > 0 else math.nan for tt, uu in zip(t, u, strict=True)]
+            out.append(
+                f"{lab('ts')} lowers mean ECE from {_fmt('ece', u[0])}% to {_fmt('ece', t[0])}% "
+                f"on clean data (gain {_fmt('ece', gain[0])} points) and from {_fmt('ece', u[-1])}% "
+                f"to {_fmt('ece', t[-1])}% at severity 5 (gain {_fmt('ece', gain[-1])} points): its "
+                f"absolute gain {trend} with severity (Spearman rho of gain against severity "
+                f"{rho:.2f}); relative to the uncalibrated ECE it keeps "
+                f"{100 * (1 - ratio[0]):.0f}% of the error removed on clean data and "
+                f"{100 * (1 - ratio[-1]):.0f}% at severity 5."
+            )
+    finite = {m: v for m, v in ece.items() if np.isfinite(v[0]) and np.isfinite(v[-1])}
+    if len(finite) >= 2:
+        rise = {m: v[-1] - v[0] for m, v in finite.items()}
+        order = sorted(rise, key=lambda m: rise[m])
+        best5 = min(finite, key=lambda m: finite[m][-1])
+        out.append(
+            f"Most graceful degradation: {lab(order[0])} (mean ECE +{_fmt('ece', rise[order[0]])} "
+            f"points from clean to severity 5); least graceful: {lab(order[-1])} "
+            f"(+{_fmt('ece', rise[order[-1]])} points). Lowest mean ECE at severity 5: "
+            f"{lab(best5)} ({_fmt('ece', finite[best5][-1])}%)."
+        )
+    for comp, text in (("ts_vs_uncalibrated", "TS vs uncalibrated"), ("best_vs_ts", "best vs TS")):
+        sel = [r for r in compare if r["dataset"] == dataset and r["comparison"] == comp]
+        for metric in sorted({r["metric"] for r in sel}):
+            cells = [r for r in sel if r["metric"] == metric and r["severity"] > 0]
+            if not cells:
+                continue
+            better = sum(float(r["ci_high"]) < 0 for r in cells)
+            worse = sum(float(r["ci_low"]) > 0 for r in cells)
+            if metric == "accuracy":
+                better, worse = worse, better
+            picks = sorted({r["method"] for r in sel if r["metric"] == metric})
+            extra = (
+                f" (best on the clean validation half: {', '.join(lab(p) for p in picks)})"
+                if comp == "best_vs_ts"
+                else ""
+            )
+            out.append(
+                f"{text}{extra}, {metric} under shift: significantly better in {better}, "
+                f"significantly worse in {worse}, not distinguishable in "
+                f"{len(cells) - better - worse} of {len(cells)} (model, severity) cells."
+            )
+    return out
+
+
+def _table_html(header, body, cls, caption: str = "") -> str:
+    head = "".join(f"<th>{_e(h)}</th>" for h in header)
+    cap = f"<caption>{_e(caption)}</caption>" if caption else ""
+    rows = "".join(
+        "<tr>" + "".join(c if c.startswith("<td") else f"<td>{_e(c)}</td>" for c in r) + "</tr>"
+        for r in body
+    )
+    return f'<table class="{cls}">{cap}<thead><tr>{head}</tr></thead><tbody>{rows}</tbody></table>'
+
+
+def _num(text: str, bold: bool = False, cls: str = "num") -> str:
+    inner = f"<b>{_e(text)}</b>" if bold else _e(text)
+    return f'<td class="{cls}">{inner}</td>'
+
+
+def section_html(rows, compare, manifests: Sequence[Mapping], spec: Mapping) -> str:
+    """The report section (an HTML fragment), one part per dataset."""
+    datasets = spec.get("datasets", {})
+    models = spec.get("models", {})
+    cal_spec = spec.get("calibrators", {})
+    present = {r["method"] for r in rows}
+    methods = [c for c in cal_spec if c in present] + sorted(present - set(cal_spec))
+    labels = {c: str((cal_spec.get(c) or {}).get("display") or c) for c in methods}
+    level = float(spec.get("level", 0.95))
+    parts = [
+        '<section id="shift">',
+        "<h2>Calibration under dataset shift</h2>",
+        "<p>Calibrators fitted on the clean validation half, evaluated unchanged on the test half "
+        "of corrupted copies of the test set (Hendrycks &amp; Dietterich 2019 corruptions, "
+        "severities 1-5; severity 0 is the clean test half). Boxes run over corruptions; each "
+        "point is a corruption's value averaged over the dataset's models (Ovadia et al. 2019). "
+        f"Paired comparisons: mean over corruptions per severity, {level * 100:g}% paired "
+        "bootstrap intervals over test images (one resample of images for every corruption); "
+        "&ldquo;best&rdquo; is chosen on the clean validation half.</p>",
+    ]
+    for d in [d for d in datasets if any(r["dataset"] == d for r in rows)] + sorted(
+        {r["dataset"] for r in rows} - set(datasets)
+    ):
+        dl = str((datasets.get(d) or {}).get("display") or d)
+        corr = sorted({r["corruption"] for r in rows if r["dataset"] == d} - {"clean"})
+        n_models = len({r["model"] for r in rows if r["dataset"] == d})
+        parts.append(f"<h3>{_e(dl)}</h3>")
+        parts.append(f"<p>{n_models} models, {len(corr)} corruptions: {_e(', '.join(corr))}.</p>")
+        parts.append(
+            '<ul class="shift-findings">'
+            + "".join(f"<li>{_e(s)}</li>" for s in findings(rows, compare, d, methods, labels))
+            + "</ul>"
+        )
+        png = box_figure(rows, d, methods, labels)
+        src = "data:image/png;base64," + base64.b64encode(png).decode("ascii")
+        parts.append(
+            f'<figure><img alt="{_e(dl)}: accuracy, ECE and NLL against severity" src="{src}">'
+            "<figcaption>Accuracy, ECE and NLL against severity per calibrator.</figcaption></figure>"
+        )
+        ece = mean_table(rows, "ece", d, methods)
+        body = []
+        col_best = [
+            min((v[i] for v in ece.values() if math.isfinite(v[i])), default=math.nan)
+            for i in range(len(SEVERITY_LEVELS))
+        ]
+        for m in methods:
+            body.append(
+                [labels[m]]
+                + [
+                    _num(_fmt("ece", v), bold=math.isfinite(v) and v == col_best[i])
+                    for i, v in enumerate(ece[m])
+                ]
+            )
+        parts.append(
+            _table_html(
+                ["Calibrator", "clean", "1", "2", "3", "4", "5"],
+                body,
+                "shift-ece",
+                f"{dl}: mean ECE, % (15 bins), by severity; best of each column in bold",
+            )
+        )
+        sel = [r for r in compare if r["dataset"] == d]
+        if sel:
+            body = []
+            for r in sel:
+                mdisp = (models.get(r["model"]) or {}).get("display") or {}
+                name = str(mdisp.get("name") or r["model"])
+                if mdisp.get("loss"):
+                    name += f" ({mdisp['loss']})"
+                sig = float(r["ci_low"]) > 0 or float(r["ci_high"]) < 0
+                m = r["metric"]
+                body.append(
+                    [
+                        name,
+                        "clean" if r["severity"] == 0 else str(r["severity"]),
+                        m,
+                        labels.get(r["method"], r["method"]),
+                        labels.get(r["baseline"], r["baseline"]),
+                        _num(_fmt(m, r["value"])),
+                        _num(_fmt(m, r["baseline_value"])),
+                        _num(_fmt(m, r["difference"]), cls="num sig" if sig else "num"),
+                        _num(f"[{_fmt(m, r['ci_low'])}, {_fmt(m, r['ci_high'])}]"),
+                        _num(f"{float(r['p_value']):.3f}"),
+                    ]
+                )
+            parts.append(
+                f"<details><summary>{_e(dl)}: paired bootstrap per model and severity "
+                f"({len(sel)} rows; differences whose interval excludes 0 are highlighted)</summary>"
+                + _table_html(
+                    [
+                        "Model",
+                        "Severity",
+                        "Metric",
+                        "Method",
+                        "Baseline",
+                        "Value",
+                        "Baseline value",
+                        "Difference",
+                        "Interval",
+                        "p",
+                    ],
+                    body,
+                    "shift-compare",
+                )  # fmt: skip
+                + "</details>"
+            )
+    used = [m for m in manifests if m]
+    if used:
+        body = [
+            [
+                str(m.get("dataset", "")),
+                str(m.get("corruption", "")),
+                str(m.get("source", "")),
+                str(m.get("n", "")),
+                f"<td><code>{_e(m.get('sha256', ''))}</code></td>",
+            ]
+            for m in used
+        ]
+        parts.append(
+            "<details><summary>Corrupted test sets (provenance)</summary>"
+            + _table_html(
+                ["Dataset", "Corruption", "Source", "Images per severity", "SHA-256"],
+                body,
+                "shift-provenance",
+            )
+            + "</details>"
+        )
+    parts.append("</section>")
+    return "\n".join(parts) + "\n"
+
+
+def summary_rows(rows, spec: Mapping) -> list[dict]:
+    """Mean ECE per severity per (dataset, calibrator), for ``mean_ece.csv``."""
+    out = []
+    cal_spec = spec.get("calibrators", {})
+    present = {r["method"] for r in rows}
+    methods = [c for c in cal_spec if c in present] + sorted(present - set(cal_spec))
+    for d in sorted({r["dataset"] for r in rows}):
+        for m, vals in mean_table(rows, "ece", d, methods).items():
+            out.append(
+                {
+                    "dataset": d,
+                    "method": m,
+                    **{f"severity_{s}": v for s, v in zip(SEVERITY_LEVELS, vals, strict=True)},
+                }
+            )
+    return out
+
+
+def shift_report(*, metrics, compare, manifests, spec: Mapping, out_html, out_dir) -> None:
+    """Write the section fragment ``out_html`` and ``out_dir``/{metrics,compare,mean_ece}.csv."""
+    import json
+    from pathlib import Path
+
+    from calbench.io import atomic_write_text
+    from calbench.report.tables import write_long_csv
+    from calbench.shift.evaluate import COMPARE_COLUMNS, METRIC_COLUMNS
+
+    rows, comp = read_rows(metrics, compare)
+    if not rows:
+        raise ValueError("the shift metrics CSVs hold no rows; run evaluate-shift first")
+    mans = []
+    for path in manifests:
+        try:
+            mans.append(json.loads(Path(path).read_text()))
+        except (OSError, json.JSONDecodeError) as exc:
+            raise ValueError(f"cannot read corrupted-set manifest {path} ({exc})") from None
+    out_dir = Path(out_dir)
+    write_long_csv(out_dir / "metrics.csv", rows, METRIC_COLUMNS)
+    write_long_csv(out_dir / "compare.csv", comp, COMPARE_COLUMNS)
+    write_long_csv(out_dir / "mean_ece.csv", summary_rows(rows, spec), SUMMARY_COLUMNS)
+    atomic_write_text(out_html, section_html(rows, comp, mans, spec))

@@ -1,0 +1,214 @@
+"""Calibrators fitted on clean data, evaluated under dataset shift (Ovadia et al. 2019, §4).
+
+Each calibrator was fitted on the clean validation half (``fit-calibrator``); here it is applied
+unchanged to the test half of every (corruption, severity) and to the clean halves. Metrics are
+those of :data:`calbench.metrics.METRICS` (15-bin ECE etc.).
+
+Paired comparisons under shift: for each severity s (0 = the clean test half), the statistic of
+a method is its metric *averaged over the corruptions* at severity s. Two comparisons per
+metric: temperature scaling against the uncalibrated model, and the best calibrator against
+temperature scaling, the best being chosen on the clean *validation* half (the data the
+calibrators were fitted on: no test data take part in the choice; in-sample, so flexible
+calibrators such as histogram binning look better there than they generalise). Intervals come
+from a paired percentile bootstrap over test *images* (Efron & Tibshirani 1993, ch. 13): one set
+of resampled image indices (:func:`calbench.stats.resample_indices`) is applied to every
+corruption and both methods, since the corrupted copies of one image are not independent
+samples. The p-value is :class:`calbench.stats.PairedBootstrap`'s.
+
+Resampled metrics are computed from per-sample statistics and the resample multiplicities
+``W`` (resamples x samples): a mean metric is ``W @ x / n``; the 15-bin ECE is
+``sum_b |W @ (1[bin=b] correct) - W @ (1[bin=b] conf)| / n`` (Guo et al. 2017, eq. 3 with the
+bin weight n_b / n folded in), so each resample costs one matrix product.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import numpy as np
+
+from calbench.shift.corruptions import SEVERITIES
+
+METRIC_COLUMNS = ("dataset", "model", "method", "half", "corruption", "severity", "metric", "value")
+COMPARE_COLUMNS = (
+    "dataset",
+    "model",
+    "severity",
+    "metric",
+    "comparison",
+    "method",
+    "baseline",
+    "value",
+    "baseline_value",
+    "difference",
+    "ci_low",
+    "ci_high",
+    "p_value",
+    "n_resamples",
+)
+#: The two comparisons: (label, method or "best", baseline).
+COMPARISONS = (("ts_vs_uncalibrated", "ts", "uncalibrated"), ("best_vs_ts", "best", "ts"))
+
+
+def resample_weights(n: int, n_resamples: int, seed: int) -> np.ndarray:
+    """Multiplicities ``(n_resamples, n)`` of the bootstrap resamples of
+    :func:`calbench.stats.resample_indices` (same draws for the same arguments)."""
+    from calbench.stats import resample_indices
+
+    rows = []
+    for idx in resample_indices(n, n_resamples, seed):
+        b = idx.shape[0]
+        flat = (idx + np.arange(b)[:, None] * n).ravel()
+        rows.append(np.bincount(flat, minlength=b * n).reshape(b, n))
+    return np.concatenate(rows).astype(np.float64)
+
+
+def resampled_metric(name: str, probs: np.ndarray, labels: np.ndarray, weights: np.ndarray):
+    """Values of metric ``name`` on each resample given by ``weights`` (multiplicities)."""
+    from calbench.metrics import METRICS
+    from calbench.metrics.binning import top_label, width_bin_ids
+
+    n = labels.shape[0]
+    if name == "ece":
+        conf, correct = top_label(probs, labels)
+        ids = width_bin_ids(conf, 15)
+        feats = np.zeros((n, 30))
+        feats[np.arange(n), ids] = conf
+        feats[np.arange(n), 15 + ids] = correct
+        sums = weights @ feats
+        return np.abs(sums[:, 15:] - sums[:, :15]).sum(axis=1) / n
+    metric = METRICS.get(name)
+    if metric is None or not metric.is_mean:
+        raise ValueError(
+            f"metric {name!r} cannot be compared under shift; use ece or a mean metric "
+            "(accuracy, nll, nll_modern, brier)"
+        )
+    (x,) = metric.stats(probs, labels, probs.dtype)
+    return weights @ np.asarray(x, dtype=np.float64) / n
+
+
+def _load_calibrators(paths) -> dict:
+    from calbench.calibrators import load_calibrator
+
+    cals = {}
+    for path in paths:
+        name = Path(path).stem
+        if name in cals:
+            raise ValueError(f"two calibrator files are named {name!r}; give each method one file")
+        cals[name] = load_calibrator(path)
+    return cals
+
+
+def evaluate_shift(
+    shift_logits,
+    clean_logits,
+    split,
+    calibrators: list,
+    *,
+    metrics: list[str],
+    compare_metrics: list[str],
+    n_bootstrap: int = 200,
+    level: float = 0.95,
+    seed: int = 0,
+) -> tuple[list[dict], list[dict]]:
+    """Metric rows and paired-comparison rows of one model (columns :data:`METRIC_COLUMNS`,
+    :data:`COMPARE_COLUMNS`). ``calibrators`` are JSON files named ``<method>.json``; they must
+    include ``ts`` and ``uncalibrated`` when ``compare_metrics`` is not empty."""
+    from calbench.logits import load_logits
+    from calbench.metrics import METRICS
+    from calbench.report.tables import HIGHER_IS_BETTER
+    from calbench.shift.logits import load_shift_logits, read_split
+
+    unknown = [m for m in [*metrics, *compare_metrics] if m not in METRICS]
+    if unknown:
+        raise ValueError(f"unknown metrics {unknown}; choose from {sorted(METRICS)}")
+    if n_bootstrap < 1 and compare_metrics:
+        raise ValueError("n_bootstrap must be >= 1 for the paired comparisons")
+    if not 0.0 < level < 1.0:
+        raise ValueError(f"level must lie in (0, 1), e.g. 0.95, got {level}")
+    clean = load_logits(clean_logits)
+    val_idx, test_idx = read_split(split, clean["labels"].shape[0], clean["order_hash"])
+    shifted = load_shift_logits(shift_logits)
+    if shifted["order_hash"] != clean["order_hash"] or not np.array_equal(
+        shifted["test_idx"], test_idx
+    ):
+        raise ValueError(
+            f"{shift_logits} was computed on other test samples than {clean_logits} with "
+            f"{split}; run shift-logits again with these files"
+        )
+    cals = _load_calibrators(calibrators)
+    if compare_metrics:
+        missing = [m for m in ("ts", "uncalibrated") if m not in cals]
+        if missing:
+            raise ValueError(
+                f"the shift comparisons need calibrators {missing}; pass their JSON files "
+                "(ts.json, uncalibrated.json)"
+            )
+    z, y = clean["logits"], clean["labels"]
+    yt = y[test_idx]
+    meta = {"dataset": clean["dataset"], "model": clean["model"]}
+    corr = shifted["corruptions"]
+    # probabilities: (method) -> {(corruption, severity): probs}; severity 0 = clean test half
+    probs, val_probs = {}, {}
+    for name, cal in cals.items():
+        val_probs[name] = cal.predict_proba(z[val_idx])
+        probs[name] = {("clean", 0): cal.predict_proba(z[test_idx])}
+        for ci, c in enumerate(corr):
+            for si, s in enumerate(SEVERITIES):
+                probs[name][(c, s)] = cal.predict_proba(shifted["logits"][ci, si])
+    rows = []
+    for name in cals:
+        for m in metrics:
+            fn = METRICS[m]
+            rows.append({**meta, "method": name, "half": "val", "corruption": "clean",
+                         "severity": 0, "metric": m, "value": float(fn(val_probs[name], y[val_idx]))})  # fmt: skip
+            for (c, s), p in probs[name].items():
+                rows.append({**meta, "method": name, "half": "test", "corruption": c,
+                             "severity": s, "metric": m, "value": float(fn(p, yt))})  # fmt: skip
+    compare = []
+    if not compare_metrics:
+        return rows, compare
+    weights = resample_weights(len(test_idx), n_bootstrap, seed)
+    groups = {0: [("clean", 0)], **{s: [(c, s) for c in corr] for s in SEVERITIES}}
+    lo_q, hi_q = (1.0 - level) / 2.0, (1.0 + level) / 2.0
+    for m in compare_metrics:
+        fn = METRICS[m]
+        higher = m in HIGHER_IS_BETTER
+        val_scores = {k: float(fn(val_probs[k], y[val_idx])) for k in cals}
+        pick = max if higher else min
+        best = pick(
+            val_scores,
+            key=lambda k: (
+                val_scores[k]
+                if math.isfinite(val_scores[k])
+                else (-math.inf if higher else math.inf)
+            ),
+        )
+        cache = {}
+
+        def stat(method, sev, m=m, fn=fn, cache=cache):
+            if (method, sev) not in cache:
+                keys = groups[sev]
+                value = float(np.mean([fn(probs[method][k], yt) for k in keys]))
+                boot = np.mean(
+                    [resampled_metric(m, probs[method][k], yt, weights) for k in keys], axis=0
+                )
+                cache[(method, sev)] = (value, boot)
+            return cache[(method, sev)]
+
+        for label, method, base in COMPARISONS:
+            method = best if method == "best" else method
+            for sev in groups:
+                va, ba = stat(method, sev)
+                vb, bb = stat(base, sev)
+                diffs = ba - bb
+                lo, hi = np.quantile(diffs, [lo_q, hi_q])
+                share = min(np.mean(diffs <= 0.0), np.mean(diffs >= 0.0))
+                compare.append({**meta, "severity": sev, "metric": m, "comparison": label,
+                                "method": method, "baseline": base, "value": va,
+                                "baseline_value": vb, "difference": va - vb,
+                                "ci_low": float(lo), "ci_high": float(hi),
+                                "p_value": float(min(1.0, 2.0 * share)),
+                                "n_resamples": int(n_bootstrap)})  # fmt: skip
+    return rows, compare
