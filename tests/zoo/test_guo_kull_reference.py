@@ -6,11 +6,15 @@ from __future__ import annotations
 
 import math
 from collections import Counter
+from pathlib import Path
 
 import pytest
+import yaml
 
 from calbench.reference import AVAILABLE, load_reference, workflow_rows
 from calbench.reference import guo_kull as G
+
+ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture(scope="module")
@@ -155,6 +159,25 @@ def test_calarena_brier_is_kull_brier_times_k(rows):
             assert abs(r["value"] - k[r["dataset"]] * full[(r["study_key"], m)]) < 1e-4
             n += 1
     assert n == 6
+
+
+def test_join_keys_match_the_config(rows):
+    cfg = yaml.safe_load((ROOT / "config" / "guo_kull_logits.yaml").read_text())
+    models = cfg["models"]
+    stems = {r["study_key"]: r["calbench_model"] for r in rows if r["study_key"]}
+    assert len(set(stems.values())) == 14
+    for stem, model in stems.items():
+        assert model in models, model
+        assert models[model]["logits"]["file"] == f"probs_{stem}_logits.p"
+    methods = {p["method"] for p in G.published_rows()}
+    assert methods <= set(cfg["calibrators"])
+
+    # the pinned checksums and sizes are the published LFS object ids (published-logits §2.1)
+    assert models["c10_resnet110"]["logits"]["size"] == 685390
+    assert models["imagenet_resnet152"]["logits"]["sha256"].startswith("1bbc1a84")
+    assert all(v["logits"]["format"] == "kull_pickle" for v in models.values())
+    g = cfg["report"]["guo_kull"]
+    assert g["summary_model"] in models and set(g["summary_calibrators"]) <= set(cfg["calibrators"])
 
 
 def test_published_rows_scale_to_fractions():
