@@ -18,6 +18,7 @@ validate(config, "workflow/schemas/config.schema.yaml")
 include: "workflow/rules/common.smk"
 include: "workflow/rules/data.smk"
 include: "workflow/rules/models.smk"
+include: "workflow/rules/logits.smk"
 include: "workflow/rules/calibrate.smk"
 include: "workflow/rules/plots.smk"
 include: "workflow/rules/report.smk"

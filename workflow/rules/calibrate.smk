@@ -6,7 +6,7 @@ rule fit_calibrator:
         calibrator="results/calibrators/{dataset}/{model}/{method}.json",
     input:
         logits="results/logits/{dataset}/{model}.npz",
-        split="results/split/{dataset}/split.npz",
+        split=split_file,
         lib=lib_sources("fit_calibrator"),
     params:
         method=lambda wildcards: calibrator_method(wildcards.method),
@@ -32,7 +32,7 @@ rule evaluate:
         metrics="results/metrics/{dataset}/{model}/{method}.csv",
     input:
         logits="results/logits/{dataset}/{model}.npz",
-        split="results/split/{dataset}/split.npz",
+        split=split_file,
         calibrator="results/calibrators/{dataset}/{model}/{method}.json",
         lib=lib_sources("evaluate"),
     params:
@@ -64,7 +64,7 @@ rule compare:
         compare="results/compare/{dataset}/{model}.csv",
     input:
         logits="results/logits/{dataset}/{model}.npz",
-        split="results/split/{dataset}/split.npz",
+        split=split_file,
         calibrators=calibrator_files,
         lib=lib_sources("compare"),
     params:

@@ -4,6 +4,7 @@ import importlib.util
 import json
 import shutil
 from pathlib import Path
+from types import SimpleNamespace
 
 SLUG = "[a-z0-9][a-z0-9_]*"
 
@@ -25,6 +26,15 @@ LIB_MODULES = {
     "download_checkpoint": ["models", "data/download.py", "cli/zoo.py"],
     "train_model": ["training.py", "metacal.py", "models", "losses", "data", "metrics", "cli/train.py"],
     "cache_logits": ["logits.py", "models", "data", "cli/logits.py", "cli/train.py"],
+    "import_logits": [
+        "logits_sources",
+        "lockfile.py",
+        "logits.py",
+        "split.py",
+        "models/__init__.py",
+        "models/pretrained.py",
+        "cli/import_logits.py",
+    ],
     "split": ["split.py", "cli/logits.py"],
     "fit_calibrator": ["calibrators", "metrics/soft.py", "cli/calibrate.py"],
     "evaluate": ["calibrators", "metrics", "stats.py", "report/tables.py", "cli/calibrate.py"],
@@ -141,11 +151,58 @@ def weights_input(wildcards):
 
 def split_source(wildcards):
     """The split is a function of N only. It is computed from the logits of the dataset's first
-    model, marked ancient: retraining or adding models does not rebuild it (and so does not rerun
-    every other model's steps); a change of the dataset entry (e.g. limit) does, through params.
-    Every step that reads logits with the split checks that they agree (N, sample order)."""
-    models = models_of(wildcards.dataset)
+    model that takes the study split, marked ancient: retraining or adding models does not
+    rebuild it (and so does not rerun every other model's steps); a change of the dataset entry
+    (e.g. limit) does, through params. Every step that reads logits with the split checks that
+    they agree (N, sample order)."""
+    models = [m for m in models_of(wildcards.dataset) if not presplit(m)]
     return ancient(f"results/logits/{wildcards.dataset}/{models[0]}.npz")
+
+
+# --- models whose logits come from a file (source: logits; workflow/rules/logits.smk) -------
+def presplit(model):
+    """True for a ``source: logits`` model whose file carries its own validation/test split
+    (``logits.split: file``; Kängsepp's pickles): its steps read
+    ``results/split/{dataset}/{model}.npz`` (written by import_logits_presplit) instead of the
+    dataset's study split."""
+    from calbench.logits_sources import is_presplit
+
+    v = model_cfg(model)
+    return v["source"] == "logits" and is_presplit(v)
+
+
+def split_file(wildcards):
+    """The split a model's fit/evaluate/compare/plot steps use (see :func:`presplit`)."""
+    if presplit(wildcards.model):
+        return f"results/split/{wildcards.dataset}/{wildcards.model}.npz"
+    return f"results/split/{wildcards.dataset}/split.npz"
+
+
+def split_files():
+    """Every split file of the configured models, once each (the report's provenance)."""
+    files = [
+        split_file(SimpleNamespace(dataset=v["dataset"], model=m))
+        for m, v in config["models"].items()
+    ]
+    return list(dict.fromkeys(files))
+
+
+def manifest_datasets():
+    """Datasets a model reads images of (every source but logits), in config order."""
+    used = {v["dataset"] for v in config["models"].values() if v["source"] != "logits"}
+    return [d for d in config["datasets"] if d in used]
+
+
+def _names_regex(names):
+    """A wildcard constraint matching exactly ``names`` (slugs), or nothing when empty."""
+    return "|".join(sorted(names, key=len, reverse=True)) if names else "(?!)"
+
+
+#: wildcard constraints of import_logits / import_logits_presplit (cache_logits: everything else)
+IMPORTED_MODELS = _names_regex(
+    [m for m, v in config["models"].items() if v["source"] == "logits" and not presplit(m)]
+)
+PRESPLIT_MODELS = _names_regex([m for m in config["models"] if presplit(m)])
 
 
 def dataset_spec(wildcards):
@@ -242,6 +299,15 @@ def check_config():
     for m, v in config["models"].items():
         if v["dataset"] not in config["datasets"]:
             problems.append(f"models.{m}.dataset: {v['dataset']!r} is not a key of datasets")
+        if v["source"] == "logits":
+            from calbench.logits_sources import check_entry as check_logits_entry
+
+            try:
+                check_logits_entry(m, v)
+            except ValueError as exc:
+                problems.append(f"models.{m}.logits: {exc}")
+            if m == "split" and presplit(m):
+                problems.append("models.split: a model with its own split cannot be named split")
     evaluated = set(ev("metrics"))
     for key in ("table_metrics", "losses_metrics"):
         for metric in config["report"][key]:

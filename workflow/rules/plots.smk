@@ -6,7 +6,7 @@ rule plot_reliability:
         png="results/plots/{dataset}/{model}/{method}.png",
     input:
         logits="results/logits/{dataset}/{model}.npz",
-        split="results/split/{dataset}/split.npz",
+        split=split_file,
         calibrator="results/calibrators/{dataset}/{model}/{method}.json",
         lib=lib_sources("plot_reliability"),
     params:
@@ -33,7 +33,7 @@ rule plot_reliability_grid:
         png="results/plots/{dataset}/{model}/grid.png",
     input:
         logits="results/logits/{dataset}/{model}.npz",
-        split="results/split/{dataset}/split.npz",
+        split=split_file,
         calibrators=calibrator_files,
         lib=lib_sources("plot_reliability"),
     params:

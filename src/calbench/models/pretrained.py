@@ -53,7 +53,12 @@ def load_registry(path: str | os.PathLike) -> dict:
     if not isinstance(models, Mapping) or not models:
         raise ValueError(f"{path} has no 'models:' mapping; add one entry per model")
     for name, entry in models.items():
-        if (entry or {}).get("source") != "train":  # trained by the workflow: nothing to fetch
+        source = (entry or {}).get("source")
+        if source == "logits":  # a logits file, not a network (calbench.logits_sources)
+            from calbench.logits_sources import check_entry as check_logits_entry
+
+            check_logits_entry(name, entry)
+        elif source != "train":  # trained by the workflow: nothing to fetch
             check_entry(name, entry)
     return doc
 

@@ -1,0 +1,324 @@
+"""Readers of published and user-supplied logits files (``logits.format`` of a model entry).
+
+Each reader returns :class:`Imported`: float32 logits ``(N, K)``, int64 labels ``(N,)`` and, for
+sources that come pre-split, the validation and test row indices. A file in the wrong format is
+a one-line :class:`ValueError` naming the file, what was expected and the fix.
+
+* ``coursework`` (Vasilev, MSU 2021; published logits, replication notes §1.1): one
+  ``torch.save``'d float32 tensor ``[N, K]`` per model (the whole test set in the dataset's
+  order), read with ``torch.load(weights_only=True)``, plus one ``targets.txt`` per dataset folder
+  (integers joined by ``"\\n"``, no trailing newline). The study's ImageNet folder has no
+  ``targets.txt``; its labels are the class-folder order ``[0]*50, [1]*50, ...`` and are
+  synthesised only when the model entry says ``targets: class_blocks``. The study split
+  (:mod:`calbench.split`) is applied afterwards, as for every model.
+* ``kull_pickle`` (Kängsepp's logits used by Guo et al. 2017 and Kull et al. 2019, NeurIPS,
+  "Beyond temperature scaling"): ``pickle.dump([(logits_val, y_val), (logits_test, y_test)])``
+  with labels of shape ``(n, 1)`` in varying integer dtypes (uint8, int32, int64). Pre-split:
+  rows ``0 .. n_val-1`` are the validation part, the rest the test part. The single-tuple
+  variant ``(logits, labels)`` (dirichletcal's own files) is split as their ``unpickle_probs``
+  does: scikit-learn ``train_test_split(test_size=n - 5000, random_state=15)``. Pickles are read
+  with :class:`NumpyOnlyUnpickler`, which reconstructs numpy arrays and nothing else.
+* ``npz``: the user's own ``logits`` ``(N, K)`` and ``labels`` ``(N,)`` (or ``(N, 1)``) in one
+  ``.npz``; optional ``val_idx`` / ``test_idx`` (a partition of ``range(N)``) are used when the
+  entry says ``split: file``. Read with ``allow_pickle=False``.
+"""
+
+from __future__ import annotations
+
+import functools
+import io
+import os
+import pickle
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+FORMATS = ("coursework", "kull_pickle", "npz")
+#: Formats whose files carry their own validation/test split (``split: file`` by default).
+PRESPLIT_BY_DEFAULT = frozenset({"kull_pickle"})
+#: ``targets:`` values of a coursework entry.
+TARGETS = ("file", "class_blocks")
+
+
+@dataclass
+class Imported:
+    """What a reader returns: ``logits`` float32 (N, K), ``labels`` int64 (N,), and the file's own
+    split ``(val_idx, test_idx)`` (int64) or None."""
+
+    logits: np.ndarray
+    labels: np.ndarray
+    split: tuple[np.ndarray, np.ndarray] | None = None
+
+
+# --------------------------------------------------------------------------- common checks
+
+
+def _as_logits(arr, path, what: str = "logits") -> np.ndarray:
+    arr = np.asarray(arr)
+    if arr.dtype == object or not np.issubdtype(arr.dtype, np.floating):
+        raise ValueError(f"{path}: {what} have dtype {arr.dtype}, expected float32 numbers")
+    if arr.ndim != 2 or arr.shape[0] < 1 or arr.shape[1] < 2:
+        raise ValueError(
+            f"{path}: {what} have shape {arr.shape}, expected (samples, classes) with >= 2 classes"
+        )
+    out = arr.astype(np.float32, copy=False)
+    if not np.isfinite(out).all():
+        raise ValueError(f"{path}: {what} contain NaN or infinite values (or overflow float32)")
+    return out
+
+
+def _as_labels(arr, n: int, k: int, path, what: str = "labels") -> np.ndarray:
+    arr = np.asarray(arr)
+    if arr.dtype == object or not np.issubdtype(arr.dtype, np.integer):
+        raise ValueError(
+            f"{path}: {what} have dtype {arr.dtype}, expected integer class indices (not one-hot)"
+        )
+    if arr.ndim == 2 and arr.shape[1] == 1:
+        arr = arr[:, 0]
+    if arr.ndim != 1:
+        raise ValueError(f"{path}: {what} have shape {arr.shape}, expected ({n},) or ({n}, 1)")
+    if arr.shape[0] != n:
+        raise ValueError(f"{path}: {arr.shape[0]} {what} for {n} rows of logits; they must pair up")
+    y = arr.astype(np.int64)
+    if y.size and (y.min() < 0 or y.max() >= k):
+        raise ValueError(
+            f"{path}: {what} range over [{y.min()}, {y.max()}] but the logits have {k} classes"
+        )
+    return y
+
+
+def check_split(val_idx, test_idx, n: int, path) -> tuple[np.ndarray, np.ndarray]:
+    """``(val_idx, test_idx)`` as int64 if together they are a partition of ``range(n)``."""
+    parts = []
+    for name, idx in (("val_idx", val_idx), ("test_idx", test_idx)):
+        idx = np.asarray(idx)
+        if idx.ndim != 1 or not np.issubdtype(idx.dtype, np.integer) or idx.size == 0:
+            raise ValueError(f"{path}: {name} must be a non-empty 1-D integer array")
+        parts.append(idx.astype(np.int64))
+    both = np.concatenate(parts)
+    if both.size != n or not np.array_equal(np.sort(both), np.arange(n)):
+        raise ValueError(
+            f"{path}: val_idx and test_idx must split range({n}) into two disjoint parts "
+            f"(got {parts[0].size} + {parts[1].size} indices)"
+        )
+    return parts[0], parts[1]
+
+
+# --------------------------------------------------------------------------- coursework
+
+
+def read_torch_tensor(path) -> np.ndarray:
+    """A ``torch.save``'d float tensor ``[N, K]`` as float32 numpy (``weights_only=True``)."""
+    import torch
+
+    try:
+        obj = torch.load(path, map_location="cpu", weights_only=True, mmap=_is_zip(path))
+    except Exception as exc:  # pickle errors, truncated zip, objects weights_only refuses
+        first = (str(exc).splitlines() or [""])[0][:160]
+        raise ValueError(
+            f"{path} is not a torch-saved tensor (format coursework; {type(exc).__name__}: "
+            f"{first}); check logits.format or download the file again"
+        ) from None
+    if not isinstance(obj, torch.Tensor):
+        raise ValueError(
+            f"{path} holds a {type(obj).__name__}, not a logits tensor [N, K] (format coursework)"
+        )
+    if not obj.is_floating_point():
+        raise ValueError(f"{path}: tensor dtype {obj.dtype}, expected float32 logits")
+    return _as_logits(obj.detach().to(torch.float32).numpy(), path)
+
+
+def _is_zip(path) -> bool:
+    with open(path, "rb") as fh:
+        return fh.read(4) == b"PK\x03\x04"
+
+
+_INT_LINE = re.compile(rb"-?[0-9]+")
+
+
+def read_targets(path, n: int | None = None) -> np.ndarray:
+    """The study's ``targets.txt``: integers joined by ``"\\n"`` (one trailing newline tolerated)."""
+    data = Path(path).read_bytes()
+    if data.endswith(b"\n"):
+        data = data[:-1]
+    lines = data.split(b"\n") if data else []
+    if not lines:
+        raise ValueError(f"{path} is empty; expected one integer label per line")
+    bad = next((i for i, s in enumerate(lines) if not _INT_LINE.fullmatch(s.strip(b"\r"))), None)
+    if bad is not None:
+        raise ValueError(
+            f"{path}: line {bad + 1} ({lines[bad][:20]!r}) is not an integer label; "
+            "expected integers joined by newlines (targets.txt)"
+        )
+    y = np.array([int(s) for s in lines], dtype=np.int64)
+    if n is not None and y.shape[0] != n:
+        raise ValueError(f"{path} has {y.shape[0]} labels but the logits have {n} rows")
+    return y
+
+
+def class_blocks(n: int, k: int) -> np.ndarray:
+    """Labels in class-folder order, ``[0]*(n/k), [1]*(n/k), ...`` (ImageNet's 50 per class)."""
+    if n % k:
+        raise ValueError(
+            f"targets: class_blocks needs the row count ({n}) to be a multiple of the classes ({k})"
+        )
+    return np.repeat(np.arange(k, dtype=np.int64), n // k)
+
+
+def read_coursework(path, targets=None, *, synthesise: bool = False) -> Imported:
+    """One coursework model: the tensor file and its folder's ``targets.txt`` (or, only with
+    ``synthesise=True`` and no ``targets``, the class-folder order)."""
+    logits = read_torch_tensor(path)
+    n, k = logits.shape
+    if targets is not None:
+        y = read_targets(targets, n)
+    elif synthesise:
+        y = class_blocks(n, k)
+    else:
+        raise ValueError(
+            f"no targets.txt for {path}; put it beside the file, or set targets: class_blocks "
+            "in the model's logits entry if the rows are in class-folder order"
+        )
+    return Imported(logits, _as_labels(y, n, k, targets or path))
+
+
+# --------------------------------------------------------------------------- kull_pickle
+
+
+class NumpyOnlyUnpickler(pickle.Unpickler):
+    """An unpickler that rebuilds numpy arrays, dtypes and scalars and refuses every other global.
+
+    ``pickle.load`` runs arbitrary code named in the file; this one only resolves the numpy
+    reconstruction functions an ``ndarray`` pickle names, so a crafted file fails to load.
+    """
+
+    @staticmethod
+    @functools.cache
+    def _allowed():
+        try:
+            from numpy._core import multiarray as ma  # numpy >= 2
+        except ImportError:  # pragma: no cover - numpy 1.x
+            from numpy.core import multiarray as ma
+        try:
+            from numpy._core import numeric as nu
+        except ImportError:  # pragma: no cover
+            from numpy.core import numeric as nu
+        table = {}
+        for mod in ("numpy.core.multiarray", "numpy._core.multiarray"):
+            table[(mod, "_reconstruct")] = ma._reconstruct
+            table[(mod, "scalar")] = ma.scalar
+        for mod in ("numpy.core.numeric", "numpy._core.numeric"):
+            table[(mod, "_frombuffer")] = nu._frombuffer
+        table[("numpy", "ndarray")] = np.ndarray
+        table[("numpy", "dtype")] = np.dtype
+        return table
+
+    def find_class(self, module, name):
+        fn = self._allowed().get((module, name))
+        if fn is None:
+            raise pickle.UnpicklingError(
+                f"global {module}.{name} is not allowed (only numpy arrays may be unpickled)"
+            )
+        return fn
+
+
+def load_numpy_pickle(path):
+    """``pickle.load`` restricted to numpy arrays (:class:`NumpyOnlyUnpickler`)."""
+    with open(path, "rb") as fh:
+        data = fh.read()
+    try:
+        return NumpyOnlyUnpickler(io.BytesIO(data), encoding="latin1").load()
+    except Exception as exc:
+        first = (str(exc).splitlines() or [""])[0][:160]
+        raise ValueError(
+            f"{path} is not a pickle of numpy arrays (format kull_pickle; {type(exc).__name__}: "
+            f"{first}); check logits.format or download the file again"
+        ) from None
+
+
+def dirichletcal_split(n: int, n_val: int = 5000, seed: int = 15) -> tuple[np.ndarray, np.ndarray]:
+    """scikit-learn ``train_test_split(test_size=n - n_val, random_state=seed)`` of ``range(n)``
+    as ``(val_idx, test_idx)``: ShuffleSplit takes ``perm = RandomState(seed).permutation(n)``,
+    test = ``perm[:n - n_val]``, train (our validation part) = the rest."""
+    if n <= n_val:
+        raise ValueError(f"a single (logits, labels) pickle needs more than {n_val} rows, got {n}")
+    perm = np.random.RandomState(seed).permutation(n).astype(np.int64)
+    return perm[n - n_val :].copy(), perm[: n - n_val].copy()
+
+
+def read_kull_pickle(path) -> Imported:
+    """A Kängsepp pickle ``[(logits_val, y_val), (logits_test, y_test)]`` (or one tuple)."""
+    obj = load_numpy_pickle(path)
+    expect = "[(logits_val, y_val), (logits_test, y_test)] or (logits, labels)"
+
+    def pair(p, what):
+        if not isinstance(p, (tuple, list)) or len(p) != 2:
+            raise ValueError(f"{path}: expected {expect}, found {type(p).__name__} at {what}")
+        z = _as_logits(p[0], path, f"{what} logits")
+        return z, _as_labels(p[1], z.shape[0], z.shape[1], path, f"{what} labels")
+
+    if (
+        isinstance(obj, (tuple, list))
+        and len(obj) == 2
+        and all(isinstance(p, (tuple, list)) for p in obj)
+    ):
+        (zv, yv), (zt, yt) = pair(obj[0], "validation"), pair(obj[1], "test")
+        if zv.shape[1] != zt.shape[1]:
+            raise ValueError(
+                f"{path}: validation logits have {zv.shape[1]} classes, test logits {zt.shape[1]}"
+            )
+        logits = np.concatenate([zv, zt])
+        nv = zv.shape[0]
+        split = (np.arange(nv, dtype=np.int64), np.arange(nv, logits.shape[0], dtype=np.int64))
+        return Imported(logits, np.concatenate([yv, yt]), split)
+    if isinstance(obj, (tuple, list)) and len(obj) == 2 and isinstance(obj[0], np.ndarray):
+        z, y = pair(obj, "the file")
+        return Imported(z, y, dirichletcal_split(z.shape[0]))
+    raise ValueError(f"{path}: expected {expect}, found {type(obj).__name__}")
+
+
+# --------------------------------------------------------------------------- npz
+
+
+def read_npz(path, *, use_split: bool = False) -> Imported:
+    """The user's ``.npz``: ``logits``, ``labels`` and (with ``use_split``) ``val_idx``/``test_idx``."""
+    try:
+        with np.load(path, allow_pickle=False) as z:
+            data = {k: z[k] for k in z.files}
+    except Exception as exc:  # not a zip, pickled object arrays, truncated file
+        first = (str(exc).splitlines() or [""])[0][:160]
+        raise ValueError(
+            f"{path} is not a numpy .npz of arrays (format npz; {type(exc).__name__}: {first})"
+        ) from None
+    missing = [k for k in ("logits", "labels") if k not in data]
+    if missing:
+        raise ValueError(
+            f"{path} lacks {missing} (has {sorted(data)}); save it with "
+            "np.savez(path, logits=..., labels=...)"
+        )
+    logits = _as_logits(data["logits"], path)
+    labels = _as_labels(data["labels"], logits.shape[0], logits.shape[1], path)
+    split = None
+    if use_split:
+        if "val_idx" not in data or "test_idx" not in data:
+            raise ValueError(
+                f"{path} has no val_idx/test_idx but the entry says split: file; add them or "
+                "use split: study"
+            )
+        split = check_split(data["val_idx"], data["test_idx"], logits.shape[0], path)
+    return Imported(logits, labels, split)
+
+
+def read(fmt: str, path, *, targets=None, synthesise_targets=False, use_split=None) -> Imported:
+    """Dispatch on ``fmt`` (one of :data:`FORMATS`)."""
+    if not os.path.isfile(path):
+        raise FileNotFoundError(f"logits file {path} does not exist")
+    if fmt == "coursework":
+        return read_coursework(path, targets, synthesise=synthesise_targets)
+    if fmt == "kull_pickle":
+        return read_kull_pickle(path)
+    if fmt == "npz":
+        return read_npz(path, use_split=bool(use_split))
+    raise ValueError(f"unknown logits format {fmt!r}; use one of {list(FORMATS)}")

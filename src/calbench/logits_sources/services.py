@@ -1,0 +1,301 @@
+"""Where published logits files are downloaded from, and verified downloads.
+
+* :class:`YandexDisk`: a public Yandex Disk folder through the public REST API (no OAuth):
+  ``GET {api}/v1/disk/public/resources?public_key=K&path=P&limit=L&offset=O`` lists a folder
+  (children in ``_embedded.items``, each with ``name``, ``path``, ``type``, ``size`` and, for
+  files, ``md5`` / ``sha256``), paginated by ``limit``/``offset``;
+  ``GET {api}/v1/disk/public/resources/download?public_key=K&path=P`` returns ``{"href": ...}``,
+  a short-lived direct link that is then fetched.
+* :func:`lfs_candidates`: a Git LFS object of a GitHub repository: the LFS media URL
+  (``{media}/{repo}/{ref}/{path}``), then the LFS batch API (``POST {api}/{repo}.git/info/lfs/
+  objects/batch`` with ``{"operation": "download", "objects": [{"oid", "size"}]}`` ->
+  ``objects[0].actions.download.href`` and its headers).
+* :func:`find_in_tree` resolves a study file by folder name and file name in any listed tree (the
+  Yandex folder or a local directory), accepting the Kaggle layout (``cifar10_v1/x.pt``) and the
+  layout of the study's zips (``logits/cifar10/v1/x.pt``, ``focal/CIFAR10/x.pt``).
+* :func:`fetch_verified` streams candidates in order into a temporary file beside the
+  destination, checks size and SHA-256 while reading, and moves it into place only when it
+  matches; a failed candidate leaves nothing behind.
+
+Base URLs are parameters (a test points them at a server on 127.0.0.1).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import urllib.parse
+import urllib.request
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
+
+from calbench.io import atomic_path
+
+YANDEX_API = "https://cloud-api.yandex.net"
+LFS_MEDIA = "https://media.githubusercontent.com/media"
+LFS_API = "https://github.com"
+_CHUNK = 1 << 20
+_UA = {"User-Agent": "calbench"}
+
+
+class DownloadError(OSError):
+    """No candidate gave a file of the expected size and checksum."""
+
+
+def _request(url: str, *, data: bytes | None = None, headers=None, timeout: float = 60.0):
+    req = urllib.request.Request(url, data=data, headers={**_UA, **(headers or {})})
+    return urllib.request.urlopen(req, timeout=timeout)
+
+
+def get_json(url: str, *, data=None, headers=None, timeout: float = 60.0):
+    with _request(url, data=data, headers=headers, timeout=timeout) as resp:
+        body = resp.read()
+    try:
+        return json.loads(body)
+    except ValueError:
+        raise OSError(f"{url} did not answer with JSON ({body[:60]!r})") from None
+
+
+# --------------------------------------------------------------------------- verified fetch
+
+
+@dataclass
+class Candidate:
+    """One place to get a file from; ``resolve()`` gives ``(url, headers)`` (it may call an API)."""
+
+    label: str
+    resolve: Callable[[], tuple[str, dict]]
+
+
+def _stream(url: str, headers: dict, tmp: Path, size: int | None, timeout: float) -> tuple[str, int]:
+    h, n = hashlib.sha256(), 0
+    with _request(url, headers=headers, timeout=timeout) as resp, open(tmp, "wb") as out:
+        while block := resp.read(_CHUNK):
+            n += len(block)
+            if size is not None and n > size:
+                raise DownloadError(f"more than the expected {size} bytes")
+            h.update(block)
+            out.write(block)
+    return h.hexdigest(), n
+
+
+def fetch_verified(
+    dest: str | os.PathLike,
+    candidates: Iterable[Candidate],
+    *,
+    sha256: str | None = None,
+    size: int | None = None,
+    timeout: float = 60.0,
+) -> dict:
+    """Download the first candidate whose size and SHA-256 match into ``dest``.
+
+    Returns ``{"sha256", "size", "origin"}``. Without ``sha256`` / ``size`` any answer is taken
+    (callers pin it afterwards). Raises :class:`DownloadError` (one line, every attempt named)
+    when no candidate matches; ``dest`` is then untouched.
+    """
+    dest = Path(dest)
+    errors = []
+    for cand in candidates:
+        try:
+            url, headers = cand.resolve()
+            with atomic_path(dest) as tmp:
+                digest, n = _stream(url, headers, tmp, size, timeout)
+                if size is not None and n != size:
+                    raise DownloadError(f"{n} bytes, expected {size}")
+                if sha256 and digest != sha256:
+                    raise DownloadError(f"sha256 {digest[:12]} does not match the pinned {sha256[:12]}")
+            return {"sha256": digest, "size": n, "origin": cand.label}
+        except (OSError, ValueError) as exc:  # HTTP/URL errors, timeouts, mismatches
+            errors.append(f"{cand.label}: {str(exc).splitlines()[0] if str(exc) else type(exc).__name__}")
+    raise DownloadError(
+        f"could not obtain a verified {dest.name} ({'; '.join(errors) or 'no source configured'}); "
+        "download it by hand and pass it with local_path or a mirrors: directory"
+    )
+
+
+def url_candidates(urls: Iterable[str]) -> list[Candidate]:
+    return [Candidate(u, lambda u=u: (u, {})) for u in urls]
+
+
+# --------------------------------------------------------------------------- Git LFS
+
+
+def lfs_candidates(lfs: dict, sha256: str, size: int) -> list[Candidate]:
+    """The LFS media URL, then the LFS batch API, for object ``sha256`` of ``size`` bytes."""
+    repo, ref, path = lfs["repo"], lfs["ref"], lfs["path"]
+    media = lfs.get("media_base") or LFS_MEDIA
+    api = lfs.get("api_base") or LFS_API
+    media_url = f"{media.rstrip('/')}/{repo}/{ref}/{urllib.parse.quote(path)}"
+    batch_url = f"{api.rstrip('/')}/{repo}.git/info/lfs/objects/batch"
+
+    def batch(timeout=60.0):
+        body = json.dumps(
+            {
+                "operation": "download",
+                "transfers": ["basic"],
+                "objects": [{"oid": sha256, "size": int(size)}],
+            }
+        ).encode()
+        hdr = {
+            "Accept": "application/vnd.git-lfs+json",
+            "Content-Type": "application/vnd.git-lfs+json",
+        }
+        answer = get_json(batch_url, data=body, headers=hdr, timeout=timeout)
+        try:
+            obj = answer["objects"][0]
+        except (KeyError, IndexError, TypeError):
+            raise OSError("LFS batch answer has no objects") from None
+        if obj.get("error"):
+            raise OSError(f"LFS batch: {obj['error'].get('message', obj['error'])}")
+        try:
+            action = obj["actions"]["download"]
+        except (KeyError, TypeError):
+            raise OSError("LFS batch answer has no download action") from None
+        return action["href"], dict(action.get("header") or {})
+
+    return [
+        Candidate(media_url, lambda: (media_url, {})),
+        Candidate(f"LFS batch API {batch_url}", batch),
+    ]
+
+
+# --------------------------------------------------------------------------- Yandex Disk
+
+
+@dataclass
+class Entry:
+    """A file in a listed tree: POSIX ``path`` from the tree's root, ``size``, optional hashes."""
+
+    path: str
+    size: int | None = None
+    sha256: str | None = None
+    md5: str | None = None
+
+
+class YandexDisk:
+    """A public Yandex Disk folder (``public_key``: its public URL or key)."""
+
+    def __init__(self, public_key: str, api_base: str | None = None, *, timeout=60.0, limit=100):
+        self.public_key = public_key
+        self.api = (api_base or YANDEX_API).rstrip("/")
+        self.timeout, self.limit = timeout, limit
+        self._tree: list[Entry] | None = None
+
+    def _url(self, endpoint: str, **params) -> str:
+        q = urllib.parse.urlencode({"public_key": self.public_key, **params})
+        return f"{self.api}/v1/disk/public/resources{endpoint}?{q}"
+
+    def list_dir(self, path: str = "/") -> list[dict]:
+        """Every child of folder ``path`` (all pages)."""
+        items, offset = [], 0
+        while True:
+            doc = get_json(
+                self._url("", path=path, limit=self.limit, offset=offset), timeout=self.timeout
+            )
+            emb = doc.get("_embedded") or {}
+            page = emb.get("items") or []
+            items += page
+            offset += len(page)
+            total = emb.get("total")
+            if not page or (total is not None and offset >= total) or len(page) < self.limit:
+                return items
+
+    def tree(self, max_depth: int = 5) -> list[Entry]:
+        """Every file of the folder, breadth first, at most ``max_depth`` folders deep."""
+        if self._tree is not None:
+            return self._tree
+        files, todo = [], [("/", 0)]
+        while todo:
+            path, depth = todo.pop(0)
+            for it in self.list_dir(path):
+                p = _safe_remote_path(it.get("path", ""), path, it.get("name", ""))
+                if it.get("type") == "dir":
+                    if depth + 1 < max_depth:
+                        todo.append((p, depth + 1))
+                elif it.get("type") == "file":
+                    files.append(
+                        Entry(p, it.get("size"), it.get("sha256") or None, it.get("md5") or None)
+                    )
+        self._tree = files
+        return files
+
+    def candidate(self, path: str) -> Candidate:
+        """The file at ``path``: a fresh download link from the API, then the link itself."""
+
+        def resolve():
+            doc = get_json(self._url("/download", path=path), timeout=self.timeout)
+            if not isinstance(doc, dict) or not doc.get("href"):
+                raise OSError(f"Yandex Disk gave no download link for {path}")
+            return doc["href"], {}
+
+        return Candidate(f"Yandex Disk {path}", resolve)
+
+
+def _safe_remote_path(path: str, parent: str, name: str) -> str:
+    """A listing's ``path`` as a clean POSIX path from the public root (``disk:`` prefixes and
+    ``..`` refused)."""
+    p = path.split(":", 1)[1] if ":" in path.split("/", 1)[0] else path
+    if not p:
+        p = f"{parent.rstrip('/')}/{name}"
+    parts = PurePosixPath("/" + p.lstrip("/")).parts[1:]
+    if any(part in ("..", ".", "") for part in parts):
+        raise OSError(f"Yandex Disk listed an unsafe path {path!r}")
+    return "/" + "/".join(parts)
+
+
+def local_tree(root: str | os.PathLike, max_depth: int = 5) -> list[Entry]:
+    """Every file under a local directory (``path`` relative to it), at most ``max_depth`` deep."""
+    root = Path(root).expanduser()
+    out = []
+    for dirpath, dirnames, filenames in os.walk(root):
+        rel = Path(dirpath).relative_to(root)
+        if len(rel.parts) >= max_depth:
+            dirnames[:] = []
+        dirnames.sort()
+        for f in sorted(filenames):
+            out.append(Entry("/" + (rel / f).as_posix().lstrip("./"), None))
+    return out
+
+
+def _folder_matches(dir_parts: tuple[str, ...], folder: str) -> bool:
+    """Does a directory path end in ``folder``, its components joined by ``_`` (case-blind)?
+    ``cifar10_v1`` matches ``cifar10_v1`` and ``logits/cifar10/v1``; ``focal_CIFAR10`` matches
+    ``focal/CIFAR10``."""
+    key = folder.lower()
+    low = [p.lower() for p in dir_parts]
+    return any("_".join(low[i:]) == key for i in range(len(low)))
+
+
+def find_in_tree(tree: list[Entry], folder: str, name: str, where: str) -> tuple[Entry, Entry | None]:
+    """``(file, targets.txt or None)`` for ``folder/name`` in ``tree`` (see module docstring).
+
+    ``targets.txt`` is looked for in the file's folder, then its parent (the zips' layout keeps
+    ``cifar10/targets.txt`` above ``cifar10/v1/``). Several different matches are an error.
+    """
+    by_path = {e.path: e for e in tree}
+    hits = [
+        e
+        for e in tree
+        if PurePosixPath(e.path).name == name
+        and _folder_matches(PurePosixPath(e.path).parent.parts[1:], folder)
+    ]
+    if not hits:
+        raise FileNotFoundError(
+            f"{where} has no {name} in a folder named {folder} (nor {folder.replace('_', '/')}); "
+            "check logits.folder and logits.file"
+        )
+    if len(hits) > 1:
+        digests = {e.sha256 for e in hits}
+        if len(digests) > 1 or None in digests:
+            raise ValueError(
+                f"{where} holds {name} in {len(hits)} folders matching {folder} "
+                f"({', '.join(e.path for e in hits[:3])}); name the folder more precisely"
+            )
+    hit = sorted(hits, key=lambda e: len(e.path))[0]
+    parent = PurePosixPath(hit.path).parent
+    targets = by_path.get(str(parent / "targets.txt")) or by_path.get(
+        str(parent.parent / "targets.txt")
+    )
+    return hit, targets

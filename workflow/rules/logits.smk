@@ -1,0 +1,63 @@
+# Models whose logits come from a file (source: logits): download or find the published /
+# user-supplied file, verify it, and write the same results/logits/{dataset}/{model}.npz that
+# cache_logits writes (calbench import-logits; calbench.logits_sources). Sources with their own
+# validation/test split (logits.split: file, e.g. Kängsepp's pickles) also write
+# results/split/{dataset}/{model}.npz, which split_file() gives to that model's later steps.
+# The wildcard constraints list the models each rule serves; cache_logits serves the others.
+
+
+ruleorder: import_logits_presplit > import_logits > cache_logits
+
+
+rule import_logits:
+    output:
+        logits="results/logits/{dataset}/{model}.npz",
+        provenance="results/logits/{dataset}/{model}.source.json",
+    input:
+        lib=lib_sources("import_logits"),
+    wildcard_constraints:
+        model=IMPORTED_MODELS,
+    params:
+        spec=model_spec,
+        mirrors=global_mirror_args,
+    log:
+        "logs/import_logits/{dataset}/{model}.log",
+    benchmark:
+        "benchmarks/import_logits/{dataset}/{model}.tsv"
+    threads: 1
+    resources:
+        mem_mb=2000,
+        runtime=30,
+    conda:
+        "../../envs/calbench.yaml"
+    shell:
+        "calbench import-logits --spec {params.spec:q} --out {output.logits}"
+        " --provenance {output.provenance} --resources resources {params.mirrors} > {log} 2>&1"
+
+
+rule import_logits_presplit:
+    output:
+        logits="results/logits/{dataset}/{model}.npz",
+        provenance="results/logits/{dataset}/{model}.source.json",
+        split="results/split/{dataset}/{model}.npz",
+    input:
+        lib=lib_sources("import_logits"),
+    wildcard_constraints:
+        model=PRESPLIT_MODELS,
+    params:
+        spec=model_spec,
+        mirrors=global_mirror_args,
+    log:
+        "logs/import_logits/{dataset}/{model}.log",
+    benchmark:
+        "benchmarks/import_logits/{dataset}/{model}.tsv"
+    threads: 1
+    resources:
+        mem_mb=2000,
+        runtime=30,
+    conda:
+        "../../envs/calbench.yaml"
+    shell:
+        "calbench import-logits --spec {params.spec:q} --out {output.logits}"
+        " --split-out {output.split} --provenance {output.provenance} --resources resources"
+        " {params.mirrors} > {log} 2>&1"
