@@ -1,11 +1,13 @@
-"""Tests for calbench.stats: percentile bootstrap intervals and paired comparisons."""
+"""Tests for calbench.stats: bootstrap intervals, paired comparisons, Holm, Friedman, Nemenyi."""
 
 import numpy as np
 import pytest
 
 import calbench.metrics as M
 from calbench.metrics import METRICS
+from calbench import stats as S
 from calbench.stats import BootstrapCI, PairedBootstrap, bootstrap_ci, paired_bootstrap
+from calbench.synthetic import SyntheticModel, population_errors
 
 
 def random_probs(n, k, seed, scale=2.0):
@@ -47,8 +49,12 @@ def test_fast_path_equals_generic_path(name):
     # input. Same seed -> same indices -> the same interval.
     probs, labels = random_probs(300, 4, 0)
     metric = METRICS[name]
+    method = S.interval_method(name)
     fast = bootstrap_ci(metric, probs, labels, n_resamples=60, seed=3)
-    slow = bootstrap_ci(lambda p, y: metric(p, y), probs, labels, n_resamples=60, seed=3)
+    slow = bootstrap_ci(
+        lambda p, y: metric(p, y), probs, labels, n_resamples=60, seed=3, method=method
+    )
+    assert fast.method == method
     assert fast.estimate == pytest.approx(slow.estimate, abs=1e-12)
     assert fast.low == pytest.approx(slow.low, abs=1e-12)
     assert fast.high == pytest.approx(slow.high, abs=1e-12)
@@ -127,7 +133,7 @@ def test_paired_detects_clearly_better_calibrator():
     res = paired_bootstrap("ece", probs, over, labels, n_resamples=300, seed=0)
     assert res.difference == pytest.approx(M.ece(probs, labels) - M.ece(over, labels))
     assert res.difference < 0 and res.high < 0  # CI excludes 0
-    assert res.p_value <= 2 / 300
+    assert res.p_value == pytest.approx(2 / 301)  # the smallest p-value 300 resamples give
     rev = paired_bootstrap("ece", over, probs, labels, n_resamples=300, seed=0)
     assert rev.low > 0 and rev.difference == pytest.approx(-res.difference)
 
@@ -160,3 +166,82 @@ def test_bad_options():
         paired_bootstrap("ece", probs, probs[:, :2] / probs[:, :2].sum(1, keepdims=True), labels)
     with pytest.raises(ValueError, match="probs_b"):
         paired_bootstrap("ece", probs, probs * 2, labels)
+
+
+def test_basic_interval_definition():
+    # bounds 2 t - q_hi, 2 t - q_lo of the same resampled values the percentile interval uses
+    probs, labels = calibrated(300, 4, 11)
+    pct = bootstrap_ci("cwece", probs, labels, n_resamples=100, seed=4, method="percentile")
+    bas = bootstrap_ci("cwece", probs, labels, n_resamples=100, seed=4)
+    assert bas.method == "basic" and pct.method == "percentile"
+    t = M.classwise_ece(probs, labels)
+    assert bas.estimate == pytest.approx(t) == pct.estimate
+    assert bas.low == pytest.approx(max(0.0, 2 * t - pct.high))
+    assert bas.high == pytest.approx(2 * t - pct.low)
+    # the plug-in cwECE of a calibrated model is biased up: the percentile interval sits above it
+    assert pct.low > t and not pct.contains_estimate
+    assert bas.low <= bas.center <= bas.high
+    assert bootstrap_ci("nll", probs, labels, n_resamples=20).method == "percentile"
+    with pytest.raises(ValueError, match="method"):
+        bootstrap_ci("ece", probs, labels, method="bca")
+
+
+def test_population_errors_match_large_sample():
+    # the integrated population errors equal the plug-in errors of a very large sample
+    model = SyntheticModel(n_classes=5, a=4.0, b=2.0, gamma=1.5)
+    truth = population_errors(model)
+    p, y = model.sample(400_000, np.random.default_rng(0))
+    assert M.ece(p, y) == pytest.approx(truth["ece"], abs=1.5e-3)
+    assert M.classwise_ece(p, y) == pytest.approx(truth["cwece"], abs=1e-3)
+    calibrated = population_errors(SyntheticModel(gamma=1.0))
+    assert calibrated["ece"] == pytest.approx(0.0, abs=1e-12)
+
+
+def test_coverage_of_calibration_error_intervals():
+    # 60 test sets of 2000 samples from a model with known classwise ECE: the basic interval
+    # covers the population value near the nominal 95%; the percentile interval, centred on
+    # the upward-biased resamples, mostly misses it (the defect the basic interval fixes).
+    model = SyntheticModel()
+    truth = population_errors(model)["cwece"]
+    rng = np.random.default_rng(2024)
+    reps = 60
+    hits = {"basic": 0, "percentile": 0}
+    for r in range(reps):
+        p, y = model.sample(2000, rng)
+        for method in hits:
+            ci = bootstrap_ci("cwece", p, y, n_resamples=150, seed=r, method=method)
+            hits[method] += ci.low <= truth <= ci.high
+    # binomial sd of a 95% coverage over 60 sets is ~.028
+    assert hits["basic"] / reps >= 0.85
+    assert hits["percentile"] / reps <= 0.6
+
+
+def test_holm_known_answer():
+    adj = S.holm([0.01, 0.04, 0.03, np.nan, 0.5])
+    # sorted .01 .03 .04 .5 (m = 4): 4 x .01, 3 x .03, max(.09, 2 x .04), max(.09, .5)
+    np.testing.assert_allclose(adj, [0.04, 0.09, 0.09, np.nan, 0.5])
+    assert S.holm([0.5, 0.6]).tolist() == [1.0, 1.0]
+    with pytest.raises(ValueError, match="p-values"):
+        S.holm([1.5])
+
+
+def test_friedman_matches_scipy_and_demsar():
+    from scipy.stats import friedmanchisquare
+
+    rng = np.random.default_rng(3)
+    x = rng.random((14, 4)) + np.array([0.0, 0.3, 0.1, 0.2])
+    res = S.friedman_test(x)
+    ref = friedmanchisquare(*x.T)  # no ties: identical statistic
+    assert res.chi2 == pytest.approx(ref.statistic) and res.p_chi2 == pytest.approx(ref.pvalue)
+    assert res.f == pytest.approx((14 - 1) * res.chi2 / (14 * 3 - res.chi2))
+    np.testing.assert_allclose(res.average_ranks, S.rank_rows(x).mean(axis=0))
+    # Demsar 2006, table 5a and the CD of his C4.5 example (k = 4, N = 14): 1.25
+    q = [S.nemenyi_q(k) for k in range(2, 11)]
+    np.testing.assert_allclose(
+        q, [1.960, 2.343, 2.569, 2.728, 2.850, 2.949, 3.031, 3.102, 3.164], atol=2e-3
+    )
+    assert S.nemenyi_cd(4, 14) == pytest.approx(1.25, abs=5e-3)
+    # accuracy: higher is better, so the largest value gets rank 1; ties share ranks
+    assert S.rank_rows([[0.9, 0.8, 0.9]], higher_is_better=True).tolist() == [[1.5, 3.0, 1.5]]
+    with pytest.raises(ValueError, match="Friedman"):
+        S.friedman_test([[1.0, 2.0]])

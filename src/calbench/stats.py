@@ -1,10 +1,30 @@
-"""Bootstrap confidence intervals for metrics and paired comparisons of two calibrators.
+"""Bootstrap confidence intervals, paired comparisons and rank statistics across models.
 
-Percentile bootstrap over samples (Efron & Tibshirani 1993, ch. 13): each resample draws N
-sample indices with replacement; the interval is the ``(1 - level)/2`` and ``(1 + level)/2``
-quantiles (numpy's default linear interpolation) of the resampled metric values. The paired
-version applies the same resampled indices to both sets of probabilities, so shared sample
-difficulty cancels in the difference.
+Intervals over samples (Efron & Tibshirani 1993; Davison & Hinkley 1997, ch. 5): each resample
+draws N sample indices with replacement and re-evaluates the metric. Two interval constructions:
+
+* **percentile** (Davison & Hinkley 1997, eq. 5.18): the ``(1 - level)/2`` and ``(1 + level)/2``
+  quantiles of the resampled values. Used for accuracy, NLL, Brier score and other means, whose
+  plug-in estimates are (nearly) unbiased.
+* **basic** (Davison & Hinkley 1997, eq. 5.6): ``[2 t - q_hi, 2 t - q_lo]`` with ``t`` the
+  estimate and ``q`` the same quantiles, clipped at 0. Used for calibration errors (ECE, MCE,
+  classwise ECE and the other binned or absolute-gap errors of :data:`CALIBRATION_ERRORS`):
+  their plug-in estimates are biased upward (a bin's ``|acc - conf|`` is positive even for a
+  calibrated model), and a resample is biased upward again by about the same amount, so the
+  percentile interval sits *above* the estimate and misses the population value. The basic
+  bootstrap subtracts that second bias; it is the interval Kumar, Liang & Ma (2019, "Verified
+  uncertainty calibration", §5 and their released library) report for calibration errors. Its
+  centre ``2 t - median(t*)`` is the bootstrap bias-corrected estimate (:attr:`BootstrapCI.center`).
+  The interval targets the *population* binned calibration error (same bins), not the biased
+  plug-in value, so a plug-in estimate above its interval means "the bias is larger than the
+  sampling noise". Coverage is checked by simulation on a model with a known calibration error
+  (:mod:`calbench.stats` tests; figures in docs/statistics.md, ``benchmarks/bench_coverage.py``).
+
+The paired version applies the same resampled indices to both sets of probabilities, so shared
+sample difficulty cancels in the difference; its p-value inverts the interval it reports, with
+the ``(1 + count) / (B + 1)`` correction (Davison & Hinkley 1997, eq. 4.11), so it is never 0.
+:func:`holm` adjusts many p-values (Holm 1979). :func:`average_ranks`, :func:`friedman_test` and
+:func:`nemenyi_cd` compare calibrators over models (Demšar 2006, §3.2.2).
 
 Resampled indices come from ``numpy.random.default_rng(seed)``, drawn in chunks of
 ``max(1, min(n_resamples, 2**21 // N))`` resamples; both functions draw the same indices for the
@@ -17,6 +37,7 @@ evaluated on ``probs[idx], labels[idx]``. All three routes give the same values 
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
@@ -26,26 +47,63 @@ from calbench._checks import check_labels, check_probs, check_probs_labels
 
 _CHUNK_ENTRIES = 2**21
 
+#: Interval constructions of :func:`bootstrap_ci` and :func:`paired_bootstrap`.
+INTERVAL_METHODS = ("percentile", "basic")
+
+#: Metrics whose plug-in estimate is biased upward (an absolute or squared gap, binned or
+#: cumulative); their intervals default to the basic bootstrap (see the module docstring).
+CALIBRATION_ERRORS = frozenset(
+    {"ece", "mce", "cwece", "ace", "ece_l2_mass", "marginal_ce", "ece_sweep", "ks", "sbece", "dece"}
+)
+
+#: Metrics reported without an interval: the maximum bin gap (MCE) is a non-smooth extreme whose
+#: bootstrap is inconsistent (coverage 40-50% in the simulation of docs/statistics.md).
+NO_INTERVAL = frozenset({"mce"})
+
+
+def interval_method(metric) -> str:
+    """Default interval construction for a metric name or a :data:`calbench.metrics.METRICS`
+    entry: ``"basic"`` for :data:`CALIBRATION_ERRORS`, ``"percentile"`` otherwise."""
+    name = metric
+    if not isinstance(metric, str):
+        from calbench.metrics import METRICS
+
+        name = next((k for k, v in METRICS.items() if v is metric), None)
+    return "basic" if name in CALIBRATION_ERRORS else "percentile"
+
 
 @dataclass(frozen=True)
 class BootstrapCI:
-    """Percentile bootstrap interval of one metric."""
+    """Bootstrap interval of one metric.
+
+    ``method`` is ``"percentile"`` or ``"basic"``; ``center`` is the bias-corrected estimate
+    ``2 estimate - median(resampled values)`` (basic) or the estimate itself (percentile).
+    ``estimate`` is always the plug-in value ``metric(probs, labels)``.
+    """
 
     estimate: float
     low: float
     high: float
     level: float
     n_resamples: int
+    method: str = "percentile"
+    center: float = float("nan")
+
+    @property
+    def contains_estimate(self) -> bool:
+        return self.low <= self.estimate <= self.high
 
 
 @dataclass(frozen=True)
 class PairedBootstrap:
     """Paired bootstrap of ``metric(a) - metric(b)``.
 
-    ``p_value`` is two-sided: ``min(1, 2 min(share of resampled differences <= 0, share >= 0))``,
-    i.e. twice the share of resampled differences on the far side of 0 from the bulk (0 itself
-    counts on both sides, so identical inputs give 1). Its resolution is ``2 / n_resamples``;
-    0 means "below that".
+    ``p_value`` is two-sided and inverts the reported interval: with ``d`` the observed difference
+    and ``d*`` the resampled ones, the percentile interval gives
+    ``2 min(1 + #{d* <= 0}, 1 + #{d* >= 0}) / (B + 1)``, the basic interval the same with
+    ``d* - d`` compared with ``d`` (the bootstrap null distribution of Hall & Wilson 1991),
+    capped at 1. The ``+1`` (Davison & Hinkley 1997, eq. 4.11) keeps it above 0: its smallest
+    value is ``2 / (B + 1)``. Identical inputs give 1.
     """
 
     difference: float
@@ -54,6 +112,7 @@ class PairedBootstrap:
     p_value: float
     level: float
     n_resamples: int
+    method: str = "percentile"
 
 
 def _resolve(metric) -> Callable:
@@ -136,21 +195,43 @@ def _interval(values: np.ndarray, level: float) -> tuple[float, float]:
     return float(lo), float(hi)
 
 
+def _check_method(method, metric) -> str:
+    if method is None:
+        return interval_method(metric)
+    if method not in INTERVAL_METHODS:
+        raise ValueError(f"method must be one of {list(INTERVAL_METHODS)} or None, got {method!r}")
+    return method
+
+
 def bootstrap_ci(
-    metric, probs, labels, n_resamples: int = 1000, level: float = 0.95, seed: int = 0
+    metric,
+    probs,
+    labels,
+    n_resamples: int = 1000,
+    level: float = 0.95,
+    seed: int = 0,
+    method: str | None = None,
 ) -> BootstrapCI:
-    """Percentile bootstrap confidence interval of ``metric(probs, labels)`` over samples.
+    """Bootstrap confidence interval of ``metric(probs, labels)`` over samples.
 
     ``metric`` is a callable ``f(probs, labels) -> float`` or a name in
-    :data:`calbench.metrics.METRICS`. Deterministic for a given ``seed``.
+    :data:`calbench.metrics.METRICS`. ``method``: ``"percentile"``, ``"basic"`` (bounds
+    ``2 t - q`` clipped at 0; Kumar et al. 2019) or ``None`` (:func:`interval_method`: basic for
+    calibration errors). Deterministic for a given ``seed``.
     """
+    method = _check_method(method, metric)
     metric = _resolve(metric)
     n_resamples, level, seed = _check_options(n_resamples, level, seed)
     estimate, f = _prepare(metric, probs, labels)
     n = np.shape(labels)[0]
     values = np.concatenate([f(idx) for idx in resample_indices(n, n_resamples, seed)])
     low, high = _interval(values, level)
-    return BootstrapCI(estimate, low, high, level, n_resamples)
+    if method == "basic":
+        low, high = max(0.0, 2.0 * estimate - high), max(0.0, 2.0 * estimate - low)
+        center = max(0.0, 2.0 * estimate - float(np.median(values)))
+    else:
+        center = estimate
+    return BootstrapCI(estimate, low, high, level, n_resamples, method, center)
 
 
 def paired_bootstrap(
@@ -161,12 +242,15 @@ def paired_bootstrap(
     n_resamples: int = 1000,
     level: float = 0.95,
     seed: int = 0,
+    method: str | None = None,
 ) -> PairedBootstrap:
-    """Paired percentile bootstrap of ``metric(probs_a) - metric(probs_b)`` on the same labels.
+    """Paired bootstrap of ``metric(probs_a) - metric(probs_b)`` on the same labels.
 
     Every resample uses the same sample indices for both inputs. A negative difference of an
-    error metric means ``a`` is better. See :class:`PairedBootstrap` for the p-value.
+    error metric means ``a`` is better. ``method`` as in :func:`bootstrap_ci` (the basic
+    interval of a difference is not clipped). See :class:`PairedBootstrap` for the p-value.
     """
+    method = _check_method(method, metric)
     metric = _resolve(metric)
     n_resamples, level, seed = _check_options(n_resamples, level, seed)
     pa = check_probs(probs_a, "probs_a")
@@ -182,7 +266,121 @@ def paired_bootstrap(
     diffs = np.concatenate(
         [fa(idx) - fb(idx) for idx in resample_indices(pa.shape[0], n_resamples, seed)]
     )
+    d = est_a - est_b
     low, high = _interval(diffs, level)
-    share = min(np.mean(diffs <= 0.0), np.mean(diffs >= 0.0))
-    p_value = float(min(1.0, 2.0 * share))
-    return PairedBootstrap(est_a - est_b, low, high, p_value, level, n_resamples)
+    if method == "basic":
+        low, high = 2.0 * d - high, 2.0 * d - low
+        null, ref = diffs - d, d  # H0 distribution centred at 0, compared with d
+    else:
+        null, ref = diffs, 0.0
+    # the interval excludes 0 at level 1 - a exactly when the smaller tail share is < a / 2
+    below, above = int(np.sum(null <= ref)), int(np.sum(null >= ref))
+    p_value = float(min(1.0, 2.0 * (1 + min(below, above)) / (n_resamples + 1)))
+    return PairedBootstrap(d, low, high, p_value, level, n_resamples, method)
+
+
+# --------------------------------------------------------------------------------------------
+# many comparisons and many models
+# --------------------------------------------------------------------------------------------
+def holm(p_values) -> np.ndarray:
+    """Holm (1979) step-down adjusted p-values (family-wise error control, any dependence).
+
+    With the ``m`` p-values sorted ascending, ``p_(i)`` becomes
+    ``min(1, max_{j <= i} (m - j + 1) p_(j))``; NaNs stay NaN and do not count in ``m``.
+    """
+    p = np.asarray(p_values, dtype=np.float64)
+    out = np.full(p.shape, np.nan)
+    ok = np.flatnonzero(np.isfinite(p))
+    if ok.size == 0:
+        return out
+    if np.any((p[ok] < 0) | (p[ok] > 1)):
+        raise ValueError("p-values must lie in [0, 1]")
+    m = ok.size
+    order = ok[np.argsort(p[ok], kind="stable")]
+    adjusted = np.minimum(1.0, np.maximum.accumulate((m - np.arange(m)) * p[order]))
+    out[order] = adjusted
+    return out
+
+
+def rank_rows(values, higher_is_better: bool = False) -> np.ndarray:
+    """Rank every row of ``values`` (models x methods): 1 = best, ties share their mean rank."""
+    from scipy.stats import rankdata
+
+    x = np.asarray(values, dtype=np.float64)
+    if x.ndim != 2:
+        raise ValueError(f"values must be a 2-D array (models x methods), got shape {x.shape}")
+    return rankdata(-x if higher_is_better else x, axis=1)
+
+
+def average_ranks(values, higher_is_better: bool = False) -> np.ndarray:
+    """Mean rank of each column over the rows without NaN (Demšar 2006, §3.2.2)."""
+    x = np.asarray(values, dtype=np.float64)
+    x = x[np.all(np.isfinite(x), axis=1)]
+    if x.shape[0] == 0:
+        return np.full(np.shape(values)[1], np.nan)
+    return rank_rows(x, higher_is_better).mean(axis=0)
+
+
+@dataclass(frozen=True)
+class Friedman:
+    """Friedman test over ``n`` rows (models) and ``k`` columns (methods), Demšar 2006 eqs. 1-2.
+
+    ``chi2`` (df ``k - 1``) and its p-value; ``f`` the Iman-Davenport statistic (df ``k - 1``,
+    ``(k - 1)(n - 1)``) and its p-value, the less conservative version Demšar recommends.
+    """
+
+    n: int
+    k: int
+    average_ranks: tuple
+    chi2: float
+    p_chi2: float
+    f: float
+    p_f: float
+
+
+def friedman_test(values, higher_is_better: bool = False) -> Friedman:
+    """Friedman test of equal average ranks; rows with a NaN are dropped (needs n >= 2, k >= 2).
+
+    ``chi2 = 12 n / (k (k + 1)) [sum_j R_j^2 - k (k + 1)^2 / 4]`` and
+    ``F = (n - 1) chi2 / (n (k - 1) - chi2)`` (Demšar 2006, §3.2.2; ties get mean ranks, without
+    the tie correction, as there). When every method ties in every row, ``chi2 = 0``, p = 1.
+    """
+    from scipy.stats import chi2 as chi2_dist
+    from scipy.stats import f as f_dist
+
+    x = np.asarray(values, dtype=np.float64)
+    x = x[np.all(np.isfinite(x), axis=1)]
+    n, k = x.shape if x.ndim == 2 else (0, 0)
+    if n < 2 or k < 2:
+        raise ValueError(
+            f"the Friedman test needs >= 2 complete rows and >= 2 methods, got {n} x {k}"
+        )
+    r = rank_rows(x, higher_is_better).mean(axis=0)
+    chi2 = 12.0 * n / (k * (k + 1)) * (np.sum(r**2) - k * (k + 1) ** 2 / 4.0)
+    chi2 = max(0.0, float(chi2))
+    p_chi2 = float(chi2_dist.sf(chi2, k - 1))
+    denom = n * (k - 1) - chi2
+    if denom <= 0:  # every row ranks the methods identically
+        f, p_f = math.inf, 0.0
+    else:
+        f = (n - 1) * chi2 / denom
+        p_f = float(f_dist.sf(f, k - 1, (k - 1) * (n - 1)))
+    return Friedman(n, k, tuple(float(v) for v in r), chi2, p_chi2, float(f), p_f)
+
+
+def nemenyi_q(k: int, alpha: float = 0.05) -> float:
+    """Critical value ``q_alpha`` of the Nemenyi test: the studentized range quantile for ``k``
+    groups and infinite df over sqrt(2) (Demšar 2006, table 5a: 1.960, 2.343, ... for k = 2, 3)."""
+    from scipy.stats import studentized_range
+
+    if k < 2:
+        raise ValueError(f"the Nemenyi test needs >= 2 methods, got {k}")
+    return float(studentized_range.ppf(1.0 - alpha, k, np.inf) / math.sqrt(2.0))
+
+
+def nemenyi_cd(k: int, n: int, alpha: float = 0.05) -> float:
+    """Critical difference ``q_alpha sqrt(k (k + 1) / (6 n))`` of average ranks (Demšar 2006,
+    eq. after table 5): two methods differ significantly when their average ranks differ by more."""
+    if n < 1:
+        raise ValueError(f"the critical difference needs >= 1 row, got {n}")
+    return nemenyi_q(k, alpha) * math.sqrt(k * (k + 1) / (6.0 * n))
