@@ -49,6 +49,38 @@ def atomic_write_bytes(path: str | os.PathLike, data: bytes) -> None:
         tmp.write_bytes(data)
 
 
+def read_npz(path: str | os.PathLike, what: str, fix: str) -> dict:
+    """All arrays of an ``.npz`` file (no pickles), or a one-line ``ValueError`` naming ``what``
+    (e.g. "logits file") and ``fix`` for a file that is not a readable zip archive (truncated,
+    garbage, an arrays entry cut short)."""
+    import zipfile
+
+    import numpy as np
+
+    path = Path(path)
+    with open(path, "rb") as fh:
+        magic = fh.read(4)
+    if magic != b"PK\x03\x04" and magic != b"PK\x05\x06":
+        raise ValueError(f"cannot read {what} {path}: not an .npz (zip) archive; {fix}")
+    try:
+        with np.load(path, allow_pickle=False) as z:
+            return {k: z[k] for k in z.files}
+    except (OSError, ValueError, EOFError, KeyError, zipfile.BadZipFile) as exc:
+        reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        raise ValueError(f"cannot read {what} {path}: damaged or truncated ({reason}); {fix}") from None
+
+
+def torch_load_reason(exc: BaseException) -> str:
+    """The informative part of a ``torch.load`` error on one line, never cut: for a file refused
+    by ``weights_only=True`` the line naming the refused global (torch's advice to disable the
+    check is dropped); otherwise every line of the message, joined."""
+    lines = [ln.strip() for ln in str(exc).splitlines() if ln.strip()]
+    if lines and lines[0].startswith("Weights only load failed"):
+        kept = [ln for ln in lines[1:] if not ln.startswith("Check the documentation")]
+        return "refused by weights_only=True (unsafe pickle): " + " ".join(kept)
+    return " ".join(lines) or type(exc).__name__
+
+
 def file_digest(path: str | os.PathLike, algorithm: str = "sha256", chunk: int = 1 << 20) -> str:
     """Hex digest of a file's content (``algorithm`` is any hashlib name: sha256, md5, ...)."""
     h = hashlib.new(algorithm)

@@ -160,13 +160,9 @@ def load_logits(path: str | os.PathLike) -> dict:
         raise FileNotFoundError(
             f"logits file {path} does not exist; run calbench cache-logits first"
         )
-    try:
-        with np.load(path, allow_pickle=False) as z:
-            data = {k: z[k] for k in z.files}
-    except (OSError, ValueError) as exc:
-        raise ValueError(
-            f"cannot read logits file {path} ({exc}); delete it and cache again"
-        ) from None
+    from calbench.io import read_npz
+
+    data = read_npz(path, "logits file", "delete it and cache the logits again")
     missing = [k for k in ("logits", "labels", "order_hash", "model", "dataset") if k not in data]
     if missing:
         raise ValueError(f"logits file {path} lacks {missing}; write it with calbench cache-logits")

@@ -40,7 +40,26 @@ def main(argv: list[str] | None = None) -> int:
         msg = exc.args[0] if isinstance(exc, KeyError) and exc.args else exc
         print(f"calbench {args.command}: error: {msg}", file=sys.stderr)
         return 2
+    except OSError as exc:  # an output folder that is read-only, full, or a file
+        print(f"calbench {args.command}: error: {_os_error(exc)}", file=sys.stderr)
+        return 2
     return int(rc or 0)
+
+
+def _os_error(exc: OSError) -> str:
+    """One line for an operating-system error: what failed on which path, and the fix."""
+    import errno
+
+    where = f" {exc.filename}" if exc.filename else ""
+    fixes = {
+        errno.EACCES: "make the folder writable or choose another --out",
+        errno.EROFS: "the file system is read-only; choose another --out",
+        errno.ENOSPC: "the disk is full; free space or choose another --out",
+        errno.EEXIST: "a parent of the output path is a file; choose another --out",
+        errno.ENOTDIR: "a parent of the output path is a file; choose another --out",
+    }
+    fix = fixes.get(exc.errno, "check the path and try again")
+    return f"cannot write or read{where}: {exc.strerror or exc}; {fix}"
 
 
 if __name__ == "__main__":  # pragma: no cover

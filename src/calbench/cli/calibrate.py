@@ -46,11 +46,13 @@ def load_split(path, n: int, order_hash: str = "") -> tuple[np.ndarray, np.ndarr
     path = Path(path)
     if not path.is_file():
         raise FileNotFoundError(f"split file {path} does not exist; run calbench split first")
-    with np.load(path, allow_pickle=False) as data:
-        if "val_idx" not in data.files or "test_idx" not in data.files:
-            raise ValueError(f"{path} lacks val_idx/test_idx; regenerate it with calbench split")
-        val, test = data["val_idx"].astype(np.int64), data["test_idx"].astype(np.int64)
-        split_hash = str(data["order_hash"]) if "order_hash" in data.files else ""
+    from calbench.io import read_npz
+
+    data = read_npz(path, "split file", "rebuild it with calbench split")
+    if "val_idx" not in data or "test_idx" not in data:
+        raise ValueError(f"{path} lacks val_idx/test_idx; regenerate it with calbench split")
+    val, test = data["val_idx"].astype(np.int64), data["test_idx"].astype(np.int64)
+    split_hash = str(data["order_hash"]) if "order_hash" in data else ""
     if len(val) + len(test) != n or (n and max(val.max(initial=-1), test.max(initial=-1)) >= n):
         raise ValueError(
             f"split {path} covers {len(val)} + {len(test)} indices but the logits have {n} rows; "
@@ -67,15 +69,22 @@ def load_split(path, n: int, order_hash: str = "") -> tuple[np.ndarray, np.ndarr
 def load_halves(logits_path, split_path) -> dict:
     """Logits file plus split: ``{"meta": {...}, "val": (logits, labels), "test": (...)}``.
 
-    The logits file is read and validated by :func:`calbench.logits.load_logits`.
+    The logits file is read and validated by :func:`calbench.logits.load_logits`. ``meta`` also
+    holds the file's identity (``order_hash``, ``logits_sha256``) that calibrators record.
     """
+    from calbench.io import file_digest
     from calbench.logits import load_logits
 
     data = load_logits(logits_path)
     val, test = load_split(split_path, len(data["labels"]), data["order_hash"])
     z, y = data["logits"], data["labels"]
     return {
-        "meta": {"model": data["model"], "dataset": data["dataset"]},
+        "meta": {
+            "model": data["model"],
+            "dataset": data["dataset"],
+            "order_hash": data["order_hash"],
+            "logits_sha256": file_digest(logits_path),
+        },
         "val": (z[val], y[val]),
         "test": (z[test], y[test]),
     }
@@ -121,21 +130,44 @@ def select_metrics(names: list[str] | None) -> dict:
 # --------------------------------------------------------------------------------------------
 # fit-calibrator
 # --------------------------------------------------------------------------------------------
-def fit_calibrator(logits_path, split_path, method: str, params: dict, out) -> None:
-    """Fit calibrator ``method`` (hyperparameters ``params``) on the validation half; save JSON."""
+def fit_calibrator(
+    logits_path, split_path, method: str, params: dict, out, *, allow_probabilities: bool = False
+) -> None:
+    """Fit calibrator ``method`` (hyperparameters ``params``) on the validation half; save JSON
+    recording the logits it was fitted on (order hash and file digest)."""
     from calbench.calibrators import get_calibrator, save_calibrator
 
+    cal = get_calibrator(method, **params)  # unknown params fail before the logits are read
     halves = load_halves(logits_path, split_path)
-    cal = get_calibrator(method, **params)
-    cal.fit(*halves["val"])
+    cal.fit(*halves["val"], allow_probabilities=allow_probabilities)
+    cal.set_fitted_on(halves["meta"]["order_hash"], halves["meta"]["logits_sha256"])
     save_calibrator(cal, out)
+
+
+def load_checked_calibrator(path, halves: dict, allow_other_logits: bool = False):
+    """:func:`calbench.calibrators.load_calibrator`, refusing a calibrator that records being
+    fitted on other logits than ``halves`` (unless ``allow_other_logits``)."""
+    from calbench.calibrators import load_calibrator
+
+    cal = load_calibrator(path)
+    if not allow_other_logits:
+        meta = halves["meta"]
+        cal.check_fitted_on(meta["order_hash"], meta["logits_sha256"], where=str(path))
+    return cal
 
 
 def _cmd_fit(args: argparse.Namespace) -> int:
     params = parse_json_arg(args.params, "--params")
     if args.threads:
         _set_threads(args.threads)
-    fit_calibrator(args.logits, args.split, args.method, params, args.out)
+    fit_calibrator(
+        args.logits,
+        args.split,
+        args.method,
+        params,
+        args.out,
+        allow_probabilities=args.allow_probabilities,
+    )
     return 0
 
 
@@ -230,7 +262,6 @@ def _apply_names(halves: dict, dataset: str | None, model: str | None) -> None:
 
 
 def _cmd_evaluate(args: argparse.Namespace) -> int:
-    from calbench.calibrators import load_calibrator
     from calbench.report.tables import METRIC_COLUMNS, write_long_csv
 
     _check_bootstrap(args.n_bootstrap, args.level)
@@ -243,7 +274,7 @@ def _cmd_evaluate(args: argparse.Namespace) -> int:
     ci_metrics = _subset(parse_list(args.ci_metrics), list(metrics), "--ci-metrics", "--metrics")
     halves = load_halves(args.logits, args.split)
     _apply_names(halves, args.dataset, args.model)
-    cal = load_calibrator(args.calibrator)
+    cal = load_checked_calibrator(args.calibrator, halves, args.allow_other_logits)
     rows = evaluate_rows(
         halves,
         cal,
@@ -326,7 +357,6 @@ def compare_rows(
 
 
 def _cmd_compare(args: argparse.Namespace) -> int:
-    from calbench.calibrators import load_calibrator
     from calbench.report.tables import write_long_csv
 
     _check_bootstrap(args.n_bootstrap, args.level)
@@ -341,7 +371,8 @@ def _cmd_compare(args: argparse.Namespace) -> int:
         name = method_name(path)
         if name in probs:
             raise ValueError(f"two calibrator files are named {name!r}; give each method one file")
-        probs[name] = load_calibrator(path).predict_proba(z)
+        cal = load_checked_calibrator(path, halves, args.allow_other_logits)
+        probs[name] = cal.predict_proba(z)
     rows = compare_rows(
         halves,
         probs,
@@ -361,6 +392,14 @@ def _cmd_compare(args: argparse.Namespace) -> int:
 def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--logits", required=True, help="logits .npz written by cache-logits")
     p.add_argument("--split", required=True, help="split .npz written by split")
+
+
+def allow_other_logits(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--allow-other-logits",
+        action="store_true",
+        help="apply calibrators fitted on other logits (default: refuse, naming the file)",
+    )
 
 
 def _naming(p: argparse.ArgumentParser) -> None:
@@ -384,6 +423,11 @@ def register(sub) -> None:
     p.add_argument("--method", required=True, help="registry name (calbench.calibrators.REGISTRY)")
     p.add_argument("--params", default="{}", help="hyperparameters as a JSON object (or @file)")
     p.add_argument("--threads", type=int, default=0, help="CPU threads for torch-based fits")
+    p.add_argument(
+        "--allow-probabilities",
+        action="store_true",
+        help="fit even if every row is a probability vector (default: refuse; pass logits)",
+    )
     p.add_argument("--out", required=True, help="calibrator .json to write")
     p.set_defaults(func=_cmd_fit)
 
@@ -405,6 +449,7 @@ def register(sub) -> None:
     p.add_argument(
         "--ci-metrics", help="metrics that get bootstrap intervals (default: all of --metrics)"
     )
+    allow_other_logits(p)
     p.add_argument("--out", required=True, help="metrics .csv to write")
     p.set_defaults(func=_cmd_evaluate)
 
@@ -420,5 +465,6 @@ def register(sub) -> None:
     p.add_argument("--baselines", default="uncalibrated,ts", help="comma-separated baselines")
     p.add_argument("--metrics", help="comma-separated metric names (default: all of METRICS)")
     _bootstrap(p, 1000)
+    allow_other_logits(p)
     p.add_argument("--out", required=True, help="comparison .csv to write")
     p.set_defaults(func=_cmd_compare)

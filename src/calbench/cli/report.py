@@ -23,15 +23,21 @@ import argparse
 import json
 from pathlib import Path
 
-from calbench.cli.calibrate import COMPARE_COLUMNS, HALVES, load_halves, method_name, parse_json_arg
+from calbench.cli.calibrate import (
+    COMPARE_COLUMNS,
+    HALVES,
+    allow_other_logits,
+    load_checked_calibrator,
+    load_halves,
+    method_name,
+    parse_json_arg,
+)
 
 
 # --------------------------------------------------------------------------------------------
 # plot-reliability
 # --------------------------------------------------------------------------------------------
 def _cmd_plot(args: argparse.Namespace) -> int:
-    from calbench.calibrators import load_calibrator
-
     if args.half not in HALVES:
         raise ValueError(f"--half must be test or val, got {args.half!r}")
     if not args.grid and len(args.calibrator) != 1:
@@ -42,7 +48,8 @@ def _cmd_plot(args: argparse.Namespace) -> int:
     z, y = halves[args.half]
     probs = {}
     for path in args.calibrator:
-        probs[method_name(path)] = load_calibrator(path).predict_proba(z)
+        cal = load_checked_calibrator(path, halves, args.allow_other_logits)
+        probs[method_name(path)] = cal.predict_proba(z)
     from calbench import plots
 
     if args.grid:
@@ -313,6 +320,7 @@ def register(sub) -> None:
     p.add_argument("--style", default="guo", help="guo or coursework (default guo)")
     p.add_argument("--title", help="figure title")
     p.add_argument("--dpi", type=int, default=100, help="PNG resolution (default 100)")
+    allow_other_logits(p)
     p.add_argument("--out", required=True, help="image to write (.png, .pdf, .svg)")
     p.set_defaults(func=_cmd_plot)
 

@@ -32,7 +32,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 from calbench.data.download import ChecksumError, fetch, verify
-from calbench.io import atomic_path, atomic_write_text, file_digest
+from calbench.io import atomic_path, atomic_write_text, file_digest, torch_load_reason
 
 SOURCES = ("checkpoint", "torchhub", "timm")
 _REQUIRED = ("dataset", "source", "num_classes")
@@ -143,7 +143,7 @@ def read_state_dict(path: str | os.PathLike, *, prefix: str | None = None) -> di
         obj = torch.load(path, map_location="cpu", weights_only=True)
     except Exception as exc:  # pickle errors, truncated zip, non-weights objects
         raise ValueError(
-            f"{path} is not a loadable state dict ({type(exc).__name__}: {str(exc).splitlines()[0][:200]}); "
+            f"{path} is not a loadable state dict ({type(exc).__name__}: {torch_load_reason(exc)}); "
             "delete it and download again"
         ) from None
     if isinstance(obj, Mapping) and "state_dict" in obj and isinstance(obj["state_dict"], Mapping):

@@ -66,9 +66,10 @@ def read_checkpoint(path: str | os.PathLike) -> dict:
     try:
         payload = torch.load(path, map_location="cpu", weights_only=True)
     except (pickle.UnpicklingError, RuntimeError, EOFError, OSError, ValueError) as exc:
-        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        from calbench.io import torch_load_reason
+
         raise ValueError(
-            f"cannot read checkpoint {path} ({first}); it is corrupt or not a calbench "
+            f"cannot read checkpoint {path} ({torch_load_reason(exc)}); it is corrupt or not a calbench "
             "checkpoint: delete it and train again"
         ) from None
     if not isinstance(payload, dict) or payload.get("format") != FORMAT:
