@@ -80,7 +80,9 @@ def test_unknown_parameter_lists_the_accepted_ones(name, tmp_path, fitted_files)
 
 
 def test_accepted_params_follow_the_init_signatures():
-    assert set(REGISTRY["ts"].accepted_params()) == {"max_iter", "line_search", "dtype", "device", "l2"}
+    assert set(REGISTRY["ts"].accepted_params()) == {
+        "max_iter", "line_search", "dtype", "device", "l2", "precision"
+    }
     assert "odir" in REGISTRY["ms_b"].accepted_params()
     assert "odir" not in REGISTRY["ts"].accepted_params()
 

@@ -38,7 +38,7 @@ import numpy as np
 
 from calbench._checks import check_n_bins
 from calbench.calibrators.base import Calibrator, Field, register
-from calbench.functional import softmax
+from calbench.calibrators.precision import check_precision, softmax_in
 
 #: Entries per row block in :func:`apply_histogram_binning` (256 KiB of float64).
 _BLOCK_ENTRIES = 1 << 15
@@ -162,22 +162,28 @@ def apply_histogram_binning(
 
 @register
 class HistogramBinning(Calibrator):
-    """One-vs-rest histogram binning with renormalised rows (see module docstring)."""
+    """One-vs-rest histogram binning with renormalised rows (see module docstring).
+
+    ``precision="float32"`` bins the study's float32 softmax probabilities (the output stays
+    float64, as in the study; see :mod:`calbench.calibrators.precision`).
+    """
 
     name = "hist"
 
     state_schema = {"theta": Field(shape=("K", None), low=0.0, high=1.0, note="bin frequencies")}
 
-    def __init__(self, *, n_bins: int = 20) -> None:
-        super().__init__(n_bins=check_n_bins(n_bins))
+    def __init__(self, *, n_bins: int = 20, precision: str = "float64") -> None:
+        super().__init__(n_bins=check_n_bins(n_bins), precision=check_precision(precision))
         self.theta_: np.ndarray | None = None
 
     def _fit(self, logits: np.ndarray, labels: np.ndarray) -> None:
-        self.theta_ = fit_histogram_binning(softmax(logits), labels, self._params["n_bins"])
+        probs = softmax_in(logits, self._params["precision"])
+        self.theta_ = fit_histogram_binning(probs, labels, self._params["n_bins"])
 
     def _predict_proba(self, logits: np.ndarray) -> np.ndarray:
-        probs = softmax(logits)  # a new array: calibrated in place
-        return apply_histogram_binning(self.theta_, probs, out=probs, renormalise=True)
+        probs = softmax_in(logits, self._params["precision"])  # a new array
+        out = probs if probs.dtype == np.float64 else None  # float64: calibrated in place
+        return apply_histogram_binning(self.theta_, probs, out=out, renormalise=True)
 
     def _get_state(self) -> dict[str, Any]:
         return {"theta": self.theta_}
@@ -269,7 +275,11 @@ def fit_bbq_column(
 
 @register
 class BBQ(Calibrator):
-    """Bayesian Binning into Quantiles, one-vs-rest, renormalised (see module docstring)."""
+    """Bayesian Binning into Quantiles, one-vs-rest, renormalised (see module docstring).
+
+    ``precision="float32"``: float32 softmax input and float32 output
+    (:mod:`calbench.calibrators.precision`).
+    """
 
     name = "bbq"
 
@@ -278,16 +288,16 @@ class BBQ(Calibrator):
         "values": Field(ragged=True, low=0.0, high=1.0, note="per-class calibrated values"),
     }
 
-    def __init__(self, *, c: float = 10.0, ess: float = 2.0) -> None:
+    def __init__(self, *, c: float = 10.0, ess: float = 2.0, precision: str = "float64") -> None:
         for key, val in (("c", c), ("ess", ess)):
             if not (isinstance(val, int | float) and np.isfinite(val) and val > 0):
                 raise ValueError(f"{key} must be a finite number > 0, got {val!r}")
-        super().__init__(c=float(c), ess=float(ess))
+        super().__init__(c=float(c), ess=float(ess), precision=check_precision(precision))
         self.breaks_: list[np.ndarray] | None = None
         self.values_: list[np.ndarray] | None = None
 
     def _fit(self, logits: np.ndarray, labels: np.ndarray) -> None:
-        probs = softmax(logits)
+        probs = softmax_in(logits, self._params["precision"])
         fits = [
             fit_bbq_column(probs[:, j], labels == j, c=self._params["c"], ess=self._params["ess"])
             for j in range(probs.shape[1])
@@ -296,7 +306,7 @@ class BBQ(Calibrator):
         self.values_ = [f[1] for f in fits]
 
     def _predict_proba(self, logits: np.ndarray) -> np.ndarray:
-        probs = softmax(logits)
+        probs = softmax_in(logits, self._params["precision"])
         out = np.empty_like(probs)
         for j, (br, val) in enumerate(zip(self.breaks_, self.values_, strict=True)):
             out[:, j] = val[np.searchsorted(br, probs[:, j], side="right")]

@@ -30,28 +30,38 @@ import numpy as np
 
 from calbench.calibrators.base import Calibrator, Field, register
 from calbench.calibrators.binning import renormalise_rows
-from calbench.functional import softmax
+from calbench.calibrators.precision import check_precision, softmax_in
 
 #: scikit-learn's tie tolerance in ``_make_unique`` for float64 scores.
 TIE_EPS = float(np.finfo(np.float64).resolution)
 
 
+def tie_eps(dtype) -> np.floating:
+    """scikit-learn's tie tolerance for scores of ``dtype``: ``finfo(dtype).resolution`` (1e-15
+    for float64, 1e-6 for float32), as a scalar of that dtype."""
+    dt = np.dtype(dtype)
+    return dt.type(np.finfo(dt).resolution)
+
+
 def pool_ties(x: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Pool sorted scores ``x`` into groups as scikit-learn's isotonic fit does.
 
-    A group starts at a score ``x0`` and holds every following score with ``x - x0 < 1e-15``.
-    Returns the group starts (the scores kept as fit points), the mean of ``y`` per group and the
-    group sizes.  ``x`` must be sorted ascending.
+    A group starts at a score ``x0`` and holds every following score with ``x - x0 < eps``,
+    ``eps`` = :func:`tie_eps` of ``x``'s dtype, the difference computed in that dtype (float32
+    scores: 1e-6 in float32 arithmetic, as scikit-learn on float32 input).
+    Returns the group starts (the scores kept as fit points), the mean of ``y`` per group (float64)
+    and the group sizes.  ``x`` must be sorted ascending.
     """
+    eps = tie_eps(x.dtype)
     n = x.size
     gaps = np.diff(x)
     new = np.empty(n, dtype=bool)
     new[0] = True
-    new[1:] = gaps >= TIE_EPS
-    near = (gaps > 0) & (gaps < TIE_EPS)
+    new[1:] = gaps >= eps
+    near = (gaps > 0) & (gaps < eps)
     if np.any(near):
         # clusters of scores linked by gaps < eps: walk the group starts inside each cluster
-        linked = np.flatnonzero(gaps < TIE_EPS)
+        linked = np.flatnonzero(gaps < eps)
         breaks = np.flatnonzero(np.diff(linked) > 1)
         for lo, hi in zip(
             np.r_[linked[0], linked[breaks + 1]], np.r_[linked[breaks], linked[-1]], strict=True
@@ -60,7 +70,7 @@ def pool_ties(x: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.
             seg = x[first : last + 1]
             cur = 0
             while True:
-                rest = np.flatnonzero(seg[cur + 1 :] - seg[cur] >= TIE_EPS)
+                rest = np.flatnonzero(seg[cur + 1 :] - seg[cur] >= eps)
                 if rest.size == 0:
                     break
                 cur = cur + 1 + int(rest[0])
@@ -77,36 +87,49 @@ def isotonic_fit_1d(x: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarra
     ``x`` scores (any order), ``y`` targets in [0, 1].  Ties pooled (:func:`pool_ties`), PAV by
     ``scipy.optimize.isotonic_regression``, values clipped to [0, 1], and interior points whose
     value equals both neighbours' dropped (they do not change the interpolation).
+
+    float32 ``x`` is fitted as scikit-learn fits float32 input: ties within float32's resolution
+    pooled, group means rounded to float32, PAV in float64 and the fitted values rounded to
+    float32 (scikit-learn >= 1.5; its older float32 PAV differs by float32 rounding only).
+    The knots then have ``x``'s dtype; any other input is fitted in float64.
     """
     from scipy.optimize import isotonic_regression
 
+    x = np.asarray(x)
+    dtype = np.float32 if x.dtype == np.float32 else np.float64
     order = np.argsort(x, kind="stable")
-    ux, uy, w = pool_ties(np.asarray(x, dtype=np.float64)[order], np.asarray(y)[order])
-    fitted = np.asarray(isotonic_regression(uy, weights=w, increasing=True).x, dtype=np.float64)
+    ux, uy, w = pool_ties(x.astype(dtype, copy=False)[order], np.asarray(y)[order])
+    if dtype == np.float32:
+        uy = uy.astype(np.float32).astype(np.float64)
+    fitted = np.asarray(isotonic_regression(uy, weights=w, increasing=True).x, dtype=dtype)
     np.clip(fitted, 0.0, 1.0, out=fitted)
     keep = np.ones(fitted.size, dtype=bool)
     keep[1:-1] = (fitted[1:-1] != fitted[:-2]) | (fitted[1:-1] != fitted[2:])
     return ux[keep], fitted[keep]
 
 
-def transpose_copy(a: np.ndarray, block: int = 128) -> np.ndarray:
-    """C-contiguous float64 copy of ``a.T``, copied in row blocks (cache-friendly, several times
-    faster than ``np.ascontiguousarray(a.T)`` for tall matrices)."""
-    a = np.asarray(a, dtype=np.float64)
-    out = np.empty(a.shape[::-1], dtype=np.float64)
+def transpose_copy(a: np.ndarray, block: int = 128, dtype=np.float64) -> np.ndarray:
+    """C-contiguous copy of ``a.T`` in ``dtype`` (default float64), copied in row blocks
+    (cache-friendly, several times faster than ``np.ascontiguousarray(a.T)`` for tall
+    matrices)."""
+    a = np.asarray(a, dtype=dtype)
+    out = np.empty(a.shape[::-1], dtype=dtype)
     for i in range(0, a.shape[0], block):
         out[:, i : i + block] = a[i : i + block].T
     return out
 
 
 def _column_cut(x: np.ndarray, q: float) -> float:
-    """Left end of the scores of one column that the fit needs (module docstring), or -inf."""
-    below = x[x < q - 4 * TIE_EPS]
+    """Left end of the scores of one column that the fit needs (module docstring), or -inf.
+
+    The tie tolerance and the arithmetic are those of ``x``'s dtype (:func:`pool_ties`)."""
+    eps = tie_eps(x.dtype)
+    below = x[x < q - 4 * eps]
     if below.size == 0:
         return -np.inf
     cut = below.max()
     lower = below[below < cut]
-    if lower.size and not cut - lower.max() >= TIE_EPS:
+    if lower.size and not cut - lower.max() >= eps:
         return -np.inf
     return cut
 
@@ -118,8 +141,10 @@ def fit_isotonic(
 
     Returns ``(knots_x, knots_y, offsets)``: class ``j``'s fit points are
     ``knots_x[offsets[j]:offsets[j+1]]`` with values ``knots_y[...]`` (see module docstring).
+    float32 ``probs`` are fitted in float32 (:func:`isotonic_fit_1d`), anything else in float64.
     """
-    cols = transpose_copy(probs)  # (K, N): one class per row
+    dtype = np.float32 if np.asarray(probs).dtype == np.float32 else np.float64
+    cols = transpose_copy(probs, dtype=dtype)  # (K, N): one class per row
     k, n = cols.shape
     labels = np.asarray(labels, dtype=np.int64)
     by_class = np.argsort(labels, kind="stable")
@@ -179,11 +204,42 @@ def apply_isotonic(
     return out
 
 
+def apply_isotonic_float32(
+    knots_x: np.ndarray, knots_y: np.ndarray, offsets: np.ndarray, probs: np.ndarray
+) -> np.ndarray:
+    """:func:`apply_isotonic` in float32 arithmetic, as scikit-learn's ``IsotonicRegression``
+    predicts from float32 knots (``scipy.interpolate.interp1d``, ``kind="linear"``).
+
+    Per class: clip the scores to the first and last knot, take ``i`` = the first knot ``>=`` the
+    score (at least 1, at most the last), and return
+    ``(y[i] - y[i-1]) / (x[i] - x[i-1]) * (s - x[i-1]) + y[i-1]``, every operation rounded to
+    float32; a class with one knot predicts its value.  Output float32 (N, K), not renormalised.
+    """
+    p = np.asarray(probs, dtype=np.float32)
+    kx = np.asarray(knots_x, dtype=np.float32)
+    ky = np.asarray(knots_y, dtype=np.float32)
+    out = np.empty(p.shape, dtype=np.float32)
+    for j in range(p.shape[1]):
+        x, y = kx[offsets[j] : offsets[j + 1]], ky[offsets[j] : offsets[j + 1]]
+        if x.size == 1:
+            out[:, j] = y[0]
+            continue
+        s = np.clip(p[:, j], x[0], x[-1])
+        hi = np.clip(np.searchsorted(x, s), 1, x.size - 1)
+        lo = hi - 1
+        slope = (y[hi] - y[lo]) / (x[hi] - x[lo])
+        out[:, j] = slope * (s - x[lo]) + y[lo]
+    return out
+
+
 @register
 class IsotonicCalibration(Calibrator):
     """One-vs-rest isotonic regression with renormalised rows (see module docstring).
 
     A row whose calibrated values are all zero becomes uniform (``binning.renormalise_rows``).
+    ``precision="float32"`` reproduces the study: scikit-learn's float32 fit on float32 softmax
+    probabilities, float32 predictions and renormalisation, float32 output
+    (:mod:`calbench.calibrators.precision`, :func:`apply_isotonic_float32`).
     """
 
     name = "iso"
@@ -203,23 +259,26 @@ class IsotonicCalibration(Calibrator):
             return f"offsets must rise from 0 to len(knots_x) = {n}, at least 1 knot per class"
         return None
 
-    def __init__(self) -> None:
-        super().__init__()
+    def __init__(self, *, precision: str = "float64") -> None:
+        super().__init__(precision=check_precision(precision))
         self.knots_x_: np.ndarray | None = None
         self.knots_y_: np.ndarray | None = None
         self.offsets_: np.ndarray | None = None
 
     def _fit(self, logits: np.ndarray, labels: np.ndarray) -> None:
-        self.knots_x_, self.knots_y_, self.offsets_ = fit_isotonic(softmax(logits), labels)
+        probs = softmax_in(logits, self._params["precision"])
+        self.knots_x_, self.knots_y_, self.offsets_ = fit_isotonic(probs, labels)
 
     def _predict_proba(self, logits: np.ndarray) -> np.ndarray:
-        raw = apply_isotonic(self.knots_x_, self.knots_y_, self.offsets_, softmax(logits))
-        return renormalise_rows(raw)
+        probs = softmax_in(logits, self._params["precision"])
+        apply = apply_isotonic_float32 if probs.dtype == np.float32 else apply_isotonic
+        return renormalise_rows(apply(self.knots_x_, self.knots_y_, self.offsets_, probs))
 
     def _get_state(self) -> dict[str, Any]:
         return {"knots_x": self.knots_x_, "knots_y": self.knots_y_, "offsets": self.offsets_}
 
     def _set_state(self, state: dict[str, Any]) -> None:
-        self.knots_x_ = np.asarray(state["knots_x"], dtype=np.float64)
-        self.knots_y_ = np.asarray(state["knots_y"], dtype=np.float64)
+        dtype = np.float32 if self._params["precision"] == "float32" else np.float64
+        self.knots_x_ = np.asarray(state["knots_x"], dtype=dtype)
+        self.knots_y_ = np.asarray(state["knots_y"], dtype=dtype)
         self.offsets_ = np.asarray(state["offsets"], dtype=np.int64)

@@ -24,8 +24,10 @@ initial (identity) map, and for ``ms_b`` the Off-Diagonal and Intercept Regulari
 Kull et al. 2019, "Beyond temperature scaling" (NeurIPS), section 4:
 ``lambda / (K (K-1)) * sum_{i != j} W_ij**2 + mu / K * sum_j b_j**2``, added to the mean NLL.
 
-``predict_proba`` is pure numpy (float64 arithmetic on the stored parameters); torch is imported
-only inside ``fit``.
+``predict_proba`` is pure numpy (float64 arithmetic on the stored parameters; with
+``precision="float32"`` the study's float32 arithmetic and float32 softmax, see
+:mod:`calbench.calibrators.precision`); torch is imported only inside ``fit``.  ``dtype`` is the
+precision of the LBFGS fit, ``precision`` that of the calibrated probabilities.
 """
 
 from __future__ import annotations
@@ -39,6 +41,7 @@ import numpy as np
 from calbench._checks import check_choice
 from calbench._torch import eager_optimizers
 from calbench.calibrators.base import Calibrator, Field, register
+from calbench.calibrators.precision import check_precision, softmax32
 from calbench.functional import softmax
 
 #: name -> ordered {parameter: initialiser}; initialisers: "one" (scalar 1), "ones" (K,),
@@ -256,11 +259,18 @@ class _LogitScaling(Calibrator):
         dtype: str = "float32",
         device: str = "auto",
         l2: float = 0.0,
+        precision: str = "float64",
         **extra: Any,
     ) -> None:
         _check_options(line_search, max_iter, dtype, l2, extra.get("odir"))
         super().__init__(
-            max_iter=max_iter, line_search=line_search, dtype=dtype, device=device, l2=l2, **extra
+            max_iter=max_iter,
+            line_search=line_search,
+            dtype=dtype,
+            device=device,
+            l2=l2,
+            precision=check_precision(precision),
+            **extra,
         )
         self.params_: dict[str, np.ndarray] | None = None
 
@@ -284,15 +294,19 @@ class _LogitScaling(Calibrator):
         )
 
     def transform_logits(self, logits) -> np.ndarray:
-        """Calibrated logits ``g(z)`` (float64) whose softmax is :meth:`predict_proba`."""
+        """Calibrated logits ``g(z)`` whose softmax is :meth:`predict_proba`: float64, or with
+        ``precision="float32"`` the study's float32 arithmetic (float32 input, parameters and
+        result; :mod:`calbench.calibrators.precision`)."""
         if self.params_ is None:
             raise ValueError(f"{type(self).__name__} is not fitted; call fit(logits, labels) first")
-        z = np.asarray(self._transform_input(np.asarray(logits)), dtype=np.float64)
-        params64 = {k: v.astype(np.float64) for k, v in self.params_.items()}
-        return apply_scaling(z, params64)
+        dtype = np.float32 if self._params.get("precision") == "float32" else np.float64
+        z = np.asarray(self._transform_input(np.asarray(logits)), dtype=dtype)
+        params = {k: v.astype(dtype) for k, v in self.params_.items()}
+        return apply_scaling(z, params)
 
     def _predict_proba(self, logits: np.ndarray) -> np.ndarray:
-        return softmax(self.transform_logits(logits))
+        g = self.transform_logits(logits)
+        return softmax32(g) if g.dtype == np.float32 else softmax(g)
 
     def _get_state(self) -> dict[str, Any]:
         return {k: np.array(v) for k, v in self.params_.items()}
