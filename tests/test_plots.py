@@ -78,7 +78,29 @@ def _bottoms(container):
 
 
 def _texts(ax):
-    return [t.get_text() for t in ax.texts]
+    """Texts on the axes other than the sample counts printed over sparse bins."""
+    return [t.get_text() for t in ax.texts if not t.get_text().startswith("n=")]
+
+
+def test_sparse_bins_are_faded_with_their_count():
+    # the hand example's bins hold 1, 2 and 3 samples (< FEW_SAMPLES): faded, count printed;
+    # the histogram panel always spans 0-100% of the samples (one scale for every panel)
+    fig = plots.reliability_diagram(HAND_PROBS, HAND_LABELS, n_bins=10)
+    ax, hax = fig.axes
+    outputs = _container(ax, "Outputs")
+    assert [r.get_alpha() for r in outputs.patches] == [0.3, 0.3, 0.3]
+    assert sorted(t.get_text() for t in ax.texts if t.get_text().startswith("n=")) == [
+        "n=1",
+        "n=2",
+        "n=3",
+    ]
+    assert hax.get_ylim() == (0.0, 100.0)
+    rng = np.random.default_rng(0)
+    y = rng.integers(0, 2, 400)
+    p = np.column_stack([np.full(400, 0.95), np.full(400, 0.05)])
+    fig = plots.reliability_diagram(p, y, n_bins=10)
+    (bar,) = _container(fig.axes[0], "Outputs").patches
+    assert bar.get_alpha() is None and not [t for t in fig.axes[0].texts if "n=" in t.get_text()]
 
 
 def _line(ax, label):
@@ -335,7 +357,7 @@ def test_reliability_grid(style, per_panel):
     assert len(panels) == len(by_method)
     acc_label = "Outputs" if style == "guo" else "Accuracy"
     for ax, (name, p) in zip(panels, by_method.items(), strict=True):
-        assert ax.get_title() == f"{name}: {plots.format_ece(metrics.ece(p, labels, n_bins=10))}"
+        assert ax.get_title() == f"{name}: {plots.format_ece(metrics.ece(p, labels, n_bins=10))} (10 bins)"
         _, _, acc, _ = _nonempty(metrics.reliability_bins(p, labels, n_bins=10))
         np.testing.assert_allclose(_heights(_container(ax, acc_label)), acc, atol=1e-12)
         assert _texts(ax) == []  # ECE in the title, not repeated in the corner or legend

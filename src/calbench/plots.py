@@ -80,6 +80,8 @@ _DIAG_COLOR = "0.45"
 
 #: Interior points at which calibration maps are evaluated (x = 0 and 1 have infinite logits).
 _MAP_EPS = 1e-6
+#: Bins with fewer samples are drawn faded with their count (reliability diagrams).
+FEW_SAMPLES = 10
 
 
 # --------------------------------------------------------------------------------------------
@@ -226,11 +228,20 @@ def _legend(ax, below_text: bool, fontsize: int = 9) -> None:
 # --------------------------------------------------------------------------------------------
 # drawing primitives (operate on validated arrays)
 # --------------------------------------------------------------------------------------------
+def _mark_sparse_bins(ax, bars, left, width, acc, count) -> None:
+    """Fade the bars of bins holding fewer than :data:`FEW_SAMPLES` samples and print their
+    count above them: a 1-sample bin is either 0 or 1 and says nothing about calibration."""
+    for bar, x, w, a, c in zip(bars, left, width, acc, count, strict=True):
+        if c < FEW_SAMPLES:
+            bar.set_alpha(0.3)
+            ax.text(x + w / 2, min(a + 0.02, 0.93), f"n={int(c)}", ha="center", fontsize=6)
+
+
 def _draw_guo(ax, hist_ax, b, ece_value, *, ylabel, ece_in_corner, hist_lines):
     left, width, conf, acc, count = _bin_arrays(b)
     keep = count > 0
     _setup_unit_axes(ax, "" if hist_ax is not None else "Confidence", ylabel)
-    ax.bar(
+    outputs = ax.bar(
         left[keep],
         acc[keep],
         width=width[keep],
@@ -255,6 +266,7 @@ def _draw_guo(ax, hist_ax, b, ece_value, *, ylabel, ece_in_corner, hist_lines):
         label="Gap",
         zorder=3,
     )
+    _mark_sparse_bins(ax, outputs, left[keep], width[keep], acc[keep], count[keep])
     _legend(ax, ece_in_corner)
     if ece_in_corner:
         _corner_text(ax, format_ece(ece_value))
@@ -271,7 +283,8 @@ def _draw_guo(ax, hist_ax, b, ece_value, *, ylabel, ece_in_corner, hist_lines):
         linewidth=0.6,
         label="% of samples",
     )
-    hist_ax.set_ylim(0.0, max(100.0 * count.max() / n * (1.4 if hist_lines else 1.1), 1.0))
+    # one fixed scale (0-100% of the samples) so that panels and figures compare directly
+    hist_ax.set_ylim(0.0, 100.0)
     hist_ax.set_xlim(0.0, 1.0)
     hist_ax.set_xlabel("Confidence")
     hist_ax.set_ylabel("% of samples")
@@ -563,7 +576,7 @@ def reliability_grid(
                 acc_label="Accuracy",
             )
         first = first or ax
-        ax.set_title(f"{name}: {format_ece(ece_value)}", fontsize=10)
+        ax.set_title(f"{name}: {format_ece(ece_value)} ({n_bins} bins)", fontsize=10)
         if c > 0:
             ax.set_ylabel("")
             if style == "guo":
