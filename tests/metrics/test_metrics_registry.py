@@ -22,9 +22,17 @@ NAMES = [
     "debiased_ece",
     "marginal_ce",
     "ece_sweep",
+    "ece_kull",
+    "mce_kull",
+    "cwece_kull",
+    "brier_kull",
+    "nll_kull",
 ]
 
 PUBLIC = [
+    M.ece_kull,
+    M.mce_kull,
+    M.cwece_kull,
     M.accuracy,
     M.ece,
     M.mce,

@@ -6,6 +6,10 @@ the study's defaults (Vasilev, MSU 2021: 15 equal-width bins, NLL with scikit-le
 clipping) and the seed papers' extra metrics. Each entry is a :class:`Metric`; most also expose
 a per-sample decomposition (``stats`` + ``reduce``) that :mod:`calbench.stats` uses to bootstrap
 without re-indexing the ``(N, K)`` array.
+
+Kull et al. 2019's conventions are registered as ``ece_kull``, ``mce_kull``, ``cwece_kull`` (sum
+over classes, their per-class binning), ``brier_kull`` (divided by K) and ``nll_kull``
+(:mod:`calbench.metrics.kull`).
 """
 
 from __future__ import annotations
@@ -36,6 +40,15 @@ from calbench.metrics.ece import (
     marginal_value,
     mce,
 )
+from calbench.metrics.kull import (
+    cwece_kull,
+    cwece_kull_from_sums,
+    ece_kull,
+    ece_kull_from_values,
+    kull_classwise_binner,
+    mce_kull,
+    mce_kull_from_values,
+)
 from calbench.metrics.scoring import accuracy, brier, brier_per_sample, nll, nll_per_sample
 from calbench.metrics.soft import (
     dece,
@@ -58,14 +71,17 @@ __all__ = [
     "brier",
     "classwise_ece",
     "compute_metrics",
+    "cwece_kull",
     "debiased_ece",
     "dece",
     "dece_torch",
     "ece",
+    "ece_kull",
     "ece_sweep",
     "ks_error",
     "marginal_ce",
     "mce",
+    "mce_kull",
     "nll",
     "reliability_bins",
     "sb_ece",
@@ -144,6 +160,19 @@ def _marginal_core(p, y, dtype=None):
     return marginal_value(p, y, 15, 2.0)
 
 
+def _cwece_kull_core(p, y, dtype=None):
+    return cwece_kull_from_sums(*kull_classwise_binner(p, y)())
+
+
+def _cwece_kull_weighted(p, y, dtype=None):
+    sums = kull_classwise_binner(p, y)
+    return lambda weights=None: cwece_kull_from_sums(*sums(weights))
+
+
+def _brier_kull_stats(p, y, dtype=None):
+    return (brier_per_sample(p, y) / p.shape[1],)
+
+
 METRICS: dict[str, Metric] = {
     m.name: m
     for m in [
@@ -177,6 +206,14 @@ METRICS: dict[str, Metric] = {
         _decomposed("debiased_ece", _top, partial(debiased_from_values, n_bins=15)),
         Metric("marginal_ce", _marginal_core, weighted=_marginal_weighted),
         _decomposed("ece_sweep", _top, ece_sweep_from_values),
+        # Kull et al. 2019's conventions (calbench.metrics.kull)
+        _decomposed("ece_kull", _top, ece_kull_from_values),
+        _decomposed("mce_kull", _top, mce_kull_from_values),
+        Metric("cwece_kull", _cwece_kull_core, weighted=_cwece_kull_weighted),
+        _decomposed("brier_kull", _brier_kull_stats, _mean, is_mean=True),
+        _decomposed(
+            "nll_kull", lambda p, y, dtype=None: (nll_per_sample(p, y, "study"),), _mean, is_mean=True
+        ),
     ]
 }
 
