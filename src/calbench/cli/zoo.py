@@ -169,6 +169,13 @@ def plan(
         e = get_entry(doc, name)
         if e.get("source") == "train":
             continue  # trained by the workflow; nothing to fetch but its dataset
+        if e.get("source") == "logits":  # published / user logits files (calbench.logits_sources)
+            from calbench.logits_sources import plan_files
+
+            for f in plan_files(name, e, resources):
+                mb = f["size"] / 1e6 if f["size"] else None
+                out.append(("logits", name, f["dest"], mb))
+            continue
         ckpt = e.get("checkpoint") or {}
         if ckpt:
             if ckpt.get("archive_member"):
@@ -187,13 +194,42 @@ def plan(
                 seen.add(h)
                 out.append(("hub", name, h, None))
     if datasets:
-        used = list(dict.fromkeys(get_entry(doc, n)["dataset"] for n in names))
+        used = list(
+            dict.fromkeys(
+                get_entry(doc, n)["dataset"]
+                for n in names
+                if get_entry(doc, n).get("source") != "logits"  # no images needed
+            )
+        )
         for d in used:
             entry = (doc.get("datasets") or {}).get(d) or {}
             ds = get_dataset(entry.get("name", d), dataset_options(entry) or None)
             size = sum(mb for _, mb in getattr(ds, "FILES", ())) or None
             out.append(("dataset", d, resources / "datasets" / d, size))
     return out
+
+
+#: how ``stage --dry-run`` names the pin of a logits file (calbench.logits_sources.plan_files)
+_PIN_WORDS = {
+    "pinned": "published checksum",
+    "lock": "pinned on first use (recorded)",
+    "first use": "to be pinned on first use",
+    "local": "local copy, nothing fetched",
+}
+
+
+def _logits_pins(doc: dict, resources: Path, names: list[str]) -> dict:
+    """``{destination: pin wording}`` of every logits file the models ``names`` need."""
+    from calbench.logits_sources import plan_files
+    from calbench.models.pretrained import get_entry
+
+    pins = {}
+    for name in names:
+        e = get_entry(doc, name)
+        if e.get("source") == "logits":
+            for f in plan_files(name, e, resources):
+                pins[f["dest"]] = _PIN_WORDS[f["pin"]]
+    return pins
 
 
 def cmd_stage(args) -> int:
@@ -206,19 +242,31 @@ def cmd_stage(args) -> int:
     steps = plan(doc, resources, names, datasets=not args.skip_datasets)
     if args.dry_run:
         total = 0.0
+        pins = _logits_pins(doc, resources, names)
         for kind, name, dest, size in steps:
-            print(f"{kind:10s} {name:28s} {_mb(size):>10s}  -> {dest}")
+            pin = f"  [{pins[dest]}]" if dest in pins else ""
+            print(f"{kind:10s} {name:28s} {_mb(size):>10s}  -> {dest}{pin}")
             total += size or 0.0
+        if pins:
+            counts = {p: sum(1 for v in pins.values() if v == p) for p in dict.fromkeys(pins.values())}
+            print("logits files: " + ", ".join(f"{n} {p}" for p, n in counts.items()))
         unknown = sum(1 for kind, _, _, size in steps if size is None and kind != "checkpoint")
         print(
             f"{len(steps)} item(s), about {total / 1024:.1f} GB to download"
             + (f" (+{unknown} of unlisted size)" if unknown else "")
         )
         return 0
-    failures = []
+    failures, staged_logits = [], set()
     for kind, name, dest, _size in steps:
         try:
-            if kind == "checkpoint":
+            if kind == "logits":
+                if name in staged_logits:
+                    continue  # one obtain() per model places its file and targets.txt
+                from calbench.logits_sources import obtain
+
+                staged_logits.add(name)
+                obtain(name, get_entry(doc, name), resources, mirrors, timeout=args.timeout)
+            elif kind == "checkpoint":
                 stage_model(name, get_entry(doc, name), resources, mirrors, timeout=args.timeout)
             elif kind == "dataset":
                 entry = (doc.get("datasets") or {}).get(name) or {}

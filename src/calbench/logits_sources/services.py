@@ -199,7 +199,7 @@ class YandexDisk:
             items += page
             offset += len(page)
             total = emb.get("total")
-            if not page or (total is not None and offset >= total) or len(page) < self.limit:
+            if not page or (offset >= total if total is not None else len(page) < self.limit):
                 return items
 
     def tree(self, max_depth: int = 5) -> list[Entry]:
