@@ -20,6 +20,20 @@ Laplacian kernel ``k(r, r') = exp(-|r - r'| / width)`` (width 0.4 in the paper):
 The value used in training is the square root, and the training objective is
 ``NLL + lam * MMCE`` (Kumar et al. eq. 5); Meta-Calibration (seed 002) uses weighted MMCE with
 ``lam = 2``. The correctness ``c_i`` is a constant; gradients flow through ``r_i``.
+
+``form="released"`` reproduces the loss code released with focal_calibration and reused by
+Meta-Calibration (``Losses/mmce.py``), with which seed 002's MMCE baselines were trained
+(objective ``mean CE + lam * term``, ``lam = 2``):
+
+* MMCE: the squared estimate ``MMCE^2`` itself, **no square root**;
+* weighted MMCE: each of the three sums is divided twice by its pair count,
+  ``S_cc / (m_c^2 (m_c^2 + 1e-5)) + S_ii / (m_ic^2 (m_ic^2 + 1e-5))
+  - 2 S_ci / (m_c m_ic (m_c m_ic + 1e-5))`` (``S`` the kernel-weighted sums above), plus
+  ``1e-10``, then the square root; the term is 0 when the batch is all correct or all wrong.
+  (The released code takes the square root of that sum as is; here a sum rounded below 0 is
+  clamped to 0 first, where the released code would give NaN.)
+
+``form="paper"`` (default) is the text's estimate above.
 """
 
 from __future__ import annotations
@@ -28,10 +42,13 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
+from calbench._checks import check_choice
 from calbench.losses._base import Loss, check_nonneg, check_positive
 
 #: Floor under the squared estimate before the square root (keeps the gradient finite at 0).
 _SQRT_FLOOR = 1e-12
+#: ``form`` values: Kumar et al.'s text, or the released loss code (module docstring).
+FORMS = ("paper", "released")
 
 
 def _laplacian_kernel(r: Tensor, width: float) -> Tensor:
@@ -44,17 +61,25 @@ def _conf_correct(logits: Tensor, targets: Tensor) -> tuple[Tensor, Tensor]:
     return conf, (pred == targets).to(conf.dtype)
 
 
-def mmce_term(logits: Tensor, targets: Tensor, *, width: float = 0.4) -> Tensor:
-    """MMCE (the square root of the minibatch MMCE^2 estimate) of a batch of logits."""
+def mmce_term(
+    logits: Tensor, targets: Tensor, *, width: float = 0.4, form: str = "paper"
+) -> Tensor:
+    """MMCE of a batch of logits: the square root of the minibatch MMCE^2 estimate
+    (``form="paper"``), or MMCE^2 itself (``form="released"``, module docstring)."""
     r, c = _conf_correct(logits, targets)
     d = c - r
     m = r.shape[0]
     mmce2 = (d[:, None] * d[None, :] * _laplacian_kernel(r, width)).sum() / (m * m)
+    if form == "released":
+        return mmce2
     return torch.sqrt(mmce2.clamp_min(_SQRT_FLOOR))
 
 
-def mmce_weighted_term(logits: Tensor, targets: Tensor, *, width: float = 0.4) -> Tensor:
-    """Weighted MMCE_w (square root of Kumar et al. section 4.1's estimate) of a batch."""
+def mmce_weighted_term(
+    logits: Tensor, targets: Tensor, *, width: float = 0.4, form: str = "paper"
+) -> Tensor:
+    """Weighted MMCE_w of a batch: the square root of Kumar et al. section 4.1's estimate
+    (``form="paper"``) or the released code's normalisation (``form="released"``, module doc)."""
     r, c = _conf_correct(logits, targets)
     kern = _laplacian_kernel(r, width)
     correct = c > 0.5
@@ -63,6 +88,14 @@ def mmce_weighted_term(logits: Tensor, targets: Tensor, *, width: float = 0.4) -
     # a_i = 1 - r_i on correct samples, b_j = r_j on incorrect ones, zero elsewhere.
     a = torch.where(correct, 1.0 - r, torch.zeros_like(r))
     b = torch.where(correct, torch.zeros_like(r), r)
+    if form == "released":
+        if not (m_c and m_ic):
+            return (r * 0.0).sum()  # 0, connected to the graph
+        cc, ii, ci = m_c * m_c, m_ic * m_ic, m_c * m_ic
+        total = (a[:, None] * a[None, :] * kern).sum() / (cc * (cc + 1e-5))
+        total = total + (b[:, None] * b[None, :] * kern).sum() / (ii * (ii + 1e-5))
+        total = total - 2.0 * (a[:, None] * b[None, :] * kern).sum() / (ci * (ci + 1e-5))
+        return torch.sqrt((total + 1e-10).clamp_min(0.0))
     total = r.new_zeros(())
     if m_c:
         total = total + (a[:, None] * a[None, :] * kern).sum() / (m_c * m_c)
@@ -77,18 +110,23 @@ class MMCELoss(Loss):
     """``ce_weight * CE + lam * MMCE`` (Kumar et al. 2018 eq. 5; kernel width 0.4).
 
     ``ce_weight=0, lam=1`` gives the bare MMCE term, e.g. for use as a secondary loss.
+    ``form="released"``: the released loss code's term (module docstring), as in seed 002's
+    baselines (``lam=2`` on the batch-mean CE).
     """
 
     name = "mmce"
 
-    def __init__(self, lam: float = 2.0, width: float = 0.4, ce_weight: float = 1.0):
+    def __init__(
+        self, lam: float = 2.0, width: float = 0.4, ce_weight: float = 1.0, form: str = "paper"
+    ):
         super().__init__()
         self.lam = check_nonneg(lam, "lam")
         self.width = check_positive(width, "width")
         self.ce_weight = check_nonneg(ce_weight, "ce_weight")
+        self.form = check_choice(form, "form", FORMS)
 
     def _term(self, logits: Tensor, targets: Tensor) -> Tensor:
-        return mmce_term(logits, targets, width=self.width)
+        return mmce_term(logits, targets, width=self.width, form=self.form)
 
     def compute(self, logits: Tensor, targets: Tensor) -> Tensor:
         out = logits.new_zeros(())
@@ -99,7 +137,7 @@ class MMCELoss(Loss):
         return out
 
     def extra_repr(self) -> str:
-        return f"lam={self.lam}, width={self.width}, ce_weight={self.ce_weight}"
+        return f"lam={self.lam}, width={self.width}, ce_weight={self.ce_weight}, form={self.form!r}"
 
 
 class MMCEWeightedLoss(MMCELoss):
@@ -108,4 +146,4 @@ class MMCEWeightedLoss(MMCELoss):
     name = "mmce_weighted"
 
     def _term(self, logits: Tensor, targets: Tensor) -> Tensor:
-        return mmce_weighted_term(logits, targets, width=self.width)
+        return mmce_weighted_term(logits, targets, width=self.width, form=self.form)
