@@ -324,26 +324,55 @@ def test_compare_best_vs_baselines(data, fitted, tmp_path):
         == 0
     )
     rows = _read(out)
-    assert [(r["metric"], r["baseline"]) for r in rows] == [
-        ("ece", "uncalibrated"),
-        ("ece", "ts"),
-        ("accuracy", "uncalibrated"),
-        ("accuracy", "ts"),
-    ]
     zt, yt = data["z"][data["test"]], data["y"][data["test"]]
-    probs = {m: load_calibrator(p).predict_proba(zt) for m, p in fitted.items()}
-    eces = {m: METRICS["ece"](p, yt) for m, p in probs.items()}
-    best = min(eces, key=eces.get)
-    assert rows[0]["method"] == best
+    zv, yv = data["z"][data["val"]], data["y"][data["val"]]
+    cals = {m: load_calibrator(p) for m, p in fitted.items()}
+    probs = {m: c.predict_proba(zt) for m, c in cals.items()}
+    val = {m: c.predict_proba(zv) for m, c in cals.items()}
+    # the best method is picked on the validation half; the test half measures the difference
+    best_ece = min(cals, key=lambda m: METRICS["ece"](val[m], yv))
+    best_acc = max(cals, key=lambda m: METRICS["accuracy"](val[m], yv))
+    expected = [("ece", b) for b in ("uncalibrated", "ts") if b != best_ece]
+    expected += [("accuracy", b) for b in ("uncalibrated", "ts") if b != best_acc]
+    assert [(r["metric"], r["baseline"]) for r in rows] == expected  # no self-comparisons
+    assert all(r["method"] != r["baseline"] for r in rows)
+    assert {r["selected_on"] for r in rows} == {"val"} and {r["n_resamples"] for r in rows} == {
+        "100"
+    }
+    first = rows[0]
+    assert first["method"] == best_ece and first["interval"] == "basic"
     ref = paired_bootstrap(
-        METRICS["ece"], probs[best], probs["uncalibrated"], yt, n_resamples=100, seed=0
+        METRICS["ece"], probs[best_ece], probs[first["baseline"]], yt, n_resamples=100, seed=0
     )
-    assert float(rows[0]["difference"]) == pytest.approx(ref.difference, abs=1e-15)
-    assert float(rows[0]["ci_low"]) == pytest.approx(ref.low) and float(
-        rows[0]["p_value"]
-    ) == pytest.approx(ref.p_value)
-    accs = {m: METRICS["accuracy"](p, yt) for m, p in probs.items()}
-    assert float(rows[2]["value"]) == max(accs.values())  # accuracy: best is the max
+    assert float(first["difference"]) == pytest.approx(ref.difference, abs=1e-15)
+    assert float(first["value"]) == pytest.approx(METRICS["ece"](probs[best_ece], yt))
+    assert float(first["ci_low"]) == pytest.approx(ref.low)
+    assert float(first["p_value"]) == pytest.approx(ref.p_value)
+    acc = [r for r in rows if r["metric"] == "accuracy"]
+    assert all(r["method"] == best_acc and r["interval"] == "percentile" for r in acc)
+
+
+def test_compare_rows_selects_on_validation_not_test():
+    # method "a" is best on the validation half, "b" on the test half: "a" is compared
+    from calbench.cli.calibrate import compare_rows
+    from calbench.metrics import METRICS
+
+    y = np.array([0, 1] * 50)
+    good = np.eye(2)[y] * 0.8 + 0.1
+    bad = np.full((100, 2), 0.5)
+    halves = {"meta": {"dataset": "d", "model": "m"}, "val": (None, y), "test": (None, y)}
+    rows = compare_rows(
+        halves,
+        {"a": bad, "b": good, "c": bad},
+        {"nll": METRICS["nll"]},
+        ["b", "c"],
+        val_probs_by_method={"a": good, "b": bad, "c": bad},
+        n_bootstrap=20,
+    )
+    assert [(r["method"], r["baseline"]) for r in rows] == [("a", "b"), ("a", "c")]
+    assert rows[0]["difference"] > 0  # on the test half the selected method is worse
+    rows = compare_rows(halves, {"a": bad, "b": good}, {"nll": METRICS["nll"]}, ["b"])
+    assert rows == []  # test-half selection picks b, the only baseline: nothing to compare
 
 
 def test_compare_missing_baseline(data, fitted, tmp_path, capsys):

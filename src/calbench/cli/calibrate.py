@@ -4,8 +4,10 @@ The protocol is the study's (Vasilev 2021, §4-5; replication-sources §2.2-2.4)
 fitted on the validation half of a model's test-set logits and applied to both halves; every
 metric of :data:`calbench.metrics.METRICS` is reported on the test half (and, for checking
 over-fitting of the calibrator, on the validation half), each with a percentile bootstrap
-confidence interval (:func:`calbench.stats.bootstrap_ci`). ``compare`` pairs the best calibrator
-of a model with baselines by a paired bootstrap over the same resampled test samples
+confidence interval (:func:`calbench.stats.bootstrap_ci`: basic bootstrap for calibration
+errors, percentile otherwise; none for MCE, see :data:`calbench.stats.NO_INTERVAL`).
+``compare`` picks the best calibrator of a model on the *validation* half and pairs it with
+baselines by a paired bootstrap over the same resampled *test* samples
 (:func:`calbench.stats.paired_bootstrap`).
 
 Heavy libraries are imported inside the command functions only (start-up cost of the workflow).
@@ -35,6 +37,8 @@ COMPARE_COLUMNS = (
     "ci_high",
     "p_value",
     "n_resamples",
+    "interval",
+    "selected_on",
 )
 
 
@@ -199,12 +203,15 @@ def evaluate_rows(
 ) -> list[dict]:
     """Long-format rows ``dataset,model,method,half,metric,value,ci_low,ci_high`` for one calibrator.
 
-    Every metric of ``metrics`` is computed on every half of ``half_names``. The percentile
-    bootstrap interval (:func:`calbench.stats.bootstrap_ci`, ``n_bootstrap`` resamples of the
-    half's samples, confidence ``level``, ``seed``) is computed for the halves in ``ci_halves``
-    and the metrics in ``ci_metrics`` (``None``: all of them); other rows carry NaN bounds, as
-    do all rows when ``n_bootstrap`` is 0.
+    Every metric of ``metrics`` is computed on every half of ``half_names``. The bootstrap
+    interval (:func:`calbench.stats.bootstrap_ci` with its default construction: basic for
+    calibration errors, percentile otherwise; ``n_bootstrap`` resamples of the half's samples,
+    confidence ``level``, ``seed``) is computed for the halves in ``ci_halves`` and the metrics
+    in ``ci_metrics`` (``None``: all of them) except :data:`calbench.stats.NO_INTERVAL` (MCE);
+    other rows carry NaN bounds, as do all rows when ``n_bootstrap`` is 0.
     """
+    from calbench.stats import NO_INTERVAL, bootstrap_ci
+
     ci_halves = set(half_names if ci_halves is None else ci_halves)
     ci_metrics = set(metrics if ci_metrics is None else ci_metrics)
     rows = []
@@ -214,9 +221,7 @@ def evaluate_rows(
         for name, fn in metrics.items():
             value = float(fn(probs, y))
             lo = hi = float("nan")
-            if n_bootstrap > 0 and half in ci_halves and name in ci_metrics:
-                from calbench.stats import bootstrap_ci
-
+            if n_bootstrap > 0 and half in ci_halves and name in ci_metrics - NO_INTERVAL:
                 res = bootstrap_ci(fn, probs, y, n_resamples=n_bootstrap, level=level, seed=seed)
                 lo, hi = float(res.low), float(res.high)
             rows.append(
@@ -300,19 +305,26 @@ def compare_rows(
     metrics: dict,
     baselines: list[str],
     *,
+    val_probs_by_method: dict[str, np.ndarray] | None = None,
     n_bootstrap: int = 1000,
     level: float = 0.95,
     seed: int = 0,
 ) -> list[dict]:
-    """Paired bootstrap of the best method (per metric, on the test half) against each baseline.
+    """Paired bootstrap of the best method (per metric) against each baseline on the test half.
 
-    The best method is the one with the largest accuracy or the smallest value of any other
-    metric (ties: first in ``probs_by_method`` order). ``difference = metric(best) -
-    metric(baseline)``; its interval and two-sided p-value come from
-    :func:`calbench.stats.paired_bootstrap` (the same resampled indices for both methods).
+    The best method is selected on the **validation** half (``val_probs_by_method``; the
+    calibrators were fitted there too), so the test half that measures the difference plays no
+    part in picking the winner: the largest accuracy or the smallest value of any other metric,
+    ties to the first in ``probs_by_method`` order. Without validation probabilities the test
+    half selects (``selected_on = "test"``, an optimistic comparison). A baseline that is the
+    selected method itself is skipped (no self-comparisons). ``difference = metric(best) -
+    metric(baseline)`` on the test half; its interval and two-sided p-value come from
+    :func:`calbench.stats.paired_bootstrap` (the same resampled test indices for both methods;
+    basic interval for calibration errors, percentile otherwise). p-values are per comparison;
+    the report adjusts them for multiplicity (Holm 1979).
     """
     from calbench.report.tables import HIGHER_IS_BETTER
-    from calbench.stats import paired_bootstrap
+    from calbench.stats import interval_method, paired_bootstrap
 
     _, y = halves["test"]
     missing = [b for b in baselines if b not in probs_by_method]
@@ -321,12 +333,23 @@ def compare_rows(
             f"baselines {missing} are not among the calibrators {list(probs_by_method)}; "
             "pass their JSON files or drop them from --baselines"
         )
+    if val_probs_by_method is not None and set(val_probs_by_method) != set(probs_by_method):
+        raise ValueError("validation and test probabilities must cover the same calibrators")
     rows = []
     for name, fn in metrics.items():
         values = {m: float(fn(p, y)) for m, p in probs_by_method.items()}
+        if val_probs_by_method is not None:
+            _, y_val = halves["val"]
+            chosen = {m: float(fn(val_probs_by_method[m], y_val)) for m in probs_by_method}
+            selected_on = "val"
+        else:
+            chosen, selected_on = values, "test"
         pick = max if name in HIGHER_IS_BETTER else min
-        best = pick(values, key=lambda m: values[m] if math.isfinite(values[m]) else math.inf)
+        worst = -math.inf if name in HIGHER_IS_BETTER else math.inf
+        best = pick(chosen, key=lambda m: chosen[m] if math.isfinite(chosen[m]) else worst)
         for base in baselines:
+            if base == best:
+                continue
             res = paired_bootstrap(
                 fn,
                 probs_by_method[best],
@@ -351,6 +374,8 @@ def compare_rows(
                     "ci_high": float(res.high),
                     "p_value": float(res.p_value),
                     "n_resamples": n_bootstrap,
+                    "interval": interval_method(fn),
+                    "selected_on": selected_on,
                 }
             )
     return rows
@@ -366,18 +391,21 @@ def _cmd_compare(args: argparse.Namespace) -> int:
     halves = load_halves(args.logits, args.split)
     _apply_names(halves, args.dataset, args.model)
     z, _ = halves["test"]
-    probs = {}
+    z_val, _ = halves["val"]
+    probs, val_probs = {}, {}
     for path in args.calibrators:
         name = method_name(path)
         if name in probs:
             raise ValueError(f"two calibrator files are named {name!r}; give each method one file")
         cal = load_checked_calibrator(path, halves, args.allow_other_logits)
         probs[name] = cal.predict_proba(z)
+        val_probs[name] = cal.predict_proba(z_val)
     rows = compare_rows(
         halves,
         probs,
         metrics,
         parse_list(args.baselines) or [],
+        val_probs_by_method=val_probs,
         n_bootstrap=args.n_bootstrap,
         level=args.level,
         seed=args.seed,
@@ -457,7 +485,8 @@ def register(sub) -> None:
         "compare",
         help="paired bootstrap: best calibrator of a model vs baselines",
         description="Paired-bootstrap differences on the test half between the best method "
-        "(per metric) and each baseline; method names are the calibrator file stems.",
+        "(per metric, selected on the validation half) and each other baseline; method names "
+        "are the calibrator file stems.",
     )
     _common(p)
     _naming(p)
