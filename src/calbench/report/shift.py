@@ -41,6 +41,11 @@ def _fmt(metric: str, value: float) -> str:
     return format_value(metric, float(value))
 
 
+def _signed(metric: str, value: float) -> str:
+    text = _fmt(metric, abs(value))
+    return ("-" if value < 0 else "+") + text
+
+
 def read_rows(metrics_paths, compare_paths) -> tuple[list[dict], list[dict]]:
     from calbench.report.tables import read_long_csv
     from calbench.shift.evaluate import COMPARE_COLUMNS, METRIC_COLUMNS
@@ -172,9 +177,9 @@ def findings(rows, compare, dataset: str, methods: Sequence[str], labels: Mappin
         order = sorted(rise, key=lambda m: rise[m])
         best5 = min(finite, key=lambda m: finite[m][-1])
         out.append(
-            f"Most graceful degradation: {lab(order[0])} (mean ECE +{_fmt('ece', rise[order[0]])} "
+            f"Most graceful degradation: {lab(order[0])} (mean ECE {_signed('ece', rise[order[0]])} "
             f"points from clean to severity 5); least graceful: {lab(order[-1])} "
-            f"(+{_fmt('ece', rise[order[-1]])} points). Lowest mean ECE at severity 5: "
+            f"({_signed('ece', rise[order[-1]])} points). Lowest mean ECE at severity 5: "
             f"{lab(best5)} ({_fmt('ece', finite[best5][-1])}%)."
         )
     for comp, text in (("ts_vs_uncalibrated", "TS vs uncalibrated"), ("best_vs_ts", "best vs TS")):
@@ -252,7 +257,7 @@ def section_html(rows, compare, manifests: Sequence[Mapping], spec: Mapping) -> 
         png = box_figure(rows, d, methods, labels)
         src = "data:image/png;base64," + base64.b64encode(png).decode("ascii")
         parts.append(
-            f'<figure><img alt="{_e(dl)}: accuracy, ECE and NLL against severity" src="{src}">'
+            f'<figure><img style="max-width:100%" alt="{_e(dl)}: accuracy, ECE and NLL against severity" src="{src}">'
             "<figcaption>Accuracy, ECE and NLL against severity per calibrator.</figcaption></figure>"
         )
         ece = mean_table(rows, "ece", d, methods)
