@@ -55,7 +55,12 @@ def test_metacal_cifar_has_the_paper_protocol():
             128,
             350,
         )
-        assert t.milestones == (150, 250) and t.lr_decay == 0.1 and t.method == "metacal"
+        assert t.milestones == (150, 250) and t.lr_decay == 0.1
+        if t.method == "standard":  # MMCE baseline: the released loss, lamda 2, clip 2
+            assert t.loss == "mmce" and t.loss_kwargs == {"lam": 2.0, "form": "released"}
+            assert t.grad_clip == 2.0 and t.val_size == 10000
+            continue
+        assert t.method == "metacal"
         mc = t.metacal
         assert (mc["n_bins"], mc["tau_a"], mc["tau_b"], mc["meta_lr"]) == (15, 100.0, 0.01, 1e-3)
         assert (mc["reduction"], mc["clip_norm"], mc["split_seed"], mc["valid_size"]) == (
@@ -64,8 +69,11 @@ def test_metacal_cifar_has_the_paper_protocol():
             1,
             0.1,
         )
-    variants = Counter(v["training"]["metacal"]["variant"] for v in cfg["models"].values())
-    assert variants == {"m0": 6, "metacal": 6, "m1": 6, "m2": 6}
+    variants = Counter(
+        v["training"]["metacal"]["variant"] if v["training"]["method"] == "metacal" else "mmce"
+        for v in cfg["models"].values()
+    )
+    assert variants == {"m0": 6, "metacal": 6, "m1": 6, "m2": 6, "mmce": 6}
 
 
 def test_softcal_cifar_has_the_paper_protocol():

@@ -11,8 +11,9 @@ returns a scalar batch loss. Names (:data:`LOSSES`) and keyword arguments:
 ``label_smoothing`` label smoothing, ``alpha`` (default 0.05) - Mueller et al. 2019
 ``brier``           Brier score (summed over classes, batch mean)
 ``mmce``            ``CE + lam * MMCE`` (``lam=2``, ``width=0.4``, ``ce_weight=1``; ``ce_weight=0``
-                    leaves the bare MMCE term for use as a secondary) - Kumar et al. 2018
-``mmce_weighted``   ``CE + lam * MMCE_w`` - Kumar et al. 2018 (Meta-Calibration's baseline)
+                    leaves the bare MMCE term for use as a secondary; ``form="released"``: the
+                    released code's squared MMCE, no root) - Kumar et al. 2018
+``mmce_weighted``   ``CE + lam * MMCE_w`` (``form="paper"|"released"``) - Kumar et al. 2018
 ``avuc``            AvUC (``kappa`` entropy threshold) - Krishnan & Tickoo 2020; seed 004 eq. 13-14
 ``avuc_gs``         AvUC with gradient stopping on the confidence factors - seed 004 appendix F
 ``sbece``           SB-ECE (``form="bin"|"label_binned"``, ``n_bins``, ``temperature``, ``p``,
