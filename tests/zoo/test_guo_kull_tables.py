@@ -261,3 +261,15 @@ def test_load_halves_rejects_a_foreign_split(tmp_path):
     save_split(bad, np.arange(0, 30), np.arange(30, 50))
     with pytest.raises(ValueError, match="not a partition"):
         G.load_halves(logits, bad)
+
+
+def test_metric_map_to_a_metric_already_divided_by_k():
+    rows = _metric_rows("c10_densenet40", "uncalibrated", {"brier_kull": 0.012738, "brier": 9.0})
+    cells = G.comparison_rows(
+        rows, {"c10_densenet40": 10}, {"metric_map": {"brier_div_k": "brier_kull"}}
+    )
+    c = _find(cells, source="kull19_nb", model="c10_densenet40", published_metric="brier_div_k")
+    assert c[0]["ours"] == 0.012738 and c[0]["status"] == G.OK
+    # the default reads the summed Brier and divides it by K
+    assert G.DEFAULT_METRIC_MAP["brier_div_k"] == "brier"
+    assert G.DEFAULT_METRIC_MAP["cwece_sum"] == "cwece_kull"

@@ -27,9 +27,10 @@ compares the workflow's numbers on these logits with every published value packa
 
 Metric conventions of Kull et al. (their ``evaluation.py``): Brier divided by K -- ours is
 ``brier / K`` exactly; log-loss = scikit-learn's 2019 ``log_loss`` (clip 1e-15, renormalise),
-our ``nll``; classwise ECE summed over classes with their per-class binning -- the workflow
-metric named by ``metric_map["cwece_sum"]``. Quantities map to metrics through
-:data:`DEFAULT_METRIC_MAP`, which a config can override.
+our ``nll``; classwise ECE summed over classes with their per-class binning -- ``cwece_kull``
+(:mod:`calbench.metrics.kull`, as ``ece_kull`` / ``mce_kull`` / ``brier_kull`` for their other
+conventions). Quantities map to metrics through :data:`DEFAULT_METRIC_MAP`, which a config
+overrides (``report.guo_kull.metric_map``).
 """
 
 from __future__ import annotations
@@ -142,7 +143,7 @@ DEFAULT_METRIC_MAP = {
     "nll": "nll",
     "brier": "brier",
     "brier_div_k": "brier",
-    "cwece_sum": "cwece_sum",
+    "cwece_sum": "cwece_kull",
 }
 #: Base tolerances (fractions) added to half a unit of the published value's last printed digit.
 DEFAULT_TOLERANCES = {
