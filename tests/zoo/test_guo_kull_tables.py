@@ -273,3 +273,28 @@ def test_metric_map_to_a_metric_already_divided_by_k():
     # the default reads the summed Brier and divides it by K
     assert G.DEFAULT_METRIC_MAP["brier_div_k"] == "brier"
     assert G.DEFAULT_METRIC_MAP["cwece_sum"] == "cwece_kull"
+
+
+def test_sources_filter():
+    cells = G.comparison_rows([], {}, {"sources": ["kangsepp_nb"]})
+    assert {c["source"] for c in cells} == {"kangsepp_nb"} and len(cells) == 80
+    assert G.comparison_rows([], {}, {"sources": []}) == []
+    with pytest.raises(ValueError, match="unknown sources"):
+        G.comparison_rows([], {}, {"sources": ["guo2017"]})
+
+
+def test_summary_table_of_another_model_has_no_published_values():
+    rows = [
+        {
+            "model": "c100_resnet34",
+            "half": "test",
+            "method": "ts",
+            "accuracy": 0.7,
+            "confidence": 0.7,
+            "ece": 0.02,
+            "mce": 0.1,
+        }
+    ]
+    tab = G.summary_table(rows)
+    assert {c["published"] for c in tab["rows"][0]["cells"]} == {"–"}
+    assert tab["note"] == "No published values for this model."

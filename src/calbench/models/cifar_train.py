@@ -10,6 +10,10 @@
   depth 28 = 6n + 4 with n = 4 pre-activation BN-ReLU-conv blocks per stage, widths 16/160/320/640,
   1x1 projection shortcuts, no dropout), the network of Soft Calibration Objectives (Karandikar et
   al. 2021, section 5) for CIFAR, with the final ``nn.Linear`` ``fc``.
+* ``resnet34``: ResNet-34 (BasicBlocks [3, 4, 6, 3]) in the same 32x32 layout; ``resnet34_tv``:
+  torchvision's ImageNet ResNet-34 unchanged but for its ``fc`` (7x7 stride-2 stem and max-pool on
+  32x32 inputs), as trained for 30 epochs on CIFAR-100 in the temperature-scaling practice of Guo et
+  al. 2017 (config/guo_resnet34_cifar100.yaml).
 * ``resnet8_tiny`` / ``wrn10_1``: the same families at toy size, for tests on a CPU.
 
 :data:`ARCHITECTURES` maps names to constructors ``f(num_classes=10, in_channels=3)``.
@@ -52,6 +56,24 @@ class CifarResNet(nn.Module):
 
 def resnet18(num_classes: int = 10, in_channels: int = 3) -> CifarResNet:
     return CifarResNet((2, 2, 2, 2), (64, 128, 256, 512), num_classes, in_channels)
+
+
+def resnet34(num_classes: int = 10, in_channels: int = 3) -> CifarResNet:
+    """ResNet-34 (He et al. 2016, table 1: BasicBlocks [3, 4, 6, 3]) in the 32x32 layout above."""
+    return CifarResNet((3, 4, 6, 3), (64, 128, 256, 512), num_classes, in_channels)
+
+
+def resnet34_tv(num_classes: int = 10, in_channels: int = 3) -> nn.Module:
+    """torchvision's ImageNet ResNet-34 (7x7 stride-2 stem and max-pool kept) with a
+    ``num_classes`` ``fc``, applied to 32x32 images as it is: the network of the "On Calibration
+    of Modern Neural Networks" temperature-scaling practice (``torchvision.models.resnet34(
+    weights=None)`` with ``fc`` replaced by a 100-way ``nn.Linear``; both layers are initialised
+    by ``nn.Linear``'s default)."""
+    if in_channels != 3:
+        raise ValueError(f"resnet34_tv takes 3-channel images, got in_channels={in_channels}")
+    from torchvision.models import resnet34 as tv_resnet34
+
+    return tv_resnet34(weights=None, num_classes=num_classes)
 
 
 def resnet8_tiny(num_classes: int = 10, in_channels: int = 3) -> CifarResNet:
@@ -117,6 +139,8 @@ def wrn10_1(num_classes: int = 10, in_channels: int = 3) -> WideResNet:
 #: architecture name -> constructor ``f(num_classes=10, in_channels=3)``
 ARCHITECTURES = {
     "resnet18": resnet18,
+    "resnet34": resnet34,
+    "resnet34_tv": resnet34_tv,
     "wrn28_10": wrn28_10,
     "resnet8_tiny": resnet8_tiny,
     "wrn10_1": wrn10_1,

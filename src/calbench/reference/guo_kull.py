@@ -296,9 +296,15 @@ def comparison_rows(
     ``spec`` (all optional): ``models`` (config keys; cells of other models count as having no
     logits), ``calibrators`` (config keys; cells of others are left out), ``metric_map``,
     ``tolerances`` (quantity -> fraction, added to half a printed unit) and
-    ``expected_to_differ`` (calibrator keys whose flagged cells are marked expected).
+    ``expected_to_differ`` (calibrator keys whose flagged cells are marked expected),
+    ``sources`` (source keys to compare; absent or None = all of :data:`SOURCES`).
     """
     spec = spec or {}
+    sources = spec.get("sources")
+    if sources is not None:
+        unknown = sorted(set(sources) - set(SOURCES))
+        if unknown:
+            raise ValueError(f"unknown sources {unknown}; known: {list(SOURCES)}")
     get = ours_lookup(metrics_rows, n_classes, spec.get("metric_map"))
     tol_base = {**DEFAULT_TOLERANCES, **(spec.get("tolerances") or {})}
     models = spec.get("models")
@@ -306,6 +312,8 @@ def comparison_rows(
     differ = tuple(spec.get("expected_to_differ") or ())
     out = []
     for p in published_rows():
+        if sources is not None and p["source"] not in sources:
+            continue
         if calibrators is not None and p["method"] not in calibrators:
             continue
         model = p["model"] if (models is None or p["model"] in models) else ""
@@ -559,10 +567,14 @@ def summary_table(rows: Sequence[Mapping], spec: Mapping | None = None) -> dict:
     (part, method), columns accuracy, average confidence, ECE, MCE in percent."""
     spec = spec or {}
     names = {c: (v or {}).get("display", c) for c, v in (spec.get("calibrators") or {}).items()}
+    model = rows[0]["model"] if rows else ""
+    sources = spec.get("sources")
     pub = {
         (p["table"].removeprefix("recap_"), p["method"], p["quantity"]): p
         for p in published_rows()
         if p["source"] == "guo17_slides"
+        and p["model"] == model
+        and (sources is None or "guo17_slides" in sources)
     }
     body = []
     for r in rows:
@@ -579,13 +591,17 @@ def summary_table(rows: Sequence[Mapping], spec: Mapping | None = None) -> dict:
             )
         part = {"val": "Validation", "test": "Test"}.get(r["half"], r["half"])
         body.append({"labels": [part, str(names.get(r["method"], r["method"]))], "cells": cells})
-    model = rows[0]["model"] if rows else ""
+    note = (
+        "Reference band: the slides' values are their own DenseNet-40 trained 300 epochs on "
+        "CIFAR-100 with their own validation split; ours are on Kängsepp's logits (validation = "
+        "5,000 training images, test = the 10,000 test images)."
+        if pub
+        else "No published values for this model."
+    )
     return {
         "title": f"{model}: accuracy, average confidence, ECE and MCE (%, 15 bins), validation "
         "and test parts: ours / slides",
-        "note": "Reference band: the slides' values are their own DenseNet-40 trained 300 epochs "
-        "on CIFAR-100 with their own validation split; ours are on Kängsepp's logits "
-        "(validation = 5,000 training images, test = the 10,000 test images).",
+        "note": note,
         "header": ["Part", "Method"],
         "columns": ["Accuracy", "Avg confidence", "ECE", "MCE"],
         "rows": body,
