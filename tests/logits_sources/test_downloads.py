@@ -182,7 +182,7 @@ def test_yandex_changed_file_is_refused_by_the_lock(fake, tmp_path):
 def test_unknown_public_key_is_one_line(fake, tmp_path):
     entry = _yandex_entry(fake, "cifar100", "a.pt")
     entry["logits"]["yandex_disk"]["public_key"] = "https://disk.yandex.ru/d/OTHER"
-    with pytest.raises(OSError) as e:
+    with pytest.raises(S.DownloadError) as e:
         obtain("m", entry, tmp_path)
     assert "404" in str(e.value) and "\n" not in str(e.value)
 

@@ -40,8 +40,9 @@ _CHUNK = 1 << 20
 _UA = {"User-Agent": "calbench"}
 
 
-class DownloadError(OSError):
-    """No candidate gave a file of the expected size and checksum."""
+class DownloadError(FileNotFoundError):
+    """A service did not answer as expected, or no candidate gave a file of the expected size
+    and checksum (one line; the CLI prints it as the error)."""
 
 
 def _request(url: str, *, data: bytes | None = None, headers=None, timeout: float = 60.0):
@@ -50,12 +51,17 @@ def _request(url: str, *, data: bytes | None = None, headers=None, timeout: floa
 
 
 def get_json(url: str, *, data=None, headers=None, timeout: float = 60.0):
-    with _request(url, data=data, headers=headers, timeout=timeout) as resp:
-        body = resp.read()
+    """The JSON answer of ``url``; any failure is a one-line :class:`DownloadError`."""
+    try:
+        with _request(url, data=data, headers=headers, timeout=timeout) as resp:
+            body = resp.read()
+    except OSError as exc:  # HTTPError, URLError, timeouts
+        raise DownloadError(f"{url.split('?')[0]} failed ({exc}); check the address, the "
+                            "public key or your network") from None
     try:
         return json.loads(body)
     except ValueError:
-        raise OSError(f"{url} did not answer with JSON ({body[:60]!r})") from None
+        raise DownloadError(f"{url.split('?')[0]} did not answer with JSON ({body[:60]!r})") from None
 
 
 # --------------------------------------------------------------------------- verified fetch
