@@ -22,6 +22,7 @@ must reproduce it.
 from __future__ import annotations
 
 import hashlib
+import io
 import json
 import tarfile
 from pathlib import Path
@@ -74,7 +75,12 @@ def published_spec(dataset: str, options: dict | None = None) -> dict:
         raise ValueError(
             f"unknown archive option(s) {unknown}; allowed: {list(ARCHIVE_OPTION_KEYS)}"
         )
-    spec.update({k: v for k, v in (options or {}).items() if v is not None})
+    options = dict(options or {})
+    if "md5" in options or "sha256" in options:  # the pinned pair belongs to the published file
+        spec["md5"], spec["sha256"] = options.pop("md5", None), options.pop("sha256", None)
+        if not spec["md5"] and not spec["sha256"]:
+            raise ValueError("an archive override needs md5 or sha256; never accept it unverified")
+    spec.update({k: v for k, v in options.items() if v is not None})
     return spec
 
 
@@ -245,7 +251,7 @@ def _read_member(tf: tarfile.TarFile, name: str, archive) -> np.ndarray:
         raise ValueError(f"{archive}: {name} is not a regular file; refusing it")
     fh = tf.extractfile(member)
     try:
-        return np.lib.format.read_array(fh, allow_pickle=False)
+        return np.lib.format.read_array(io.BytesIO(fh.read()), allow_pickle=False)
     except (ValueError, OSError) as exc:
         raise ValueError(f"{archive}: {name} is not a readable .npy ({exc})") from None
 
