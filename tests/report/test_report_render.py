@@ -101,7 +101,7 @@ def _context(tmp_path):
 
 def test_report_escapes_names_from_the_config(tmp_path):
     html = render.render_html(TEMPLATE, _context(tmp_path))
-    assert "<script>" not in html
+    assert EVIL not in html and html.count("<script>") == 1  # ours: the table sorting
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in html
     assert "Study &lt;b&gt;1&lt;/b&gt;" in html
 
@@ -109,16 +109,18 @@ def test_report_escapes_names_from_the_config(tmp_path):
 def test_report_bold_is_best_per_row(tmp_path):
     html = render.render_html(TEMPLATE, _context(tmp_path))
     ece_table = re.search(
-        r'<table class="metric-table" data-metric="ece">(.*?)</table>', html, re.S
+        r'<table class="metric-table" data-metric="ece" data-sortable>(.*?)</table>', html, re.S
     ).group(1)
     bodies = re.findall(r"<tr>(.*?)</tr>", ece_table.split("<tbody>")[1], re.S)
     assert len(bodies) == 2
     for body in bodies:
-        cells = re.findall(r'<td class="num">(.*?)</td>', body, re.S)
+        cells = re.findall(r'<td class="num" data-sort="[^"]*">(.*?)</td>', body, re.S)
         # columns: Uncal (0.05 -> 5.00) and T-scaling (0.01 -> 1.00): T-scaling bold
         assert cells[0].startswith("5.") and "<b>" not in cells[0]
         assert cells[1].startswith("<b>1.")
-    acc_table = re.search(r'data-metric="accuracy">(.*?)</table>', html, re.S).group(1)
+    acc_table = re.search(r'data-metric="accuracy" data-sortable>(.*?)</table>', html, re.S).group(
+        1
+    )
     assert acc_table.count("<b>") == 4  # ties: all bold
     assert "T-scaling" in html and "Uncal" in html
 
@@ -126,8 +128,11 @@ def test_report_bold_is_best_per_row(tmp_path):
 def test_report_embeds_figures_and_is_self_contained(tmp_path):
     html = render.render_html(TEMPLATE, _context(tmp_path))
     srcs = re.findall(r'<img [^>]*src="([^"]+)"', html)
-    assert len(srcs) == 1 and srcs[0].startswith("data:image/png;base64,")
-    assert base64.b64decode(srcs[0].split(",", 1)[1]) == tiny_png()
+    pngs = [s for s in srcs if s.startswith("data:image/png;base64,")]
+    svgs = [s for s in srcs if s.startswith("data:image/svg+xml;base64,")]
+    assert len(pngs) == 1 and len(svgs) == 2 and len(srcs) == 3  # grid + 2 CD diagrams
+    assert base64.b64decode(pngs[0].split(",", 1)[1]) == tiny_png()
+    assert base64.b64decode(svgs[0].split(",", 1)[1]).startswith(b"<?xml")
     assert "http://" not in html and "https://" not in html  # nothing fetched from elsewhere
     assert 'id="losses"' in html and 'id="compare"' in html
     assert "numpy" in html  # provenance lists package versions
@@ -155,3 +160,144 @@ def test_render_html_undefined_variable_is_a_value_error(tmp_path):
 def test_model_label():
     assert render.model_label("m", {"name": "LeNet-5", "loss": "FL 1"}) == "LeNet-5 (FL 1)"
     assert render.model_label("m", None) == "m"
+
+
+# --------------------------------------------------------------------------------------------
+# findings, comparisons, CSV links, layout
+# --------------------------------------------------------------------------------------------
+def test_report_opens_on_findings_computed_from_the_rows(tmp_path):
+    ctx = _context(tmp_path)
+    html = render.render_html(TEMPLATE, ctx)
+    body = html.split("<main>", 1)[1]
+    # the first section after the title is the findings summary
+    assert body.index('id="findings"') < body.index('id="protocol"') < body.index('id="tables"')
+    heads = ctx["findings"]["headlines"]
+    # ECE: T-scaling (1.0%/1.1%) beats Uncal (5.0%/5.1%) on both models
+    assert heads[0].startswith("T-scaling has the best average rank on ECE (1.00 over 2 models")
+    assert "best on 2/2" in heads[0]
+    assert "T-scaling never changes accuracy: 2/2 models identical to uncalibrated." in heads
+    assert any(h.startswith("T-scaling lowers ECE on 2/2 models") for h in heads)
+    (ece,) = [r for r in ctx["ranks"] if r["metric"] == "ece"]
+    assert [(m["label"], m["rank"], m["wins"]) for m in ece["methods"]] == [
+        ("T-scaling", 1.0, 2),
+        ("Uncal", 2.0, 0),
+    ]
+
+
+def test_comparisons_show_display_names_holm_and_small_p(tmp_path):
+    ctx = _context(tmp_path)
+    view = ctx["compare"]
+    assert view["header"][-2:] == ["p", "p (Holm)"]
+    (row,) = view["rows"]
+    texts = [c["text"] for c in row]
+    assert "T-scaling" in texts and "Uncal" in texts and "ts" not in texts  # no slugs
+    assert "ECE, % (15 bins)" in texts
+    assert texts[-2:] == ["< 0.001", "< 0.001"]  # p = 0 prints as "< 0.001", never 0.000
+    html = render.render_html(TEMPLATE, ctx)
+    assert "Holm 1979" in html and "0.000<" not in html
+
+
+def test_every_table_has_a_csv_link_with_its_data(tmp_path):
+    html = render.render_html(TEMPLATE, _context(tmp_path))
+    links = re.findall(
+        r'href="data:text/csv;charset=utf-8;base64,([^"]+)" download="([^"]+)"', html
+    )
+    names = [n for _, n in links]
+    assert "ece.csv" in names and "accuracy.csv" in names and "comparisons.csv" in names
+    text = dict((n, base64.b64decode(d).decode()) for d, n in links)["ece.csv"]
+    lines = text.splitlines()
+    assert lines[0].startswith("Dataset,Model,Uncal,Uncal ci_low,Uncal ci_high,T-scaling")
+    assert lines[1].split(",")[2:6] == ["5.00", "4.80", "5.20", "1.00"]
+    # one table per CSV link, each table sortable
+    assert len(links) == html.count("data-sortable>")
+
+
+def test_constant_label_columns_are_dropped_and_named(tmp_path):
+    ctx = _context(tmp_path)
+    (ece,) = [v for v in ctx["metric_tables"] if v["csv_name"] == "ece.csv"]
+    assert ece["header"] == ["Model", "Uncal", "T-scaling"]  # one dataset: no Dataset column
+    assert ece["constant"] == "Dataset: DS"
+
+
+def test_toc_links_resolve_and_page_has_viewport(tmp_path):
+    html = render.render_html(TEMPLATE, _context(tmp_path))
+    assert '<meta name="viewport" content="width=device-width, initial-scale=1">' in html
+    nav = html.split('<nav class="toc"', 1)[1].split("</nav>", 1)[0]
+    targets = re.findall(r'href="#([^"]+)"', nav)
+    ids = set(re.findall(r'id="([^"]+)"', html))
+    assert targets and all(t in ids for t in targets)
+    assert {"findings", "t-ece", "compare", "bibliography"} <= set(targets)
+
+
+def test_estimates_outside_their_interval_are_marked(tmp_path):
+    ctx = _context(tmp_path)
+    rows = _rows()
+    rows[0]["ci_low"], rows[0]["ci_high"] = 0.02, 0.04  # m1 uncalibrated ECE 0.05 above [2, 4]
+    ctx2 = render.build_context(
+        rows=rows,
+        compare=[],
+        spec=_spec(),
+        grids={},
+        provenance=ctx["provenance"],
+    )
+    (ece,) = [v for v in ctx2["metric_tables"] if v["csv_name"] == "ece.csv"]
+    marks = [c["mark"] for r in ece["rows"] for c in r]
+    assert marks.count("†") == 1 and ctx2["n_outside"] == 1
+    assert any("outside their interval" in a for a in ctx2["findings"]["anomalies"])
+
+
+def test_reliability_default_panels_and_the_rest_folded(tmp_path):
+    ctx = _context(tmp_path)
+    plots = {}
+    for method in ("uncalibrated", "ts", "hist", "iso"):
+        path = tmp_path / "p" / f"{method}.png"
+        path.parent.mkdir(exist_ok=True)
+        path.write_bytes(tiny_png())
+        plots[method] = str(path)
+    rows = _rows() + [
+        {"dataset": "ds", "model": "m1", "method": m, "half": "val", "metric": "ece", "value": v}
+        for m, v in (("uncalibrated", 0.05), ("ts", 0.02), ("hist", 0.01), ("iso", 0.03))
+    ]
+    spec = _spec()
+    spec["calibrators"].update({"hist": {"display": "Hist"}, "iso": {"display": "Iso"}})
+    out = render.build_context(
+        rows=rows,
+        compare=[],
+        spec=spec,
+        grids={},
+        provenance=ctx["provenance"],
+        plots={"ds/m1": plots},
+        temperatures={"m1": 1.5, "m2": 0.9},
+    )
+    (fig,) = out["figures"]
+    assert [p["label"] for p in fig["shown"]] == [
+        "Uncal",
+        "T-scaling",
+        "Hist (lowest validation ECE)",
+    ]
+    assert [p["label"] for p in fig["more"]] == ["Iso"]
+    html = render.render_html(TEMPLATE, out)
+    assert "<details><summary>1 more calibrators</summary>" in html
+    temps = out["temperatures"]
+    assert [r[-1]["text"] for r in temps["rows"]] == ["1.500", "0.900"]
+
+
+def test_manifest_flags_are_explained_and_order_hash_shown_once(tmp_path):
+    ctx = _context(tmp_path)
+    prov = dict(ctx["provenance"])
+    prov["datasets"] = [
+        {
+            "path": "manifest.json",
+            "content": '{"files": {"a": {"gz_md5_matches_torchvision": false}}}',
+        }
+    ]
+    prov["logits"] = [
+        {"path": f"l{i}.npz", "shape": "4x2", "content_sha256": f"c{i}", "order_hash": "samehash"}
+        for i in range(3)
+    ]
+    out = render.build_context(rows=_rows(), compare=[], spec=_spec(), grids={}, provenance=prov)
+    html = render.render_html(TEMPLATE, out)
+    assert "files / a / gz_md5_matches_torchvision" in html
+    assert "recompressed" in html  # the meaning of false
+    assert html.count("samehash") == 1
+    assert "<th>Package</th><th>Version</th>" in html

@@ -37,8 +37,8 @@ DISPLAY: dict[str, tuple[float, int, str]] = {
     "cwece": (100.0, 3, "Classwise ECE, % (15 bins)"),
     "ace": (100.0, 2, "Adaptive ECE, % (15 equal-mass bins)"),
     "ece_l2_mass": (100.0, 2, "L2 ECE, % (equal-mass bins)"),
-    "nll": (1.0, 3, "NLL (study rule)"),
-    "nll_modern": (1.0, 3, "NLL (modern sklearn rule)"),
+    "nll": (1.0, 3, "NLL"),
+    "nll_modern": (1.0, 3, "NLL (unclipped)"),
     "brier": (1.0, 3, "Brier score"),
     "ks": (100.0, 2, "KS error, %"),
     "sbece": (100.0, 2, "SB-ECE, %"),
@@ -253,6 +253,7 @@ def losses_table(
     method: str = "uncalibrated",
     half: str = "test",
     dataset_labels: Mapping[str, str] | None = None,
+    method_label: str | None = None,
 ) -> Table:
     """Coursework tables 1-2: one metric of one method pivoted by training loss.
 
@@ -303,7 +304,7 @@ def losses_table(
     dl = dataset_labels or {}
     return Table(
         metric=metric,
-        title=f"{display_spec(metric)[2]}, {method}, by training loss ({half} half)",
+        title=f"{display_spec(metric)[2]}, {method_label or method}, by training loss ({half} half)",
         row_keys=[f"{d}/{n}" for d, n in keys],
         row_labels=[[dl.get(d, d), n] for d, n in keys],
         row_header=["Dataset", "Model"],
