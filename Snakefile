@@ -1,5 +1,6 @@
 # calbench workflow: the table of contents. Helpers and wildcard constraints live in
 # workflow/rules/common.smk; one .smk per stage; see docs/workflow.md.
+from snakemake.exceptions import WorkflowError
 from snakemake.utils import min_version, validate
 
 min_version("9.0")
@@ -11,8 +12,15 @@ if not workflow.overwrite_configfiles:
     configfile: "config.yaml"
 
 
-# Fail before any job runs: a typo or a wrong type names the key (additionalProperties: false).
-validate(config, "workflow/schemas/config.schema.yaml")
+# Fail before any job runs: a typo or a wrong type names the key (additionalProperties: false),
+# in one line (calbench.config_check.schema_error_line); names the schema cannot check (unknown
+# calibrators, metrics, losses, architectures, calibrator params) fail in common.smk.
+try:
+    validate(config, "workflow/schemas/config.schema.yaml")
+except WorkflowError as exc:
+    from calbench.config_check import schema_error_line
+
+    raise WorkflowError(schema_error_line(exc)) from None
 
 
 include: "workflow/rules/common.smk"

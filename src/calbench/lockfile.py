@@ -85,7 +85,7 @@ class Lock:
         import fcntl
 
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        guard = self.path.with_name(self.path.name + ".guard")
+        guard = self.path.with_name("." + self.path.name + ".guard")  # hidden: not staged
         with open(guard, "a") as fh:
             fcntl.flock(fh, fcntl.LOCK_EX)
             try:

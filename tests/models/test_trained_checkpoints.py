@@ -19,7 +19,7 @@ def saved(tmp_path):
     torch.manual_seed(0)
     model = build_from_spec(SPEC)
     path = tmp_path / "m" / "model.pt"
-    history = [{"epoch": 1, "loss": 0.5, "accuracy": 0.8, "lr": 0.1, "seconds": 1.0}]
+    history = [{"epoch": 1, "loss": 0.5, "accuracy": 0.8, "lr": 0.1}]
     digest = save_checkpoint(path, model, SPEC, history)
     return path, model, digest, history
 

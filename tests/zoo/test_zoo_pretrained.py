@@ -1,6 +1,7 @@
 """Registry + pretrained loading on files the tests make (nothing is downloaded)."""
 
 import hashlib
+import json
 import zipfile
 from pathlib import Path
 
@@ -168,8 +169,8 @@ def test_unpinned_file_is_recorded_and_rechecked(tmp_path, focal_file):
     entry = small_focal_entry(tmp_path)  # no published checksum
     res = tmp_path / "res"
     dest = P.download_checkpoint("m", entry, res, local_file=src)
-    side = dest.with_name(dest.name + ".sha256")
-    assert side.read_text().split()[0] == sha256(src)
+    lock = json.loads((res / "checksums.lock").read_text())["files"]
+    assert lock["checkpoints/cifar10/m/checkpoint.pt"]["sha256"] == sha256(src)
     P.load_pretrained("m", entry, resources=res)  # verifies against the record
     with open(dest, "r+b") as fh:  # the file changes after it was fetched
         fh.seek(100)

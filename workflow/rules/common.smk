@@ -16,45 +16,42 @@ wildcard_constraints:
 
 
 # --- the calbench library sources each rule runs ------------------------------------------
-# A rule lists the library modules it executes as inputs, so that editing one module reruns
-# exactly the rules that use it (and what depends on their outputs). Folders mean every .py
-# file in them. calbench._checks, io and functional are used by every step.
+# A rule lists the library files its verb executes as inputs, so that editing one module reruns
+# exactly the jobs that run it (and what depends on their outputs). The lists are derived from
+# the code (calbench._sources: the verb's handler and the imports it reaches, read with ast),
+# never kept by hand; tests/workflow/test_lib_sources.py checks them against what a verb loads.
+from calbench._sources import verb_sources, verbs
+
 LIB_ROOT = Path(importlib.util.find_spec("calbench").submodule_search_locations[0])
-_BASE = ["__init__.py", "_checks.py", "io.py", "functional.py", "cli/__init__.py"]
-LIB_MODULES = {
-    "download_dataset": ["data", "cli/data.py"],
-    "download_checkpoint": ["models", "data/download.py", "cli/zoo.py"],
-    "train_model": ["training.py", "metacal.py", "models", "losses", "data", "metrics", "cli/train.py"],
-    "cache_logits": ["logits.py", "models", "data", "cli/logits.py", "cli/train.py"],
-    "import_logits": [
-        "logits_sources",
-        "lockfile.py",
-        "logits.py",
-        "split.py",
-        "models/__init__.py",
-        "models/pretrained.py",
-        "cli/import_logits.py",
-    ],
-    "split": ["split.py", "cli/logits.py"],
-    "fit_calibrator": ["calibrators", "metrics/soft.py", "cli/calibrate.py"],
-    "evaluate": ["calibrators", "metrics", "stats.py", "report/tables.py", "cli/calibrate.py"],
-    "compare": ["calibrators", "metrics", "stats.py", "report/tables.py", "cli/calibrate.py"],
-    "plot_reliability": ["calibrators", "metrics", "plots.py", "cli/calibrate.py", "cli/report.py"],
-    "aggregate": ["report", "cli/calibrate.py", "cli/report.py"],
-    "render_report": ["report", "calibrators", "cli/calibrate.py", "cli/report.py"],
-}
+VERBS = verbs()
 
 
-def lib_sources(rule_name):
-    """Absolute paths of the library files ``rule_name`` executes (existing ones only)."""
-    files = []
-    for rel in _BASE + LIB_MODULES[rule_name]:
-        path = LIB_ROOT / rel
-        if path.is_dir():
-            files += sorted(str(p) for p in path.rglob("*.py") if "__pycache__" not in p.parts)
-        elif path.is_file():
-            files.append(str(path))
-    return files
+def lib_sources(verb):
+    """Absolute paths of the library files ``calbench <verb>`` executes (``verb`` may be
+    spelt as a rule name: fit_calibrator = fit-calibrator)."""
+    name = verb.replace("_", "-")
+    if name not in VERBS:
+        raise ValueError(f"lib_sources({verb!r}): calbench has no verb {name!r}; verbs: {sorted(VERBS)}")
+    return verb_sources(name)
+
+
+# --- config slices as files -----------------------------------------------------------------
+#: Steps that read a slice of the config (or all of it) get it as a JSON file, not as one
+#: command-line argument (Linux caps an argument at 128 KiB; a large zoo's config exceeds it).
+SPEC_DIR = Path("results/specs")
+
+
+def spec_file(name, text):
+    """Write ``text`` to ``results/specs/<name>.json`` when the workflow starts, only if its content
+    changed (so an unchanged config leaves the file's mtime, and the steps reading it, alone);
+    return the path, for a rule's input (the verb reads ``--spec @<path>``)."""
+    path = SPEC_DIR / f"{name}.json"
+    if not path.is_file() or path.read_text() != text:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(f".{path.name}.tmp")
+        tmp.write_text(text)
+        tmp.replace(path)
+    return str(path)
 
 
 # --- runtime facts (not configuration) ----------------------------------------------------
@@ -327,6 +324,10 @@ def check_config():
             problems.append(f"evaluation.ci_halves: {half!r} is not in evaluation.halves")
     if "test" not in ev("halves"):
         problems.append("evaluation.halves must include test (the tables report the test half)")
+    # names the library must know: calibrators and their params, metrics, losses, architectures
+    from calbench.config_check import check_config as library_names
+
+    problems += library_names(config)
     if problems:
         raise ValueError("invalid config: " + "; ".join(problems))
 

@@ -7,7 +7,7 @@ rule reference_csv:
     output:
         csv="resources/reference/{name}.csv",
     input:
-        lib=lib_sources("download_checkpoint") + [str(LIB_ROOT / "reference" / "__init__.py")],
+        lib=lib_sources("reference-csv"),
     wildcard_constraints:
         name=PACKAGED_REFERENCES,
     log:
@@ -32,10 +32,8 @@ rule replication_tables:
         metrics="results/aggregate/metrics.csv",
         reference=reference_input(),
         logits=model_paths("results/logits/{dataset}/{model}.npz"),
-        lib=lib_sources("download_checkpoint")
-        + [str(LIB_ROOT / "reference" / "compare.py"), str(LIB_ROOT / "report" / "tables.py")],
-    params:
-        spec=replication_spec(),
+        lib=lib_sources("replication-tables"),
+        spec=spec_file("replication_tables", replication_spec()),
     log:
         "logs/replication_tables/replication.log",
     threads: 1
@@ -46,7 +44,7 @@ rule replication_tables:
         "../../envs/calbench.yaml"
     shell:
         "calbench replication-tables --metrics {input.metrics} --reference {input.reference}"
-        " --spec {params.spec:q} --logits {input.logits} --out-html {output.html}"
+        " --spec @{input.spec} --logits {input.logits} --out-html {output.html}"
         " --out-md {output.md} --out-csv {output.cells} --out-accuracy {output.accuracy}"
         " > {log} 2>&1"
 

@@ -15,8 +15,8 @@ rule aggregate:
         compare=model_paths("results/compare/{dataset}/{model}.csv"),
         reference=reference_input(),
         lib=lib_sources("aggregate"),
+        spec=spec_file("aggregate", study_spec()),
     params:
-        spec=study_spec(),
         reference=lambda wildcards, input: reference_arg(input),
     log:
         "logs/aggregate/aggregate.log",
@@ -30,7 +30,7 @@ rule aggregate:
         "../../envs/calbench.yaml"
     shell:
         "calbench aggregate --metrics {input.metrics} --compare {input.compare}"
-        " --spec {params.spec:q} {params.reference} --out-csv {output.metrics}"
+        " --spec @{input.spec} {params.reference} --out-csv {output.metrics}"
         " --out-compare {output.compare} --tables-dir results/tables > {log} 2>&1"
 
 
@@ -48,9 +48,9 @@ rule render_report:
         reference=reference_input(),
         objectives=objectives_inputs(),
         lib=lib_sources("render_report"),
+        spec=spec_file("render_report", report_spec()),
+        config=spec_file("config", json.dumps(config, sort_keys=False)),
     params:
-        spec=report_spec(),
-        config=json.dumps(config, sort_keys=False),
         reference=lambda wildcards, input: reference_arg(input),
     log:
         "logs/render_report/report.log",
@@ -64,6 +64,6 @@ rule render_report:
         "../../envs/calbench.yaml"
     shell:
         "calbench render-report --template {input.template} --metrics {input.metrics}"
-        " --compare {input.compare} --spec {params.spec:q} --config {params.config:q}"
+        " --compare {input.compare} --spec @{input.spec} --config @{input.config}"
         " --grids {input.grids} --manifests {input.manifests} --logits {input.logits}"
         " --splits {input.splits} {params.reference} --out {output.report} > {log} 2>&1"

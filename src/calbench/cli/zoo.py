@@ -39,6 +39,12 @@ def _common(p: argparse.ArgumentParser, config_required: bool = True) -> None:
         help="directory holding local copies of files under their registry names (repeatable)",
     )
     p.add_argument("--timeout", type=float, default=60.0, help="seconds per download attempt")
+    p.add_argument(
+        "--strict-checksums",
+        action="store_true",
+        help="refuse files without a published sha256 (default: pin them on first use in "
+        "<resources>/checksums.lock; config key strict_checksums)",
+    )
 
 
 def register(sub) -> None:
@@ -141,6 +147,7 @@ def cmd_download_checkpoint(args) -> int:
         local_file=args.file,
         timeout=args.timeout,
         out=args.out,
+        strict=args.strict_checksums,
     )
     print(path)
     return 0
@@ -229,6 +236,45 @@ def _logits_pins(doc: dict, resources: Path, names: list[str]) -> dict:
         if e.get("source") == "logits":
             for f in plan_files(name, e, resources):
                 pins[f["dest"]] = _PIN_WORDS[f["pin"]]
+    return pins
+
+
+#: how ``stage --dry-run`` names a checkpoint's pin status (calbench.lockfile)
+PIN_WORDS = {
+    "published": "published checksum",
+    "first-use": "pinned on first use (recorded)",
+    "unpinned": "to be pinned on first use",
+}
+
+
+def pin_of(kind: str, entry: dict, dest: Path, resources: Path) -> str | None:
+    """The pin status of one staged checkpoint, archive or hub-code item: ``published``
+    (checksum in the config), ``first-use`` (recorded in the lock file) or ``unpinned`` (pinned
+    when first fetched); ``None`` for other kinds (datasets are pinned by their own modules)."""
+    from calbench.lockfile import lock_key, pin_status
+
+    ckpt = entry.get("checkpoint") or {}
+    if kind == "archive":
+        published = ckpt.get("sha256")
+    elif kind == "checkpoint":
+        published = ckpt.get("member_sha256") or ckpt.get("sha256")
+    elif kind == "hub":
+        published = (entry.get("hub") or {}).get("archive_sha256")
+        dest = dest.with_name(dest.name + ".zip")
+    else:
+        return None
+    return pin_status(lock_key(dest, resources), published, resources)
+
+
+def checkpoint_pins(doc: dict, resources: Path, steps) -> dict:
+    """``{destination: pin wording}`` of the checkpoint, archive and hub items of ``steps``."""
+    from calbench.models.pretrained import get_entry
+
+    pins = {}
+    for kind, name, dest, _ in steps:
+        status = pin_of(kind, get_entry(doc, name), dest, resources)
+        if status:
+            pins[dest] = PIN_WORDS[status]
     return pins
 
 

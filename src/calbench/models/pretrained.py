@@ -17,8 +17,10 @@ Files land at ``<resources>/checkpoints/<dataset>/<model>/checkpoint.pt`` (the w
 ``download_checkpoint`` output, so ``calbench stage`` and the workflow share one layout; archives
 at ``<resources>/archives/<file>``, torch.hub code at ``<resources>/hub/<owner>_<repo>_<ref>``). Each is verified against the registry's pinned ``sha256``
 (a prefix of at least 8 hex digits, as in torch.hub names) or, where none is published, against
-the digest recorded beside it (``<file>.sha256``) when it was first fetched. All state dicts are
-read with ``torch.load(..., weights_only=True)``.
+the SHA-256 and size recorded in ``<resources>/checksums.lock`` when it was first fetched
+(:mod:`calbench.lockfile`; "pinned on first use"), on every later download and load. With
+``strict=True`` files without a published checksum are refused. All state dicts are read with
+``torch.load(..., weights_only=True)``.
 
 This module imports torch only inside the functions that need it.
 """
@@ -32,7 +34,8 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 from calbench.data.download import ChecksumError, fetch, verify
-from calbench.io import atomic_path, atomic_write_text, file_digest, torch_load_reason
+from calbench.io import atomic_path, torch_load_reason
+from calbench.lockfile import LOCK_NAME, Lock, PinError, lock_key
 
 SOURCES = ("checkpoint", "torchhub", "timm")
 _REQUIRED = ("dataset", "source", "num_classes")
@@ -190,20 +193,11 @@ def archive_path(entry: Mapping, resources: str | os.PathLike = "resources") -> 
     return Path(resources) / "archives" / entry["checkpoint"]["filename"]
 
 
-def _sidecar(path: Path) -> Path:
-    return path.with_name(path.name + ".sha256")
-
-
-def record_digest(path: str | os.PathLike) -> str:
-    """Write ``<path>.sha256`` (sha256sum format) and return the digest."""
-    path = Path(path)
-    digest = file_digest(path)
-    atomic_write_text(_sidecar(path), f"{digest}  {path.name}\n")
-    return digest
-
-
-def verify_file(path: str | os.PathLike, sha256: str | None = None) -> None:
-    """Verify against the pinned ``sha256`` or else the recorded ``<path>.sha256`` (if any)."""
+def verify_file(
+    path: str | os.PathLike, sha256: str | None = None, *, resources: str | os.PathLike = "resources"
+) -> str:
+    """Verify against the pinned ``sha256`` or else the record in ``<resources>/checksums.lock``
+    (if any); return the pin status (``published``, ``first-use`` or ``unpinned``)."""
     path = Path(path)
     if not path.is_file():
         raise FileNotFoundError(
@@ -211,16 +205,39 @@ def verify_file(path: str | os.PathLike, sha256: str | None = None) -> None:
         )
     if sha256:
         verify(path, sha256=sha256)
-        return
-    side = _sidecar(path)
-    if side.is_file():
-        recorded = side.read_text().split()[0]
-        try:
-            verify(path, sha256=recorded)
-        except ChecksumError as exc:
-            raise ChecksumError(
-                f"{exc} (digest recorded in {side.name} when the file was fetched)"
-            ) from None
+        return "published"
+    try:
+        return _lock(resources).check(lock_key(path, resources), path, record=False)
+    except PinError as exc:
+        raise ChecksumError(f"{exc} (digest recorded when the file was first fetched)") from None
+
+
+def _lock(resources: str | os.PathLike) -> Lock:
+    return Lock(Path(resources) / LOCK_NAME)
+
+
+def refuse_unpinned(what: str, fix: str) -> PinError:
+    """The strict-mode error for a file without a published checksum."""
+    return PinError(
+        f"{what} has no published sha256 and strict checksums are on; {fix}, or turn strict "
+        "mode off (strict_checksums: false / no --strict-checksums) to pin it on first use"
+    )
+
+
+def _fetch_pinned(
+    target: Path, key: str, lock: Lock, pin: str | None, **fetch_kwargs
+) -> tuple[Path, str]:
+    """:func:`fetch` against the published ``pin``, else the lock file's record of ``key``; a
+    file fetched for the first time without either is recorded (pinned on first use)."""
+    recorded = None if pin else (lock.get(key) or {}).get("sha256")
+    try:
+        fetched = fetch(target, sha256=pin or recorded, **fetch_kwargs)
+    except (FileNotFoundError, ChecksumError) as exc:
+        if recorded:
+            raise type(exc)(f"{exc} (pinned on first use in {lock.path})") from None
+        raise
+    source = ", ".join(fetch_kwargs.get("urls") or ()) or str(fetch_kwargs.get("filename") or "")
+    return fetched, lock.check(key, fetched, published=pin, source=source)
 
 
 def _extract_member(archive: Path, member: str, dest: Path) -> None:
@@ -249,13 +266,15 @@ def download_checkpoint(
     local_file: str | os.PathLike | None = None,
     timeout: float = 60.0,
     out: str | os.PathLike | None = None,
+    strict: bool = False,
 ) -> Path:
     """Place the verified weights file of model ``name`` under ``resources`` and return its path.
 
     ``local_file`` (a user-supplied copy of the file or archive; default the entry's
     ``checkpoint.local_path``) and ``mirrors`` (directories holding files under their registry
     ``filename``) are tried before the registry's ``urls``. Files without a published checksum
-    get their digest recorded beside them. ``out`` overrides the destination
+    are pinned on first use in ``<resources>/checksums.lock`` and verified against it on every
+    later fetch; ``strict=True`` refuses them. ``out`` overrides the destination
     (:func:`checkpoint_path`); shared archives stay under ``resources/archives``.
     """
     if entry.get("source") == "timm" and not entry.get("checkpoint"):
@@ -279,26 +298,32 @@ def download_checkpoint(
     dest = Path(out) if out is not None else checkpoint_path(name, entry, resources)
     target = archive_path(entry, resources) if ckpt.get("archive_member") else dest
     pin = ckpt.get("sha256")
-    if target.exists() and not pin:
-        verify_file(target)
-    fetched = fetch(
+    if strict and not pin:
+        raise refuse_unpinned(
+            f"model {name}: {ckpt['filename']}", "add checkpoint.sha256 to its config entry"
+        )
+    lock = _lock(resources)
+    fetched, _ = _fetch_pinned(
         target,
+        lock_key(target, resources),
+        lock,
+        pin,
         urls=ckpt.get("urls") or (),
         mirrors=mirrors,
-        sha256=pin,
         filename=filename,
         timeout=timeout,
     )
-    if not _sidecar(fetched).is_file():
-        record_digest(fetched)
     if ckpt.get("archive_member"):
+        # a member of a published-pinned archive is vouched for by the archive's pin
+        member_pin = ckpt.get("member_sha256") or pin
         if dest.exists():
-            verify_file(dest, ckpt.get("member_sha256"))
+            verify_file(dest, ckpt.get("member_sha256"), resources=resources)
         else:
             _extract_member(fetched, ckpt["archive_member"], dest)
             if ckpt.get("member_sha256"):
                 verify(dest, sha256=ckpt["member_sha256"])
-            record_digest(dest)
+        source = f"{ckpt['filename']}:{ckpt['archive_member']}"
+        lock.check(lock_key(dest, resources), dest, published=member_pin, source=source)
     return dest
 
 
@@ -311,6 +336,7 @@ def stage_model(
     local_file: str | os.PathLike | None = None,
     timeout: float = 60.0,
     out: str | os.PathLike | None = None,
+    strict: bool = False,
 ) -> Path:
     """Everything model ``name`` needs offline: the verified weights (:func:`download_checkpoint`)
     and, for ``source: torchhub``, the pinned hub code (:func:`stage_hub_code`). The one code path
@@ -321,10 +347,11 @@ def stage_model(
             "checkpoint: {filename, urls, sha256} so the weights can be verified"
         )
     path = download_checkpoint(
-        name, entry, resources, mirrors, local_file=local_file, timeout=timeout, out=out
+        name, entry, resources, mirrors, local_file=local_file, timeout=timeout, out=out,
+        strict=strict,
     )
     if entry.get("source") == "torchhub":
-        stage_hub_code(entry, resources, mirrors, timeout=timeout)
+        stage_hub_code(entry, resources, mirrors, timeout=timeout, strict=strict)
     return path
 
 
@@ -385,7 +412,7 @@ def load_pretrained(
     )
     if path is not None:
         pin = None if ckpt.get("archive_member") else ckpt.get("sha256")
-        verify_file(path, pin or ckpt.get("member_sha256"))
+        verify_file(path, pin or ckpt.get("member_sha256"), resources=resources)
     if source == "checkpoint":
         model = build_architecture(entry["arch"], int(entry["num_classes"]))
         load_weights(
@@ -453,22 +480,28 @@ def stage_hub_code(
     resources: str | os.PathLike = "resources",
     mirrors: Iterable[str | os.PathLike] = (),
     timeout: float = 60.0,
+    strict: bool = False,
 ) -> Path:
-    """Fetch the pinned torch.hub code (GitHub archive of ``hub.ref``) and unpack it for offline use."""
+    """Fetch the pinned torch.hub code (GitHub archive of ``hub.ref``) and unpack it for offline use.
+
+    The archive is verified against ``hub.archive_sha256`` or pinned on first use (see
+    :func:`download_checkpoint`); the commit ``hub.ref`` itself pins the code's content."""
     hub = entry["hub"]
     dest = hub_dir_candidates(entry, resources)[0]
     if (dest / "hubconf.py").is_file():
         return dest
     archive = dest.with_name(dest.name + ".zip")
-    fetch(
+    if strict and not hub.get("archive_sha256"):
+        raise refuse_unpinned(f"torch.hub code {archive.name}", "add hub.archive_sha256")
+    _fetch_pinned(
         archive,
+        lock_key(archive, resources),
+        _lock(resources),
+        hub.get("archive_sha256"),
         urls=[f"https://github.com/{hub['repo']}/archive/{hub['ref']}.zip"],
         mirrors=mirrors,
-        sha256=hub.get("archive_sha256"),
         timeout=timeout,
     )
-    if not _sidecar(archive).is_file():
-        record_digest(archive)
     tmp = dest.with_name(dest.name + ".partial")
     shutil.rmtree(tmp, ignore_errors=True)
     with zipfile.ZipFile(archive) as zf:

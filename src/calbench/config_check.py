@@ -1,0 +1,173 @@
+"""Checks of a workflow configuration that its JSON schema cannot make, run when the workflow
+starts (before any job): every name the config uses must exist in the library.
+
+* calibrators: each entry's method is registered (:data:`calbench.calibrators.REGISTRY`) and
+  its ``params`` construct it (unknown keys name the accepted ones; bad values fail as they
+  would in ``fit-calibrator``);
+* metrics: every metric named anywhere is in :data:`calbench.metrics.METRICS`;
+* models trained by the workflow: the ``training`` block parses
+  (:func:`calbench.training.parse_training`: method, options), the loss and the secondary
+  loss are registered (:data:`calbench.losses.LOSSES`) and ``arch`` is in the dataset's zoo;
+  published checkpoints' ``arch`` is a package architecture.
+
+Loss and architecture names are read from the source with :mod:`ast` (the modules import
+torch, seconds at every workflow start); ``tests/test_config_check.py`` checks that these
+names equal the registries. :func:`check_config` returns one problem string per fault, each
+naming the config key.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Mapping
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent
+
+
+def _dict_keys(path: Path, name: str) -> list[str]:
+    """String keys of the literal dict assigned to ``name`` at module level of ``path``."""
+    for node in ast.parse(path.read_text()).body:
+        targets = node.targets if isinstance(node, ast.Assign) else [getattr(node, "target", None)]
+        if any(isinstance(t, ast.Name) and t.id == name for t in targets) and isinstance(
+            node.value, ast.Dict
+        ):
+            return [k.value for k in node.value.keys if isinstance(k, ast.Constant)]
+    raise RuntimeError(f"{path} assigns no literal dict {name}")
+
+
+def loss_names() -> list[str]:
+    """Names of :data:`calbench.losses.LOSSES` (the ``name`` of each class listed there)."""
+    init = ROOT / "losses" / "__init__.py"
+    listed: list[str] = []
+    for node in ast.walk(ast.parse(init.read_text())):
+        if isinstance(node, ast.DictComp) and isinstance(node.generators[0].iter, ast.Tuple):
+            listed = [e.id for e in node.generators[0].iter.elts if isinstance(e, ast.Name)]
+    names = {}
+    for path in sorted((ROOT / "losses").glob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ClassDef):
+                for stmt in node.body:
+                    if (
+                        isinstance(stmt, ast.Assign | ast.AnnAssign)
+                        and isinstance(getattr(stmt, "value", None), ast.Constant)
+                        and any(
+                            isinstance(t, ast.Name) and t.id == "name"
+                            for t in (stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target])
+                        )
+                    ):
+                        names[node.name] = stmt.value.value
+    return sorted(names[c] for c in listed if c in names)
+
+
+def zoo_architectures(dataset: str) -> list[str] | None:
+    """``arch`` names of the workflow's own zoo for ``dataset`` (``None``: no zoo)."""
+    from calbench.models import ZOOS
+
+    if dataset not in ZOOS:
+        return None
+    rel = ZOOS[dataset].removeprefix("calbench.").replace(".", "/")
+    return _dict_keys(ROOT / f"{rel}.py", "ARCHITECTURES")
+
+
+def package_architectures() -> list[str]:
+    """``arch`` names of published checkpoints: ``huyvnphan_<name>`` and ``focal_<name>``."""
+    out = [f"huyvnphan_{a}" for a in _dict_keys(ROOT / "models/cifar/__init__.py", "ARCHITECTURES")]
+    out += [f"focal_{a}" for a in _dict_keys(ROOT / "models/focal/__init__.py", "ARCHITECTURES")]
+    return out
+
+
+def _calibrator_problems(config: Mapping) -> list[str]:
+    from calbench.calibrators import REGISTRY, get_calibrator
+
+    problems = []
+    for key, entry in (config.get("calibrators") or {}).items():
+        entry = entry or {}
+        method = entry.get("method", key)
+        where = f"calibrators.{key}" + (".method" if "method" in entry else "")
+        if method not in REGISTRY:
+            problems.append(f"{where}: unknown calibrator {method!r}; choose one of {sorted(REGISTRY)}")
+            continue
+        try:
+            get_calibrator(method, **(entry.get("params") or {}))
+        except (ValueError, TypeError) as exc:
+            problems.append(f"calibrators.{key}.params: {exc}")
+    return problems
+
+
+def _metric_problems(config: Mapping) -> list[str]:
+    from calbench.metrics import METRICS
+
+    problems = []
+    lists = [("evaluation.metrics", (config.get("evaluation") or {}).get("metrics") or [])]
+    for m in (config.get("evaluation") or {}).get("ci_metrics") or []:
+        lists.append(("evaluation.ci_metrics", [m]))
+    lists.append(("compare.metrics", (config.get("compare") or {}).get("metrics") or []))
+    report = config.get("report") or {}
+    lists.append(("report.table_metrics", report.get("table_metrics") or []))
+    lists.append(("report.losses_metrics", report.get("losses_metrics") or []))
+    for where, names in lists:
+        for m in names:
+            if m not in METRICS:
+                problems.append(f"{where}: unknown metric {m!r}; choose one of {sorted(METRICS)}")
+    return problems
+
+
+def _model_problems(config: Mapping) -> list[str]:
+    from calbench.training import parse_training
+
+    problems = []
+    losses = loss_names()
+    package = None
+    for name, entry in (config.get("models") or {}).items():
+        source = entry.get("source")
+        arch = entry.get("arch")
+        if source == "train":
+            zoo = zoo_architectures(entry.get("dataset", ""))
+            if zoo is None:
+                problems.append(
+                    f"models.{name}.dataset: no architecture zoo to train on {entry.get('dataset')!r}"
+                )
+            elif arch not in zoo:
+                problems.append(f"models.{name}.arch: unknown architecture {arch!r}; choose one of {zoo}")
+            training = entry.get("training") or {}
+            try:
+                parse_training(training)
+            except ValueError as exc:
+                problems.append(f"models.{name}.training: {exc}")
+            loss = training.get("loss", "ce")
+            if loss not in losses:
+                problems.append(f"models.{name}.training.loss: unknown loss {loss!r}; choose one of {losses}")
+            secondary = training.get("secondary") or {}
+            if isinstance(secondary, Mapping) and secondary.get("name") not in (None, *losses):
+                problems.append(
+                    f"models.{name}.training.secondary.name: unknown loss "
+                    f"{secondary.get('name')!r}; choose one of {losses}"
+                )
+        elif source == "checkpoint" and arch is not None:
+            package = package if package is not None else package_architectures()
+            if arch not in package:
+                problems.append(f"models.{name}.arch: unknown architecture {arch!r}; choose one of {package}")
+    return problems
+
+
+def check_config(config: Mapping) -> list[str]:
+    """Every fault of ``config`` (a parsed workflow configuration) as ``"key: problem; fix"``."""
+    return _calibrator_problems(config) + _metric_problems(config) + _model_problems(config)
+
+
+def schema_error_line(exc: BaseException, schema: str = "workflow/schemas/config.schema.yaml") -> str:
+    """One line for a config that fails its JSON schema: the failing key's path and the
+    validator's message (not the schema dump ``str(ValidationError)`` carries).
+
+    ``exc`` is the ``jsonschema.ValidationError`` or an exception raised while handling one
+    (Snakemake's ``WorkflowError("Error validating config file.", e)``).
+    """
+    err = exc
+    while err is not None and not hasattr(err, "absolute_path"):
+        err = err.__cause__ or err.__context__
+    if err is None:
+        return str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+    path = ".".join(str(p) for p in err.absolute_path) or "(top level)"
+    message = " ".join(str(err.message).split())
+    return f"invalid config at {path}: {message}; fix the key or its value (schema: {schema})"
