@@ -215,3 +215,62 @@ def test_kull_pickle_written_by_numpy_1(tmp_path):
     imp = F.read("kull_pickle", tmp_path / "old.p")
     np.testing.assert_array_equal(imp.logits, np.concatenate([zv, zt]))
     assert imp.labels.tolist() == [0] * 6 + [1] * 7
+
+
+# ------------------------------------------------------------------ torch's zip container without torch
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda t: t,  # contiguous float32
+        lambda t: t.t().contiguous().t(),  # column-major strides
+        lambda t: torch_cat_slice(t),  # a view with a storage offset
+        lambda t: t.double(),
+        lambda t: t.half(),
+    ],
+)
+def test_pt_zip_reader_agrees_with_torch_load_weights_only(tmp_path, make):
+    import torch
+
+    t = make(torch.from_numpy(_logits(7, 5)))
+    torch.save(t, tmp_path / "t.pt")
+    want = torch.load(tmp_path / "t.pt", weights_only=True).to(torch.float32).numpy()
+    got = F.read_pt_zip(tmp_path / "t.pt").astype(np.float32)
+    np.testing.assert_array_equal(got, want)
+    np.testing.assert_array_equal(F.read_torch_tensor(tmp_path / "t.pt"), want)
+
+
+def torch_cat_slice(t):
+    import torch
+
+    return torch.cat([torch.zeros(3, t.shape[1]), t])[3:]
+
+
+def test_pt_reader_falls_back_to_torch_for_other_containers(tmp_path):
+    import torch
+
+    z = _logits(6, 3)
+    torch.save(torch.from_numpy(z), tmp_path / "legacy.pt", _use_new_zipfile_serialization=False)
+    np.testing.assert_array_equal(F.read_torch_tensor(tmp_path / "legacy.pt"), z)
+    torch.save([torch.from_numpy(z)], tmp_path / "list.pt")
+    with pytest.raises(F._Unsupported):
+        F.read_pt_zip(tmp_path / "list.pt")
+    with pytest.raises(ValueError, match="holds a list"):
+        F.read_torch_tensor(tmp_path / "list.pt")
+
+
+def test_pt_reader_needs_no_torch(tmp_path):
+    import subprocess
+    import sys
+
+    import torch
+
+    torch.save(torch.from_numpy(_logits(4, 3)), tmp_path / "t.pt")
+    code = (
+        "import sys; from calbench.logits_sources import formats as F; "
+        f"z = F.read_torch_tensor({str(tmp_path / 't.pt')!r}); "
+        "assert z.shape == (4, 3); print('torch' in sys.modules)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"

@@ -1,0 +1,233 @@
+"""config/coursework_logits.yaml on this machine, with synthetic logits of the real shapes.
+
+The published files cannot be downloaded here, so files of their shapes and formats stand in:
+10k x 10 (33 CIFAR-10 models), 10k x 100 (35 CIFAR-100), 10k x 200 (5 Tiny ImageNet) and
+50k x 1000 (4 ImageNet). For one model of each shape the script runs every job of its chain
+exactly as the workflow's rules do (`calbench import-logits`, `split`, `fit-calibrator` for the
+seven calibrators with the config's parameters, `evaluate`, `compare`, `plot-reliability`, the
+grid), each in its own process with one thread, and prints each job's wall seconds and peak
+memory (RSS of the process). The ImageNet M-scaling-b fit is a 1000 x 1000 matrix fitted by
+LBFGS for up to 1000 iterations; it is timed for --ms-iters iterations and extrapolated.
+Then the total for the 77 models is extrapolated from the per-job figures (jobs spread over
+--cores cores, as `snakemake --cores N` runs them).
+
+    python benchmarks/bench_coursework_logits.py                 # everything (~20 min here)
+    python benchmarks/bench_coursework_logits.py --import-only   # the 200 MB import only
+
+Separately, the import of a 200 MB ImageNet file is measured in both published formats
+(coursework .pt with synthesised class-order targets; Kängsepp pickle of 25k + 25k rows).
+Only figures are printed; no target is asserted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import pickle
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+import yaml
+
+REPO = Path(__file__).resolve().parents[1]
+SHAPES = {  # name: (N, K, models in the config)
+    "cifar10": (10000, 10, 33),
+    "cifar100": (10000, 100, 35),
+    "tiny_imagenet": (10000, 200, 5),
+    "imagenet": (50000, 1000, 4),
+}
+
+
+def run(cmd: list[str]) -> tuple[float, float]:
+    """Wall seconds and peak RSS (MB) of one command in its own process.
+
+    Measured by GNU time around the command: the RSS a child reports through wait4() would
+    include the pages of this (large) process it was forked from before exec."""
+    if shutil.which("time") or Path("/usr/bin/time").exists():
+        full = ["/usr/bin/time", "-f", "BENCH %e %M", *cmd]
+    else:  # pragma: no cover
+        full = cmd
+    t0 = time.perf_counter()
+    res = subprocess.run(full, capture_output=True, text=True)
+    wall = time.perf_counter() - t0
+    if res.returncode != 0:
+        raise SystemExit(f"{' '.join(cmd[:4])} failed:\n{res.stdout[-1500:]}{res.stderr[-1500:]}")
+    tail = [ln for ln in res.stderr.splitlines() if ln.startswith("BENCH ")]
+    if tail:
+        _, secs, kb = tail[-1].split()
+        return float(secs), float(kb) / 1024.0
+    return wall, float("nan")
+
+
+def synthetic(n: int, k: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    """Overconfident logits: the true class gets a boost, then everything is scaled by 2.5."""
+    rng = np.random.default_rng(seed)
+    y = rng.integers(0, k, n)
+    z = rng.standard_normal((n, k), dtype=np.float32)
+    z[np.arange(n), y] += 2.5
+    z *= 2.5
+    return z, y
+
+
+def write_pt(path: Path, z: np.ndarray) -> None:
+    import torch
+
+    torch.save(torch.from_numpy(z), path)
+
+
+def calbench(*args) -> list[str]:
+    return [sys.executable, "-m", "calbench", *map(str, args)]
+
+
+def bench_import(work: Path) -> list[tuple[str, float, float, float]]:
+    """The 200 MB ImageNet import in both formats: (label, MB, seconds, peak RSS MB)."""
+    n, k, _ = SHAPES["imagenet"]
+    z, y = synthetic(n, k, 1)
+    rows = []
+    pt = work / "in" / "imagenet" / "vgg19_bn.pt"
+    pt.parent.mkdir(parents=True, exist_ok=True)
+    write_pt(pt, z)
+    spec = {
+        "dataset": "imagenet",
+        "source": "logits",
+        "logits": {"format": "coursework", "folder": "imagenet", "file": "vgg19_bn.pt",
+                   "targets": "class_blocks", "local_path": str(pt)},
+    }
+    wall, rss = run(calbench("import-logits", "--spec", json.dumps(spec), "--out",
+                             work / "imp" / "in_vgg19_bn.npz", "--resources", work / "res"))
+    rows.append(("coursework .pt 50000 x 1000", pt.stat().st_size / 1e6, wall, rss))
+    kp = work / "in" / "probs_resnet152_imgnet_logits.p"
+    with open(kp, "wb") as fh:
+        pickle.dump([(z[:25000], y[:25000, None]), (z[25000:], y[25000:, None])], fh, protocol=3)
+    import hashlib
+
+    sha = hashlib.sha256(kp.read_bytes()).hexdigest()
+    spec = {
+        "dataset": "imagenet",
+        "source": "logits",
+        "logits": {"format": "kull_pickle", "file": kp.name, "sha256": sha,
+                   "size": kp.stat().st_size, "local_path": str(kp)},
+    }
+    wall, rss = run(calbench("import-logits", "--spec", json.dumps(spec), "--out",
+                             work / "imp" / "k.npz", "--split-out", work / "imp" / "ks.npz",
+                             "--resources", work / "res"))
+    rows.append(("kull_pickle 25000 + 25000 x 1000 (sha256 checked)", kp.stat().st_size / 1e6, wall, rss))
+    return rows
+
+
+def bench_chain(work: Path, name: str, cfg: dict, ms_iters: int) -> dict[str, tuple[float, float]]:
+    """Every job of one model's chain: {job: (seconds, peak MB)}."""
+    n, k, _ = SHAPES[name]
+    z, y = synthetic(n, k, 2)
+    d = work / name
+    (d / "in").mkdir(parents=True, exist_ok=True)
+    write_pt(d / "in" / "m.pt", z)
+    (d / "in" / "targets.txt").write_text("\n".join(map(str, y)))
+    spec = {"dataset": name, "source": "logits",
+            "logits": {"format": "coursework", "file": "m.pt", "local_path": str(d / "in")}}
+    out = {}
+    logits = d / "logits.npz"
+    out["import_logits"] = run(calbench("import-logits", "--spec", json.dumps(spec), "--out",
+                                        logits, "--resources", d / "res"))
+    out["split"] = run(calbench("split", "--logits", logits, "--out", d / "split.npz"))
+    ev = cfg["evaluation"]
+    cal_files = []
+    for method, entry in cfg["calibrators"].items():
+        entry = entry or {}
+        params = dict(entry.get("params", {}))
+        label = f"fit {method}"
+        if name == "imagenet" and method == "ms_b":
+            params["max_iter"] = ms_iters
+            label = f"fit ms_b ({ms_iters} LBFGS iterations)"
+        cal = d / f"{method}.json"
+        out[label] = run(calbench("fit-calibrator", "--logits", logits, "--split", d / "split.npz",
+                                  "--method", entry.get("method", method), "--params",
+                                  json.dumps(params), "--threads", 1, "--out", cal))
+        cal_files.append(cal)
+        out[f"evaluate {method}"] = run(calbench(
+            "evaluate", "--logits", logits, "--split", d / "split.npz", "--calibrator", cal,
+            "--metrics", ",".join(ev["metrics"]), "--halves", ",".join(ev["halves"]),
+            "--n-bootstrap", ev["n_bootstrap"], "--level", ev["level"], "--seed", ev["seed"],
+            "--out", d / f"{method}.csv"))
+        out[f"plot {method}"] = run(calbench(
+            "plot-reliability", "--logits", logits, "--split", d / "split.npz", "--calibrator",
+            cal, "--n-bins", cfg["plots"]["n_bins"], "--style", cfg["plots"]["style"],
+            "--out", d / f"{method}.png"))
+    cmp = cfg["compare"]
+    out["compare"] = run(calbench(
+        "compare", "--logits", logits, "--split", d / "split.npz", "--calibrators", *cal_files,
+        "--metrics", ",".join(cmp["metrics"]), "--baselines", ",".join(cmp["baselines"]),
+        "--n-bootstrap", cmp["n_bootstrap"], "--level", ev["level"], "--seed", ev["seed"],
+        "--out", d / "compare.csv"))
+    out["plot grid"] = run(calbench(
+        "plot-reliability", "--grid", "--logits", logits, "--split", d / "split.npz",
+        "--calibrator", *cal_files, "--n-bins", cfg["plots"]["n_bins"], "--style",
+        cfg["plots"]["style"], "--out", d / "grid.png"))
+    return out
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--config", default=str(REPO / "config" / "coursework_logits.yaml"))
+    p.add_argument("--shapes", default=",".join(SHAPES), help="comma-separated subset")
+    p.add_argument("--ms-iters", type=int, default=5, help="LBFGS iterations of the timed ImageNet ms_b fit")
+    p.add_argument("--cores", type=int, default=2, help="cores the workflow would use")
+    p.add_argument("--import-only", action="store_true")
+    p.add_argument("--keep", default=None, help="work folder to keep (default: a temporary one)")
+    args = p.parse_args(argv)
+    cfg = yaml.safe_load(Path(args.config).read_text())
+    work = Path(args.keep or tempfile.mkdtemp(prefix="bench_cl_"))
+    env_note = f"{os.cpu_count()} CPUs, OMP_NUM_THREADS={os.environ.get('OMP_NUM_THREADS')}"
+    print(f"# coursework_logits benchmark ({env_note}); work folder {work}")
+    os.environ.setdefault("OMP_NUM_THREADS", "1")
+    try:
+        print("\n## Import of a 200 MB ImageNet logits file (calbench import-logits, own process)")
+        for label, mb, wall, rss in bench_import(work):
+            print(f"{label:52s} {mb:7.1f} MB  {wall:6.2f} s  peak RSS {rss:6.0f} MB")
+        if args.import_only:
+            return 0
+        per_shape = {}
+        for name in args.shapes.split(","):
+            n, k, count = SHAPES[name]
+            print(f"\n## {name}: one model's chain, {n} x {k} logits ({count} such models)")
+            jobs = bench_chain(work, name, cfg, args.ms_iters)
+            for job, (wall, rss) in jobs.items():
+                print(f"{job:40s} {wall:8.2f} s  peak RSS {rss:6.0f} MB")
+            per_shape[name] = jobs
+        print(f"\n## Extrapolation to the 77 models, {args.cores} cores")
+        total = 0.0
+        ms_line = None
+        for name, jobs in per_shape.items():
+            n, k, count = SHAPES[name]
+            model_s = sum(w for j, (w, _) in jobs.items() if j != "split" and not j.startswith("fit ms_b ("))
+            if name == "imagenet" and any(j.startswith("fit ms_b (") for j in jobs):
+                w = next(w for j, (w, _) in jobs.items() if j.startswith("fit ms_b ("))
+                # start-up + data of a 0-iteration fit is about the uncalibrated fit's time
+                base = jobs["fit uncalibrated"][0]
+                per_iter = max(w - base, 0.0) / args.ms_iters
+                ms_line = (base, per_iter, count)
+            sub = model_s * count + jobs["split"][0]
+            total += sub
+            print(f"{name:14s} {count:3d} models x {model_s:7.1f} s/model + split = {sub:8.1f} job-s")
+        print(f"all jobs but the ImageNet M-scaling-b fits: {total:.0f} job-seconds, about "
+              f"{total / args.cores / 60:.1f} min on {args.cores} cores (aggregate, report and "
+              "replication tables not included: seconds)")
+        if ms_line:
+            base, per_iter, count = ms_line
+            print(f"ImageNet M-scaling-b: {per_iter:.2f} s per LBFGS iteration on 1 thread here; "
+                  f"up to 1000 iterations = up to {(base + 1000 * per_iter) / 60:.0f} min per model, "
+                  f"{count} models = up to {count * (base + 1000 * per_iter) / 3600:.1f} CPU-hours")
+    finally:
+        if not args.keep:
+            shutil.rmtree(work, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
