@@ -30,6 +30,7 @@ include: "workflow/rules/logits.smk"
 include: "workflow/rules/calibrate.smk"
 include: "workflow/rules/plots.smk"
 include: "workflow/rules/report.smk"
+include: "workflow/rules/shift.smk"
 include: "workflow/rules/replication.smk"
 
 
@@ -39,4 +40,5 @@ rule all:
         all_tables(),
         all_plots(),
         replication_targets(),
+        shift_targets(),
     default_target: True

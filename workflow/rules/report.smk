@@ -47,6 +47,7 @@ rule render_report:
         splits=split_files(),
         reference=reference_input(),
         objectives=objectives_inputs(),
+        sections=lambda wildcards: shift_sections(),  # extra sections (workflow/rules/shift.smk)
         lib=lib_sources("render_report"),
         spec=spec_file("render_report", report_spec()),
         config=spec_file("config", json.dumps(config, sort_keys=False)),
@@ -66,4 +67,5 @@ rule render_report:
         "calbench render-report --template {input.template} --metrics {input.metrics}"
         " --compare {input.compare} --spec @{input.spec} --config @{input.config}"
         " --grids {input.grids} --manifests {input.manifests} --logits {input.logits}"
-        " --splits {input.splits} {params.reference} --out {output.report} > {log} 2>&1"
+        " --splits {input.splits} {params.reference} --sections {input.sections}"
+        " --out {output.report} > {log} 2>&1"

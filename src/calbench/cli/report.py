@@ -249,6 +249,7 @@ def render_report(
     logits=(),
     splits=(),
     reference_csv=None,
+    sections=(),
 ) -> None:
     from calbench.io import atomic_write_text
     from calbench.report import render
@@ -280,6 +281,10 @@ def render_report(
         provenance=provenance,
         reference=reference,
     )
+    # extra sections: HTML fragments escaped by the calbench step that wrote them (shift-report)
+    from markupsafe import Markup
+
+    context["extra_sections"] = [Markup(Path(p).read_text()) for p in sections or []]
     atomic_write_text(out, render.render_html(template, context))
 
 
@@ -298,6 +303,7 @@ def _cmd_render(args: argparse.Namespace) -> int:
         logits=args.logits,
         splits=args.splits,
         reference_csv=args.reference,
+        sections=args.sections,
     )
     return 0
 
@@ -350,5 +356,8 @@ def register(sub) -> None:
     p.add_argument("--logits", nargs="*", default=[], help="logits .npz files (hashed)")
     p.add_argument("--splits", nargs="*", default=[], help="split .npz files (hashed)")
     p.add_argument("--reference", help="published numbers, long CSV")
+    p.add_argument(
+        "--sections", nargs="*", default=[], help="HTML fragments of extra sections (shift-report)"
+    )
     p.add_argument("--out", required=True, help="report .html to write")
     p.set_defaults(func=_cmd_render)

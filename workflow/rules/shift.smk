@@ -1,0 +1,246 @@
+# Dataset shift (docs/workflow.md "Dataset shift"; calbench.shift): corrupted copies of each
+# dataset's test set at severities 1-5, every shifted model's logits on their test half, the
+# clean-fitted calibrators evaluated on them, and the report section. Active when the config has
+# a shift: section. Helpers specific to this stage live here with its rules.
+
+
+def shift_cfg():
+    return config.get("shift") or None
+
+
+def shift_models():
+    """Models of the shift study (shift.models, default every model that reads images)."""
+    cfg = shift_cfg()
+    if not cfg:
+        return []
+    wanted = cfg.get("models") or [m for m, v in config["models"].items()]
+    return [m for m in wanted if config["models"][m]["source"] != "logits"]
+
+
+def shift_datasets():
+    used = {model_cfg(m)["dataset"] for m in shift_models()}
+    return [d for d in config["datasets"] if d in used]
+
+
+def shift_corrupted(dataset):
+    return [f"resources/corrupted/{dataset}/{c}.npy" for c in shift_cfg()["corruptions"]]
+
+
+def shift_model_paths(pattern):
+    return [pattern.format(dataset=model_cfg(m)["dataset"], model=m) for m in shift_models()]
+
+
+def shift_targets():
+    if not shift_models():
+        return []
+    return ["results/shift/section.html", "results/shift/mean_ece.csv"]
+
+
+def shift_sections():
+    """The report's extra section files (render_report --sections)."""
+    return ["results/shift/section.html"] if shift_models() else []
+
+
+def shift_report_spec():
+    """Labels and the confidence level of the shift section (JSON, results/specs/shift_report.json)."""
+    return json.dumps({**json.loads(study_spec()), "level": ev("level")}, sort_keys=False)
+
+
+def shift_archive_args(wildcards):
+    entry = (shift_cfg().get("archives") or {}).get(wildcards.dataset)
+    return f"--archive {json.dumps(entry, sort_keys=True)!r}" if entry else ""
+
+
+def shift_corrupt_inputs(wildcards):
+    files = {"manifest": f"resources/datasets/{wildcards.dataset}/manifest.json"}
+    if shift_cfg().get("source", "generate") == "published":
+        files["archive"] = f"resources/corrupted/{wildcards.dataset}/published.tar"
+    return files
+
+
+def shift_corrupt_args(wildcards, input):
+    if shift_cfg().get("source", "generate") == "published":
+        return f"--source published --archive-file {input.archive} {shift_archive_args(wildcards)}"
+    return f"--source generate --seed {shift_cfg().get('seed', 0)}"
+
+
+def check_shift():
+    cfg = shift_cfg()
+    if not cfg:
+        return
+    problems = []
+    for m in cfg.get("models") or []:
+        if m not in config["models"]:
+            problems.append(f"shift.models: {m!r} is not a key of models")
+        elif config["models"][m]["source"] == "logits":
+            problems.append(f"shift.models: {m!r} has source logits (no images to corrupt)")
+    if cfg.get("source", "generate") == "generate":
+        from calbench.shift.corruptions import CORRUPTIONS as known
+    else:
+        from calbench.shift.datasets import PUBLISHED_CORRUPTIONS as known
+    for c in cfg["corruptions"]:
+        if c not in known:
+            problems.append(f"shift.corruptions: {c!r} is not one of {sorted(known)}")
+    for metric in ("accuracy", "ece", "nll"):
+        if metric not in cfg.get("metrics", ["accuracy", "ece", "nll"]):
+            problems.append(f"shift.metrics must include {metric} (the report's box plots)")
+    if cfg.get("compare_metrics", ["ece", "nll"]):
+        for c in ("ts", "uncalibrated"):
+            if c not in config["calibrators"]:
+                problems.append(f"shift.compare_metrics needs calibrator {c!r} in calibrators")
+    if problems:
+        raise ValueError("invalid config: " + "; ".join(problems))
+
+
+check_shift()
+
+
+wildcard_constraints:
+    corruption=SLUG,
+
+
+rule download_corrupted:
+    output:
+        archive="resources/corrupted/{dataset}/published.tar",
+    input:
+        lib=lib_sources("download_corrupted"),
+    params:
+        archive=shift_archive_args,
+        mirrors=global_mirror_args,
+    log:
+        "logs/download_corrupted/{dataset}.log",
+    benchmark:
+        "benchmarks/download_corrupted/{dataset}.tsv"
+    threads: 1
+    resources:
+        mem_mb=1000,
+        runtime=120,
+    conda:
+        "../../envs/calbench.yaml"
+    shell:
+        "calbench download-corrupted --dataset {wildcards.dataset} {params.archive}"
+        " {params.mirrors} --out {output.archive} > {log} 2>&1"
+
+
+rule corrupt_dataset:
+    output:
+        images="resources/corrupted/{dataset}/{corruption}.npy",
+        manifest="resources/corrupted/{dataset}/{corruption}.json",
+    input:
+        unpack(shift_corrupt_inputs),
+        lib=lib_sources("corrupt_dataset"),
+    params:
+        root=lambda wildcards: data_root(wildcards.dataset),
+        limit=limit_arg,
+        dataset=dataset_spec,
+        source=shift_corrupt_args,
+    log:
+        "logs/corrupt_dataset/{dataset}/{corruption}.log",
+    benchmark:
+        "benchmarks/corrupt_dataset/{dataset}/{corruption}.tsv"
+    threads: 1
+    resources:
+        mem_mb=4000,
+        runtime=30,
+    conda:
+        "../../envs/calbench.yaml"
+    shell:
+        "OMP_NUM_THREADS={threads} calbench corrupt-dataset --dataset {wildcards.dataset}"
+        " --corruption {wildcards.corruption} {params.source} --data-root {params.root}"
+        " {params.limit} --dataset-spec {params.dataset:q} --out {output.images} > {log} 2>&1"
+
+
+rule shift_logits:
+    output:
+        logits="results/shift/{dataset}/{model}/logits.npz",
+    input:
+        corrupted=lambda wildcards: shift_corrupted(wildcards.dataset),
+        clean="results/logits/{dataset}/{model}.npz",
+        split=split_file,
+        weights=weights_input,
+        lib=lib_sources("shift_logits"),
+    params:
+        spec=model_spec,
+        dataset=dataset_spec,
+    log:
+        "logs/shift_logits/{dataset}/{model}.log",
+    benchmark:
+        "benchmarks/shift_logits/{dataset}/{model}.tsv"
+    threads: 2
+    resources:
+        mem_mb=4000,
+        runtime=60,
+        gpu=GPUS,
+    conda:
+        "../../envs/calbench.yaml"
+    shell:
+        "OMP_NUM_THREADS={threads} calbench shift-logits --spec {params.spec:q} --threads {threads}"
+        " --checkpoint {input.weights} --logits {input.clean} --split {input.split}"
+        " --corrupted {input.corrupted} --dataset-spec {params.dataset:q}"
+        " --out {output.logits} > {log} 2>&1"
+
+
+rule evaluate_shift:
+    output:
+        metrics="results/shift/{dataset}/{model}/metrics.csv",
+        compare="results/shift/{dataset}/{model}/compare.csv",
+    input:
+        shift="results/shift/{dataset}/{model}/logits.npz",
+        clean="results/logits/{dataset}/{model}.npz",
+        split=split_file,
+        calibrators=calibrator_files,
+        lib=lib_sources("evaluate_shift"),
+    params:
+        metrics=lambda wildcards: ",".join(shift_cfg().get("metrics", ["accuracy", "ece", "nll"])),
+        compare=lambda wildcards: ",".join(shift_cfg().get("compare_metrics", ["ece", "nll"])),
+        n_bootstrap=lambda wildcards: shift_cfg().get("n_bootstrap", 200),
+        level=ev("level"),
+        seed=ev("seed"),
+    log:
+        "logs/evaluate_shift/{dataset}/{model}.log",
+    benchmark:
+        "benchmarks/evaluate_shift/{dataset}/{model}.tsv"
+    threads: 1
+    resources:
+        mem_mb=3000,
+        runtime=30,
+    conda:
+        "../../envs/calbench.yaml"
+    shell:
+        "OMP_NUM_THREADS={threads} calbench evaluate-shift --shift-logits {input.shift}"
+        " --logits {input.clean} --split {input.split} --calibrators {input.calibrators}"
+        " --metrics {params.metrics} --compare-metrics '{params.compare}'"
+        " --n-bootstrap {params.n_bootstrap} --level {params.level} --seed {params.seed}"
+        " --out-metrics {output.metrics} --out-compare {output.compare} > {log} 2>&1"
+
+
+rule shift_report:
+    output:
+        section="results/shift/section.html",
+        mean_ece="results/shift/mean_ece.csv",
+        metrics="results/shift/metrics.csv",
+        compare="results/shift/compare.csv",
+    input:
+        metrics=shift_model_paths("results/shift/{dataset}/{model}/metrics.csv"),
+        compare=shift_model_paths("results/shift/{dataset}/{model}/compare.csv"),
+        manifests=[
+            f"resources/corrupted/{d}/{c}.json"
+            for d in shift_datasets()
+            for c in (shift_cfg() or {}).get("corruptions", [])
+        ],
+        spec=lambda wildcards: spec_file("shift_report", shift_report_spec()),
+        lib=lib_sources("shift_report"),
+    log:
+        "logs/shift_report/shift_report.log",
+    benchmark:
+        "benchmarks/shift_report/shift_report.tsv"
+    threads: 1
+    resources:
+        mem_mb=2000,
+        runtime=10,
+    conda:
+        "../../envs/calbench.yaml"
+    shell:
+        "calbench shift-report --metrics {input.metrics} --compare {input.compare}"
+        " --manifests {input.manifests} --spec @{input.spec} --out-html {output.section}"
+        " --out-dir results/shift > {log} 2>&1"
