@@ -1,0 +1,213 @@
+"""Dirichlet and matrix scaling with ODIR strengths chosen by cross-validation, fold-averaged
+(``dir_odir_cv``, ``ms_odir_cv``): Kull et al. 2019's protocol for their deep-net tables.
+
+Kull, Perello-Nieto, Kängsepp, Silva Filho, Song, Flach 2019, "Beyond temperature scaling:
+Obtaining well-calibrated multiclass probabilities with Dirichlet calibration" (NeurIPS),
+section 5.2 and their experiment code (dirichletcal/experiments_dnn ``scripts/tune_cal_odir.py``,
+``tune_dirichlet_nn_slim.py``): Dir-ODIR (``softmax(W ln p + b)``) and MS-ODIR
+(``softmax(W z + b)``) are fitted with the ODIR penalty
+``lambda / (K (K-1)) sum_{i != j} W_ij^2 + mu / K sum_j b_j^2`` for every pair of a grid of
+``(lambda, mu)``:
+
+1. the validation set is split by ``sklearn.model_selection.KFold(n_splits=5, shuffle=True,
+   random_state=15)``; for each pair, one model is fitted on each fold's training part and
+   scored by the log-loss (scikit-learn's 2019 rule, :func:`calbench.metrics.nll`) of its
+   predictions on the fold's held-out part;
+2. the pair with the smallest mean held-out log-loss is selected (ties: the first in grid order);
+3. test predictions are the **average of the probabilities of that pair's five fold models**
+   (their "_ens" columns); no model is refitted on the whole validation set.
+
+Default grid (theirs): ``lambda`` in ``{1, 0.25, 0.5} x 10^i`` and ``mu`` in ``10^i`` for
+integer ``i`` from -5 (K < 100) or -2 (K >= 100, their CIFAR-100 rule) to 6: 432 pairs for 10
+classes, 243 for 100, i.e. 2,160 or 1,215 fits.  Pass ``lambdas`` / ``mus`` for a smaller grid.
+Their fits were Keras models trained with Adam and early stopping; here each fold model is the
+LBFGS fit of :class:`~calbench.calibrators.dirichlet.DirichletCalibration` /
+:class:`~calbench.calibrators.scaling.MatrixScalingBias` (same objective), so selected pairs and
+values can differ slightly from theirs.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from calbench.calibrators.base import Calibrator, Field, register
+from calbench.calibrators.dirichlet import DirichletCalibration
+from calbench.calibrators.precision import check_precision, softmax32
+from calbench.calibrators.scaling import MatrixScalingBias, _check_options
+from calbench.functional import softmax
+
+#: Kull et al.'s fold count and KFold seed.
+N_FOLDS = 5
+RANDOM_STATE = 15
+
+
+def kull_grid(n_classes: int) -> tuple[list[float], list[float]]:
+    """Kull et al.'s ``(lambdas, mus)`` grid for ``n_classes`` (module docstring)."""
+    start = -2 if n_classes >= 100 else -5
+    powers = [10.0**i for i in range(start, 7)]
+    lambdas = sorted({p * f for p in powers for f in (1.0, 0.25, 0.5)})
+    return lambdas, powers
+
+
+def _check_grid(values, name: str) -> list[float] | None:
+    if values is None:
+        return None
+    ok = isinstance(values, list | tuple) and len(values) > 0
+    ok = ok and all(
+        isinstance(v, int | float) and not isinstance(v, bool) and np.isfinite(v) and v >= 0
+        for v in values
+    )
+    if not ok:
+        raise ValueError(
+            f"{name} must be a non-empty list of numbers >= 0 (or null for Kull et al.'s grid), "
+            f"got {values!r}"
+        )
+    return [float(v) for v in values]
+
+
+class _ODIRCrossValidated(Calibrator):
+    """Shared implementation (module docstring); subclasses set ``base``."""
+
+    base: type[MatrixScalingBias] = MatrixScalingBias
+
+    state_schema = {
+        "odir": Field(shape=(2,), low=0.0, note="selected (lambda, mu)"),
+        "W": Field(shape=(None, "K", "K"), note="one weight matrix per fold model"),
+        "b": Field(shape=(None, "K"), note="one intercept per fold model"),
+        "cv_loss": Field(shape=(None,), low=0.0, note="mean held-out log-loss per grid pair"),
+    }
+
+    def __init__(
+        self,
+        *,
+        lambdas: list[float] | None = None,
+        mus: list[float] | None = None,
+        n_folds: int = N_FOLDS,
+        random_state: int = RANDOM_STATE,
+        max_iter: int = 1000,
+        line_search: str | None = "strong_wolfe",
+        dtype: str = "float32",
+        device: str = "auto",
+        precision: str = "float64",
+    ) -> None:
+        _check_options(line_search, max_iter, dtype, 0.0, None)
+        if isinstance(n_folds, bool) or not isinstance(n_folds, int) or n_folds < 2:
+            raise ValueError(f"n_folds must be an integer >= 2, got {n_folds!r}")
+        if isinstance(random_state, bool) or not isinstance(random_state, int) or random_state < 0:
+            raise ValueError(f"random_state must be an integer >= 0, got {random_state!r}")
+        super().__init__(
+            lambdas=_check_grid(lambdas, "lambdas"),
+            mus=_check_grid(mus, "mus"),
+            n_folds=n_folds,
+            random_state=random_state,
+            max_iter=max_iter,
+            line_search=line_search,
+            dtype=dtype,
+            device=device,
+            precision=check_precision(precision),
+        )
+        self.odir_: np.ndarray | None = None
+        self.W_: np.ndarray | None = None
+        self.b_: np.ndarray | None = None
+        self.cv_loss_: np.ndarray | None = None
+
+    def grid(self, n_classes: int) -> list[tuple[float, float]]:
+        """The ``(lambda, mu)`` pairs tried, in order (lambda-major)."""
+        lam0, mu0 = kull_grid(n_classes)
+        lambdas = self._params["lambdas"] or lam0
+        mus = self._params["mus"] or mu0
+        return [(lam, mu) for lam in lambdas for mu in mus]
+
+    def _base(self, odir) -> MatrixScalingBias:
+        p = self._params
+        return self.base(
+            odir=odir,
+            max_iter=p["max_iter"],
+            line_search=p["line_search"],
+            dtype=p["dtype"],
+            device=p["device"],
+        )
+
+    def _fit(self, logits: np.ndarray, labels: np.ndarray) -> None:
+        from sklearn.model_selection import KFold
+
+        from calbench.metrics import nll
+
+        p = self._params
+        folds = list(
+            KFold(n_splits=p["n_folds"], shuffle=True, random_state=p["random_state"]).split(
+                logits
+            )
+        )
+        best = None
+        losses = []
+        for pair in self.grid(int(logits.shape[1])):
+            models, fold_loss = [], []
+            for train, held in folds:
+                # the input was checked (or allowed) by this calibrator's own fit
+                model = self._base(pair).fit(
+                    logits[train], labels[train], allow_probabilities=True
+                )
+                fold_loss.append(nll(model.predict_proba(logits[held]), labels[held]))
+                models.append(model)
+            losses.append(float(np.mean(fold_loss)))
+            if best is None or losses[-1] < best[0]:
+                best = (losses[-1], pair, models)
+        _, pair, models = best
+        self.odir_ = np.array(pair, dtype=np.float64)
+        self.W_ = np.stack([m.params_["W"] for m in models])
+        self.b_ = np.stack([m.params_["b"] for m in models])
+        self.cv_loss_ = np.array(losses, dtype=np.float64)
+
+    def _features(self, logits: np.ndarray) -> np.ndarray:
+        return logits
+
+    def _predict_proba(self, logits: np.ndarray) -> np.ndarray:
+        if self._params["precision"] == "float32":
+            x = np.asarray(self._features(logits), dtype=np.float32)
+            probs = [softmax32(x @ w.astype(np.float32) + b.astype(np.float32))
+                     for w, b in zip(self.W_, self.b_, strict=True)]
+            return np.mean(probs, axis=0, dtype=np.float32)
+        x = np.asarray(self._features(logits), dtype=np.float64)
+        out = np.zeros(x.shape, dtype=np.float64)
+        for w, b in zip(self.W_, self.b_, strict=True):
+            out += softmax(x @ w.astype(np.float64) + b.astype(np.float64))
+        return out / len(self.W_)
+
+    def _get_state(self) -> dict[str, Any]:
+        return {"odir": self.odir_, "W": self.W_, "b": self.b_, "cv_loss": self.cv_loss_}
+
+    def _set_state(self, state: dict[str, Any]) -> None:
+        self.odir_ = np.asarray(state["odir"], dtype=np.float64)
+        self.W_ = np.asarray(state["W"])
+        self.b_ = np.asarray(state["b"])
+        self.cv_loss_ = np.asarray(state["cv_loss"], dtype=np.float64)
+
+    @classmethod
+    def _check_state(cls, state: dict[str, Any], k: int) -> str | None:
+        if len(state["W"]) != len(state["b"]) or len(state["W"]) < 1:
+            return f"W holds {len(state['W'])} fold models but b {len(state['b'])}"
+        return None
+
+
+@register
+class DirichletODIRCV(_ODIRCrossValidated):
+    """Dir-ODIR with (lambda, mu) by 5-fold CV and fold-averaged predictions (Kull et al. 2019)."""
+
+    name = "dir_odir_cv"
+    base = DirichletCalibration
+
+    def _features(self, logits: np.ndarray) -> np.ndarray:
+        from calbench.functional import log_softmax
+
+        return log_softmax(logits)
+
+
+@register
+class MatrixScalingODIRCV(_ODIRCrossValidated):
+    """MS-ODIR with (lambda, mu) by 5-fold CV and fold-averaged predictions (Kull et al. 2019)."""
+
+    name = "ms_odir_cv"
+    base = MatrixScalingBias
