@@ -149,56 +149,51 @@ def evaluate_shift(
     yt = y[test_idx]
     meta = {"dataset": clean["dataset"], "model": clean["model"]}
     corr = shifted["corruptions"]
-    # probabilities: (method) -> {(corruption, severity): probs}; severity 0 = clean test half
-    probs, val_probs = {}, {}
-    for name, cal in cals.items():
-        val_probs[name] = cal.predict_proba(z[val_idx])
-        probs[name] = {("clean", 0): cal.predict_proba(z[test_idx])}
-        for ci, c in enumerate(corr):
-            for si, s in enumerate(SEVERITIES):
-                probs[name][(c, s)] = cal.predict_proba(shifted["logits"][ci, si])
+    conditions = [("clean", 0)] + [(c, s) for c in corr for s in SEVERITIES]
+    # the best calibrator per compared metric, chosen on the clean validation half
+    val_probs = {name: cal.predict_proba(z[val_idx]) for name, cal in cals.items()}
+    best = {}
+    for m in compare_metrics:
+        higher = m in HIGHER_IS_BETTER
+        scores = {k: float(METRICS[m](val_probs[k], y[val_idx])) for k in cals}
+        worst = -math.inf if higher else math.inf
+        pick = max if higher else min
+        best[m] = pick(scores, key=lambda k: scores[k] if math.isfinite(scores[k]) else worst)
+    needed = {"ts", "uncalibrated", *best.values()} if compare_metrics else set()
+    weights = resample_weights(len(test_idx), n_bootstrap, seed) if compare_metrics else None
+    # (method, metric, condition) -> (value, resampled values), for the compared methods only;
+    # probabilities are not kept (76 conditions x 100 classes would not fit in memory)
+    stats: dict = {}
     rows = []
-    for name in cals:
+    for name, cal in cals.items():
         for m in metrics:
-            fn = METRICS[m]
             rows.append({**meta, "method": name, "half": "val", "corruption": "clean",
-                         "severity": 0, "metric": m, "value": float(fn(val_probs[name], y[val_idx]))})  # fmt: skip
-            for (c, s), p in probs[name].items():
+                         "severity": 0, "metric": m,
+                         "value": float(METRICS[m](val_probs[name], y[val_idx]))})  # fmt: skip
+        for c, s in conditions:
+            zc = z[test_idx] if c == "clean" else shifted["logits"][corr.index(c), s - 1]
+            p = cal.predict_proba(zc)
+            for m in metrics:
                 rows.append({**meta, "method": name, "half": "test", "corruption": c,
-                             "severity": s, "metric": m, "value": float(fn(p, yt))})  # fmt: skip
+                             "severity": s, "metric": m, "value": float(METRICS[m](p, yt))})  # fmt: skip
+            if name in needed:
+                for m in compare_metrics:
+                    stats[(name, m, (c, s))] = (
+                        float(METRICS[m](p, yt)),
+                        resampled_metric(m, p, yt, weights),
+                    )
     compare = []
-    if not compare_metrics:
-        return rows, compare
-    weights = resample_weights(len(test_idx), n_bootstrap, seed)
     groups = {0: [("clean", 0)], **{s: [(c, s) for c in corr] for s in SEVERITIES}}
     lo_q, hi_q = (1.0 - level) / 2.0, (1.0 + level) / 2.0
     for m in compare_metrics:
-        fn = METRICS[m]
-        higher = m in HIGHER_IS_BETTER
-        val_scores = {k: float(fn(val_probs[k], y[val_idx])) for k in cals}
-        pick = max if higher else min
-        best = pick(
-            val_scores,
-            key=lambda k: (
-                val_scores[k]
-                if math.isfinite(val_scores[k])
-                else (-math.inf if higher else math.inf)
-            ),
-        )
-        cache = {}
 
-        def stat(method, sev, m=m, fn=fn, cache=cache):
-            if (method, sev) not in cache:
-                keys = groups[sev]
-                value = float(np.mean([fn(probs[method][k], yt) for k in keys]))
-                boot = np.mean(
-                    [resampled_metric(m, probs[method][k], yt, weights) for k in keys], axis=0
-                )
-                cache[(method, sev)] = (value, boot)
-            return cache[(method, sev)]
+        def stat(method, sev, m=m):
+            keys = groups[sev]
+            value = float(np.mean([stats[(method, m, k)][0] for k in keys]))
+            return value, np.mean([stats[(method, m, k)][1] for k in keys], axis=0)
 
         for label, method, base in COMPARISONS:
-            method = best if method == "best" else method
+            method = best[m] if method == "best" else method
             for sev in groups:
                 va, ba = stat(method, sev)
                 vb, bb = stat(base, sev)
