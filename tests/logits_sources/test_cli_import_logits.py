@@ -170,3 +170,19 @@ def test_stage_dry_run_and_stage_logits(tmp_path, capsys):
         assert f"{sha}  logits/c10/kull/k.p" in sums
         rc, out, err = _run(capsys, "stage", "--config", tmp_path / "c.yaml", "--resources", res, "--dry-run")
         assert "logits files: 1 published checksum, 2 pinned on first use (recorded)" in out
+
+
+def test_report_provenance_names_the_imported_file_and_its_pin(tmp_path, capsys):
+    from calbench.cli.report import data_provenance
+
+    path, _, _ = _npz_user(tmp_path, split=False)
+    spec = {"dataset": "d", "source": "logits", "logits": {"format": "npz", "file": "mine.npz", "local_path": str(path)}}
+    out = tmp_path / "results/logits/d/m.npz"
+    rc, _, err = _run(capsys, "import-logits", "--spec", json.dumps(spec), "--out", out,
+                      "--provenance", tmp_path / "results/logits/d/m.source.json")
+    assert rc == 0, err
+    prov = data_provenance([], [out], [])
+    sha = hashlib.sha256(path.read_bytes()).hexdigest()
+    assert prov["logits"][0]["source"] == (
+        f"npz: mine.npz sha256 {sha[:12]}, {path.stat().st_size:,} bytes, local file, not pinned"
+    )

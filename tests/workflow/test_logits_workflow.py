@@ -212,6 +212,8 @@ def test_each_model_uses_its_split(run):
     assert rows[("test", "accuracy")] == pytest.approx(np.mean(zk[60:].argmax(1) == yk[60:]))
     report = (root / "reports/report.html").read_text()
     assert "results/split/c10_kull/kull_resnet110.npz" in report
+    assert "Imported from" in report and "pinned on first use" in report
+    assert "kull_pickle: probs_resnet110_c10_logits.p sha256" in report and "published checksum" in report
 
 
 def test_replication_tables_compare_with_published(run):

@@ -213,6 +213,11 @@ def data_provenance(manifests, logits, splits) -> dict:
                     "order_hash": str(d["order_hash"]) if "order_hash" in d.files else "",
                 }
             )
+    from calbench.logits_sources import describe_source
+
+    for row in out["logits"]:  # source: logits models: the file, its checksum and pin status
+        side = Path(row["path"]).with_suffix(".source.json")
+        row["source"] = describe_source(json.loads(side.read_text())) if side.is_file() else ""
     for path in splits or []:
         with np.load(path, allow_pickle=False) as d:
             out["splits"].append(

@@ -51,7 +51,7 @@ from calbench.lockfile import LOCK_NAME, Lock, lock_key
 from calbench.logits_sources import formats
 from calbench.logits_sources import services as S
 
-__all__ = ["check_entry", "import_logits", "is_presplit", "obtain", "plan_files"]
+__all__ = ["check_entry", "describe_source", "import_logits", "is_presplit", "obtain", "plan_files"]
 
 _SAFE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+-]*")
 _SAFE_FOLDER = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+-]*(/[A-Za-z0-9][A-Za-z0-9._+-]*)*")
@@ -405,3 +405,20 @@ def plan_files(name: str, entry: Mapping, resources="resources") -> list[dict]:
         size = lg.get("size") if f == lg["file"] else None
         out.append({"dest": mdir / f, "size": size, "pin": pin})
     return out
+
+
+def describe_source(record: Mapping) -> str:
+    """One line for the report's provenance from an import's ``.source.json`` record, e.g.
+    ``coursework: densenet121.pt sha256 1f2e3d4c5b6a, 1,234 bytes, pinned on first use``."""
+    parts = []
+    for f in record.get("files") or []:
+        parts.append(
+            f"{Path(f['path']).name} sha256 {str(f['sha256'])[:12]}, {int(f['size']):,} bytes, "
+            f"{f['status']}"
+        )
+    text = f"{record.get('format', '?')}: " + "; ".join(parts)
+    if record.get("targets") and str(record["targets"]).startswith("class_blocks"):
+        text += "; labels in class-folder order (synthesised)"
+    if record.get("split"):
+        text += f"; own split {record['split']['val']} / {record['split']['test']}"
+    return text
