@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Set up calbench on a Debian/Ubuntu machine: system packages (apt) and the Python package (pip).
 #   scripts/setup.sh          what the workflow needs (Fashion-MNIST from Debian, calbench[workflow])
-#   scripts/setup.sh --test   also the test dependencies (SLURM + munge for the cluster test)
+#   scripts/setup.sh --test   also the test dependencies (SLURM + munge for the cluster test,
+#                             headless Chromium for tests/report/test_report_browser.py)
 # Runs apt-get through sudo when not root; skips apt when it is unavailable (then install the
 # listed packages yourself). Idempotent.
 set -euo pipefail
@@ -11,7 +12,7 @@ extra="workflow"
 apt_pkgs=(dataset-fashion-mnist)
 if [[ "${1:-}" == "--test" ]]; then
     extra="test"
-    apt_pkgs+=(munge slurmctld slurmd slurm-client)
+    apt_pkgs+=(munge slurmctld slurmd slurm-client chromium)  # chromium: report browser test
 fi
 
 missing=()

@@ -429,7 +429,7 @@ def reliability_figures(plots: Mapping, grids: Mapping, rows, spec) -> list[dict
 
 def _provenance_view(provenance: Mapping) -> dict:
     """Logits and split hashes with repeated values shown once; manifests as explained fields."""
-    logits = list(provenance.get("logits") or [])
+    logits = [{"source": "", **x} for x in provenance.get("logits") or []]
     orders = {str(x.get("order_hash", "")) for x in logits}
     shared_order = next(iter(orders)) if len(orders) == 1 and len(logits) > 1 else None
     manifests = []
@@ -449,6 +449,7 @@ def _provenance_view(provenance: Mapping) -> dict:
                 )
         manifests.append({"path": d["path"], "fields": fields, "content": d["content"]})
     return {
+        "checksums": provenance.get("checksums") or {},
         "logits": logits,
         "shared_order": shared_order,
         "splits": list(provenance.get("splits") or []),

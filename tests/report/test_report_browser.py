@@ -1,0 +1,409 @@
+"""The rendered report in a real browser: headless Chromium (Debian's ``chromium`` package,
+installed by ``scripts/setup.sh --test``).
+
+A report with many models and calibrators (wide tables, long names, real reliability diagrams)
+is rendered and opened at 1400 and 400 px. A checking script appended to a copy of the page runs
+after the page's own code and writes its findings into the DOM, which ``--dump-dom`` returns:
+
+* the page does not overflow horizontally (wide tables scroll inside their own box);
+* every table-of-contents link points at an element of the page;
+* clicking a numeric column header sorts the rows by it (ascending, then descending);
+* every CSV link is a ``data:`` URI whose CSV has the table's header and rows;
+* the page makes no network requests: Chromium's own network log (``--log-net-log``) holds no
+  http(s)/ws request, and no element refers to anything but ``data:`` URIs and ``#`` anchors.
+
+Without Chromium the test is skipped, except under CI (``CI`` set), where it fails.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from calbench import plots
+from calbench.report import render
+
+TEMPLATE = Path(__file__).resolve().parents[2] / "workflow" / "templates" / "report.html.j2"
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+
+pytestmark = [pytest.mark.slow]
+
+if CHROMIUM is None:  # pragma: no cover - depends on the machine
+    if os.environ.get("CI"):
+        pytest.fail(
+            "chromium is not installed but CI is set: run scripts/setup.sh --test "
+            "(apt package chromium)",
+            pytrace=False,
+        )
+    pytest.skip(
+        "chromium is not installed (scripts/setup.sh --test installs it)", allow_module_level=True
+    )
+
+METHODS = {
+    "uncalibrated": "Uncalibrated",
+    "ts": "Temperature scaling",
+    "vs": "Vector scaling",
+    "ms_b": "Matrix scaling (bias only)",
+    "dir_odir": "Dirichlet (ODIR)",
+    "hist": "Histogram binning",
+    "iso": "Isotonic regression",
+    "bbq": "BBQ",
+    "beta": "Beta calibration",
+    "ts_sbece": "TS on SB-ECE",
+}
+METRICS = ("accuracy", "ece", "cwece", "mce", "nll", "brier")
+
+
+def _study(tmp_path: Path):
+    rng = np.random.default_rng(0)
+    models = {
+        f"model_{i}": {
+            "dataset": "cifar_100" if i % 2 else "fashion_mnist",
+            "display": {"name": f"WideResNet-{28 + i}-10 with a long name", "loss": "CE"},
+        }
+        for i in range(8)
+    }
+    rows, compare = [], []
+    for m, v in models.items():
+        for c in METHODS:
+            for metric in METRICS:
+                for half in ("test", "val"):
+                    value = float(rng.uniform(0.6, 0.9) if metric == "accuracy" else rng.random())
+                    rows.append(
+                        {
+                            "dataset": v["dataset"],
+                            "model": m,
+                            "method": c,
+                            "half": half,
+                            "metric": metric,
+                            "value": value,
+                            "ci_low": value * 0.9,
+                            "ci_high": value * 1.1,
+                        }
+                    )
+        for metric in ("ece", "nll"):
+            for base in ("uncalibrated", "ts"):
+                compare.append(
+                    {
+                        "dataset": v["dataset"],
+                        "model": m,
+                        "metric": metric,
+                        "method": "iso",
+                        "baseline": base,
+                        "value": 0.01,
+                        "baseline_value": 0.05,
+                        "difference": -0.04,
+                        "ci_low": -0.05,
+                        "ci_high": -0.03,
+                        "p_value": float(rng.random() / 50),
+                        "n_resamples": 1000,
+                        "selected_on": "val",
+                    }
+                )
+    # real reliability diagrams for two models, all calibrators
+    figs = {}
+    p = rng.dirichlet(np.ones(10) * 0.3, size=300)
+    y = rng.integers(0, 10, 300)
+    shared = {}
+    for c in METHODS:
+        path = tmp_path / "plots" / f"{c}.png"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        plots.save_figure(plots.reliability_diagram(p, y, n_bins=10, title=METHODS[c]), path, dpi=60)
+        shared[c] = str(path)
+    for m, v in list(models.items())[:2]:
+        figs[f"{v['dataset']}/{m}"] = shared
+    spec = {
+        "title": "Calibration of a model zoo",
+        "description": "Browser test report.",
+        "protocol": {"n_bins": 15, "plot_bins": 10, "n_bootstrap": 200, "level": 0.95},
+        "datasets": {
+            "fashion_mnist": {"display": "Fashion-MNIST"},
+            "cifar_100": {"display": "CIFAR-100"},
+        },
+        "models": models,
+        "calibrators": {c: {"display": d} for c, d in METHODS.items()},
+        "table_metrics": list(METRICS),
+        "losses_metrics": ["ece"],
+        "reference": None,
+    }
+    prov = {
+        "config": "study: {title: x}\n" + "long_line: " + "x" * 400 + "\n",
+        "packages": render.package_versions(),
+        "logits": [
+            {
+                "path": f"results/logits/{v['dataset']}/{m}.npz",
+                "shape": "5000x100",
+                "content_sha256": "ab" * 32,
+                "order_hash": "cd" * 32,
+            }
+            for m, v in models.items()
+        ],
+        "splits": [],
+        "datasets": [
+            {
+                "path": "resources/datasets/fashion_mnist/manifest.json",
+                "content": json.dumps(
+                    {"files": {"t10k-images-idx3-ubyte": {"gz_md5_matches_torchvision": False}}}
+                ),
+            }
+        ],
+    }
+    ctx = render.build_context(
+        rows=rows,
+        compare=compare,
+        spec=spec,
+        grids={},
+        provenance=prov,
+        plots=figs,
+        temperatures={m: 1.5 for m in models},
+    )
+    return render.render_html(TEMPLATE, ctx)
+
+
+CHECKS = r"""
+<script>
+window.addEventListener("load", function () {
+  var out = {};
+  var de = document.documentElement;
+  out.width = window.innerWidth;
+  out.scrollWidth = de.scrollWidth;
+  out.bodyScrollWidth = document.body.scrollWidth;
+  // the outermost elements sticking out on the right (named, to say what overflows)
+  out.overflowing = [];
+  document.querySelectorAll("body *").forEach(function (el) {
+    var r = el.getBoundingClientRect();
+    if (r.right > window.innerWidth + 0.5 && !el.closest(".scroll") &&
+        !(el.parentElement && el.parentElement.getBoundingClientRect().right > window.innerWidth + 0.5)) {
+      out.overflowing.push(el.tagName.toLowerCase() + (el.id ? "#" + el.id : "") +
+        (el.className && typeof el.className === "string" ? "." + el.className : "") +
+        " " + Math.round(r.right));
+    }
+  });
+  // table of contents
+  var toc = Array.prototype.slice.call(document.querySelectorAll("nav.toc a[href^='#']"));
+  out.tocLinks = toc.length;
+  out.tocMissing = toc.filter(function (a) {
+    return !document.getElementById(decodeURIComponent(a.getAttribute("href").slice(1)));
+  }).map(function (a) { return a.getAttribute("href"); });
+  // CSV links
+  out.csv = Array.prototype.map.call(document.querySelectorAll("a.csv"), function (a) {
+    var fig = a.closest("figure.tbl");
+    var t = fig.querySelector("table");
+    var href = a.getAttribute("href");
+    var text = atob(href.split(",")[1]);
+    var lines = text.trim().split("\n");
+    return {
+      name: a.getAttribute("download"),
+      dataUri: href.indexOf("data:text/csv") === 0,
+      header: lines[0],
+      csvRows: lines.length - 1,
+      tableRows: t.tBodies[0].rows.length,
+      firstHeader: t.tHead.rows[0].cells[0].textContent.trim(),
+      firstLabel: t.tBodies[0].rows[0].cells[0].textContent.trim(),
+      firstCsvLine: lines[1]
+    };
+  });
+  // sorting: the ECE table, first calibrator column
+  var table = document.querySelector("table.metric-table[data-metric='ece']");
+  var th = table.tHead.rows[0].cells;
+  var col = -1;
+  for (var i = 0; i < th.length; i++) { if (th[i].classList.contains("num")) { col = i; break; } }
+  function column() {
+    return Array.prototype.map.call(table.tBodies[0].rows, function (r) {
+      return parseFloat(r.cells[col].getAttribute("data-sort"));
+    });
+  }
+  out.before = column();
+  th[col].querySelector("button").click();
+  out.ascending = column();
+  out.ariaSort = th[col].getAttribute("aria-sort");
+  th[col].querySelector("button").click();
+  out.descending = column();
+  // anything that would load from elsewhere
+  var refs = [];
+  document.querySelectorAll("[src], [href]").forEach(function (el) {
+    var v = el.getAttribute("src") || el.getAttribute("href");
+    if (v.indexOf("data:") !== 0 && v.indexOf("#") !== 0) { refs.push(v); }
+  });
+  out.externalRefs = refs;
+  window.parent.postMessage(JSON.stringify(out), "*");
+});
+</script>
+"""
+
+#: A page that shows ``checked.html`` in a frame of the tested width (Chromium's headless
+#: window is at least 500 px wide; a frame's viewport can be narrower, and the report's media
+#: queries respond to it) and writes what the checks report into its own DOM.
+FRAME = """<!DOCTYPE html><html><body style="margin:0">
+<iframe src="{src}" style="width:{width}px;height:900px;border:0;display:block"></iframe>
+<script>
+window.addEventListener("message", function (e) {{
+  var pre = document.createElement("pre");
+  pre.id = "test-results";
+  pre.textContent = e.data;
+  document.body.appendChild(pre);
+}});
+</script></body></html>
+"""
+
+
+def _chromium(args, tmp_path: Path, name: str) -> subprocess.CompletedProcess:
+    profile = tmp_path / f"profile-{name}"
+    cmd = [
+        CHROMIUM,
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-dev-shm-usage",
+        "--no-first-run",
+        "--no-default-browser-check",
+        "--disable-extensions",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        "--disable-default-apps",
+        "--hide-scrollbars",
+        # the browser's own background traffic (clock sync, hints), so that the network log
+        # holds only what the page asks for
+        "--disable-features=NetworkTimeServiceQuerying,OptimizationHints,MediaRouter,Translate",
+        f"--user-data-dir={profile}",
+        *args,
+    ]
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=180)
+
+
+def page_requests(netlog: Path) -> list[str]:
+    """Network URLs the page asked for, from Chromium's network log: requests started for a
+    renderer (the browser's own background requests have the initiator "not an origin")."""
+    text = netlog.read_text()
+    try:
+        log = json.loads(text)
+    except json.JSONDecodeError:  # a log cut short at exit lacks its closing brackets
+        log = json.loads(text.rstrip().rstrip(",") + "]}")
+    start = log["constants"]["logEventTypes"]["URL_REQUEST_START_JOB"]
+    return [
+        e["params"]["url"]
+        for e in log["events"]
+        if e["type"] == start
+        and e.get("params", {}).get("initiator") != "not an origin"
+        and re.match(r"(https?|wss?|ftp)://", e["params"].get("url", ""))
+    ]
+
+
+def test_network_log_sees_a_page_request(tmp_path):
+    # the detector itself: a page that loads an image from 127.0.0.1 is caught
+    page = tmp_path / "leak.html"
+    page.write_text('<html><body><img src="http://127.0.0.1:9/x.png"></body></html>')
+    netlog = tmp_path / "netlog.json"
+    _chromium(
+        ["--virtual-time-budget=2000", f"--log-net-log={netlog}", "--dump-dom", page.as_uri()],
+        tmp_path,
+        "leak",
+    )
+    assert page_requests(netlog) == ["http://127.0.0.1:9/x.png"]
+
+
+@pytest.fixture(scope="module")
+def report(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("browser")
+    html = _study(tmp)
+    page = tmp / "report.html"
+    page.write_text(html)
+    checked = tmp / "checked.html"
+    checked.write_text(html.replace("</body>", CHECKS + "</body>"))
+    return {"dir": tmp, "page": page, "checked": checked, "html": html}
+
+
+@pytest.mark.parametrize("width", [1400, 400])
+def test_report_in_headless_chromium(report, width):
+    tmp = report["dir"]
+    netlog = tmp / f"netlog-{width}.json"
+    frame = tmp / f"frame-{width}.html"
+    frame.write_text(FRAME.format(src=report["checked"].name, width=width))
+    res = _chromium(
+        [
+            "--window-size=1500,1000",
+            "--virtual-time-budget=8000",
+            f"--log-net-log={netlog}",
+            "--dump-dom",
+            frame.as_uri(),
+        ],
+        tmp,
+        f"dom-{width}",
+    )
+    m = re.search(r'<pre id="test-results">(.*?)</pre>', res.stdout, re.S)
+    assert m, f"the checks did not run: {res.stderr[-2000:]}"
+    out = json.loads(m.group(1).replace("&quot;", '"').replace("&amp;", "&"))
+    # layout: the window is the requested width and nothing sticks out of it
+    assert out["width"] == width
+    assert out["overflowing"] == []
+    assert out["scrollWidth"] <= width and out["bodyScrollWidth"] <= width
+    # table of contents
+    assert out["tocLinks"] >= 10 and out["tocMissing"] == []
+    # sorting reorders the rows
+    assert out["ascending"] == sorted(out["before"]) != out["before"]
+    assert out["descending"] == sorted(out["before"], reverse=True)
+    assert out["ariaSort"] == "ascending"
+    # CSV links: data URIs with the table's rows
+    csvs = {c["name"]: c for c in out["csv"]}
+    assert {"ece.csv", "accuracy.csv", "comparisons.csv", "temperatures.csv"} <= set(csvs)
+    for c in out["csv"]:
+        assert c["dataUri"] and c["csvRows"] == c["tableRows"], c
+    ece = csvs["ece.csv"]
+    assert ece["header"].startswith("Dataset,Model,Uncalibrated,Uncalibrated ci_low")
+    assert ece["firstHeader"] == "Dataset"
+    assert ece["firstCsvLine"].split(",")[0] == ece["firstLabel"]  # same first row
+    # no network: nothing refers elsewhere, and Chromium's network log saw no request
+    assert out["externalRefs"] == []
+    assert page_requests(netlog) == []
+
+
+def test_screenshots_at_desktop_and_phone_width(report):
+    """Screenshots of what a reader sees first (kept in $CALBENCH_SCREENSHOTS when set)."""
+    keep = os.environ.get("CALBENCH_SCREENSHOTS")
+    for width, height in ((1400, 1000), (400, 900)):
+        shot = report["dir"] / f"report-{width}.png"
+        frame = report["dir"] / f"shot-{width}.html"
+        frame.write_text(FRAME.format(src=report["page"].name, width=width))
+        window = max(width, 500)  # the narrowest headless window; the frame is the phone
+        res = _chromium(
+            [
+                f"--window-size={window},{height}",
+                "--virtual-time-budget=3000",
+                f"--screenshot={shot}",
+                frame.as_uri(),
+            ],
+            report["dir"],
+            f"shot-{width}",
+        )
+        assert shot.is_file(), res.stderr[-2000:]
+        png = shot.read_bytes()
+        assert png.startswith(b"\x89PNG") and len(png) > 10_000
+        w, h = int.from_bytes(png[16:20], "big"), int.from_bytes(png[20:24], "big")
+        assert (w, h) == (window, height)
+        if keep:
+            Path(keep).mkdir(parents=True, exist_ok=True)
+            shutil.copy2(shot, Path(keep) / shot.name)
+
+
+def test_csv_link_decodes_to_the_aggregate_table(report):
+    # the CSV behind the ECE table's link is exactly the table's CSV file format
+    html = report["html"]
+    m = re.search(r'href="data:text/csv;charset=utf-8;base64,([^"]+)" download="ece.csv"', html)
+    text = base64.b64decode(m.group(1)).decode()
+    assert text.splitlines()[0].split(",")[:5] == [
+        "Dataset",
+        "Model",
+        "Uncalibrated",
+        "Uncalibrated ci_low",
+        "Uncalibrated ci_high",
+    ]
+    assert len(text.splitlines()) == 1 + 8
