@@ -1,7 +1,9 @@
 """Kull et al. 2019's cross-validated, fold-averaged Dir-ODIR / MS-ODIR (``dir_odir_cv``,
-``ms_odir_cv``) against a rebuild of their protocol: KFold(5, shuffle, random_state=15) on the
-validation set, one fit per fold and grid pair, selection by mean held-out log-loss (clip
-1e-15, renormalise), test prediction = mean of the selected pair's fold models."""
+``ms_odir_cv``) against a rebuild of their protocol: features (logits, or for Dir-ODIR
+``ln clip(p, 2.2e-16, 1)`` of their float32 softmax with the array maximum subtracted),
+KFold(5, shuffle, random_state=15) on the validation set, one fit per fold and grid pair with
+their unnormalised penalty ``lambda sum_{i != j} W_ij^2 + mu sum b^2``, selection by mean
+held-out log-loss (clip 1e-15, renormalise), test prediction = mean of the fold models."""
 
 from __future__ import annotations
 
@@ -9,8 +11,8 @@ import numpy as np
 import pytest
 from sklearn.model_selection import KFold
 
-from calbench.calibrators import Calibrator, DirichletCalibration, MatrixScalingBias, get_calibrator
-from calbench.calibrators.odir_cv import kull_grid
+from calbench.calibrators import Calibrator, MatrixScalingBias, get_calibrator
+from calbench.calibrators.odir_cv import kull_grid, kull_log_probs
 
 
 def data(n=300, k=4, seed=0):
@@ -26,28 +28,52 @@ def log_loss_2019(p, y):
     return float(np.mean(-np.log(q[np.arange(len(y)), y])))
 
 
-def rebuild(base, zv, yv, zt, lambdas, mus):
-    folds = list(KFold(n_splits=5, shuffle=True, random_state=15).split(zv))
+def their_log_probs(z):
+    z = z.astype(np.float32)
+    e = np.exp(z - np.max(z))  # the whole array's maximum
+    p = e / e.sum(axis=1, keepdims=True)
+    return np.log(np.clip(p, np.float32(2.220446049250313e-16), np.float32(1.0)))
+
+
+def unnormalised_penalty_fit(x, y, lam, mu):
+    """Matrix scaling on features x with lam * sum_{i != j} W_ij^2 + mu * sum b^2: calbench's ODIR
+    divides by K (K - 1) and K, so it is given lam K (K - 1) and mu K."""
+    k = x.shape[1]
+    return MatrixScalingBias(
+        odir=(lam * k * (k - 1), mu * k), line_search="strong_wolfe", device="cpu"
+    ).fit(x, y, allow_probabilities=True)
+
+
+def rebuild(features, zv, yv, zt, lambdas, mus):
+    xv, xt = features(zv), features(zt)
+    folds = list(KFold(n_splits=5, shuffle=True, random_state=15).split(xv))
     scores = []
     for lam in lambdas:
         for mu in mus:
-            models = [base(odir=(lam, mu), line_search="strong_wolfe", device="cpu").fit(zv[tr], yv[tr])
-                      for tr, _ in folds]
-            loss = np.mean([log_loss_2019(m.predict_proba(zv[te]), yv[te])
+            models = [unnormalised_penalty_fit(xv[tr], yv[tr], lam, mu) for tr, _ in folds]
+            loss = np.mean([log_loss_2019(m.predict_proba(xv[te]), yv[te])
                             for m, (_, te) in zip(models, folds, strict=True)])
             scores.append((loss, (lam, mu), models))
     loss, pair, models = min(scores, key=lambda s: s[0])  # min keeps the first of equal losses
-    return pair, [s[0] for s in scores], np.mean([m.predict_proba(zt) for m in models], axis=0)
+    return pair, [s[0] for s in scores], np.mean([m.predict_proba(xt) for m in models], axis=0)
 
 
-@pytest.mark.parametrize(("name", "base"), [("dir_odir_cv", DirichletCalibration),
-                                            ("ms_odir_cv", MatrixScalingBias)])
-def test_selection_and_fold_average_equal_the_rebuild(name, base):
+def test_their_dirichlet_features():
+    z, _ = data(k=10)
+    z[0] = [-400.0] + [0.0] * 9  # a probability that underflows: clipped at 2.2e-16
+    np.testing.assert_array_equal(kull_log_probs(z), their_log_probs(z))
+    assert kull_log_probs(z).dtype == np.float32
+    assert kull_log_probs(z)[0, 0] == np.float32(np.log(np.float32(2.220446049250313e-16)))
+
+
+@pytest.mark.parametrize(("name", "features"), [("dir_odir_cv", their_log_probs),
+                                                ("ms_odir_cv", lambda z: z)])
+def test_selection_and_fold_average_equal_the_rebuild(name, features):
     z, y = data()
     zv, yv, zt = z[:200], y[:200], z[200:]
-    lambdas, mus = [1e-4, 10.0], [1e-4, 10.0]
+    lambdas, mus = [1e-4, 0.1], [1e-4, 0.1]
     cal = get_calibrator(name, lambdas=lambdas, mus=mus, device="cpu").fit(zv, yv)
-    pair, losses, probs = rebuild(base, zv, yv, zt, lambdas, mus)
+    pair, losses, probs = rebuild(features, zv, yv, zt, lambdas, mus)
     assert tuple(cal.odir_) == pair
     np.testing.assert_allclose(cal.cv_loss_, losses, rtol=1e-12)
     np.testing.assert_allclose(cal.predict_proba(zt), probs, rtol=0, atol=1e-12)
@@ -74,3 +100,27 @@ def test_kull_grid():
 def test_bad_params(kwargs, match):
     with pytest.raises(ValueError, match=match):
         get_calibrator("dir_odir_cv", **kwargs)
+
+
+def test_fold_models_minimise_their_unnormalised_objective():
+    """Each fold model is a stationary point of mean CE + lambda sum_{i != j} W_ij^2 + mu sum b^2
+    (Kull et al.'s Keras regularisers), checked by autograd from that definition."""
+    import torch
+
+    z, y = data(n=250, k=5, seed=3)
+    lam, mu = 0.05, 0.02
+    cal = get_calibrator("ms_odir_cv", lambdas=[lam], mus=[mu], device="cpu", dtype="float64")
+    cal.fit(z, y)
+    train = next(iter(KFold(n_splits=5, shuffle=True, random_state=15).split(z)))[0]
+    x = torch.tensor(z[train], dtype=torch.float64)
+    t = torch.tensor(y[train])
+    w = torch.tensor(cal.W_[0], dtype=torch.float64, requires_grad=True)
+    b = torch.tensor(cal.b_[0], dtype=torch.float64, requires_grad=True)
+    off = 1 - torch.eye(5, dtype=torch.float64)
+    ce = torch.nn.functional.cross_entropy(x @ w + b, t)
+    theirs = ce + lam * ((w * off) ** 2).sum() + mu * (b**2).sum()
+    grads = torch.autograd.grad(theirs, [w, b], retain_graph=True)
+    assert max(float(g.abs().max()) for g in grads) < 1e-5
+    paper = ce + lam / 20 * ((w * off) ** 2).sum() + mu / 5 * (b**2).sum()  # other scale
+    grads = torch.autograd.grad(paper, [w, b])
+    assert max(float(g.abs().max()) for g in grads) > 1e-3

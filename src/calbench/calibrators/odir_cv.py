@@ -4,26 +4,33 @@
 Kull, Perello-Nieto, Kängsepp, Silva Filho, Song, Flach 2019, "Beyond temperature scaling:
 Obtaining well-calibrated multiclass probabilities with Dirichlet calibration" (NeurIPS),
 section 5.2 and their experiment code (dirichletcal/experiments_dnn ``scripts/tune_cal_odir.py``,
-``tune_dirichlet_nn_slim.py``): Dir-ODIR (``softmax(W ln p + b)``) and MS-ODIR
-(``softmax(W z + b)``) are fitted with the ODIR penalty
-``lambda / (K (K-1)) sum_{i != j} W_ij^2 + mu / K sum_j b_j^2`` for every pair of a grid of
-``(lambda, mu)``:
+``tune_dirichlet_nn_slim.py``, ``calibration/cal_methods.py``): Dir-ODIR (``softmax(ln p W + b)``)
+and MS-ODIR (``softmax(z W + b)``) minimise the mean log-loss plus their code's ODIR penalty
+``lambda sum_{i != j} W_ij^2 + mu sum_j b_j^2`` (their Keras regularisers: no division by
+``K (K-1)`` or ``K`` as in the paper's formula, so ``lambda`` / ``mu`` are on the scale of their
+grid and of their tuning tables) for every pair of a grid of ``(lambda, mu)``.  Dir-ODIR's
+features are theirs: ``ln clip(p, 2.2e-16, 1)`` in float32, ``p`` their float32 softmax of the
+logits, which subtracts the maximum of the whole array rather than of each row (it matters only
+for rows whose largest logit is more than ~50 below the array's; such rows fall back to the row
+maximum here, where theirs would underflow).  MS-ODIR's features are the logits.
 
 1. the validation set is split by ``sklearn.model_selection.KFold(n_splits=5, shuffle=True,
    random_state=15)``; for each pair, one model is fitted on each fold's training part and
    scored by the log-loss (scikit-learn's 2019 rule, :func:`calbench.metrics.nll`) of its
    predictions on the fold's held-out part;
-2. the pair with the smallest mean held-out log-loss is selected (ties: the first in grid order);
+2. the pair with the smallest mean held-out log-loss is selected (their ``get_best_validation``
+   by ``Loss``; ties: the first in grid order);
 3. test predictions are the **average of the probabilities of that pair's five fold models**
    (their "_ens" columns); no model is refitted on the whole validation set.
 
 Default grid (theirs): ``lambda`` in ``{1, 0.25, 0.5} x 10^i`` and ``mu`` in ``10^i`` for
 integer ``i`` from -5 (K < 100) or -2 (K >= 100, their CIFAR-100 rule) to 6: 432 pairs for 10
 classes, 243 for 100, i.e. 2,160 or 1,215 fits.  Pass ``lambdas`` / ``mus`` for a smaller grid.
-Their fits were Keras models trained with Adam and early stopping; here each fold model is the
-LBFGS fit of :class:`~calbench.calibrators.dirichlet.DirichletCalibration` /
-:class:`~calbench.calibrators.scaling.MatrixScalingBias` (same objective), so selected pairs and
-values can differ slightly from theirs.
+Their fits were Keras models (identity / zero initialisation, Adam lr 1e-3 then 1e-4, batch 128,
+early stopping with patience 15 on the training loss); here each fold model is the LBFGS fit of
+:class:`~calbench.calibrators.scaling.MatrixScalingBias` on the features (same objective, run to
+convergence), so selected pairs and values can differ slightly from theirs.  Their Dir-L2 (plain
+L2 of all weights towards 0) is not offered.
 """
 
 from __future__ import annotations
@@ -33,7 +40,6 @@ from typing import Any
 import numpy as np
 
 from calbench.calibrators.base import Calibrator, Field, register
-from calbench.calibrators.dirichlet import DirichletCalibration
 from calbench.calibrators.precision import check_precision, softmax32
 from calbench.calibrators.scaling import MatrixScalingBias, _check_options
 from calbench.functional import softmax
@@ -49,6 +55,21 @@ def kull_grid(n_classes: int) -> tuple[list[float], list[float]]:
     powers = [10.0**i for i in range(start, 7)]
     lambdas = sorted({p * f for p in powers for f in (1.0, 0.25, 0.5)})
     return lambdas, powers
+
+
+def kull_log_probs(logits) -> np.ndarray:
+    """Dir-ODIR's input in Kull et al.'s code: ``ln clip(p, eps, 1)`` in float32, ``eps`` =
+    float64's machine epsilon, ``p`` = float32 softmax with the array's maximum subtracted (rows
+    whose exponentials all underflow use their own maximum)."""
+    z = np.asarray(logits, dtype=np.float32)
+    e = np.exp(z - z.max())
+    s = e.sum(axis=1, keepdims=True)
+    bad = s[:, 0] == 0
+    if np.any(bad):
+        e[bad] = np.exp(z[bad] - z[bad].max(axis=1, keepdims=True))
+        s[bad] = e[bad].sum(axis=1, keepdims=True)
+    p = e / s
+    return np.log(np.clip(p, np.float32(np.finfo(np.float64).eps), np.float32(1.0)))
 
 
 def _check_grid(values, name: str) -> list[float] | None:
@@ -68,9 +89,7 @@ def _check_grid(values, name: str) -> list[float] | None:
 
 
 class _ODIRCrossValidated(Calibrator):
-    """Shared implementation (module docstring); subclasses set ``base``."""
-
-    base: type[MatrixScalingBias] = MatrixScalingBias
+    """Shared implementation (module docstring); subclasses set ``_features``."""
 
     state_schema = {
         "odir": Field(shape=(2,), low=0.0, note="selected (lambda, mu)"),
@@ -120,10 +139,11 @@ class _ODIRCrossValidated(Calibrator):
         mus = self._params["mus"] or mu0
         return [(lam, mu) for lam in lambdas for mu in mus]
 
-    def _base(self, odir) -> MatrixScalingBias:
+    def _base(self, pair, k: int) -> MatrixScalingBias:
+        """Matrix scaling with calbench's normalised ODIR equal to their unnormalised penalty."""
         p = self._params
-        return self.base(
-            odir=odir,
+        return MatrixScalingBias(
+            odir=(pair[0] * k * (k - 1), pair[1] * k),
             max_iter=p["max_iter"],
             line_search=p["line_search"],
             dtype=p["dtype"],
@@ -136,21 +156,19 @@ class _ODIRCrossValidated(Calibrator):
         from calbench.metrics import nll
 
         p = self._params
+        x = self._features(logits)
+        k = int(x.shape[1])
         folds = list(
-            KFold(n_splits=p["n_folds"], shuffle=True, random_state=p["random_state"]).split(
-                logits
-            )
+            KFold(n_splits=p["n_folds"], shuffle=True, random_state=p["random_state"]).split(x)
         )
         best = None
         losses = []
-        for pair in self.grid(int(logits.shape[1])):
+        for pair in self.grid(k):
             models, fold_loss = [], []
             for train, held in folds:
                 # the input was checked (or allowed) by this calibrator's own fit
-                model = self._base(pair).fit(
-                    logits[train], labels[train], allow_probabilities=True
-                )
-                fold_loss.append(nll(model.predict_proba(logits[held]), labels[held]))
+                model = self._base(pair, k).fit(x[train], labels[train], allow_probabilities=True)
+                fold_loss.append(nll(model.predict_proba(x[held]), labels[held]))
                 models.append(model)
             losses.append(float(np.mean(fold_loss)))
             if best is None or losses[-1] < best[0]:
@@ -197,12 +215,9 @@ class DirichletODIRCV(_ODIRCrossValidated):
     """Dir-ODIR with (lambda, mu) by 5-fold CV and fold-averaged predictions (Kull et al. 2019)."""
 
     name = "dir_odir_cv"
-    base = DirichletCalibration
 
     def _features(self, logits: np.ndarray) -> np.ndarray:
-        from calbench.functional import log_softmax
-
-        return log_softmax(logits)
+        return kull_log_probs(logits)
 
 
 @register
@@ -210,4 +225,3 @@ class MatrixScalingODIRCV(_ODIRCrossValidated):
     """MS-ODIR with (lambda, mu) by 5-fold CV and fold-averaged predictions (Kull et al. 2019)."""
 
     name = "ms_odir_cv"
-    base = MatrixScalingBias
