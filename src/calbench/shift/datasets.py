@@ -14,7 +14,8 @@ Published archives (Zenodo records 2535967 and 3555552): one tar each, ``CIFAR-1
 ``CIFAR-100-C/`` holding 19 ``<corruption>.npy`` of shape (50000, 32, 32, 3) and ``labels.npy``
 (50000,) uint8. The tar is pinned by the MD5 Zenodo lists (and, for CIFAR-10-C, the SHA-256
 TensorFlow Datasets lists). No checksum of the single ``.npy`` members is published anywhere
-we found, so each extracted member is *pinned on first use*: its SHA-256 is written to
+we found, so each extracted member is *pinned on first use*: the SHA-256 of its array data
+(the uint8 bytes in C order, independent of the ``.npy`` header) is written to
 ``pins/<corruption>.npy.sha256`` beside the outputs the first time, and every later extraction
 must reproduce it.
 """
