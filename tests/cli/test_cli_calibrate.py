@@ -102,7 +102,7 @@ def test_fit_calibrator_params_reach_the_constructor(data, tmp_path):
         == 0
     )
     saved = json.loads(out.read_text())
-    assert saved["method"] == "hist" and saved["params"] == {"n_bins": 7}
+    assert saved["method"] == "hist" and saved["params"] == {"n_bins": 7, "precision": "float64"}
 
 
 @pytest.mark.parametrize(
