@@ -320,3 +320,20 @@ def test_plan_files_marks_pins(fake, tmp_path):
     assert [p["pin"] for p in plan_files("m", entry, tmp_path)] == ["lock", "lock"]
     data = _kull_bytes()
     assert plan_files("k", _lfs_entry(fake, data), tmp_path)[0]["pin"] == "pinned"
+
+
+def test_strict_checksums_refuse_unpinned_downloads_before_fetching(fake, tmp_path):
+    from calbench.lockfile import PinError
+
+    z, y = _study()
+    fake.state.disk = {"/cifar100/a.pt": _pt_bytes(z), "/cifar100/targets.txt": _targets(y)}
+    entry = _yandex_entry(fake, "cifar100", "a.pt")
+    with pytest.raises(PinError, match="strict checksums are on"):
+        obtain("m", entry, tmp_path, strict=True)
+    assert fake.state.log == [] and not any(tmp_path.rglob("*.pt"))
+    obtain("m", entry, tmp_path)  # pinned on first use
+    (tmp_path / "logits/cifar10/m/a.pt").unlink()
+    obtain("m", entry, tmp_path, strict=True)  # now pinned in the lock file: accepted
+    data = _kull_bytes()
+    fake.state.media[MEDIA_KEY] = data
+    obtain("k", _lfs_entry(fake, data), tmp_path, strict=True)  # published checksum

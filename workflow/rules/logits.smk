@@ -20,6 +20,7 @@ rule import_logits:
     params:
         spec=model_spec,
         mirrors=global_mirror_args,
+        strict=strict_arg(),
     log:
         "logs/import_logits/{dataset}/{model}.log",
     benchmark:
@@ -32,7 +33,8 @@ rule import_logits:
         "../../envs/calbench.yaml"
     shell:
         "calbench import-logits --spec {params.spec:q} --out {output.logits}"
-        " --provenance {output.provenance} --resources resources {params.mirrors} > {log} 2>&1"
+        " --provenance {output.provenance} --resources resources {params.mirrors} {params.strict}"
+        " > {log} 2>&1"
 
 
 rule import_logits_presplit:
@@ -47,6 +49,7 @@ rule import_logits_presplit:
     params:
         spec=model_spec,
         mirrors=global_mirror_args,
+        strict=strict_arg(),
     log:
         "logs/import_logits/{dataset}/{model}.log",
     benchmark:
@@ -60,4 +63,4 @@ rule import_logits_presplit:
     shell:
         "calbench import-logits --spec {params.spec:q} --out {output.logits}"
         " --split-out {output.split} --provenance {output.provenance} --resources resources"
-        " {params.mirrors} > {log} 2>&1"
+        " {params.mirrors} {params.strict} > {log} 2>&1"

@@ -38,6 +38,12 @@ def register(sub) -> None:
         help="directory holding local copies (searched by folder and file name; repeatable)",
     )
     p.add_argument("--timeout", type=float, default=60.0, help="seconds per download attempt")
+    p.add_argument(
+        "--strict-checksums",
+        action="store_true",
+        help="refuse downloadable files without a published sha256 (default: pin them on first "
+        "use in <resources>/checksums.lock; config key strict_checksums)",
+    )
     p.set_defaults(func=cmd_import_logits)
 
 
@@ -60,6 +66,7 @@ def cmd_import_logits(args) -> int:
         name = args.model
         entry = get_entry(doc, name)
         mirrors += list(doc.get("mirrors") or [])
+        args.strict_checksums = args.strict_checksums or bool(doc.get("strict_checksums"))
     else:
         raise ValueError(
             "say which model: --spec JSON --out FILE (workflow) or --config C --model M (by hand)"
@@ -80,6 +87,7 @@ def cmd_import_logits(args) -> int:
         mirrors=mirrors,
         local_file=args.file,
         timeout=args.timeout,
+        strict=args.strict_checksums,
     )
     for f in s["files"]:
         print(f"{f['path']}: sha256 {f['sha256'][:16]} {f['size']} bytes, {f['status']} ({f['origin']})")

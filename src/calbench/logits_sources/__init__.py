@@ -47,7 +47,7 @@ from pathlib import Path
 import numpy as np
 
 from calbench.io import atomic_write_text, file_digest
-from calbench.lockfile import LOCK_NAME, Lock, lock_key
+from calbench.lockfile import LOCK_NAME, Lock, PinError, lock_key
 from calbench.logits_sources import formats
 from calbench.logits_sources import services as S
 
@@ -199,9 +199,13 @@ def obtain(
     *,
     local_file: str | os.PathLike | None = None,
     timeout: float = 60.0,
+    strict: bool = False,
 ) -> dict:
     """Find or download model ``name``'s verified files; nothing is fetched if a local copy is
-    given or found. Returns ``{"logits": path, "targets": path | None, "files": [provenance]}``."""
+    given or found. Returns ``{"logits": path, "targets": path | None, "files": [provenance]}``.
+
+    ``strict`` (config ``strict_checksums``) refuses a downloadable file that has neither a
+    published checksum nor a record in the lock file, before anything is fetched."""
     lg = check_entry(name, entry)
     fname, fmt = lg["file"], lg["format"]
     needs_targets = fmt == "coursework"
@@ -211,6 +215,16 @@ def obtain(
     key = lock_key(mdir / fname, resources)
     tkey = lock_key(mdir / TARGETS_FILE, resources)
     t_sha = lg.get("targets_sha256")
+    if strict and pin:
+        for k, sha, what in ((key, lg.get("sha256"), fname), (tkey, t_sha, TARGETS_FILE)):
+            if what == TARGETS_FILE and fmt != "coursework":
+                continue
+            if not sha and lock_file.get(k) is None:
+                raise PinError(
+                    f"model {name}: {what} has no published checksum and strict checksums are "
+                    "on; add its sha256 to the model's logits entry, or turn strict mode off to "
+                    "pin it on first use"
+                )
 
     def done(path: Path, targets: Path | None, origin: str) -> dict:
         recs = [
@@ -333,9 +347,11 @@ def import_logits(
     mirrors: Iterable[str | os.PathLike] = (),
     local_file: str | os.PathLike | None = None,
     timeout: float = 60.0,
+    strict: bool = False,
 ) -> dict:
     """Obtain, verify and read model ``name``'s logits; write ``out`` (and ``split_out`` for
-    pre-split sources, ``provenance_out`` JSON). Returns a summary dict."""
+    pre-split sources, ``provenance_out`` JSON). Returns a summary dict. ``strict``: see
+    :func:`obtain`."""
     from calbench.logits import save_logits
     from calbench.split import save_split
 
@@ -350,7 +366,9 @@ def import_logits(
         raise ValueError(
             f"model {name} uses the study split (split: study); drop --split-out"
         )
-    got = obtain(name, entry, resources, mirrors, local_file=local_file, timeout=timeout)
+    got = obtain(
+        name, entry, resources, mirrors, local_file=local_file, timeout=timeout, strict=strict
+    )
     synth = lg["format"] == "coursework" and lg.get("targets") == "class_blocks" and got["targets"] is None
     imp = formats.read(
         lg["format"], got["logits"], targets=got["targets"], synthesise_targets=synth,
