@@ -20,7 +20,7 @@ rule import_logits:
     params:
         spec=model_spec,
         mirrors=global_mirror_args,
-        strict=strict_arg(),
+        strict="--strict-checksums" if config.get("strict_checksums") else "",
     log:
         "logs/import_logits/{dataset}/{model}.log",
     benchmark:
@@ -49,7 +49,7 @@ rule import_logits_presplit:
     params:
         spec=model_spec,
         mirrors=global_mirror_args,
-        strict=strict_arg(),
+        strict="--strict-checksums" if config.get("strict_checksums") else "",
     log:
         "logs/import_logits/{dataset}/{model}.log",
     benchmark:
