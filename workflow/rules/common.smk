@@ -407,3 +407,99 @@ def report_spec():
     spec["studies"] = list(config["report"].get("studies") or [])
     spec.update(objectives_files())
     return json.dumps(spec)
+
+
+# --- dataset shift (workflow/rules/shift.smk, docs/workflow.md "Dataset shift") ------------
+def shift_cfg():
+    return config.get("shift") or None
+
+
+def shift_models():
+    """Models of the shift study (shift.models, default every model that reads images)."""
+    cfg = shift_cfg()
+    if not cfg:
+        return []
+    wanted = cfg.get("models") or [m for m, v in config["models"].items()]
+    return [m for m in wanted if config["models"][m]["source"] != "logits"]
+
+
+def shift_datasets():
+    used = {model_cfg(m)["dataset"] for m in shift_models()}
+    return [d for d in config["datasets"] if d in used]
+
+
+def shift_corrupted(dataset):
+    return [f"resources/corrupted/{dataset}/{c}.npy" for c in shift_cfg()["corruptions"]]
+
+
+def shift_model_paths(pattern):
+    return [pattern.format(dataset=model_cfg(m)["dataset"], model=m) for m in shift_models()]
+
+
+def shift_targets():
+    if not shift_models():
+        return []
+    return ["results/shift/section.html", "results/shift/mean_ece.csv"]
+
+
+def shift_sections():
+    """The report's extra section files (render_report --sections)."""
+    return ["results/shift/section.html"] if shift_models() else []
+
+
+def shift_report_spec():
+    """Labels and the confidence level of the shift section (JSON, results/specs/shift_report.json)."""
+    return json.dumps({**json.loads(study_spec()), "level": ev("level")}, sort_keys=False)
+
+
+def shift_archive_args(wildcards):
+    entry = (shift_cfg().get("archives") or {}).get(wildcards.dataset)
+    return f"--archive {json.dumps(entry, sort_keys=True)!r}" if entry else ""
+
+
+def shift_corrupt_inputs(wildcards):
+    files = {"manifest": f"resources/datasets/{wildcards.dataset}/manifest.json"}
+    if shift_cfg().get("source", "generate") == "published":
+        files["archive"] = f"resources/corrupted/{wildcards.dataset}/published.tar"
+    return files
+
+
+def shift_corrupt_args(wildcards, input):
+    if shift_cfg().get("source", "generate") == "published":
+        return f"--source published --archive-file {input.archive} {shift_archive_args(wildcards)}"
+    return f"--source generate --seed {shift_cfg().get('seed', 0)}"
+
+
+def check_shift():
+    cfg = shift_cfg()
+    if not cfg:
+        return
+    problems = []
+    for m in cfg.get("models") or []:
+        if m not in config["models"]:
+            problems.append(f"shift.models: {m!r} is not a key of models")
+        elif config["models"][m]["source"] == "logits":
+            problems.append(f"shift.models: {m!r} has source logits (no images to corrupt)")
+    if cfg.get("source", "generate") == "generate":
+        from calbench.shift.corruptions import CORRUPTIONS as known
+    else:
+        from calbench.shift.datasets import PUBLISHED_CORRUPTIONS as known
+    for c in cfg["corruptions"]:
+        if c not in known:
+            problems.append(f"shift.corruptions: {c!r} is not one of {sorted(known)}")
+    for metric in ("accuracy", "ece", "nll"):
+        if metric not in cfg.get("metrics", ["accuracy", "ece", "nll"]):
+            problems.append(f"shift.metrics must include {metric} (the report's box plots)")
+    if cfg.get("compare_metrics", ["ece", "nll"]):
+        for c in ("ts", "uncalibrated"):
+            if c not in config["calibrators"]:
+                problems.append(f"shift.compare_metrics needs calibrator {c!r} in calibrators")
+    if problems:
+        raise ValueError("invalid config: " + "; ".join(problems))
+
+
+check_shift()
+
+
+wildcard_constraints:
+    corruption=SLUG,
