@@ -23,7 +23,7 @@ if shutil.which("snakemake") is None:  # pragma: no cover
 def run(tmp_path_factory):
     root = _copy_workflow(tmp_path_factory.mktemp("shiftwf") / "repo")
     shutil.copy2(REPO / "config" / "test_shift.yaml", root / "config.yaml")
-    smk(root)
+    smk(root, timeout=2400)  # a loaded 2-core machine: minutes
     return root
 
 
@@ -63,5 +63,5 @@ def test_corrupted_sets_are_reproducible(run, tmp_path):
     """Generating a corrupted set again gives byte-identical files (the manifest's sha256)."""
     npy = run / "resources" / "corrupted" / "fashion_mnist" / "rotation.npy"
     before = npy.read_bytes()
-    smk(run, "--forcerun", "corrupt_dataset", "--until", "corrupt_dataset")
+    smk(run, "--forcerun", "corrupt_dataset", "--until", "corrupt_dataset", timeout=1200)
     assert npy.read_bytes() == before
