@@ -53,3 +53,64 @@ rule replication:
     input:
         "reports/report.html",
         replication_targets(),
+
+
+# The Guo et al. 2017 / Kull et al. 2019 study (config/guo_kull_logits.yaml, report.guo_kull):
+# per model a temperature sweep, then every published cell beside ours, the summary table and the
+# figures in results/guo_kull/ (calbench.reference.guo_kull).
+rule temperature_sweep:
+    output:
+        grid="results/guo_kull/sweep/{dataset}/{model}/reliability.png",
+        curve="results/guo_kull/sweep/{dataset}/{model}/ece_vs_temperature.png",
+        csv="results/guo_kull/sweep/{dataset}/{model}/sweep.csv",
+    input:
+        logits="results/logits/{dataset}/{model}.npz",
+        split=split_file,
+        ts=sweep_calibrator,
+        lib=lib_sources("temperature-sweep"),
+    params:
+        args=sweep_args(),
+        calibrator=lambda wildcards, input: f"--calibrator {input.ts}" if input.ts else "",
+    log:
+        "logs/temperature_sweep/{dataset}/{model}.log",
+    threads: 1
+    resources:
+        mem_mb=4000,
+        runtime=10,
+    conda:
+        "../../envs/calbench.yaml"
+    shell:
+        "OMP_NUM_THREADS={threads} calbench temperature-sweep --logits {input.logits}"
+        " --split {input.split} {params.calibrator} --model {wildcards.model} {params.args}"
+        " --out-grid {output.grid} --out-curve {output.curve} --out-csv {output.csv} > {log} 2>&1"
+
+
+rule guo_kull_tables:
+    output:
+        html=GUO_KULL_OUTPUTS[0],
+        md=GUO_KULL_OUTPUTS[1],
+        cells=GUO_KULL_OUTPUTS[2],
+        summary=GUO_KULL_OUTPUTS[3],
+    input:
+        unpack(guo_kull_summary_inputs),
+        metrics="results/aggregate/metrics.csv",
+        sweep_csvs=guo_kull_sweeps(["sweep.csv"]),
+        sweep_figures=guo_kull_sweeps(SWEEP_FIGURES),
+        reference=str(LIB_ROOT / "reference" / "guo_kull_logits.csv"),
+        lib=lib_sources("guo-kull-tables"),
+    params:
+        spec=lambda wildcards: guo_kull_spec(),  # a function: no {wildcard} expansion of the JSON
+        summary=guo_kull_summary_args,
+    log:
+        "logs/guo_kull_tables/guo_kull.log",
+    threads: 1
+    resources:
+        mem_mb=4000,
+        runtime=10,
+    conda:
+        "../../envs/calbench.yaml"
+    shell:
+        "calbench guo-kull-tables --metrics {input.metrics} --spec {params.spec:q} {params.summary}"
+        " --sweep-csvs {input.sweep_csvs} --sweep-figures {input.sweep_figures}"
+        " --out-html {output.html} --out-md {output.md} --out-csv {output.cells}"
+        " --out-summary {output.summary} > {log} 2>&1"
