@@ -37,7 +37,9 @@ def test_static_names_equal_the_registries():
     for dataset in ZOOS:
         assert zoo_architectures(dataset) == list(architectures(dataset))
     assert zoo_architectures("imagenet") is None
-    assert package_architectures() == [f"huyvnphan_{a}" for a in HUY] + [f"focal_{a}" for a in FOCAL]
+    assert package_architectures() == [f"huyvnphan_{a}" for a in HUY] + [
+        f"focal_{a}" for a in FOCAL
+    ]
 
 
 @pytest.mark.parametrize("path", sorted((REPO / "config").glob("*.yaml")) + [REPO / "config.yaml"])
@@ -50,19 +52,42 @@ def test_shipped_configs_pass(path):
     [
         (lambda c: c["calibrators"].update(foo={}), "calibrators.foo", "unknown calibrator 'foo'"),
         (lambda c: c["calibrators"].update(x={"method": "tss"}), "calibrators.x.method", "'tss'"),
-        (lambda c: c["calibrators"]["ts"].update(params={"max_iters": 5}), "calibrators.ts.params",
-         "accepted: ["),
-        (lambda c: c["calibrators"]["hist"].update(params={"n_bins": 0}), "calibrators.hist.params",
-         "n_bins must be an integer >= 1"),
-        (lambda c: c["evaluation"]["metrics"].append("ecee"), "evaluation.metrics", "unknown metric 'ecee'"),
-        (lambda c: c["compare"].update(metrics=["nlll"]), "compare.metrics", "unknown metric 'nlll'"),
+        (
+            lambda c: c["calibrators"]["ts"].update(params={"max_iters": 5}),
+            "calibrators.ts.params",
+            "accepted: [",
+        ),
+        (
+            lambda c: c["calibrators"]["hist"].update(params={"n_bins": 0}),
+            "calibrators.hist.params",
+            "n_bins must be an integer >= 1",
+        ),
+        (
+            lambda c: c["evaluation"]["metrics"].append("ecee"),
+            "evaluation.metrics",
+            "unknown metric 'ecee'",
+        ),
+        (
+            lambda c: c["compare"].update(metrics=["nlll"]),
+            "compare.metrics",
+            "unknown metric 'nlll'",
+        ),
         (lambda c: c["models"]["tiny_mlp"].update(arch="mlpp"), "models.tiny_mlp.arch", "'mlpp'"),
-        (lambda c: c["models"]["tiny_mlp"]["training"].update(loss="focall"),
-         "models.tiny_mlp.training.loss", "unknown loss 'focall'"),
-        (lambda c: c["models"]["tiny_mlp"]["training"].update(method="meta"),
-         "models.tiny_mlp.training", "method"),
-        (lambda c: c["models"]["tiny_mlp"].update(source="checkpoint", arch="focal_resnet5"),
-         "models.tiny_mlp.arch", "'focal_resnet5'"),
+        (
+            lambda c: c["models"]["tiny_mlp"]["training"].update(loss="focall"),
+            "models.tiny_mlp.training.loss",
+            "unknown loss 'focall'",
+        ),
+        (
+            lambda c: c["models"]["tiny_mlp"]["training"].update(method="meta"),
+            "models.tiny_mlp.training",
+            "method",
+        ),
+        (
+            lambda c: c["models"]["tiny_mlp"].update(source="checkpoint", arch="focal_resnet5"),
+            "models.tiny_mlp.arch",
+            "'focal_resnet5'",
+        ),
     ],
 )
 def test_unknown_names_are_named_by_key(cfg, edit, key, words):
@@ -86,7 +111,9 @@ def test_schema_error_is_one_line_naming_the_key(cfg):
     assert len(str(err).splitlines()) > 100  # what Snakemake used to print
     line = schema_error_line(err)
     assert "\n" not in line and len(line) < 300
-    assert line.startswith("invalid config at (top level): Additional properties") and "'foo'" in line
+    assert (
+        line.startswith("invalid config at (top level): Additional properties") and "'foo'" in line
+    )
 
 
 def test_schema_error_inside_a_wrapper_names_the_path(cfg):
@@ -99,4 +126,6 @@ def test_schema_error_inside_a_wrapper_names_the_path(cfg):
             raise RuntimeError("Error validating config file.\n" + str(inner)) from None
     except RuntimeError as wrapped:
         line = schema_error_line(wrapped)
-    assert line.startswith("invalid config at models.tiny_mlp.training.epochs: 'one' is not of type")
+    assert line.startswith(
+        "invalid config at models.tiny_mlp.training.epochs: 'one' is not of type"
+    )

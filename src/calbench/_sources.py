@@ -59,31 +59,16 @@ def _tree(path: Path) -> ast.Module:
     return ast.parse(path.read_text(), filename=str(path))
 
 
-def _resolve(node: ast.ImportFrom, module: str, is_package: bool) -> str:
+def _is_package(name: str) -> bool:
+    return module_file(name).name == "__init__.py"
+
+
+def _resolve_from(node: ast.ImportFrom, module: str) -> str:
     if not node.level:
         return node.module or ""
-    base = module.split(".")
-    base = base if is_package else base[:-1]
+    base = module.split(".") if _is_package(module) else module.split(".")[:-1]
     base = base[: len(base) - (node.level - 1)]
     return ".".join(base + ([node.module] if node.module else []))
-
-
-def _imports_in(nodes, module: str, is_package: bool) -> set[str]:
-    """calbench modules imported by the import statements and module-path strings in ``nodes``."""
-    out: set[str] = set()
-    for top in nodes:
-        for node in ast.walk(top):
-            if isinstance(node, ast.Import):
-                out.update(a.name for a in node.names)
-            elif isinstance(node, ast.ImportFrom):
-                target = _resolve(node, module, is_package)
-                out.add(target)
-                out.update(f"{target}.{a.name}" for a in node.names)  # submodules imported by name
-            elif isinstance(node, ast.Constant) and isinstance(node.value, str):
-                text = node.value.split(":", 1)[0]
-                if text.startswith(PACKAGE + ".") and " " not in text:
-                    out.add(text)
-    return {m for m in out if module_file(m) is not None}
 
 
 def _with_parents(name: str) -> list[str]:
@@ -91,110 +76,187 @@ def _with_parents(name: str) -> list[str]:
     return [".".join(parts[: i + 1]) for i in range(len(parts))]
 
 
+# --- the code units of a module -----------------------------------------------------------
+# A unit is (module, name): a top-level function or class ``name``, or ``""`` for the code that
+# runs when the module is imported (imports, assignments, decorators, and, as a simplification,
+# every class body with its methods: classes are mostly used through registries). ``"*"`` means
+# every unit of the module (a module imported by a string, used as a value, ...).
 @functools.cache
-def module_imports(name: str) -> frozenset[str]:
-    """calbench modules that module ``name`` imports anywhere in its file (see module doc)."""
-    path = module_file(name)
-    tree = _tree(path)
-    return frozenset(_imports_in(tree.body, name, path.name == "__init__.py"))
+def _defs(module: str) -> dict[str, ast.AST]:
+    return {
+        n.name: n
+        for n in _tree(module_file(module)).body
+        if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef)
+    }
 
 
-def closure(modules) -> set[str]:
-    """``modules`` plus every calbench module they import, transitively, with their packages."""
-    seen: set[str] = set()
-    todo = [p for m in modules for p in _with_parents(m)]
+def _import_aliases(nodes, module: str) -> dict[str, tuple[str, str | None]]:
+    """``{local name: (module, attribute or None)}`` bound by the import statements in
+    ``nodes`` (calbench modules only)."""
+    out: dict[str, tuple[str, str | None]] = {}
+    for node in nodes:
+        if isinstance(node, ast.Import):
+            for a in node.names:
+                if module_file(a.name) is None:
+                    continue
+                if a.asname:
+                    out[a.asname] = (a.name, None)
+                else:
+                    out[a.name.split(".")[0]] = (a.name.split(".")[0], None)
+        elif isinstance(node, ast.ImportFrom):
+            target = _resolve_from(node, module)
+            if module_file(target) is None:
+                continue
+            for a in node.names:
+                sub = f"{target}.{a.name}"
+                out[a.asname or a.name] = (sub, None) if module_file(sub) else (target, a.name)
+    return out
+
+
+@functools.cache
+def _module_aliases(module: str) -> dict[str, tuple[str, str | None]]:
+    return _import_aliases(_tree(module_file(module)).body, module)
+
+
+def _resolve_attr(module: str, name: str, depth: int = 0) -> set[tuple[str, str]]:
+    """Units that ``module.name`` denotes (following re-exports)."""
+    sub = f"{module}.{name}"
+    if module_file(sub):
+        return {(sub, "")}
+    if name in _defs(module):
+        return {(module, name)}
+    alias = _module_aliases(module).get(name)
+    if alias and depth < 10:
+        target, attr = alias
+        return {(module, "")} | (_resolve_attr(target, attr, depth + 1) if attr else {(target, "")})
+    return {(module, "")}  # a module-level variable: its initialisation runs on import
+
+
+def _dotted(node: ast.AST) -> list[str] | None:
+    parts = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if isinstance(node, ast.Name):
+        return [node.id, *reversed(parts)]
+    return None
+
+
+def _references(nodes, module: str, aliases: dict) -> set[tuple[str, str]]:
+    """Units referenced by the code in ``nodes`` (names, attribute chains, module strings)."""
+    out: set[tuple[str, str]] = set()
+    defs = _defs(module)
+    attribute_bases: set[int] = set()
+    for top in nodes:
+        for node in ast.walk(top):
+            if isinstance(node, ast.Attribute):
+                chain = _dotted(node)
+                if not chain or chain[0] not in aliases:
+                    continue
+                base_mod, attr = aliases[chain[0]]
+                if attr is not None:
+                    continue
+                attribute_bases.add(id(node.value) if isinstance(node.value, ast.Name) else -1)
+                mod, rest = base_mod, chain[1:]
+                while rest and module_file(f"{mod}.{rest[0]}"):
+                    mod, rest = f"{mod}.{rest[0]}", rest[1:]
+                out |= _resolve_attr(mod, rest[0]) if rest else {(mod, "*")}
+            elif isinstance(node, ast.Constant) and isinstance(node.value, str):
+                text = node.value.split(":", 1)[0]
+                if text.startswith(PACKAGE + ".") and " " not in text and module_file(text):
+                    out.add((text, "*"))
+            elif isinstance(node, ast.Import | ast.ImportFrom):
+                out |= {(mod, "") for mod, _ in _import_aliases([node], module).values()}
+    for top in nodes:
+        for node in ast.walk(top):
+            if not isinstance(node, ast.Name):
+                continue
+            if node.id in defs:
+                out.add((module, node.id))
+            elif node.id in aliases:
+                mod, attr = aliases[node.id]
+                if attr is not None:
+                    out |= _resolve_attr(mod, attr)
+                elif id(node) not in attribute_bases:
+                    out.add((mod, "*"))  # a module used as a value
+    return out
+
+
+def _body_nodes(module: str) -> list[ast.AST]:
+    """What runs on import: every statement except function bodies (decorators, defaults and
+    annotations of functions do run; class bodies are kept whole, see above)."""
+    out: list[ast.AST] = []
+    for n in _tree(module_file(module)).body:
+        if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef):
+            out += n.decorator_list + n.args.defaults + [d for d in n.args.kw_defaults if d]
+        else:
+            out.append(n)
+    return out
+
+
+@functools.cache
+def _unit_deps(module: str, name: str) -> frozenset[tuple[str, str]]:
+    deps = {(m, "") for m in _with_parents(module)}
+    if name == "*":
+        deps |= {(module, n) for n in _defs(module)}
+        return frozenset(deps)
+    if name == "":
+        deps |= _references(_body_nodes(module), module, _module_aliases(module))
+        deps |= {(module, n) for n, d in _defs(module).items() if isinstance(d, ast.ClassDef)}
+        return frozenset(deps)
+    node = _defs(module)[name]
+    nested = [n for n in ast.walk(node) if isinstance(n, ast.Import | ast.ImportFrom)]
+    aliases = {**_module_aliases(module), **_import_aliases(nested, module)}
+    deps |= _references([node], module, aliases)
+    return frozenset(deps)
+
+
+def closure(units, skip=frozenset()) -> set[tuple[str, str]]:
+    """``units`` plus every unit they reach, transitively (``skip``: units not to follow)."""
+    seen: set[tuple[str, str]] = set()
+    todo = list(units)
     while todo:
-        m = todo.pop()
-        if m in seen or module_file(m) is None:
+        u = todo.pop()
+        if u in seen or u in skip or module_file(u[0]) is None:
             continue
-        seen.add(m)
-        # a CLI module's functions run only for their own verb (see verb_modules)
-        deps = _top_level_imports(m) if m.startswith(CLI + ".") else module_imports(m)
-        for dep in deps:
-            todo.extend(_with_parents(dep))
+        if u[1] not in ("", "*") and u[1] not in _defs(u[0]):
+            u = (u[0], "")
+            if u in seen:
+                continue
+        seen.add(u)
+        todo.extend(_unit_deps(*u))
     return seen
 
 
 # --- the CLI: which code runs for which verb --------------------------------------------------
 def _cli_modules() -> list[str]:
-    tree = _tree(module_file("calbench.cli"))
+    tree = _tree(module_file(CLI))
     for node in tree.body:
         if isinstance(node, ast.Assign) and any(
             isinstance(t, ast.Name) and t.id == "_COMMAND_MODULES" for t in node.targets
         ):
-            return [f"calbench.cli.{m}" for m in ast.literal_eval(node.value)]
+            return [f"{CLI}.{m}" for m in ast.literal_eval(node.value)]
     raise RuntimeError("calbench/cli/__init__.py defines no _COMMAND_MODULES")
-
-
-def _top_level_imports(name: str) -> set[str]:
-    path = module_file(name)
-    body = [
-        n for n in _tree(path).body if not isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef)
-    ]
-    return _imports_in(body, name, path.name == "__init__.py")
 
 
 def _handlers(name: str) -> dict[str, str]:
     """``{verb: handler function name}`` from ``register`` of CLI module ``name``."""
     out: dict[str, str] = {}
-    for fn in _tree(module_file(name)).body:
-        if not (isinstance(fn, ast.FunctionDef) and fn.name == "register"):
-            continue
-        verb = None
-        calls = [n for n in ast.walk(fn) if isinstance(n, ast.Call)]
-        calls.sort(key=lambda c: (c.lineno, c.col_offset))
-        for call in calls:
-            attr = call.func.attr if isinstance(call.func, ast.Attribute) else None
-            if attr == "add_parser" and call.args and isinstance(call.args[0], ast.Constant):
-                verb = call.args[0].value
-            elif attr == "set_defaults" and verb:
-                for kw in call.keywords:
-                    if kw.arg == "func" and isinstance(kw.value, ast.Name):
-                        out[verb] = kw.value.id
-    return out
-
-
-def _definitions(name: str) -> dict[str, ast.AST]:
-    return {
-        n.name: n
-        for n in _tree(module_file(name)).body
-        if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef)
-    }
-
-
-def _from_imports(name: str) -> dict[str, str]:
-    """Module-level ``from calbench.x import f`` of CLI module ``name``: ``{f: calbench.x}``."""
-    out = {}
-    for node in _tree(module_file(name)).body:
-        if isinstance(node, ast.ImportFrom) and not node.level and (node.module or "").startswith(PACKAGE):
-            for a in node.names:
-                out[a.asname or a.name] = node.module
-    return out
-
-
-def _reachable_imports(module: str, function: str) -> set[str]:
-    """Modules imported inside ``function`` of ``module`` and inside every module-level
-    function/class it references, following references into other CLI modules."""
-    out: set[str] = set()
-    seen: set[tuple[str, str]] = set()
-    todo = [(module, function)]
-    while todo:
-        mod, fn = todo.pop()
-        if (mod, fn) in seen:
-            continue
-        seen.add((mod, fn))
-        defs = _definitions(mod)
-        if fn not in defs:
-            continue
-        node = defs[fn]
-        path = module_file(mod)
-        out |= _imports_in([node], mod, path.name == "__init__.py")
-        imported = _from_imports(mod)
-        for ref in {n.id for n in ast.walk(node) if isinstance(n, ast.Name)}:
-            if ref in defs:
-                todo.append((mod, ref))
-            elif ref in imported and imported[ref].startswith("calbench.cli"):
-                todo.append((imported[ref], ref))
+    fn = _defs(name).get("register")
+    if fn is None:
+        return out
+    verb = None
+    calls = sorted(
+        (n for n in ast.walk(fn) if isinstance(n, ast.Call)), key=lambda c: (c.lineno, c.col_offset)
+    )
+    for call in calls:
+        attr = call.func.attr if isinstance(call.func, ast.Attribute) else None
+        if attr == "add_parser" and call.args and isinstance(call.args[0], ast.Constant):
+            verb = call.args[0].value
+        elif attr == "set_defaults" and verb:
+            for kw in call.keywords:
+                if kw.arg == "func" and isinstance(kw.value, ast.Name):
+                    out[verb] = kw.value.id
     return out
 
 
@@ -207,16 +269,24 @@ def verbs() -> dict[str, tuple[str, str]]:
     return out
 
 
-def verb_modules(verb: str) -> set[str]:
-    """calbench modules ``calbench <verb>`` executes (see module docstring)."""
+def verb_units(verb: str) -> set[tuple[str, str]]:
+    """Code units ``calbench <verb>`` executes: the start-up (``calbench.cli.main`` builds the
+    parser: every CLI module is imported and its ``register`` runs) and the verb's handler."""
     table = verbs()
     if verb not in table:
         raise ValueError(f"calbench has no verb {verb!r}; verbs: {sorted(table)}")
-    startup = {"calbench.cli", *_cli_modules()}
-    for m in list(startup):
-        startup |= _top_level_imports(m)
+    handlers = {(m, h) for m, h in table.values()}
+    start = {(CLI, ""), (CLI, "main"), (CLI, "build_parser")}
+    for m in _cli_modules():
+        start |= {(m, ""), (m, "register")}
     mod, handler = table[verb]
-    return closure(startup | _reachable_imports(mod, handler))
+    # other verbs' handlers are only named by register (set_defaults), never run
+    return closure(start | {(mod, handler)}, skip=frozenset(handlers - {(mod, handler)}))
+
+
+def verb_modules(verb: str) -> set[str]:
+    """calbench modules (files) ``calbench <verb>`` executes code of (see module docstring)."""
+    return {m for m, _ in verb_units(verb)}
 
 
 def verb_sources(verb: str) -> list[str]:

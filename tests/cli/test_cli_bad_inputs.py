@@ -53,8 +53,19 @@ def data(tmp_path):
 
 
 def _fit(capsys, data, out, *extra, logits=None):
-    return _run(capsys, "fit-calibrator", "--logits", logits or data["a"], "--split", data["split"],
-                "--method", "ts", "--out", out, *extra)
+    return _run(
+        capsys,
+        "fit-calibrator",
+        "--logits",
+        logits or data["a"],
+        "--split",
+        data["split"],
+        "--method",
+        "ts",
+        "--out",
+        out,
+        *extra,
+    )
 
 
 # --- damaged files ------------------------------------------------------------------------------
@@ -76,7 +87,11 @@ def test_damaged_npz_is_one_line_error(capsys, data, which, damage):
         assert "damaged or truncated" in line
     else:
         assert "not an .npz (zip) archive" in line and "pickle" not in line
-    assert not out.exists() and not (data["dir"] / "out").exists() or not any((data["dir"] / "out").iterdir())
+    assert (
+        not out.exists()
+        and not (data["dir"] / "out").exists()
+        or not any((data["dir"] / "out").iterdir())
+    )
 
 
 # --- unwritable outputs -------------------------------------------------------------------------
@@ -89,8 +104,12 @@ def test_out_whose_parent_is_a_file(capsys, data):
 
 
 @pytest.mark.parametrize(
-    "code, fix", [(errno.EACCES, "make the folder writable"), (errno.ENOSPC, "the disk is full"),
-                  (errno.EROFS, "read-only")]
+    "code, fix",
+    [
+        (errno.EACCES, "make the folder writable"),
+        (errno.ENOSPC, "the disk is full"),
+        (errno.EROFS, "read-only"),
+    ],
 )
 def test_unwritable_output_folder(capsys, data, monkeypatch, code, fix):
     import tempfile
@@ -140,7 +159,14 @@ def test_misspelt_param_fails_before_reading_and_writes_nothing(capsys, data):
 
 def test_probabilities_are_refused_unless_allowed(capsys, data):
     z, y = _logits_file(data["a"], 0, "a")
-    np.savez(data["a"], logits=softmax(z).astype(np.float32), labels=y, order_hash="abc", model="a", dataset="ds")
+    np.savez(
+        data["a"],
+        logits=softmax(z).astype(np.float32),
+        labels=y,
+        order_hash="abc",
+        model="a",
+        dataset="ds",
+    )
     out = data["dir"] / "ts.json"
     rc, err = _fit(capsys, data, out)
     _one_line(rc, err, "fit got probabilities", "--allow-probabilities")
@@ -158,22 +184,60 @@ def test_calibrator_fitted_on_other_logits_is_refused(capsys, data, tmp_path):
     assert rec == {"order_hash": "abc", "logits_sha256": file_digest(data["a"])}
     common = ["--split", data["split"], "--n-bootstrap", "0"]
     out = tmp_path / "m.csv"
-    rc, err = _run(capsys, "evaluate", "--logits", data["b"], *common, "--calibrator", cal, "--out", out)
+    rc, err = _run(
+        capsys, "evaluate", "--logits", data["b"], *common, "--calibrator", cal, "--out", out
+    )
     _one_line(rc, err, str(cal), "fitted on another logits file", "--allow-other-logits")
     assert not out.exists()
-    rc, err = _run(capsys, "evaluate", "--logits", data["b"], *common, "--calibrator", cal,
-                   "--allow-other-logits", "--out", out)
+    rc, err = _run(
+        capsys,
+        "evaluate",
+        "--logits",
+        data["b"],
+        *common,
+        "--calibrator",
+        cal,
+        "--allow-other-logits",
+        "--out",
+        out,
+    )
     assert rc == 0 and out.exists(), err
-    rc, err = _run(capsys, "evaluate", "--logits", data["a"], *common, "--calibrator", cal, "--out", out)
+    rc, err = _run(
+        capsys, "evaluate", "--logits", data["a"], *common, "--calibrator", cal, "--out", out
+    )
     assert rc == 0, err
     out = tmp_path / "c.csv"
-    rc, err = _run(capsys, "compare", "--logits", data["b"], "--split", data["split"],
-                   "--calibrators", cal, "--baselines", "ts", "--n-bootstrap", "5", "--out", out)
+    rc, err = _run(
+        capsys,
+        "compare",
+        "--logits",
+        data["b"],
+        "--split",
+        data["split"],
+        "--calibrators",
+        cal,
+        "--baselines",
+        "ts",
+        "--n-bootstrap",
+        "5",
+        "--out",
+        out,
+    )
     _one_line(rc, err, "fitted on another logits file")
     assert not out.exists()
     png = tmp_path / "p.png"
-    rc, err = _run(capsys, "plot-reliability", "--logits", data["b"], "--split", data["split"],
-                   "--calibrator", cal, "--out", png)
+    rc, err = _run(
+        capsys,
+        "plot-reliability",
+        "--logits",
+        data["b"],
+        "--split",
+        data["split"],
+        "--calibrator",
+        cal,
+        "--out",
+        png,
+    )
     _one_line(rc, err, "fitted on another logits file")
     assert not png.exists()
 
@@ -185,7 +249,19 @@ def test_negative_temperature_json_is_refused_by_evaluate(capsys, data, tmp_path
     doc["state"]["a"]["__ndarray__"] = [-1.0]
     cal.write_text(json.dumps(doc))
     out = tmp_path / "m.csv"
-    rc, err = _run(capsys, "evaluate", "--logits", data["a"], "--split", data["split"],
-                   "--calibrator", cal, "--n-bootstrap", "0", "--out", out)
+    rc, err = _run(
+        capsys,
+        "evaluate",
+        "--logits",
+        data["a"],
+        "--split",
+        data["split"],
+        "--calibrator",
+        cal,
+        "--n-bootstrap",
+        "0",
+        "--out",
+        out,
+    )
     _one_line(rc, err, str(cal), "state.a = -1 must be > 0")
     assert not out.exists()

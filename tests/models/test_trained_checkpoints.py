@@ -124,3 +124,17 @@ def test_state_dict_hash_covers_zero_dim_tensors_of_batchnorm():
     assert state_dict_sha256(bn.state_dict()) != before
     scalar = {"x": torch.tensor(7, dtype=torch.int64)}
     assert state_dict_sha256(scalar) != state_dict_sha256({"x": torch.tensor(8, dtype=torch.int64)})
+
+
+def test_checkpoint_bytes_do_not_depend_on_the_path(tmp_path):
+    """Two saves of the same model are byte-identical wherever they are written (torch names
+    the archive after the file it writes to; calbench writes through a file object)."""
+    import torch
+
+    from calbench.models.trained import save_checkpoint
+
+    torch.manual_seed(0)
+    model = torch.nn.Linear(3, 2)
+    save_checkpoint(tmp_path / "a" / "model.pt", model, SPEC, [{"epoch": 1, "loss": 0.5}])
+    save_checkpoint(tmp_path / "b" / "other.pt", model, SPEC, [{"epoch": 1, "loss": 0.5}])
+    assert (tmp_path / "a" / "model.pt").read_bytes() == (tmp_path / "b" / "other.pt").read_bytes()

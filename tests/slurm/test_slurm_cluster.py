@@ -20,10 +20,8 @@ Skipped, with the reason in the output, only where the machine cannot run the da
 
 from __future__ import annotations
 
-import csv
 import filecmp
 import importlib.metadata
-import json
 import os
 import re
 import shutil
@@ -211,43 +209,8 @@ def result_files(workdir: Path) -> set[str]:
     }
 
 
-#: Result files that record the training's wall time per epoch (the ``seconds`` column of the
-#: history, also inside the checkpoint): everything else in them must still be identical.
-WALL_TIME_FILES = {"history.csv", "model.pt"}
-
-
-def _without_seconds(rows: list[dict]) -> list[dict]:
-    return [{k: v for k, v in row.items() if k != "seconds"} for row in rows]
-
-
-def _equal_but_wall_time(a: Path, b: Path) -> bool:
-    """True when ``a`` and ``b`` differ only in the recorded training wall time."""
-    if a.name not in WALL_TIME_FILES:
-        return False
-    if a.suffix == ".csv":
-        with a.open() as fa, b.open() as fb:
-            return _without_seconds(list(csv.DictReader(fa))) == _without_seconds(
-                list(csv.DictReader(fb))
-            )
-    import torch
-
-    ca, cb = (torch.load(p, map_location="cpu", weights_only=True) for p in (a, b))
-    if set(ca) != set(cb) or set(ca["state_dict"]) != set(cb["state_dict"]):
-        return False
-    for key in ca:
-        if key == "state_dict":
-            if not all(torch.equal(ca[key][k], cb[key][k]) for k in ca[key]):
-                return False
-        elif key == "history_json":
-            if _without_seconds(json.loads(ca[key])) != _without_seconds(json.loads(cb[key])):
-                return False
-        elif ca[key] != cb[key]:
-            return False
-    return True
-
-
 def _same(a: Path, b: Path) -> bool:
-    return filecmp.cmp(a, b, shallow=False) or _equal_but_wall_time(a, b)
+    return filecmp.cmp(a, b, shallow=False)  # byte for byte: no output records wall-clock times
 
 
 def assert_nothing_partial(local: Path, cluster: Path) -> None:

@@ -94,6 +94,11 @@ def global_mirror_args(wildcards=None):
     return " ".join(f"--mirror {m}" for m in config.get("mirrors") or [])
 
 
+def strict_arg():
+    """``--strict-checksums`` when config strict_checksums is true (refuse unpinned downloads)."""
+    return "--strict-checksums" if config.get("strict_checksums") else ""
+
+
 def used_datasets():
     """Datasets that at least one model uses, in config order."""
     used = {v["dataset"] for v in config["models"].values()}

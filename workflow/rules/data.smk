@@ -34,6 +34,7 @@ rule download_checkpoint:
     params:
         spec=model_spec,
         mirrors=global_mirror_args,
+        strict=strict_arg(),
     log:
         "logs/download_checkpoint/{dataset}/{model}.log",
     benchmark:
@@ -46,7 +47,7 @@ rule download_checkpoint:
         "../../envs/calbench.yaml"
     shell:
         "calbench download-checkpoint --spec {params.spec:q} --out {output.checkpoint}"
-        " --resources resources {params.mirrors} > {log} 2>&1"
+        " --resources resources {params.mirrors} {params.strict} > {log} 2>&1"
 
 
 rule split:

@@ -290,7 +290,25 @@ def render_report(
     from markupsafe import Markup
 
     context["extra_sections"] = [Markup(Path(p).read_text()) for p in sections or []]
+    _add_sections_to_toc(context)
     atomic_write_text(out, render.render_html(template, context))
+
+
+def _add_sections_to_toc(context: dict) -> None:
+    """Contents entries for the extra sections (``<section id="x"><h2>Title</h2>``), placed
+    before the reliability diagrams, where the template puts the sections."""
+    import html
+    import re
+
+    toc = context.get("toc")
+    if toc is None:
+        return
+    at = next((i for i, e in enumerate(toc) if e.get("id") == "diagrams"), len(toc))
+    for text in context["extra_sections"]:
+        m = re.match(r'\s*<section id="([^"]+)">\s*<h2>([^<]*)</h2>', str(text))
+        if m:
+            toc.insert(at, {"id": m.group(1), "title": html.unescape(m.group(2)), "children": []})
+            at += 1
 
 
 def _cmd_render(args: argparse.Namespace) -> int:

@@ -286,16 +286,28 @@ def cmd_stage(args) -> int:
     doc, resources, mirrors = _setup(args)
     names = args.models.split(",") if args.models else list(doc["models"])
     steps = plan(doc, resources, names, datasets=not args.skip_datasets)
+    strict = args.strict_checksums or bool(doc.get("strict_checksums"))
     if args.dry_run:
         total = 0.0
         pins = _logits_pins(doc, resources, names)
+        logits_pins = dict(pins)
+        ckpt_pins = checkpoint_pins(doc, resources, steps)
+        pins.update(ckpt_pins)
         for kind, name, dest, size in steps:
             pin = f"  [{pins[dest]}]" if dest in pins else ""
             print(f"{kind:10s} {name:28s} {_mb(size):>10s}  -> {dest}{pin}")
             total += size or 0.0
-        if pins:
-            counts = {p: sum(1 for v in pins.values() if v == p) for p in dict.fromkeys(pins.values())}
+        if logits_pins:
+            words = list(logits_pins.values())
+            counts = {p: words.count(p) for p in dict.fromkeys(words)}
             print("logits files: " + ", ".join(f"{n} {p}" for p, n in counts.items()))
+        unpinned = [d for d, p in ckpt_pins.items() if p != PIN_WORDS["published"]]
+        if unpinned:
+            what = "refused (strict checksums)" if strict else "trusted on first use"
+            print(
+                f"{len(unpinned)} checkpoint file(s) without a published checksum, {what}: "
+                + ", ".join(str(d) for d in unpinned)
+            )
         unknown = sum(1 for kind, _, _, size in steps if size is None and kind != "checkpoint")
         print(
             f"{len(steps)} item(s), about {total / 1024:.1f} GB to download"
@@ -311,9 +323,19 @@ def cmd_stage(args) -> int:
                 from calbench.logits_sources import obtain
 
                 staged_logits.add(name)
-                obtain(name, get_entry(doc, name), resources, mirrors, timeout=args.timeout)
+                obtain(
+                    name, get_entry(doc, name), resources, mirrors, timeout=args.timeout,
+                    strict=strict,
+                )
             elif kind == "checkpoint":
-                stage_model(name, get_entry(doc, name), resources, mirrors, timeout=args.timeout)
+                stage_model(
+                    name,
+                    get_entry(doc, name),
+                    resources,
+                    mirrors,
+                    timeout=args.timeout,
+                    strict=strict,
+                )
             elif kind == "dataset":
                 entry = (doc.get("datasets") or {}).get(name) or {}
                 prepare_dataset(

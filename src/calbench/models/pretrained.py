@@ -521,3 +521,62 @@ def stage_hub_code(
         )
     tmp.rename(dest)
     return dest
+
+
+# --------------------------------------------------------------------------- provenance
+
+
+def checksum_provenance(config: Mapping) -> dict:
+    """How every downloaded file of ``config`` (a workflow configuration or registry) is
+    trusted, for the report: ``{"published": n, "files": [{"model", "file", "status",
+    "sha256"}]}`` where ``files`` lists those *without* a published checksum, status ``pinned on
+    first use`` (SHA-256 recorded in ``<resources>/checksums.lock``) or ``not pinned`` (not yet
+    fetched, or a local file read as it is)."""
+    from calbench.lockfile import Lock
+
+    resources = Path(config.get("resources") or "resources")
+    lock = Lock(resources / LOCK_NAME)
+    published, files = 0, []
+
+    def add(model: str, path: Path, pin: str | None) -> None:
+        nonlocal published
+        if pin:
+            published += 1
+            return
+        entry = lock.get(lock_key(path, resources))
+        files.append(
+            {
+                "model": model,
+                "file": lock_key(path, resources),
+                "status": "pinned on first use" if entry else "not pinned",
+                "sha256": entry["sha256"] if entry else "",
+            }
+        )
+
+    for name, entry in (config.get("models") or {}).items():
+        entry = entry or {}
+        source = entry.get("source")
+        ckpt = entry.get("checkpoint") or {}
+        if source == "logits":
+            from calbench.logits_sources import plan_files
+
+            for f in plan_files(name, entry, resources):
+                add(name, Path(f["dest"]), "published" if f["pin"] == "pinned" else None)
+        elif source in SOURCES and ckpt:
+            if ckpt.get("archive_member"):
+                add(name, archive_path(entry, resources), ckpt.get("sha256"))
+            add(
+                name,
+                checkpoint_path(name, entry, resources),
+                ckpt.get("member_sha256") or ckpt.get("sha256"),
+            )
+            if source == "torchhub":  # the archive stage_hub_code fetches (no torch import)
+                hub = entry.get("hub") or {}
+                stem = f"{hub.get('repo', '').replace('/', '_')}_{hub.get('ref')}"
+                add(name, resources / "hub" / f"{stem}.zip", hub.get("archive_sha256"))
+    seen, unique = set(), []
+    for f in files:  # shared archives once
+        if f["file"] not in seen:
+            seen.add(f["file"])
+            unique.append(f)
+    return {"published": published, "files": unique}

@@ -49,8 +49,10 @@ def save_checkpoint(path: str | os.PathLike, model, spec: dict, history=None) ->
         "history_json": json.dumps(history or []),
         "state_sha256": digest,
     }
-    with atomic_path(path) as tmp:
-        torch.save(payload, tmp)
+    # through a file object: torch names the archive's folder "archive" (given a path it uses the
+    # temporary file's random stem, and identical runs would write different bytes)
+    with atomic_path(path) as tmp, open(tmp, "wb") as fh:
+        torch.save(payload, fh)
     return digest
 
 
