@@ -267,8 +267,8 @@ def _draw_guo(ax, hist_ax, b, ece_value, *, ylabel, ece_in_corner, hist_lines):
         label="Gap",
         zorder=3,
     )
+    _legend(ax, ece_in_corner)  # before fading: the legend keys keep the full colour
     _mark_sparse_bins(ax, outputs, left[keep], width[keep], acc[keep], count[keep])
-    _legend(ax, ece_in_corner)
     if ece_in_corner:
         _corner_text(ax, format_ece(ece_value))
     if hist_ax is None:

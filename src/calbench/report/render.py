@@ -562,7 +562,10 @@ def build_context(
         {
             "id": "tables",
             "title": "Results",
-            "children": [{"id": v["id"], "title": v["title"]} for v in metric_views],
+            "children": [
+                {"id": v["id"], "title": SU.metric_name(t.metric)}
+                for v, t in zip(metric_views, tables["metrics"], strict=True)
+            ],
         }
     )
     if temp_view:
@@ -572,7 +575,15 @@ def build_context(
             {
                 "id": "losses",
                 "title": "By training loss",
-                "children": [{"id": v["id"], "title": v["title"]} for v in losses_views],
+                "children": [
+                    {"id": v["id"], "title": f"{SU.metric_name(t.metric)}, {method}"}
+                    for v, (t, method) in zip(
+                        losses_views,
+                        [(t, cl.get("uncalibrated", "uncalibrated")) for t in tables["losses"]]
+                        + [(t, cl.get("ts", "ts")) for t in tables["losses_ts"]],
+                        strict=True,
+                    )
+                ],
             }
         )
     if cmp_view:

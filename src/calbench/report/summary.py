@@ -222,13 +222,17 @@ def findings(
             )
 
     # 4. metrics on which the calibrators cannot be ranked
-    for entry in ranks:
-        fr = entry["friedman"]
-        if fr is not None and fr.p_f >= ALPHA:
-            anomalies.append(
-                f"{entry['label']}: the calibrators' ranks do not differ significantly "
-                f"(Friedman p = {format_p(fr.p_f)} over {entry['n']} models): too close to rank."
-            )
+    flat = [
+        f"{e['label']} (p = {format_p(e['friedman'].p_f)})"
+        for e in ranks
+        if e["friedman"] is not None and e["friedman"].p_f >= ALPHA
+    ]
+    if flat:
+        n = max(e["n"] for e in ranks)
+        anomalies.append(
+            f"Too close to rank over {n} models: the calibrators' average ranks do not differ "
+            f"significantly on {', '.join(flat)} (Friedman test)."
+        )
     wide = _overlapping_best(rows, "ece", models, methods)
     if wide:
         anomalies.append(
@@ -244,9 +248,10 @@ def findings(
     ]
     if outside:
         anomalies.append(
-            f"{len(outside)} test-half estimates lie outside their interval (marked †): the "
-            "plug-in calibration error is biased upward by more than its sampling noise; the "
-            "interval is for the population error (see Protocol)."
+            f"{len(outside)} test-half estimates lie above their interval (marked †): the "
+            "plug-in calibration error is biased upward by more than its sampling noise, i.e. "
+            "the error is small for this sample size; such intervals also under-cover (see "
+            "Protocol): read these cells as 'small, not measured precisely'."
         )
     return {"headlines": headlines, "anomalies": anomalies}
 
