@@ -11,7 +11,7 @@ from calbench.calibrators import REGISTRY, get_calibrator, load_calibrator, save
 
 ALL = [
     "uncalibrated", "ts", "vs", "vs_b", "ms_b", "ts_sbece",
-    "hist", "iso", "bbq", "platt", "dirichlet", "dir_odir_cv", "ms_odir_cv",
+    "hist", "iso", "bbq", "platt", "dirichlet", "dir_odir_cv", "ms_odir_cv", "dir_l2_cv",
 ]  # fmt: skip
 
 
@@ -28,6 +28,8 @@ def _fast(name):
         kw["n_steps"] = 30
     if name in ("dir_odir_cv", "ms_odir_cv"):  # a 2-pair grid instead of Kull et al.'s 432
         kw.update(device="cpu", lambdas=[1e-3], mus=[1e-3, 1.0])
+    if name == "dir_l2_cv":
+        kw.update(device="cpu", lambdas=[1e-3, 1.0])
     return get_calibrator(name, **kw)
 
 

@@ -1,7 +1,7 @@
 """Post-hoc calibrators: logits in, calibrated probabilities out (see ``base`` for the contract).
 
 Importing this package imports every calibrator module, so :data:`REGISTRY` holds all of
-``uncalibrated ts vs vs_b ms_b ts_sbece hist iso bbq platt dirichlet dir_odir_cv ms_odir_cv``.  The modules import only
+``uncalibrated ts vs vs_b ms_b ts_sbece hist iso bbq platt dirichlet dir_odir_cv ms_odir_cv dir_l2_cv``.  The modules import only
 numpy at load time; torch and scipy are imported inside the functions that need them.
 """
 
@@ -16,7 +16,7 @@ from calbench.calibrators.base import (
 from calbench.calibrators.binning import BBQ, HistogramBinning
 from calbench.calibrators.dirichlet import DirichletCalibration
 from calbench.calibrators.isotonic import IsotonicCalibration
-from calbench.calibrators.odir_cv import DirichletODIRCV, MatrixScalingODIRCV
+from calbench.calibrators.odir_cv import DirichletL2CV, DirichletODIRCV, MatrixScalingODIRCV
 from calbench.calibrators.platt import PlattScaling
 from calbench.calibrators.sbece import TemperatureScalingSBECE
 from calbench.calibrators.scaling import (
@@ -32,6 +32,7 @@ __all__ = [
     "REGISTRY",
     "Calibrator",
     "DirichletCalibration",
+    "DirichletL2CV",
     "DirichletODIRCV",
     "HistogramBinning",
     "IsotonicCalibration",

@@ -41,7 +41,7 @@ import numpy as np
 
 from calbench.calibrators.base import Calibrator, Field, register
 from calbench.calibrators.precision import check_precision, softmax32
-from calbench.calibrators.scaling import MatrixScalingBias, _check_options
+from calbench.calibrators.scaling import MatrixScalingBias, _check_options, fit_scaling
 from calbench.functional import softmax
 
 #: Kull et al.'s fold count and KFold seed.
@@ -116,7 +116,7 @@ class _ODIRCrossValidated(Calibrator):
             raise ValueError(f"n_folds must be an integer >= 2, got {n_folds!r}")
         if isinstance(random_state, bool) or not isinstance(random_state, int) or random_state < 0:
             raise ValueError(f"random_state must be an integer >= 0, got {random_state!r}")
-        super().__init__(
+        params = dict(
             lambdas=_check_grid(lambdas, "lambdas"),
             mus=_check_grid(mus, "mus"),
             n_folds=n_folds,
@@ -127,6 +127,9 @@ class _ODIRCrossValidated(Calibrator):
             device=device,
             precision=check_precision(precision),
         )
+        if "mus" not in type(self).accepted_params():  # Dir-L2 ties mu to lambda
+            del params["mus"]
+        super().__init__(**params)
         self.odir_: np.ndarray | None = None
         self.W_: np.ndarray | None = None
         self.b_: np.ndarray | None = None
@@ -136,7 +139,7 @@ class _ODIRCrossValidated(Calibrator):
         """The ``(lambda, mu)`` pairs tried, in order (lambda-major)."""
         lam0, mu0 = kull_grid(n_classes)
         lambdas = self._params["lambdas"] or lam0
-        mus = self._params["mus"] or mu0
+        mus = self._params.get("mus") or mu0
         return [(lam, mu) for lam in lambdas for mu in mus]
 
     def _base(self, pair, k: int) -> MatrixScalingBias:
@@ -210,6 +213,22 @@ class _ODIRCrossValidated(Calibrator):
         return None
 
 
+class _PlainL2Fit:
+    """One Dir-L2 fold model: matrix scaling on the features minimising mean CE +
+    ``lam (sum W^2 + sum b^2)`` (weight decay towards 0, Kull et al.'s Keras ``l2``)."""
+
+    def __init__(self, lam: float, **options: Any) -> None:
+        self.lam, self.options, self.params_ = lam, options, None
+
+    def fit(self, x, y, allow_probabilities: bool = True) -> _PlainL2Fit:
+        self.params_ = fit_scaling(x, y, "ms_b", l2=self.lam, l2_center="zero", **self.options)
+        return self
+
+    def predict_proba(self, x) -> np.ndarray:
+        w, b = (self.params_[k].astype(np.float64) for k in ("W", "b"))
+        return softmax(np.asarray(x, dtype=np.float64) @ w + b)
+
+
 @register
 class DirichletODIRCV(_ODIRCrossValidated):
     """Dir-ODIR with (lambda, mu) by 5-fold CV and fold-averaged predictions (Kull et al. 2019)."""
@@ -225,3 +244,56 @@ class MatrixScalingODIRCV(_ODIRCrossValidated):
     """MS-ODIR with (lambda, mu) by 5-fold CV and fold-averaged predictions (Kull et al. 2019)."""
 
     name = "ms_odir_cv"
+
+
+@register
+class DirichletL2CV(_ODIRCrossValidated):
+    """Dir-L2 with lambda by 5-fold CV and fold-averaged predictions (Kull et al. 2019).
+
+    Their code's Dir-L2 (``tune_dirichlet_nn.py --no_mus``, selected among pairs with
+    ``mu = lambda``): Dirichlet features as :class:`DirichletODIRCV`, penalty
+    ``lambda (sum_ij W_ij^2 + sum_j b_j^2)`` towards 0 (diagonal included), ``lambda`` from their
+    grid (:func:`kull_grid`); the selected value is stored as ``odir = (lambda, lambda)``.
+    """
+
+    name = "dir_l2_cv"
+
+    def __init__(
+        self,
+        *,
+        lambdas: list[float] | None = None,
+        n_folds: int = N_FOLDS,
+        random_state: int = RANDOM_STATE,
+        max_iter: int = 1000,
+        line_search: str | None = "strong_wolfe",
+        dtype: str = "float32",
+        device: str = "auto",
+        precision: str = "float64",
+    ) -> None:
+        super().__init__(
+            lambdas=lambdas,
+            n_folds=n_folds,
+            random_state=random_state,
+            max_iter=max_iter,
+            line_search=line_search,
+            dtype=dtype,
+            device=device,
+            precision=precision,
+        )
+
+    def grid(self, n_classes: int) -> list[tuple[float, float]]:
+        lambdas = self._params["lambdas"] or kull_grid(n_classes)[0]
+        return [(lam, lam) for lam in lambdas]
+
+    def _base(self, pair, k: int) -> _PlainL2Fit:
+        p = self._params
+        return _PlainL2Fit(
+            pair[0],
+            max_iter=p["max_iter"],
+            line_search=p["line_search"],
+            dtype=p["dtype"],
+            device=p["device"],
+        )
+
+    def _features(self, logits: np.ndarray) -> np.ndarray:
+        return kull_log_probs(logits)

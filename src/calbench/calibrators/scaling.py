@@ -164,6 +164,7 @@ def fit_scaling(
     device: str = "auto",
     l2: float = 0.0,
     odir: tuple[float, float] | None = None,
+    l2_center: str = "init",
 ) -> dict[str, np.ndarray]:
     """Fit scaling family ``kind`` by minimising mean cross-entropy (+ penalties) with LBFGS.
 
@@ -172,20 +173,28 @@ def fit_scaling(
         mean_i CE(softmax(g(z_i)), y_i) + l2 * sum ||theta - theta_0||^2
             + lambda / (K (K-1)) * sum_{i != j} W_ij^2 + mu / K * sum_j b_j^2   (ODIR, Kull 2019)
 
+    ``l2_center="zero"`` replaces ``theta_0`` (the identity map) by 0, i.e. plain weight decay
+    ``l2 * sum ||theta||^2`` (Kull et al. 2019's Dir-L2, a Keras L2 regulariser).
+
     One ``torch.optim.LBFGS(lr=1, max_iter=max_iter, line_search_fn=line_search).step(closure)``
     call, as in the study.  Returns the fitted parameters as numpy arrays of ``dtype``.
     On the CPU the fit runs under :func:`cpu_fit_settings` (one thread for small problems,
     denormals flushed to zero), which changes its speed, not its arithmetic.
     """
     _check_options(line_search, max_iter, dtype, l2, odir)
+    check_choice(l2_center, "l2_center", ("init", "zero"))
     if odir is not None and kind != "ms_b":
         raise ValueError(f"odir regularisation applies to matrix scaling (ms_b) only, not {kind!r}")
     dev = resolve_device(device)
     with cpu_fit_settings(int(np.size(logits)), dev):
-        return _fit_scaling(logits, labels, kind, max_iter, line_search, dtype, dev, l2, odir)
+        return _fit_scaling(
+            logits, labels, kind, max_iter, line_search, dtype, dev, l2, odir, l2_center
+        )
 
 
-def _fit_scaling(logits, labels, kind, max_iter, line_search, dtype, dev, l2, odir):
+def _fit_scaling(
+    logits, labels, kind, max_iter, line_search, dtype, dev, l2, odir, l2_center="init"
+):
     import torch
 
     tdtype = getattr(torch, dtype)
@@ -207,7 +216,9 @@ def _fit_scaling(logits, labels, kind, max_iter, line_search, dtype, dev, l2, od
 
     def objective():
         loss = torch.nn.functional.cross_entropy(apply_scaling(z, params), y)
-        if l2:
+        if l2 and l2_center == "zero":
+            loss = loss + l2 * sum((params[k] ** 2).sum() for k in params)
+        elif l2:
             loss = loss + l2 * sum(((params[k] - init[k]) ** 2).sum() for k in params)
         if odir is not None:
             lam, mu = odir
