@@ -29,7 +29,9 @@ def _fast_params(name):
     if "n_steps" in cls.accepted_params():
         kw["n_steps"] = 20
     if "lambdas" in cls.accepted_params():  # cross-validated grids: one pair, not Kull's 432
-        kw.update(lambdas=[1e-3], mus=[1e-3])
+        kw["lambdas"] = [1e-3]
+        if "mus" in cls.accepted_params():
+            kw["mus"] = [1e-3]
     return kw
 
 
