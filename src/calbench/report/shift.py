@@ -182,7 +182,11 @@ def findings(rows, compare, dataset: str, methods: Sequence[str], labels: Mappin
             f"({_signed('ece', rise[order[-1]])} points). Lowest mean ECE at severity 5: "
             f"{lab(best5)} ({_fmt('ece', finite[best5][-1])}%)."
         )
-    for comp, text in (("ts_vs_uncalibrated", "TS vs uncalibrated"), ("best_vs_ts", "best vs TS")):
+    names = {"ece": "ECE", "nll": "NLL", "accuracy": "accuracy", "brier": "Brier score"}
+    for comp, text in (
+        ("ts_vs_uncalibrated", f"{lab('ts')} vs {lab('uncalibrated')}"),
+        ("best_vs_ts", f"best vs {lab('ts')}"),
+    ):
         sel = [r for r in compare if r["dataset"] == dataset and r["comparison"] == comp]
         for metric in sorted({r["metric"] for r in sel}):
             cells = [r for r in sel if r["metric"] == metric and r["severity"] > 0]
@@ -199,7 +203,7 @@ def findings(rows, compare, dataset: str, methods: Sequence[str], labels: Mappin
                 else ""
             )
             out.append(
-                f"{text}{extra}, {metric} under shift: significantly better in {better}, "
+                f"{text}{extra}, {names.get(metric, metric)} under shift: significantly better in {better}, "
                 f"significantly worse in {worse}, not distinguishable in "
                 f"{len(cells) - better - worse} of {len(cells)} (model, severity) cells."
             )
