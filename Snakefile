@@ -23,6 +23,10 @@ except WorkflowError as exc:
     raise WorkflowError(schema_error_line(exc)) from None
 
 
+# `snakemake --report report.zip`: workflow description; rules mark their key outputs report()
+report: "workflow/report/workflow.rst"
+
+
 include: "workflow/rules/common.smk"
 include: "workflow/rules/data.smk"
 include: "workflow/rules/models.smk"

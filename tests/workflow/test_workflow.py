@@ -24,6 +24,8 @@ import numpy as np
 import pytest
 import yaml
 
+from calbench.stats import NO_INTERVAL
+
 REPO = Path(__file__).resolve().parents[2]
 pytestmark = [pytest.mark.slow]
 
@@ -107,7 +109,9 @@ def test_outputs(run):
     cfg = yaml.safe_load((run / "config.yaml").read_text())
     models, methods = list(cfg["models"]), list(cfg["calibrators"])
     html = (run / "reports" / "report.html").read_text()
-    assert html.count("data:image/png;base64,") == len(models)
+    # one reliability diagram per model and calibrator (uncalibrated, TS, best shown, rest folded)
+    assert html.count("data:image/png;base64,") == len(models) * len(methods)
+    assert html.index('id="findings"') < html.index('id="tables"')
     rows = _read(run / "results" / "aggregate" / "metrics.csv")
     n_metrics = len(cfg["evaluation"]["metrics"])
     assert len(rows) == len(models) * len(methods) * 2 * n_metrics
@@ -115,7 +119,7 @@ def test_outputs(run):
     ci_halves = set(ev.get("ci_halves") or ev["halves"])
     ci_metrics = set(ev.get("ci_metrics") or ev["metrics"])
     for r in rows:
-        if r["half"] in ci_halves and r["metric"] in ci_metrics:
+        if r["half"] in ci_halves and r["metric"] in ci_metrics - NO_INTERVAL:
             assert r["ci_low"] != "" and float(r["ci_low"]) <= float(r["ci_high"])
         else:
             assert r["ci_low"] == r["ci_high"] == ""
@@ -420,3 +424,23 @@ def test_bench_workflow_known_span(tmp_path):
         "max_wall_s": 3.0,
     }
     assert bench.main(["--root", str(tmp_path / "nowhere")]) == 2
+
+
+def test_snakemake_report(run, tmp_path):
+    """`snakemake --report report.zip`: the standard Snakemake report holds the HTML report, the
+    result tables and the reliability diagrams marked with report(), with their captions."""
+    import zipfile
+
+    out = tmp_path / "report.zip"
+    smk(run, "--report", out)
+    with zipfile.ZipFile(out) as z:
+        names = z.namelist()
+        index = next(n for n in names if n.endswith("report/report.html"))
+        page = z.read(index).decode()
+    files = {Path(n).name for n in names}
+    cfg = yaml.safe_load((run / "config.yaml").read_text())
+    assert "report.html" in files
+    assert {f"{m}.csv" for m in cfg["report"]["table_metrics"]} <= files
+    assert {f"{c}.png" for c in cfg["calibrators"]} <= files
+    assert "Post-hoc calibration study" in page  # workflow/report/workflow.rst
+    assert "Reliability diagrams" in page and "Tables" in page  # categories

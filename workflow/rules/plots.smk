@@ -3,7 +3,13 @@
 
 rule plot_reliability:
     output:
-        png="results/plots/{dataset}/{model}/{method}.png",
+        png=report(
+            "results/plots/{dataset}/{model}/{method}.png",
+            caption="../report/reliability.rst",
+            category="Reliability diagrams",
+            subcategory="{model}",
+            labels={"model": "{model}", "calibrator": "{method}"},
+        ),
     input:
         logits="results/logits/{dataset}/{model}.npz",
         split=split_file,
@@ -12,6 +18,9 @@ rule plot_reliability:
     params:
         n_bins=config["plots"]["n_bins"],
         style=config["plots"]["style"],
+        title=lambda wildcards: str(
+            (config["calibrators"][wildcards.method] or {}).get("display", wildcards.method)
+        ),
     log:
         "logs/plot_reliability/{dataset}/{model}/{method}.log",
     benchmark:
@@ -25,7 +34,7 @@ rule plot_reliability:
     shell:
         "calbench plot-reliability --logits {input.logits} --split {input.split}"
         " --calibrator {input.calibrator} --n-bins {params.n_bins} --style {params.style}"
-        " --out {output.png} > {log} 2>&1"
+        " --title {params.title:q} --out {output.png} > {log} 2>&1"
 
 
 rule plot_reliability_grid:

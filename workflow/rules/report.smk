@@ -5,7 +5,17 @@ rule aggregate:
     output:
         metrics="results/aggregate/metrics.csv",
         compare="results/aggregate/compare.csv",
-        tables=all_tables(),
+        tables=[
+            report(
+                f,
+                caption="../report/table.rst",
+                category="Tables",
+                labels={"table": Path(f).stem},
+            )
+            if f.endswith(".csv")
+            else f
+            for f in all_tables()
+        ],
     input:
         metrics=expand(
             "results/metrics/{path}/{method}.csv",
@@ -36,7 +46,12 @@ rule aggregate:
 
 rule render_report:
     output:
-        report="reports/report.html",
+        report=report(
+            "reports/report.html",
+            caption="../report/report.rst",
+            category="Report",
+            labels={"file": "report.html"},
+        ),
     input:
         metrics="results/aggregate/metrics.csv",
         compare="results/aggregate/compare.csv",
@@ -48,6 +63,10 @@ rule render_report:
         reference=reference_input(),
         objectives=objectives_inputs(),
         sections=lambda wildcards: shift_sections(),  # extra sections (workflow/rules/shift.smk)
+        plots=[p for p in all_plots() if Path(p).stem != "grid"],  # per-calibrator diagrams
+        ts_files=model_paths("results/calibrators/{dataset}/{model}/ts.json")
+        if "ts" in config["calibrators"]
+        else [],
         lib=lib_sources("render_report"),
         spec=spec_file("render_report", report_spec()),
         config=spec_file("config", json.dumps(config, sort_keys=False)),
@@ -68,4 +87,5 @@ rule render_report:
         " --compare {input.compare} --spec @{input.spec} --config @{input.config}"
         " --grids {input.grids} --manifests {input.manifests} --logits {input.logits}"
         " --splits {input.splits} {params.reference} --sections {input.sections}"
+        " --plots {input.plots} --ts-files {input.ts_files}"
         " --out {output.report} > {log} 2>&1"

@@ -241,6 +241,22 @@ def _grid_key(path) -> str:
     return f"{p.parent.parent.name}/{p.parent.name}"
 
 
+def _model_of(path) -> str:
+    """``model`` from ``.../{dataset}/{model}/{file}``."""
+    return Path(path).parent.name
+
+
+def _plot_files(paths) -> dict:
+    """``{dataset/model: {calibrator: png}}`` from ``.../{dataset}/{model}/{calibrator}.png``
+    (grids left out), in the order given."""
+    out: dict = {}
+    for path in paths or []:
+        p = Path(path)
+        if p.stem != "grid":
+            out.setdefault(_grid_key(p), {})[p.stem] = str(p)
+    return out
+
+
 def render_report(
     template,
     metrics_csv,
@@ -255,6 +271,8 @@ def render_report(
     splits=(),
     reference_csv=None,
     sections=(),
+    plots=(),
+    ts_files=(),
 ) -> None:
     from calbench.io import atomic_write_text
     from calbench.report import render
@@ -285,6 +303,8 @@ def render_report(
         grids={_grid_key(g): g for g in grids or []},
         provenance=provenance,
         reference=reference,
+        plots=_plot_files(plots),
+        temperatures={_model_of(p): render.fitted_temperature(p) for p in ts_files or []},
     )
     # extra sections: HTML fragments escaped by the calbench step that wrote them (shift-report)
     from markupsafe import Markup
@@ -327,6 +347,8 @@ def _cmd_render(args: argparse.Namespace) -> int:
         splits=args.splits,
         reference_csv=args.reference,
         sections=args.sections,
+        plots=args.plots,
+        ts_files=args.ts_files,
     )
     return 0
 
@@ -381,6 +403,18 @@ def register(sub) -> None:
     p.add_argument("--reference", help="published numbers, long CSV")
     p.add_argument(
         "--sections", nargs="*", default=[], help="HTML fragments of extra sections (shift-report)"
+    )
+    p.add_argument(
+        "--plots",
+        nargs="*",
+        default=[],
+        help=".../{dataset}/{model}/{calibrator}.png reliability diagrams (shown per model)",
+    )
+    p.add_argument(
+        "--ts-files",
+        nargs="*",
+        default=[],
+        help=".../{dataset}/{model}/ts.json fitted temperature scaling (temperature table)",
     )
     p.add_argument("--out", required=True, help="report .html to write")
     p.set_defaults(func=_cmd_render)
