@@ -65,3 +65,20 @@ def test_corrupted_sets_are_reproducible(run, tmp_path):
     before = npy.read_bytes()
     smk(run, "--forcerun", "corrupt_dataset", "--until", "corrupt_dataset", timeout=1200)
     assert npy.read_bytes() == before
+
+
+def test_cifar10_c_config_plans(tmp_path):
+    """config/shift_cifar10.yaml (the coursework's CIFAR-10 zoo on CIFAR-10-C) validates and
+    plans: one archive, 15 extracted corruptions, one shift-logits and evaluate-shift job per
+    model."""
+    import yaml
+
+    root = _copy_workflow(tmp_path / "repo")
+    cfg = yaml.safe_load((REPO / "config" / "shift_cifar10.yaml").read_text())
+    n_models = len(cfg["models"])
+    assert n_models == 33 and cfg["shift"]["source"] == "published"
+    counts = planned(root, "--configfile", "config/shift_cifar10.yaml")
+    assert counts["download_corrupted"] == 1
+    assert counts["corrupt_dataset"] == len(cfg["shift"]["corruptions"]) == 15
+    assert counts["shift_logits"] == counts["evaluate_shift"] == n_models
+    assert counts["shift_report"] == 1
