@@ -246,7 +246,8 @@ def _rules_running(module: str) -> list[str]:
     for smk in sorted((REPO / "workflow" / "rules").glob("*.smk")):
         for m in re.finditer(r"^rule (\w+):\n(.*?)(?=^rule |\Z)", smk.read_text(), re.S | re.M):
             lib = re.findall(r'lib_sources\("([\w-]+)"\)', m.group(2))
-            if lib and any(p.endswith("/calbench/" + module) for p in verb_sources(lib[0])):
+            verb = lib[0].replace("_", "-") if lib else None
+            if verb and any(p.endswith("/calbench/" + module) for p in verb_sources(verb)):
                 out.append(m.group(1))
     return out
 

@@ -42,10 +42,14 @@ SPEC_DIR = Path("results/specs")
 
 
 def spec_file(name, text):
-    """Write ``text`` to ``results/specs/<name>.json`` when the workflow starts, only if its content
-    changed (so an unchanged config leaves the file's mtime, and the steps reading it, alone);
-    return the path, for a rule's input (the verb reads ``--spec @<path>``)."""
-    path = SPEC_DIR / f"{name}.json"
+    """Write ``text`` to ``results/specs/<name>-<sha256 prefix>.json`` when the workflow starts
+    (once: the name is the content's hash) and return the path, for a rule's input (the verb
+    reads ``--spec @<path>``). A changed config slice is a new input file, so the steps reading
+    it rerun; a dry run with another config leaves the files of this one untouched."""
+    import hashlib
+
+    digest = hashlib.sha256(text.encode()).hexdigest()[:16]
+    path = SPEC_DIR / f"{name}-{digest}.json"
     if not path.is_file() or path.read_text() != text:
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_name(f".{path.name}.tmp")
