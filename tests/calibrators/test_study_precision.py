@@ -216,3 +216,33 @@ def test_precision_round_trips_and_rejects_unknown_values(name):
     np.testing.assert_array_equal(back.predict_proba(zt), cal.predict_proba(zt))
     with pytest.raises(ValueError, match="precision must be one of"):
         get_calibrator(name, precision="half")
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_isotonic_fit_pools_near_ties_as_scikit_learn(dtype, seed):
+    """Scores in chains closer than the dtype's resolution (1e-6 / 1e-15) pool into the groups
+    scikit-learn's left-to-right rule forms, also where the fast path must cut the column."""
+    from calbench.calibrators.isotonic import apply_isotonic, apply_isotonic_float32, fit_isotonic
+
+    rng = np.random.default_rng(seed)
+    eps = float(np.finfo(dtype).resolution)
+    n, k = 3000, 4
+    labels = rng.integers(0, k, n)
+    base = rng.choice([0.05, 0.1, 0.3, 0.3 + 3 * eps], size=(n, k))
+    base[np.arange(n), labels] = rng.choice([0.6, 0.95], size=n)
+    probs = (base + rng.integers(0, 6, (n, k)) * 0.3 * eps).astype(dtype)  # linked chains
+    # every positive of a class scores >= 0.6: the fit cuts off the chains below (the fast path),
+    # here where a chain straddles the cut, so the cut moves to the chain's first group start
+    queries = np.concatenate([probs, rng.random((500, k)).astype(dtype)])
+    kx, ky, off = fit_isotonic(probs, labels)
+    apply = apply_isotonic_float32 if dtype == np.float32 else apply_isotonic
+    got = apply(kx, ky, off, queries)
+    for j in range(k):
+        reg = IsotonicRegression(increasing=True, out_of_bounds="clip", y_min=0.0, y_max=1.0)
+        reg.fit(probs[:, j], (labels == j).astype(int))
+        want = reg.transform(queries[:, j])
+        if dtype == np.float32:
+            np.testing.assert_array_equal(got[:, j], want)
+        else:
+            np.testing.assert_allclose(got[:, j], want, rtol=0, atol=1e-12)

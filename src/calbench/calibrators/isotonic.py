@@ -14,9 +14,11 @@ outside the fitted range.
 Speed.  Only positives (``y == j``) move the fit of column ``j``: every score below the smallest
 positive score ``q_j`` belongs to a leading run of negatives whose fitted value is 0 and which
 never pools with later points.  So the fit only needs the scores ``>= c_j``, where ``c_j`` is the
-largest score at least ``4e-15`` below ``q_j`` (the run's last point, the knot where the fitted
-map leaves 0).  That is exact when ``c_j`` starts a new pooling group, i.e. when the next lower
-score is at least 1e-15 below it; otherwise the whole column is used.  The thresholds come from
+largest score at least ``4 eps`` below ``q_j`` (``eps`` the tie tolerance, 1e-15 for float64 and
+1e-6 for float32 scores; the run's last point, the knot where the fitted map leaves 0).  That is
+exact when ``c_j`` starts a new pooling group, i.e. when the next lower score is at least ``eps``
+below it; otherwise ``c_j`` moves down to the largest such score (which always starts a group),
+and only when there is none is the whole column used.  The thresholds come from
 a few whole-matrix passes; each column then sorts and pools only its few kept scores and calls
 ``scipy.optimize.isotonic_regression``.  Prediction likewise interpolates only the entries at or
 above each column's first knot.
@@ -68,12 +70,19 @@ def pool_ties(x: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.
         ):
             first, last = lo, hi + 1  # cluster spans x[first..last]
             seg = x[first : last + 1]
+            m = seg.size
             cur = 0
             while True:
-                rest = np.flatnonzero(seg[cur + 1 :] - seg[cur] >= eps)
-                if rest.size == 0:
+                # next start: the first j > cur with seg[j] - seg[cur] >= eps (in x's dtype);
+                # bisect on seg[cur] + eps, then settle the rounding with exact comparisons
+                j = max(int(np.searchsorted(seg, seg[cur] + eps, side="left")), cur + 1)
+                while j > cur + 1 and seg[j - 1] - seg[cur] >= eps:
+                    j -= 1
+                while j < m and not seg[j] - seg[cur] >= eps:
+                    j += 1
+                if j >= m:
                     break
-                cur = cur + 1 + int(rest[0])
+                cur = j
                 new[first + cur] = True
     starts = np.flatnonzero(new)
     sizes = np.diff(np.append(starts, n)).astype(np.float64)
@@ -129,9 +138,13 @@ def _column_cut(x: np.ndarray, q: float) -> float:
         return -np.inf
     cut = below.max()
     lower = below[below < cut]
-    if lower.size and not cut - lower.max() >= eps:
-        return -np.inf
-    return cut
+    if not lower.size or cut - lower.max() >= eps:
+        return cut
+    # the largest score below q - 4 eps that is at least eps above the next lower score starts a
+    # pooling group (the previous group's start is at most that score); the smallest one always does
+    s = np.unique(below)
+    ok = np.flatnonzero(s[1:] - s[:-1] >= eps)
+    return s[ok[-1] + 1] if ok.size else -np.inf
 
 
 def fit_isotonic(
