@@ -236,6 +236,12 @@ def _mark_sparse_bins(ax, bars, left, width, acc, count) -> None:
         if c < FEW_SAMPLES:
             bar.set_alpha(0.3)
             ax.text(x + w / 2, min(a + 0.02, 0.93), f"n={int(c)}", ha="center", fontsize=6)
+    legend = ax.get_legend()
+    if legend is not None:  # the legend key stays in full colour
+        handles = getattr(legend, "legend_handles", None) or legend.legendHandles
+        for handle, text in zip(handles, legend.get_texts(), strict=False):
+            if text.get_text() == "Outputs":
+                handle.set_alpha(None)
 
 
 def _draw_guo(ax, hist_ax, b, ece_value, *, ylabel, ece_in_corner, hist_lines):
