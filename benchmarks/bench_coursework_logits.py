@@ -29,7 +29,6 @@ import shutil
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 import numpy as np
@@ -44,25 +43,19 @@ SHAPES = {  # name: (N, K, models in the config)
 }
 
 
-def run(cmd: list[str]) -> tuple[float, float]:
-    """Wall seconds and peak RSS (MB) of one command in its own process.
-
-    Measured by GNU time around the command: the RSS a child reports through wait4() would
-    include the pages of this (large) process it was forked from before exec."""
-    if shutil.which("time") or Path("/usr/bin/time").exists():
-        full = ["/usr/bin/time", "-f", "BENCH %e %M", *cmd]
-    else:  # pragma: no cover
-        full = cmd
-    t0 = time.perf_counter()
+def run(cmd: list[str]) -> tuple[float, float, float]:
+    """Wall seconds, CPU seconds (user + system) and peak RSS (MB) of one command in its own
+    process. Measured by GNU time around the command: the RSS a child reports through wait4()
+    would include the pages of this (large) process it was forked from before exec. CPU seconds
+    are what the extrapolation uses: on a machine shared with other work they grow far less
+    than wall seconds."""
+    full = ["/usr/bin/time", "-f", "BENCH %e %U %S %M", *cmd]
     res = subprocess.run(full, capture_output=True, text=True)
-    wall = time.perf_counter() - t0
     if res.returncode != 0:
         raise SystemExit(f"{' '.join(cmd[:4])} failed:\n{res.stdout[-1500:]}{res.stderr[-1500:]}")
     tail = [ln for ln in res.stderr.splitlines() if ln.startswith("BENCH ")]
-    if tail:
-        _, secs, kb = tail[-1].split()
-        return float(secs), float(kb) / 1024.0
-    return wall, float("nan")
+    _, secs, user, system, kb = tail[-1].split()
+    return float(secs), float(user) + float(system), float(kb) / 1024.0
 
 
 def synthetic(n: int, k: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
@@ -99,8 +92,8 @@ def bench_import(work: Path) -> list[tuple[str, float, float, float]]:
         "logits": {"format": "coursework", "folder": "imagenet", "file": "vgg19_bn.pt",
                    "targets": "class_blocks", "local_path": str(pt)},
     }
-    wall, rss = run(calbench("import-logits", "--spec", json.dumps(spec), "--out",
-                             work / "imp" / "in_vgg19_bn.npz", "--resources", work / "res"))
+    wall, _, rss = run(calbench("import-logits", "--spec", json.dumps(spec), "--out",
+                                work / "imp" / "in_vgg19_bn.npz", "--resources", work / "res"))
     rows.append(("coursework .pt 50000 x 1000", pt.stat().st_size / 1e6, wall, rss))
     kp = work / "in" / "probs_resnet152_imgnet_logits.p"
     with open(kp, "wb") as fh:
@@ -114,15 +107,15 @@ def bench_import(work: Path) -> list[tuple[str, float, float, float]]:
         "logits": {"format": "kull_pickle", "file": kp.name, "sha256": sha,
                    "size": kp.stat().st_size, "local_path": str(kp)},
     }
-    wall, rss = run(calbench("import-logits", "--spec", json.dumps(spec), "--out",
-                             work / "imp" / "k.npz", "--split-out", work / "imp" / "ks.npz",
-                             "--resources", work / "res"))
+    wall, _, rss = run(calbench("import-logits", "--spec", json.dumps(spec), "--out",
+                                work / "imp" / "k.npz", "--split-out", work / "imp" / "ks.npz",
+                                "--resources", work / "res"))
     rows.append(("kull_pickle 25000 + 25000 x 1000 (sha256 checked)", kp.stat().st_size / 1e6, wall, rss))
     return rows
 
 
-def bench_chain(work: Path, name: str, cfg: dict, ms_iters: int) -> dict[str, tuple[float, float]]:
-    """Every job of one model's chain: {job: (seconds, peak MB)}."""
+def bench_chain(work: Path, name: str, cfg: dict, ms_iters: int) -> dict[str, tuple]:
+    """Every job of one model's chain: {job: (wall s, CPU s, peak MB)}."""
     n, k, _ = SHAPES[name]
     z, y = synthetic(n, k, 2)
     d = work / name
@@ -192,37 +185,45 @@ def main(argv=None) -> int:
             print(f"{label:52s} {mb:7.1f} MB  {wall:6.2f} s  peak RSS {rss:6.0f} MB")
         if args.import_only:
             return 0
+        print("\n## Process start-up (every workflow job is one process)")
+        startup = {}
+        for label, code in (("python + numpy + calbench CLI", "import calbench.cli; import numpy"),
+                            ("+ torch (torch-based fits)", "import calbench.cli, torch"),
+                            ("+ matplotlib (plots)", "import calbench.cli, matplotlib.pyplot")):
+            wall, cpu, rss = run([sys.executable, "-c", code])
+            startup[label] = cpu
+            print(f"{label:40s} {wall:7.2f} s wall {cpu:7.2f} CPU-s  peak RSS {rss:6.0f} MB")
         per_shape = {}
         for name in args.shapes.split(","):
             n, k, count = SHAPES[name]
             print(f"\n## {name}: one model's chain, {n} x {k} logits ({count} such models)")
             jobs = bench_chain(work, name, cfg, args.ms_iters)
-            for job, (wall, rss) in jobs.items():
-                print(f"{job:40s} {wall:8.2f} s  peak RSS {rss:6.0f} MB")
+            for job, (wall, cpu, rss) in jobs.items():
+                print(f"{job:40s} {wall:7.2f} s wall {cpu:7.2f} CPU-s  peak RSS {rss:6.0f} MB")
             per_shape[name] = jobs
-        print(f"\n## Extrapolation to the 77 models, {args.cores} cores")
+        print(f"\n## Extrapolation to the 77 models on {args.cores} cores (from CPU seconds)")
         total = 0.0
         ms_line = None
         for name, jobs in per_shape.items():
             n, k, count = SHAPES[name]
-            model_s = sum(w for j, (w, _) in jobs.items() if j != "split" and not j.startswith("fit ms_b ("))
-            if name == "imagenet" and any(j.startswith("fit ms_b (") for j in jobs):
-                w = next(w for j, (w, _) in jobs.items() if j.startswith("fit ms_b ("))
-                # start-up + data of a 0-iteration fit is about the uncalibrated fit's time
-                base = jobs["fit uncalibrated"][0]
-                per_iter = max(w - base, 0.0) / args.ms_iters
-                ms_line = (base, per_iter, count)
-            sub = model_s * count + jobs["split"][0]
+            model_s = sum(c for j, (_, c, _) in jobs.items()
+                          if j != "split" and not j.startswith("fit ms_b ("))
+            ms = [c for j, (_, c, _) in jobs.items() if j.startswith("fit ms_b (")]
+            if ms:
+                base = jobs["fit ts"][1]  # start-up + data + a cheap fit
+                ms_line = (base, max(ms[0] - base, 0.0) / args.ms_iters, count)
+            sub = model_s * count + jobs["split"][1]
             total += sub
-            print(f"{name:14s} {count:3d} models x {model_s:7.1f} s/model + split = {sub:8.1f} job-s")
-        print(f"all jobs but the ImageNet M-scaling-b fits: {total:.0f} job-seconds, about "
-              f"{total / args.cores / 60:.1f} min on {args.cores} cores (aggregate, report and "
-              "replication tables not included: seconds)")
+            print(f"{name:14s} {count:3d} models x {model_s:7.1f} CPU-s/model + split = {sub:8.0f} CPU-s")
+        print(f"every job but the ImageNet M-scaling-b fits: {total:.0f} CPU-s, about "
+              f"{total / args.cores / 60:.0f} min on {args.cores} fully used cores (aggregate, "
+              "report and replication tables not included: seconds)")
         if ms_line:
             base, per_iter, count = ms_line
-            print(f"ImageNet M-scaling-b: {per_iter:.2f} s per LBFGS iteration on 1 thread here; "
-                  f"up to 1000 iterations = up to {(base + 1000 * per_iter) / 60:.0f} min per model, "
-                  f"{count} models = up to {count * (base + 1000 * per_iter) / 3600:.1f} CPU-hours")
+            one = base + 1000 * per_iter
+            print(f"ImageNet M-scaling-b: {per_iter:.2f} CPU-s per LBFGS iteration (1 thread); "
+                  f"at most 1000 iterations = up to {one / 60:.0f} min per model, "
+                  f"{count} models up to {count * one / 3600:.1f} CPU-hours")
     finally:
         if not args.keep:
             shutil.rmtree(work, ignore_errors=True)
