@@ -357,7 +357,10 @@ def test_reliability_grid(style, per_panel):
     assert len(panels) == len(by_method)
     acc_label = "Outputs" if style == "guo" else "Accuracy"
     for ax, (name, p) in zip(panels, by_method.items(), strict=True):
-        assert ax.get_title() == f"{name}: {plots.format_ece(metrics.ece(p, labels, n_bins=10))} (10 bins)"
+        assert (
+            ax.get_title()
+            == f"{name}: {plots.format_ece(metrics.ece(p, labels, n_bins=10))} (10 bins)"
+        )
         _, _, acc, _ = _nonempty(metrics.reliability_bins(p, labels, n_bins=10))
         np.testing.assert_allclose(_heights(_container(ax, acc_label)), acc, atol=1e-12)
         assert _texts(ax) == []  # ECE in the title, not repeated in the corner or legend

@@ -116,7 +116,9 @@ def _study(tmp_path: Path):
     for c in METHODS:
         path = tmp_path / "plots" / f"{c}.png"
         path.parent.mkdir(parents=True, exist_ok=True)
-        plots.save_figure(plots.reliability_diagram(p, y, n_bins=10, title=METHODS[c]), path, dpi=60)
+        plots.save_figure(
+            plots.reliability_diagram(p, y, n_bins=10, title=METHODS[c]), path, dpi=60
+        )
         shared[c] = str(path)
     for m, v in list(models.items())[:2]:
         figs[f"{v['dataset']}/{m}"] = shared
