@@ -65,29 +65,39 @@ def pool_ties(x: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.
         # clusters of scores linked by gaps < eps: walk the group starts inside each cluster
         linked = np.flatnonzero(gaps < eps)
         breaks = np.flatnonzero(np.diff(linked) > 1)
+        nxt = _next_group_start(x, eps).tolist()
         for lo, hi in zip(
             np.r_[linked[0], linked[breaks + 1]], np.r_[linked[breaks], linked[-1]], strict=True
         ):
             first, last = lo, hi + 1  # cluster spans x[first..last]
-            seg = x[first : last + 1]
-            m = seg.size
-            cur = 0
-            while True:
-                # next start: the first j > cur with seg[j] - seg[cur] >= eps (in x's dtype);
-                # bisect on seg[cur] + eps, then settle the rounding with exact comparisons
-                j = max(int(np.searchsorted(seg, seg[cur] + eps, side="left")), cur + 1)
-                while j > cur + 1 and seg[j - 1] - seg[cur] >= eps:
-                    j -= 1
-                while j < m and not seg[j] - seg[cur] >= eps:
-                    j += 1
-                if j >= m:
-                    break
-                cur = j
-                new[first + cur] = True
+            cur = first  # a group start (the gap before it is >= eps, or it is x[0])
+            while nxt[cur] <= last:  # follow the chain of group starts through the cluster
+                cur = nxt[cur]
+                new[cur] = True
     starts = np.flatnonzero(new)
     sizes = np.diff(np.append(starts, n)).astype(np.float64)
     sums = np.add.reduceat(np.asarray(y, dtype=np.float64), starts)
     return x[starts], sums / sizes, sizes
+
+
+def _next_group_start(seg: np.ndarray, eps) -> np.ndarray:
+    """For each ``i``, the first ``j > i`` with ``seg[j] - seg[i] >= eps`` (``seg.size`` if none),
+    comparisons in ``seg``'s dtype; ``seg`` sorted.  Bisects on ``seg + eps`` and then settles
+    the rounding of that sum with exact comparisons (a few vectorised steps)."""
+    m = seg.size
+    idx = np.arange(m)
+    j = np.maximum(np.searchsorted(seg, seg + eps, side="left"), idx + 1)
+    while True:  # step back while the previous score also qualifies
+        back = (j > idx + 1) & (seg[np.minimum(j - 1, m - 1)] - seg >= eps)
+        if not back.any():
+            break
+        j[back] -= 1
+    while True:  # step forward while the score does not qualify
+        fwd = (j < m) & ~(seg[np.minimum(j, m - 1)] - seg >= eps)
+        if not fwd.any():
+            break
+        j[fwd] += 1
+    return j
 
 
 def isotonic_fit_1d(x: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
