@@ -301,3 +301,10 @@ def test_manifest_flags_are_explained_and_order_hash_shown_once(tmp_path):
     assert "recompressed" in html  # the meaning of false
     assert html.count("samehash") == 1
     assert "<th>Package</th><th>Version</th>" in html
+
+
+def test_report_is_deterministic(tmp_path):
+    # the critical-difference SVGs and CSV links included: the same inputs give the same bytes
+    a = render.render_html(TEMPLATE, _context(tmp_path / "a"))
+    b = render.render_html(TEMPLATE, _context(tmp_path / "b"))
+    assert a.replace(str(tmp_path / "a"), "") == b.replace(str(tmp_path / "b"), "")
