@@ -98,8 +98,8 @@ rule guo_kull_tables:
         sweep_figures=guo_kull_sweeps(SWEEP_FIGURES),
         reference=str(LIB_ROOT / "reference" / "guo_kull_logits.csv"),
         lib=lib_sources("guo-kull-tables"),
+        spec=spec_file("guo_kull_tables", guo_kull_spec()),
     params:
-        spec=lambda wildcards: guo_kull_spec(),  # a function: no {wildcard} expansion of the JSON
         summary=guo_kull_summary_args,
     log:
         "logs/guo_kull_tables/guo_kull.log",
@@ -110,7 +110,7 @@ rule guo_kull_tables:
     conda:
         "../../envs/calbench.yaml"
     shell:
-        "calbench guo-kull-tables --metrics {input.metrics} --spec {params.spec:q} {params.summary}"
+        "calbench guo-kull-tables --metrics {input.metrics} --spec @{input.spec} {params.summary}"
         " --sweep-csvs {input.sweep_csvs} --sweep-figures {input.sweep_figures}"
         " --out-html {output.html} --out-md {output.md} --out-csv {output.cells}"
         " --out-summary {output.summary} > {log} 2>&1"
