@@ -4,8 +4,8 @@ import numpy as np
 import pytest
 
 import calbench.metrics as M
-from calbench.metrics import METRICS
 from calbench import stats as S
+from calbench.metrics import METRICS
 from calbench.stats import BootstrapCI, PairedBootstrap, bootstrap_ci, paired_bootstrap
 from calbench.synthetic import SyntheticModel, population_errors
 
@@ -245,3 +245,13 @@ def test_friedman_matches_scipy_and_demsar():
     assert S.rank_rows([[0.9, 0.8, 0.9]], higher_is_better=True).tolist() == [[1.5, 3.0, 1.5]]
     with pytest.raises(ValueError, match="Friedman"):
         S.friedman_test([[1.0, 2.0]])
+
+
+def test_every_calibration_error_gets_the_basic_interval():
+    # the binned / absolute-gap errors of METRICS, the Kull et al. variants included
+    from calbench.metrics import METRICS
+
+    smooth = {"accuracy", "brier", "brier_kull", "nll", "nll_kull", "nll_modern", "debiased_ece"}
+    assert set(METRICS) - S.CALIBRATION_ERRORS == smooth
+    assert S.NO_INTERVAL <= S.CALIBRATION_ERRORS
+    assert {S.interval_method(METRICS[m]) for m in S.CALIBRATION_ERRORS} == {"basic"}

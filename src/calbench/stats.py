@@ -54,11 +54,12 @@ INTERVAL_METHODS = ("percentile", "basic")
 #: cumulative); their intervals default to the basic bootstrap (see the module docstring).
 CALIBRATION_ERRORS = frozenset(
     {"ece", "mce", "cwece", "ace", "ece_l2_mass", "marginal_ce", "ece_sweep", "ks", "sbece", "dece"}
+    | {"ece_kull", "mce_kull", "cwece_kull"}
 )
 
 #: Metrics reported without an interval: the maximum bin gap (MCE) is a non-smooth extreme whose
 #: bootstrap is inconsistent (coverage 40-50% in the simulation of docs/statistics.md).
-NO_INTERVAL = frozenset({"mce"})
+NO_INTERVAL = frozenset({"mce", "mce_kull"})
 
 
 def interval_method(metric) -> str:

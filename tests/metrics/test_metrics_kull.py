@@ -117,7 +117,7 @@ def test_hand_computed_example():
 
 def test_cwece_kull_bootstrap_uses_weights_consistently():
     p, y = probs(200, 10, 5)
-    res = bootstrap_ci(METRICS["cwece_kull"], p, y, n_resamples=20, seed=0)
+    res = bootstrap_ci(METRICS["cwece_kull"], p, y, n_resamples=20, seed=0, method="percentile")
     idx = np.random.default_rng(0).integers(0, 200, size=(20, 200))
     vals = [METRICS["cwece_kull"](p[i], y[i]) for i in idx]
     assert min(vals) - 1e-12 <= res.low <= res.high <= max(vals) + 1e-12
