@@ -235,6 +235,13 @@ def data_provenance(manifests, logits, splits) -> dict:
     return out
 
 
+def _checksums(config) -> dict:
+    """Downloads without a published checksum (pinned on first use or not pinned)."""
+    from calbench.models.pretrained import checksum_provenance
+
+    return checksum_provenance(config) if config else {"published": 0, "files": []}
+
+
 def _grid_key(path) -> str:
     """``dataset/model`` from ``.../{dataset}/{model}/grid.png``."""
     p = Path(path)
@@ -295,6 +302,7 @@ def render_report(
         "config": yaml.safe_dump(config, sort_keys=False) if config is not None else "",
         "packages": render.package_versions(),
         **data_provenance(manifests, logits, splits),
+        "checksums": _checksums(config),
     }
     context = render.build_context(
         rows=rows,
