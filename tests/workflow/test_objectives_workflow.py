@@ -88,7 +88,7 @@ def _history(root: Path, model: str) -> list[dict]:
 def test_objectives_study(tmp_path):
     root = run_study(tmp_path, "objectives_fmnist.yaml", ["CE", "FL 3"], ["uncalibrated", "ts"])
     html = (root / "reports" / "report.html").read_text()
-    assert "Uncalibrated calibration by training loss" in html
+    assert "Calibration by training loss" in html
     md = (root / "results" / "tables" / "losses_ece.md").read_text()
     assert "| CE | FL 3 |" in md and md.count("±") == 2  # two objectives, mean ± std of 2 seeds
     h = _history(root, "fmnist_mlp_ce_s0")

@@ -234,6 +234,7 @@ def table_view(
                 notes.append(f"{header[c]}: {next(iter(values))}")
     n_kept_labels = sum(1 for c in keep if c < n_labels)
     return {
+        "key": key,
         "id": f"t-{_slug(key)}",
         "title": title,
         "caption": caption,
@@ -267,7 +268,7 @@ def metric_view(table: T.Table, key: str) -> dict:
                 )
             )
         rows.append(cells)
-    return table_view(
+    view = table_view(
         key,
         table.title,
         [*table.row_header, *table.col_labels],
@@ -275,6 +276,8 @@ def metric_view(table: T.Table, key: str) -> dict:
         n_labels=len(table.row_header),
         csv_text=T.to_csv(table),
     )
+    view["metric"] = table.metric
+    return view
 
 
 def study_view(t) -> dict:
