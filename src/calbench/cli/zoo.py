@@ -272,6 +272,8 @@ def checkpoint_pins(doc: dict, resources: Path, steps) -> dict:
 
     pins = {}
     for kind, name, dest, _ in steps:
+        if kind not in ("checkpoint", "archive", "hub"):
+            continue
         status = pin_of(kind, get_entry(doc, name), dest, resources)
         if status:
             pins[dest] = PIN_WORDS[status]
