@@ -73,7 +73,9 @@ def test_every_calibrator_declares_a_state_schema_matching_its_state(name, fitte
 @pytest.mark.parametrize("name", OURS)
 def test_unknown_parameter_lists_the_accepted_ones(name, tmp_path, fitted_files):
     accepted = REGISTRY[name].accepted_params()
-    with pytest.raises(ValueError, match=r"has no parameter\(s\) \['max_iters'\]; accepted: ") as exc:
+    with pytest.raises(
+        ValueError, match=r"has no parameter\(s\) \['max_iters'\]; accepted: "
+    ) as exc:
         get_calibrator(name, max_iters=5)
     assert all(a in str(exc.value) for a in accepted)
     with pytest.raises(ValueError, match="max_iters"):
@@ -85,7 +87,12 @@ def test_unknown_parameter_lists_the_accepted_ones(name, tmp_path, fitted_files)
 
 def test_accepted_params_follow_the_init_signatures():
     assert set(REGISTRY["ts"].accepted_params()) == {
-        "max_iter", "line_search", "dtype", "device", "l2", "precision"
+        "max_iter",
+        "line_search",
+        "dtype",
+        "device",
+        "l2",
+        "precision",
     }
     assert "odir" in REGISTRY["ms_b"].accepted_params()
     assert "odir" not in REGISTRY["ts"].accepted_params()
@@ -113,7 +120,9 @@ def test_accepted_params_of_new_subclasses_need_no_code():
     assert _Strict.accepted_params() == ("alpha",)
     assert _Forwarding.accepted_params() == ("beta", "alpha")
     _Forwarding(alpha=2.0, beta=3)
-    with pytest.raises(ValueError, match=r"no parameter\(s\) \['gamma'\]; accepted: \['alpha', 'beta'\]"):
+    with pytest.raises(
+        ValueError, match=r"no parameter\(s\) \['gamma'\]; accepted: \['alpha', 'beta'\]"
+    ):
         _Forwarding(gamma=1)
 
 
@@ -146,7 +155,9 @@ def test_every_state_field_is_checked(name, fitted_files):
     bad = json.loads(json.dumps(doc))
     bad["state"]["n_classes"] = k + 1
     schema = REGISTRY[name].state_schema
-    if name == "platt" or any(f.ragged or "K" in f.shape or "K+1" in f.shape for f in schema.values()):
+    if name == "platt" or any(
+        f.ragged or "K" in f.shape or "K+1" in f.shape for f in schema.values()
+    ):
         _one_line_error(_write(path, bad), "state")
 
 
@@ -165,7 +176,11 @@ def test_every_state_field_is_checked(name, fitted_files):
 def test_constraints_and_shapes(fitted_files, name, field, value, match):
     path, doc, _ = fitted_files[name]
     arr = np.asarray(value, dtype=np.int64 if field == "offsets" else np.float32)
-    doc["state"][field] = {"__ndarray__": arr.tolist(), "dtype": str(arr.dtype), "shape": list(arr.shape)}
+    doc["state"][field] = {
+        "__ndarray__": arr.tolist(),
+        "dtype": str(arr.dtype),
+        "shape": list(arr.shape),
+    }
     _one_line_error(_write(path, doc), match)
 
 
@@ -179,19 +194,28 @@ def test_ts_temperature_constraint_is_what_corrupts_results(fitted_files, small_
     _one_line_error(_write(path, doc), "must be > 0")
 
 
-@pytest.mark.parametrize("content, match", [
-    ("[]", "must hold a JSON object .* got list"),
-    ("null", "must hold a JSON object .* got null"),
-    ('"ts"', "must hold a JSON object .* got str"),
-    ("{\"method\": \"ts\", \"params\": [], \"state\": null}", "params must be an object"),
-    ("{\"method\": \"ts\", \"params\": {}, \"state\": []}", "state must be an object or null"),
-    ("{\"method\": 3, \"params\": {}, \"state\": null}", "unknown calibrator method 3"),
-    ("{\"method\": \"ts\", \"params\": {}, \"state\": {\"n_classes\": \"4\", \"a\": 1}}", "n_classes must be an integer"),
-    ("{\"method\": \"ts\", \"params\": {}, \"state\": {\"n_classes\": 4, \"a\": {\"__ndarray__\": [1], \"dtype\": \"nope\"}}}", "state.a is not a stored array"),
-    ("{\"method\": \"ts\", \"params\": {}, \"state\": null, \"fitted_on\": 3}", "fitted_on must hold"),
-    ("{\"method\": \"ts\", \"parms\": {}}", r"unknown top-level key\(s\) \['parms'\]"),
-    ("{\"method\"", "not valid calibrator JSON"),
-])
+@pytest.mark.parametrize(
+    "content, match",
+    [
+        ("[]", "must hold a JSON object .* got list"),
+        ("null", "must hold a JSON object .* got null"),
+        ('"ts"', "must hold a JSON object .* got str"),
+        ('{"method": "ts", "params": [], "state": null}', "params must be an object"),
+        ('{"method": "ts", "params": {}, "state": []}', "state must be an object or null"),
+        ('{"method": 3, "params": {}, "state": null}', "unknown calibrator method 3"),
+        (
+            '{"method": "ts", "params": {}, "state": {"n_classes": "4", "a": 1}}',
+            "n_classes must be an integer",
+        ),
+        (
+            '{"method": "ts", "params": {}, "state": {"n_classes": 4, "a": {"__ndarray__": [1], "dtype": "nope"}}}',
+            "state.a is not a stored array",
+        ),
+        ('{"method": "ts", "params": {}, "state": null, "fitted_on": 3}', "fitted_on must hold"),
+        ('{"method": "ts", "parms": {}}', r"unknown top-level key\(s\) \['parms'\]"),
+        ('{"method"', "not valid calibrator JSON"),
+    ],
+)
 def test_malformed_json_is_one_line_error(tmp_path, content, match):
     path = tmp_path / "c.json"
     path.write_text(content)
@@ -204,7 +228,9 @@ def test_fit_refuses_probabilities_unless_allowed(name, small_problem):
     probs = np.exp(z - z.max(1, keepdims=True))
     probs /= probs.sum(1, keepdims=True)
     cal = get_calibrator(name, **_fast_params(name))
-    with pytest.raises(ValueError, match="fit got probabilities .* allow_probabilities=True") as exc:
+    with pytest.raises(
+        ValueError, match="fit got probabilities .* allow_probabilities=True"
+    ) as exc:
         cal.fit(probs, y)
     assert "\n" not in str(exc.value) and cal.n_classes_ is None
     cal.fit(probs, y, allow_probabilities=True)
@@ -217,7 +243,9 @@ def test_ts_on_probabilities_would_fit_a_wrong_temperature(small_problem):
     probs = np.exp(z - z.max(1, keepdims=True))
     probs /= probs.sum(1, keepdims=True)
     t_logits = get_calibrator("ts", device="cpu").fit(z, y).temperature_
-    t_probs = get_calibrator("ts", device="cpu").fit(probs, y, allow_probabilities=True).temperature_
+    t_probs = (
+        get_calibrator("ts", device="cpu").fit(probs, y, allow_probabilities=True).temperature_
+    )
     assert abs(t_logits - t_probs) > 0.5 * t_logits
 
 
