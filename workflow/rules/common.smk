@@ -13,6 +13,7 @@ wildcard_constraints:
     dataset=SLUG,
     model=SLUG,
     method=r"(?!grid\b)[a-z0-9][a-z0-9_]*",
+    corruption=SLUG,
 
 
 # --- the calbench library sources each rule runs ------------------------------------------
@@ -28,7 +29,7 @@ VERBS = verbs()
 
 def lib_sources(verb):
     """Absolute paths of the library files ``calbench <verb>`` executes (``verb`` may be
-    spelt as a rule name: fit_calibrator = fit-calibrator)."""
+    spelt as the rule's name, e.g. fit_calibrator = fit-calibrator)."""
     name = verb.replace("_", "-")
     if name not in VERBS:
         raise ValueError(f"lib_sources({verb!r}): calbench has no verb {name!r}; verbs: {sorted(VERBS)}")
@@ -636,7 +637,3 @@ def check_shift():
 
 
 check_shift()
-
-
-wildcard_constraints:
-    corruption=SLUG,
