@@ -2,7 +2,6 @@
 
 import numpy as np
 import pytest
-from conftest import sample_labels, softmax64
 from sklearn.isotonic import IsotonicRegression
 
 from calbench.calibrators.isotonic import (
@@ -12,6 +11,7 @@ from calbench.calibrators.isotonic import (
     isotonic_fit_1d,
     pool_ties,
 )
+from conftest import sample_labels, softmax64
 
 
 def sklearn_ovr(p_fit, y, p_eval):

@@ -2,10 +2,10 @@
 
 import numpy as np
 import pytest
-from conftest import sample_labels, softmax64
 from sklearn.linear_model import LogisticRegression
 
 from calbench.calibrators.platt import PlattScaling, fit_platt, platt_objective
+from conftest import sample_labels, softmax64
 
 
 def _binary(seed, n=2000):

@@ -2,10 +2,10 @@
 
 import numpy as np
 import pytest
-from conftest import sample_labels, softmax64
 
 from calbench.calibrators.sbece import TemperatureScalingSBECE
 from calbench.metrics.soft import sb_ece
+from conftest import sample_labels, softmax64
 
 
 def _data(seed=0, n=4000, t_star=2.0):

@@ -1,9 +1,9 @@
 """The identity calibrator is the softmax."""
 
 import numpy as np
-from conftest import softmax64
 
 from calbench.calibrators import get_calibrator
+from conftest import softmax64
 
 
 def test_uncalibrated_is_softmax():

@@ -17,9 +17,7 @@ Pure functions on plain rows (dicts); no pandas, no torch.
 
 from __future__ import annotations
 
-import csv
 import html
-import io
 import math
 from collections.abc import Iterable, Mapping, Sequence
 
@@ -228,20 +226,9 @@ def accuracy_check(
 
 def long_csv(rows: Sequence[Mapping], columns: Sequence[str] = LONG_COLUMNS) -> str:
     """CSV text of ``rows`` (floats at full precision, None/NaN empty)."""
-    buf = io.StringIO()
-    w = csv.writer(buf, lineterminator="\n")
-    w.writerow(columns)
-    for r in rows:
-        line = []
-        for c in columns:
-            v = r.get(c)
-            if v is None or (isinstance(v, float) and math.isnan(v)):
-                v = ""
-            elif isinstance(v, float):
-                v = repr(v)
-            line.append(v)
-        w.writerow(line)
-    return buf.getvalue()
+    from calbench.report.tables import long_csv_text
+
+    return long_csv_text(rows, columns)
 
 
 def _cell_text(cell: Mapping) -> str:

@@ -679,20 +679,9 @@ def temperature_sweep(
 # --------------------------------------------------------------------------------------------
 def csv_text(rows: Sequence[Mapping], columns: Sequence[str]) -> str:
     """CSV of ``rows`` (floats at full precision, None / NaN empty)."""
-    buf = io.StringIO()
-    w = csv.writer(buf, lineterminator="\n")
-    w.writerow(columns)
-    for r in rows:
-        line = []
-        for c in columns:
-            v = r.get(c)
-            if v is None or (isinstance(v, float) and math.isnan(v)):
-                v = ""
-            elif isinstance(v, float):
-                v = repr(v)
-            line.append(v)
-        w.writerow(line)
-    return buf.getvalue()
+    from calbench.report.tables import long_csv_text
+
+    return long_csv_text(rows, columns)
 
 
 def _counts(rows: Sequence[Mapping]) -> dict[str, int]:
