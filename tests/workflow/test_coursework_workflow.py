@@ -72,14 +72,6 @@ def _make_files(src: Path) -> dict:
     src.mkdir(parents=True)
     rng = np.random.default_rng(0)
     data = rng.integers(0, 256, size=(N, 3 * 32 * 32), dtype=np.uint8)
-    labels = rng.integers(0, 10, size=N).tolist()
-    batch_dir = src / "build" / "cifar-10-batches-py"
-    batch_dir.mkdir(parents=True)
-    with open(batch_dir / "test_batch", "wb") as fh:
-        pickle.dump({"data": data, "labels": labels}, fh)
-    archive = src / "cifar-10-python.tar.gz"
-    with tarfile.open(archive, "w:gz") as tf:
-        tf.add(batch_dir, arcname="cifar-10-batches-py")
     torch.manual_seed(0)
 
     def calibrate_bn(net):  # running statistics of real activations: outputs depend on inputs
@@ -98,6 +90,22 @@ def _make_files(src: Path) -> dict:
     resnet = calibrate_bn(P.build_architecture("focal_resnet110", 10))
     focal = src / "resnet110_cross_entropy_350.model"
     torch.save({"module." + k: v for k, v in resnet.state_dict().items()}, focal)
+    # Labels that the random-weight models predict better than chance (temperature scaling then
+    # fits a positive temperature, as for any real model; calibrators refuse T <= 0 on load):
+    # 70% follow the ResNet-110's prediction, the rest the MobileNetV2's (whose outputs barely
+    # depend on the input, so its prediction is nearly one class).
+    images = data.reshape(N, 3, 32, 32)
+    with torch.no_grad():
+        pred_res = resnet(torch.from_numpy(_normalise(images, "cifar10_focal"))).argmax(1).numpy()
+        pred_mob = mobilenet(torch.from_numpy(_normalise(images, "cifar10_huy"))).argmax(1).numpy()
+    labels = np.where(rng.random(N) < 0.7, pred_res, pred_mob).astype(int).tolist()
+    batch_dir = src / "build" / "cifar-10-batches-py"
+    batch_dir.mkdir(parents=True)
+    with open(batch_dir / "test_batch", "wb") as fh:
+        pickle.dump({"data": data, "labels": labels}, fh)
+    archive = src / "cifar-10-python.tar.gz"
+    with tarfile.open(archive, "w:gz") as tf:
+        tf.add(batch_dir, arcname="cifar-10-batches-py")
     return {
         "images": data.reshape(N, 3, 32, 32),
         "labels": np.asarray(labels),
@@ -181,9 +189,11 @@ def test_checkpoints_verified_and_in_place(run):
     assert _sha256(focal) == files["focal_sha256"]
     mobile = root / "resources/checkpoints/cifar10/c10_mobilenet_v2/checkpoint.pt"
     assert mobile.read_bytes() == files["member"]  # the zip member, extracted
-    # no checksum is published for the zip: its digest was recorded when fetched
-    side = root / "resources/archives/cifar10_weights.zip.sha256"
-    assert side.read_text().split()[0] == _sha256(files["zip"])
+    # no checksum is published for the zip: its digest and size were pinned when first fetched
+    pins = json.loads((root / "resources/checksums.lock").read_text())["files"]
+    zip_pin = pins["archives/cifar10_weights.zip"]
+    assert zip_pin["sha256"] == _sha256(files["zip"])
+    assert zip_pin["size"] == files["zip"].stat().st_size
     manifest = json.loads((root / "resources/datasets/cifar10/manifest.json").read_text())
     assert manifest["splits"]["test"]["n"] == N and manifest["test_md5"] == files["test_md5"]
 
