@@ -292,3 +292,47 @@ def verb_modules(verb: str) -> set[str]:
 def verb_sources(verb: str) -> list[str]:
     """Absolute paths of the calbench files ``calbench <verb>`` executes, sorted."""
     return sorted({str(module_file(m)) for m in verb_modules(verb)})
+
+
+# --- a cache for the workflow's start-up --------------------------------------------------------
+def _fingerprint() -> list[list]:
+    """(relative path, mtime_ns, size) of every calbench source file: any edit changes it."""
+    out = []
+    for path in sorted(ROOT.rglob("*.py")):
+        st = path.stat()
+        out.append([str(path.relative_to(ROOT)), st.st_mtime_ns, st.st_size])
+    return out
+
+
+def all_verb_sources(cache=None) -> dict[str, list[str]]:
+    """``{verb: verb_sources(verb)}`` for every verb.
+
+    Reading the code takes ~0.5 s, paid by every ``snakemake`` invocation (a no-op rerun
+    included). With ``cache`` (a JSON file path) the result is stored there with the
+    fingerprint of every calbench source file (path, mtime, size) and reused while the
+    fingerprint is unchanged; a missing, unreadable or stale cache is recomputed and rewritten.
+    """
+    import json
+    import os
+
+    fingerprint = _fingerprint() if cache else None
+    if cache:
+        try:
+            with open(cache) as fh:
+                stored = json.load(fh)
+            if stored.get("fingerprint") == fingerprint and stored.get("root") == str(ROOT):
+                return stored["sources"]
+        except (OSError, ValueError, AttributeError, KeyError):
+            pass
+    sources = {verb: verb_sources(verb) for verb in verbs()}
+    if cache:
+        text = json.dumps({"root": str(ROOT), "fingerprint": fingerprint, "sources": sources})
+        cache = Path(cache)
+        try:
+            cache.parent.mkdir(parents=True, exist_ok=True)
+            tmp = cache.with_name(f".{cache.name}.{os.getpid()}.tmp")
+            tmp.write_text(text)
+            tmp.replace(cache)
+        except OSError:
+            pass  # a read-only working directory: compute again next time
+    return sources

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import hashlib
 import math
+from pathlib import Path
 
 import numpy as np
 
@@ -88,3 +89,52 @@ def save_split(path, val_idx: np.ndarray, test_idx: np.ndarray, **extra) -> dict
             **extra,
         )
     return digests
+
+
+def load_split(path, n: int, order_hash: str = "") -> tuple[np.ndarray, np.ndarray]:
+    """Read a split ``.npz`` and check it partitions ``range(n)``; returns ``(val_idx, test_idx)``."""
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"split file {path} does not exist; run calbench split first")
+    from calbench.io import read_npz
+
+    data = read_npz(path, "split file", "rebuild it with calbench split")
+    if "val_idx" not in data or "test_idx" not in data:
+        raise ValueError(f"{path} lacks val_idx/test_idx; regenerate it with calbench split")
+    val, test = data["val_idx"].astype(np.int64), data["test_idx"].astype(np.int64)
+    split_hash = str(data["order_hash"]) if "order_hash" in data else ""
+    if len(val) + len(test) != n or (n and max(val.max(initial=-1), test.max(initial=-1)) >= n):
+        raise ValueError(
+            f"split {path} covers {len(val)} + {len(test)} indices but the logits have {n} rows; "
+            "rebuild the split from logits of the same dataset"
+        )
+    if order_hash and split_hash and order_hash != split_hash:
+        raise ValueError(
+            f"split {path} was made for samples in another order (order_hash differs); "
+            "rebuild logits and split from the same dataset files"
+        )
+    return val, test
+
+
+def load_halves(logits_path, split_path) -> dict:
+    """Logits file plus split: ``{"meta": {...}, "val": (logits, labels), "test": (...)}``.
+
+    The logits file is read and validated by :func:`calbench.logits.load_logits`. ``meta`` also
+    holds the file's identity (``order_hash``, ``logits_sha256``) that calibrators record.
+    """
+    from calbench.io import file_digest
+    from calbench.logits import load_logits
+
+    data = load_logits(logits_path)
+    val, test = load_split(split_path, len(data["labels"]), data["order_hash"])
+    z, y = data["logits"], data["labels"]
+    return {
+        "meta": {
+            "model": data["model"],
+            "dataset": data["dataset"],
+            "order_hash": data["order_hash"],
+            "logits_sha256": file_digest(logits_path),
+        },
+        "val": (z[val], y[val]),
+        "test": (z[test], y[test]),
+    }

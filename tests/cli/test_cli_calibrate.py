@@ -354,7 +354,7 @@ def test_compare_best_vs_baselines(data, fitted, tmp_path):
 
 def test_compare_rows_selects_on_validation_not_test():
     # method "a" is best on the validation half, "b" on the test half: "a" is compared
-    from calbench.cli.calibrate import compare_rows
+    from calbench.evaluation import compare_rows
     from calbench.metrics import METRICS
 
     y = np.array([0, 1] * 50)
@@ -484,3 +484,27 @@ def test_logits_are_read_by_the_library_reader(tmp_path, capsys):
     err = capsys.readouterr().err
     assert rc == 2 and "lacks ['order_hash', 'model', 'dataset']" in err
     assert not (tmp_path / "c.json").exists()
+
+
+def test_evaluate_with_plot_draws_the_plot_reliability_figure(data, fitted, tmp_path):
+    """`evaluate --plot` (the workflow's one job per calibrator) writes the same CSV as
+    `evaluate` alone and the same image, byte for byte, as `plot-reliability`."""
+    common = ["--logits", data["logits"], "--split", data["split"], "--calibrator", fitted["ts"]]
+    style = ["--n-bins", 7, "--style", "coursework", "--title", "T {x}"]
+    assert _main(["evaluate", *common, "--seed", 3, "--out", tmp_path / "alone.csv"]) == 0
+    both = ["--plot", tmp_path / "both.png", *style, "--out", tmp_path / "both.csv"]
+    assert _main(["evaluate", *common, "--seed", 3, *both]) == 0
+    assert _main(["plot-reliability", *common, *style, "--out", tmp_path / "plot.png"]) == 0
+    assert (tmp_path / "both.csv").read_bytes() == (tmp_path / "alone.csv").read_bytes()
+    png = (tmp_path / "both.png").read_bytes()
+    assert png.startswith(b"\x89PNG") and png == (tmp_path / "plot.png").read_bytes()
+
+
+def test_evaluate_plot_bad_style_leaves_no_output(data, fitted, tmp_path, capsys):
+    out, png = tmp_path / "m.csv", tmp_path / "m.png"
+    argv = ["evaluate", "--logits", data["logits"], "--split", data["split"]]
+    argv += ["--calibrator", fitted["ts"], "--plot", png, "--style", "fancy", "--out", out]
+    assert _main(argv) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0 and "style" in err and "fancy" in err
+    assert not out.exists() and not png.exists()

@@ -173,7 +173,7 @@ def test_stage_dry_run_and_stage_logits(tmp_path, capsys):
 
 
 def test_report_provenance_names_the_imported_file_and_its_pin(tmp_path, capsys):
-    from calbench.cli.report import data_provenance
+    from calbench.report.build import data_provenance
 
     path, _, _ = _npz_user(tmp_path, split=False)
     spec = {"dataset": "d", "source": "logits", "logits": {"format": "npz", "file": "mine.npz", "local_path": str(path)}}

@@ -13,7 +13,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from calbench._sources import verb_modules, verb_sources, verbs
+from calbench import _sources
+from calbench._sources import all_verb_sources, verb_modules, verb_sources, verbs
 
 REPO = Path(__file__).resolve().parents[2]
 RULES = REPO / "workflow" / "rules"
@@ -107,6 +108,8 @@ def test_static_sources_cover_what_fit_calibrator_loads(study, tmp_path, method)
                 d / "ts.json",
                 "--n-bootstrap",
                 "5",
+                "--plot",
+                t / "e.png",
                 "--out",
                 t / "e.csv",
             ],
@@ -186,3 +189,27 @@ def test_every_rule_lists_the_sources_of_its_own_verb():
         )
         checked += 1
     assert checked >= 12
+
+
+def test_the_cached_sources_equal_the_derived_ones_and_go_stale_on_an_edit(tmp_path, monkeypatch):
+    """The workflow reads lib_sources from a cache keyed by every library file's path, mtime
+    and size: the cache gives what the derivation gives, and any change of a file recomputes."""
+    cache = tmp_path / "sources.json"
+    first = all_verb_sources(cache=cache)
+    assert first == {v: verb_sources(v) for v in verbs()}
+    assert json.loads(cache.read_text())["sources"] == first
+
+    calls = []
+    real = _sources.verb_sources
+    monkeypatch.setattr(_sources, "verb_sources", lambda v: calls.append(v) or real(v))
+    assert all_verb_sources(cache=cache) == first and calls == []  # read from the cache
+
+    stored = json.loads(cache.read_text())
+    stored["sources"]["evaluate"] = ["/stale"]
+    stored["fingerprint"][0][1] += 1  # as if a library file had been edited
+    cache.write_text(json.dumps(stored))
+    assert all_verb_sources(cache=cache) == first and len(calls) == len(verbs())
+
+    cache.write_text("{not json")  # a corrupt cache is recomputed, not trusted
+    assert all_verb_sources(cache=cache) == first
+    assert json.loads(cache.read_text())["sources"] == first

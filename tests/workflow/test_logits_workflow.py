@@ -235,7 +235,6 @@ def test_rerun_plans_nothing_and_adding_a_model_plans_its_chain(run):
         "fit_calibrator": k,
         "evaluate": k,
         "compare": 1,
-        "plot_reliability": k,
         "plot_reliability_grid": 1,
         "aggregate": 1,
         "render_report": 1,

@@ -172,7 +172,6 @@ def test_adding_a_model_plans_only_its_jobs(run):
         "cache_logits": 1,
         "fit_calibrator": n_cal,
         "evaluate": n_cal,
-        "plot_reliability": n_cal,
         "plot_reliability_grid": 1,
         "compare": 1,
         "aggregate": 1,
@@ -190,7 +189,6 @@ def test_adding_a_calibrator_plans_only_its_jobs(run):
     assert planned(run, *_with_config(run, edit, "more_cals.yaml")) == {
         "fit_calibrator": n_models,
         "evaluate": n_models,
-        "plot_reliability": n_models,
         "plot_reliability_grid": n_models,
         "compare": n_models,
         "aggregate": 1,
@@ -209,7 +207,6 @@ def test_editing_one_model_reruns_only_that_model(run):
         "cache_logits": 1,
         "fit_calibrator": n_cal,
         "evaluate": n_cal,
-        "plot_reliability": n_cal,
         "plot_reliability_grid": 1,
         "compare": 1,
         "aggregate": 1,

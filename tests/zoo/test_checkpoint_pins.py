@@ -175,7 +175,7 @@ def test_report_provenance_lists_files_without_a_published_checksum(server, tmp_
 
     import jinja2
 
-    from calbench.cli.report import _checksums
+    from calbench.report.build import _checksums
 
     www, url = server
     digest = _weights(www / "resnet50.model")

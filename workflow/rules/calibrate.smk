@@ -1,4 +1,5 @@
-# Calibration: fit on the validation half, evaluate both halves, paired comparisons per model.
+# Calibration: fit on the validation half; evaluate both halves and draw the reliability
+# diagram (test half); paired comparisons per model.
 
 
 rule fit_calibrator:
@@ -28,8 +29,18 @@ rule fit_calibrator:
 
 
 rule evaluate:
+    # one job per (model, calibrator) computes its metrics and draws its reliability diagram:
+    # both read the same calibrated probabilities, and one process instead of two halves the
+    # start-up cost (interpreter, numpy, calbench) of the study's most numerous step
     output:
         metrics="results/metrics/{dataset}/{model}/{method}.csv",
+        png=report(
+            "results/plots/{dataset}/{model}/{method}.png",
+            caption="../report/reliability.rst",
+            category="Reliability diagrams",
+            subcategory="{model}",
+            labels={"model": "{model}", "calibrator": "{method}"},
+        ),
     input:
         logits="results/logits/{dataset}/{model}.npz",
         split=split_file,
@@ -42,6 +53,11 @@ rule evaluate:
         level=ev("level"),
         seed=ev("seed"),
         ci=ci_args(),
+        n_bins=config["plots"]["n_bins"],
+        style=config["plots"]["style"],
+        title=lambda wildcards: str(
+            (config["calibrators"][wildcards.method] or {}).get("display", wildcards.method)
+        ),
     log:
         "logs/evaluate/{dataset}/{model}/{method}.log",
     benchmark:
@@ -56,7 +72,8 @@ rule evaluate:
         "OMP_NUM_THREADS={threads} calbench evaluate --logits {input.logits} --split {input.split}"
         " --calibrator {input.calibrator} --metrics {params.metrics} --halves {params.halves}"
         " --n-bootstrap {params.n_bootstrap} --level {params.level} --seed {params.seed}"
-        " {params.ci} --out {output.metrics} > {log} 2>&1"
+        " {params.ci} --plot {output.png} --n-bins {params.n_bins} --style {params.style}"
+        " --title {params.title:q} --out {output.metrics} > {log} 2>&1"
 
 
 rule compare:

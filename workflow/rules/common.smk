@@ -21,19 +21,21 @@ wildcard_constraints:
 # exactly the jobs that run it (and what depends on their outputs). The lists are derived from
 # the code (calbench._sources: the verb's handler and the imports it reaches, read with ast),
 # never kept by hand; tests/workflow/test_lib_sources.py checks them against what a verb loads.
-from calbench._sources import verb_sources, verbs
+from calbench._sources import all_verb_sources
 
 LIB_ROOT = Path(importlib.util.find_spec("calbench").submodule_search_locations[0])
-VERBS = verbs()
+# cached in .snakemake/ with the fingerprint (path, mtime, size) of every library file: reading
+# the code costs ~0.5 s, which every invocation (a no-op rerun included) would pay
+VERB_SOURCES = all_verb_sources(cache=".snakemake/calbench/lib_sources.json")
 
 
 def lib_sources(verb):
     """Absolute paths of the library files ``calbench <verb>`` executes (``verb`` may be
     spelt as the rule's name, e.g. fit_calibrator = fit-calibrator)."""
     name = verb.replace("_", "-")
-    if name not in VERBS:
-        raise ValueError(f"lib_sources({verb!r}): calbench has no verb {name!r}; verbs: {sorted(VERBS)}")
-    return verb_sources(name)
+    if name not in VERB_SOURCES:
+        raise ValueError(f"lib_sources({verb!r}): calbench has no verb {name!r}; verbs: {sorted(VERB_SOURCES)}")
+    return VERB_SOURCES[name]
 
 
 # --- config slices as files -----------------------------------------------------------------
@@ -60,6 +62,44 @@ def spec_file(name, text):
 
 
 # --- runtime facts (not configuration) ----------------------------------------------------
+# Rules call `calbench` from the Python environment that runs Snakemake: its bin/ goes first on
+# PATH, so a job does not start through a version manager's shim (pyenv's costs ~0.15 s a job,
+# ~25 CPU-s over the default study's jobs) and cannot pick another environment's calbench.
+import os
+import sys
+
+_BIN = str(Path(sys.executable).parent)
+if (Path(_BIN) / "calbench").is_file() and os.environ.get("PATH", "").split(os.pathsep)[0] != _BIN:
+    os.environ.update(PATH=_BIN + os.pathsep + os.environ.get("PATH", ""))
+
+
+def local_cpus():
+    """CPUs this process may run on (the affinity mask: containers and taskset included)."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not Linux
+        return os.cpu_count() or 1
+
+
+# A local run never starts more jobs than the machine has CPUs: the steps are single-threaded,
+# so `--cores 8` on a 2-core machine would only time-share them (measured: training CPU time
+# rose from 157 to 252 s). Cluster runs (--jobs, an executor plugin) are not affected.
+def cap_local_cores():
+    from snakemake.resources import Resource
+
+    res = workflow.global_resources
+    cores = res["_cores"].value if "_cores" in res else None
+    nodes = res["_nodes"].value if "_nodes" in res else None
+    if nodes is None and isinstance(cores, int) and cores > local_cpus():
+        res["_cores"] = Resource("_cores", local_cpus())
+        print(
+            f"calbench: --cores {cores} capped to the {local_cpus()} CPUs of this machine "
+            "(more jobs than CPUs only time-share them)",
+            file=sys.stderr,
+        )
+
+
+cap_local_cores()
 # One GPU is requested by train_model / cache_logits when this machine has one; profiles
 # (e.g. profiles/slurm) override it with set-resources.
 GPUS = 1 if shutil.which("nvidia-smi") else 0

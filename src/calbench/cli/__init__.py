@@ -14,7 +14,7 @@ import argparse
 import importlib
 import sys
 
-_COMMAND_MODULES = ("data", "train", "logits", "import_logits", "calibrate", "report", "zoo", "guo_kull", "shift")
+_COMMAND_MODULES = ("data", "train", "logits", "import_logits", "calibrate", "plots", "report", "zoo", "guo_kull", "shift")
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -100,7 +100,7 @@ def cmd_temperature_sweep(args: argparse.Namespace) -> int:
 
 
 def cmd_guo_kull_tables(args: argparse.Namespace) -> int:
-    from calbench.cli.calibrate import parse_json_arg
+    from calbench.cli._args import parse_json_arg
     from calbench.reference.guo_kull import FLAGGED, write_tables
 
     spec = parse_json_arg(args.spec, "--spec")

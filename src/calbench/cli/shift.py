@@ -16,7 +16,7 @@ from calbench.cli.train import add_threads_arg, set_threads
 
 
 def _options(text: str | None, what: str) -> dict | None:
-    from calbench.cli.calibrate import parse_json_arg
+    from calbench.cli._args import parse_json_arg
 
     return parse_json_arg(text, what) if text else None
 
@@ -97,7 +97,7 @@ def _cmd_logits(args: argparse.Namespace) -> int:
 
 
 def _cmd_evaluate(args: argparse.Namespace) -> int:
-    from calbench.cli.calibrate import parse_list
+    from calbench.cli._args import parse_list
     from calbench.report.tables import write_long_csv
     from calbench.shift.evaluate import COMPARE_COLUMNS, METRIC_COLUMNS, evaluate_shift
 
@@ -118,7 +118,7 @@ def _cmd_evaluate(args: argparse.Namespace) -> int:
 
 
 def _cmd_report(args: argparse.Namespace) -> int:
-    from calbench.cli.calibrate import parse_json_arg
+    from calbench.cli._args import parse_json_arg
     from calbench.report.shift import shift_report
 
     shift_report(

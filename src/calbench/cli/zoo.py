@@ -388,7 +388,7 @@ def cmd_reference_csv(args) -> int:
 
 
 def cmd_replication_tables(args) -> int:
-    from calbench.cli.calibrate import parse_json_arg
+    from calbench.cli._args import parse_json_arg
     from calbench.io import atomic_write_text
     from calbench.logits import load_logits
     from calbench.reference import compare as C

@@ -1,0 +1,57 @@
+"""Argument helpers shared by the verb modules (no verb lives here).
+
+Verb modules import from here and from the library only, never from each other.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+
+def parse_json_arg(text: str, what: str) -> dict:
+    """Parse a JSON object given on the command line (or ``@file.json``)."""
+    if text.startswith("@"):
+        text = Path(text[1:]).read_text()
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ValueError(
+            f"{what} is not valid JSON ({exc.msg}); pass an object like '{{}}'"
+        ) from exc
+    if not isinstance(value, dict):
+        raise ValueError(f"{what} must be a JSON object, got {type(value).__name__}")
+    return value
+
+
+def parse_list(text: str | None) -> list[str] | None:
+    """``"a, b,c"`` -> ``["a", "b", "c"]``; ``None`` stays ``None`` (the verb's default)."""
+    if text is None:
+        return None
+    return [t for t in (s.strip() for s in text.split(",")) if t]
+
+
+def add_logits_split(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--logits", required=True, help="logits .npz written by cache-logits")
+    p.add_argument("--split", required=True, help="split .npz written by split")
+
+
+def add_allow_other_logits(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--allow-other-logits",
+        action="store_true",
+        help="apply calibrators fitted on other logits (default: refuse, naming the file)",
+    )
+
+
+def add_plot_options(p: argparse.ArgumentParser) -> None:
+    """``--n-bins --style --title --dpi`` of a reliability diagram."""
+    p.add_argument("--n-bins", type=int, default=10, help="bins (default 10, the study's diagrams)")
+    p.add_argument("--style", default="guo", help="guo or coursework (default guo)")
+    p.add_argument("--title", help="figure title")
+    p.add_argument("--dpi", type=int, default=100, help="PNG resolution (default 100)")
+
+
+def plot_options(args: argparse.Namespace) -> dict:
+    return {"n_bins": args.n_bins, "style": args.style, "title": args.title, "dpi": args.dpi}

@@ -1,0 +1,416 @@
+"""The post-hoc calibration protocol on files: fit a calibrator, evaluate it, compare calibrators.
+
+The protocol is the study's (Vasilev 2021, §4-5): calibrators are fitted on the validation half of
+a model's test-set logits (:func:`calbench.split.load_halves`) and applied to both halves; every
+metric of :data:`calbench.metrics.METRICS` is reported on the test half (and, to show a
+calibrator's over-fit, on the validation half), each with a bootstrap confidence interval
+(:func:`calbench.stats.bootstrap_ci`: basic for calibration errors, percentile otherwise; none
+for MCE, see :data:`calbench.stats.NO_INTERVAL`). :func:`compare_rows` picks the best calibrator
+of a model on the *validation* half and pairs it with baselines by a paired bootstrap over the
+same resampled *test* samples (:func:`calbench.stats.paired_bootstrap`).
+
+One function per workflow step (rule = ``calbench`` verb = function): :func:`fit_calibrator`
+(``fit-calibrator``), :func:`evaluate` (``evaluate``: metrics CSV and, optionally, the
+reliability diagram), :func:`compare` (``compare``) and :func:`plot_reliability`
+(``plot-reliability``). Heavy libraries (torch, matplotlib) are imported inside the functions
+that use them.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import numpy as np
+
+from calbench.split import load_halves
+
+HALVES = ("test", "val")
+COMPARE_COLUMNS = (
+    "dataset",
+    "model",
+    "half",
+    "metric",
+    "method",
+    "baseline",
+    "value",
+    "baseline_value",
+    "difference",
+    "ci_low",
+    "ci_high",
+    "p_value",
+    "n_resamples",
+    "interval",
+    "selected_on",
+)
+
+
+def method_name(calibrator_path, name: str | None = None) -> str:
+    """The method label of a calibrator file: ``name`` if given, else the file stem."""
+    return name or Path(calibrator_path).stem
+
+
+def select_metrics(names: list[str] | None) -> dict:
+    from calbench.metrics import METRICS
+
+    if names is None:
+        return dict(METRICS)
+    unknown = [m for m in names if m not in METRICS]
+    if unknown:
+        raise ValueError(f"unknown metrics {unknown}; choose from {sorted(METRICS)}")
+    return {m: METRICS[m] for m in names}
+
+
+def check_subset(given: list[str] | None, allowed: list[str], flag: str, of: str) -> list[str]:
+    """``given`` (``None``: all of ``allowed``) checked to be a subset of ``allowed``."""
+    if given is None:
+        return list(allowed)
+    bad = [g for g in given if g not in allowed]
+    if bad:
+        raise ValueError(f"{flag} names {bad}, which are not in {of} {list(allowed)}; drop them")
+    return given
+
+
+def check_bootstrap(n: int, level: float) -> None:
+    if n < 0:
+        raise ValueError(f"--n-bootstrap must be >= 0 (0 disables intervals), got {n}")
+    if not 0.0 < level < 1.0:
+        raise ValueError(f"--level must lie in (0, 1), e.g. 0.95, got {level}")
+
+
+def apply_names(halves: dict, dataset: str | None, model: str | None) -> None:
+    if dataset:
+        halves["meta"]["dataset"] = dataset
+    if model:
+        halves["meta"]["model"] = model
+    for key in ("dataset", "model"):
+        if not halves["meta"][key]:
+            raise ValueError(f"the logits file records no {key} name; pass --{key} NAME")
+
+
+def fit_calibrator(
+    logits_path, split_path, method: str, params: dict, out, *, allow_probabilities: bool = False
+) -> None:
+    """Fit calibrator ``method`` (hyperparameters ``params``) on the validation half; save JSON
+    recording the logits it was fitted on (order hash and file digest)."""
+    from calbench.calibrators import get_calibrator, save_calibrator
+
+    cal = get_calibrator(method, **params)  # unknown params fail before the logits are read
+    halves = load_halves(logits_path, split_path)
+    cal.fit(*halves["val"], allow_probabilities=allow_probabilities)
+    cal.set_fitted_on(halves["meta"]["order_hash"], halves["meta"]["logits_sha256"])
+    save_calibrator(cal, out)
+
+
+def load_checked_calibrator(path, halves: dict, allow_other_logits: bool = False):
+    """:func:`calbench.calibrators.load_calibrator`, refusing a calibrator that records being
+    fitted on other logits than ``halves`` (unless ``allow_other_logits``)."""
+    from calbench.calibrators import load_calibrator
+
+    cal = load_calibrator(path)
+    if not allow_other_logits:
+        meta = halves["meta"]
+        cal.check_fitted_on(meta["order_hash"], meta["logits_sha256"], where=str(path))
+    return cal
+
+
+def evaluate_rows(
+    halves: dict,
+    calibrator,
+    method: str,
+    metrics: dict,
+    *,
+    half_names=HALVES,
+    n_bootstrap: int = 200,
+    level: float = 0.95,
+    seed: int = 0,
+    ci_halves=None,
+    ci_metrics=None,
+) -> list[dict]:
+    """Long-format rows ``dataset,model,method,half,metric,value,ci_low,ci_high`` for one calibrator.
+
+    Every metric of ``metrics`` is computed on every half of ``half_names``. The bootstrap
+    interval (:func:`calbench.stats.bootstrap_ci` with its default construction: basic for
+    calibration errors, percentile otherwise; ``n_bootstrap`` resamples of the half's samples,
+    confidence ``level``, ``seed``) is computed for the halves in ``ci_halves`` and the metrics
+    in ``ci_metrics`` (``None``: all of them) except :data:`calbench.stats.NO_INTERVAL` (MCE);
+    other rows carry NaN bounds, as do all rows when ``n_bootstrap`` is 0.
+    """
+    from calbench.stats import NO_INTERVAL, bootstrap_ci
+
+    ci_halves = set(half_names if ci_halves is None else ci_halves)
+    ci_metrics = set(metrics if ci_metrics is None else ci_metrics)
+    rows = []
+    for half in half_names:
+        z, y = halves[half]
+        probs = calibrator.predict_proba(z)
+        for name, fn in metrics.items():
+            value = float(fn(probs, y))
+            lo = hi = float("nan")
+            if n_bootstrap > 0 and half in ci_halves and name in ci_metrics - NO_INTERVAL:
+                res = bootstrap_ci(fn, probs, y, n_resamples=n_bootstrap, level=level, seed=seed)
+                lo, hi = float(res.low), float(res.high)
+            rows.append(
+                {
+                    "dataset": halves["meta"]["dataset"],
+                    "model": halves["meta"]["model"],
+                    "method": method,
+                    "half": half,
+                    "metric": name,
+                    "value": value,
+                    "ci_low": lo,
+                    "ci_high": hi,
+                }
+            )
+    return rows
+
+
+def compare_rows(
+    halves: dict,
+    probs_by_method: dict[str, np.ndarray],
+    metrics: dict,
+    baselines: list[str],
+    *,
+    val_probs_by_method: dict[str, np.ndarray] | None = None,
+    n_bootstrap: int = 1000,
+    level: float = 0.95,
+    seed: int = 0,
+) -> list[dict]:
+    """Paired bootstrap of the best method (per metric) against each baseline on the test half.
+
+    The best method is selected on the **validation** half (``val_probs_by_method``; the
+    calibrators were fitted there too), so the test half that measures the difference plays no
+    part in picking the winner: the largest accuracy or the smallest value of any other metric,
+    ties to the first in ``probs_by_method`` order. Without validation probabilities the test
+    half selects (``selected_on = "test"``, an optimistic comparison). A baseline that is the
+    selected method itself is skipped (no self-comparisons). ``difference = metric(best) -
+    metric(baseline)`` on the test half; its interval and two-sided p-value come from
+    :func:`calbench.stats.paired_bootstrap` (the same resampled test indices for both methods;
+    basic interval for calibration errors, percentile otherwise). p-values are per comparison;
+    the report adjusts them for multiplicity (Holm 1979).
+    """
+    from calbench.report.tables import HIGHER_IS_BETTER
+    from calbench.stats import interval_method, paired_bootstrap
+
+    _, y = halves["test"]
+    missing = [b for b in baselines if b not in probs_by_method]
+    if missing:
+        raise ValueError(
+            f"baselines {missing} are not among the calibrators {list(probs_by_method)}; "
+            "pass their JSON files or drop them from --baselines"
+        )
+    if val_probs_by_method is not None and set(val_probs_by_method) != set(probs_by_method):
+        raise ValueError("validation and test probabilities must cover the same calibrators")
+    rows = []
+    for name, fn in metrics.items():
+        values = {m: float(fn(p, y)) for m, p in probs_by_method.items()}
+        if val_probs_by_method is not None:
+            _, y_val = halves["val"]
+            chosen = {m: float(fn(val_probs_by_method[m], y_val)) for m in probs_by_method}
+            selected_on = "val"
+        else:
+            chosen, selected_on = values, "test"
+        pick = max if name in HIGHER_IS_BETTER else min
+        worst = -math.inf if name in HIGHER_IS_BETTER else math.inf
+        best = pick(chosen, key=lambda m: chosen[m] if math.isfinite(chosen[m]) else worst)
+        for base in baselines:
+            if base == best:
+                continue
+            res = paired_bootstrap(
+                fn,
+                probs_by_method[best],
+                probs_by_method[base],
+                y,
+                n_resamples=n_bootstrap,
+                level=level,
+                seed=seed,
+            )
+            rows.append(
+                {
+                    "dataset": halves["meta"]["dataset"],
+                    "model": halves["meta"]["model"],
+                    "half": "test",
+                    "metric": name,
+                    "method": best,
+                    "baseline": base,
+                    "value": values[best],
+                    "baseline_value": values[base],
+                    "difference": float(res.difference),
+                    "ci_low": float(res.low),
+                    "ci_high": float(res.high),
+                    "p_value": float(res.p_value),
+                    "n_resamples": n_bootstrap,
+                    "interval": interval_method(fn),
+                    "selected_on": selected_on,
+                }
+            )
+    return rows
+
+
+# --------------------------------------------------------------------------------------------
+# the steps, file in, file out
+# --------------------------------------------------------------------------------------------
+def evaluate(
+    logits_path,
+    split_path,
+    calibrator_path,
+    out,
+    *,
+    metrics: list[str] | None = None,
+    halves: list[str] | None = None,
+    n_bootstrap: int = 200,
+    level: float = 0.95,
+    seed: int = 0,
+    ci_halves: list[str] | None = None,
+    ci_metrics: list[str] | None = None,
+    dataset: str | None = None,
+    model: str | None = None,
+    name: str | None = None,
+    allow_other_logits: bool = False,
+    plot=None,
+    plot_options: dict | None = None,
+) -> None:
+    """Every metric of one fitted calibrator on both halves -> long-format CSV ``out``
+    (:func:`evaluate_rows`); with ``plot``, also its reliability diagram on the test half
+    (:func:`calbench.plots.reliability_diagram` with ``plot_options``: ``n_bins``, ``style``,
+    ``title``, ``dpi``), the same figure ``calbench plot-reliability`` draws. Every argument is
+    checked before anything is written."""
+    from calbench.report.tables import METRIC_COLUMNS, write_long_csv
+
+    check_bootstrap(n_bootstrap, level)
+    half_names = halves or list(HALVES)
+    bad = [h for h in half_names if h not in HALVES]
+    if bad:
+        raise ValueError(f"--halves must name test and/or val, got {bad}")
+    chosen = select_metrics(metrics)
+    ci_halves = check_subset(ci_halves, half_names, "--ci-halves", "--halves")
+    ci_metrics = check_subset(ci_metrics, list(chosen), "--ci-metrics", "--metrics")
+    plot_options = dict(plot_options or {})
+    if plot is not None:
+        _check_plot_options(plot_options)
+    data = load_halves(logits_path, split_path)
+    apply_names(data, dataset, model)
+    cal = load_checked_calibrator(calibrator_path, data, allow_other_logits)
+    label = method_name(calibrator_path, name)
+    rows = evaluate_rows(
+        data,
+        cal,
+        label,
+        chosen,
+        half_names=half_names,
+        n_bootstrap=n_bootstrap,
+        level=level,
+        seed=seed,
+        ci_halves=ci_halves,
+        ci_metrics=ci_metrics,
+    )
+    if plot is None:
+        write_long_csv(out, rows, METRIC_COLUMNS)
+        return
+    z, y = data["test"]
+    _draw({label: cal.predict_proba(z)}, y, plot, grid=False, **plot_options)
+    try:
+        write_long_csv(out, rows, METRIC_COLUMNS)
+    except BaseException:
+        Path(plot).unlink(missing_ok=True)  # no partial output: both files or neither
+        raise
+
+
+#: reliability-diagram options of :func:`evaluate` and :func:`plot_reliability`
+PLOT_OPTIONS = ("n_bins", "style", "title", "dpi")
+
+
+def _check_plot_options(options: dict) -> None:
+    from calbench._checks import check_choice
+    from calbench.plots import STYLES
+
+    unknown = sorted(set(options) - set(PLOT_OPTIONS))
+    if unknown:
+        raise ValueError(f"unknown plot options {unknown}; choose from {list(PLOT_OPTIONS)}")
+    check_choice(options.get("style", "guo"), "style", STYLES)
+
+
+def _draw(probs: dict, labels, out, *, grid: bool, n_bins=10, style="guo", title=None, dpi=100):
+    from calbench import plots
+
+    if grid:
+        fig = plots.reliability_grid(probs, labels, n_bins=n_bins, style=style, title=title)
+    else:
+        ((name, p),) = probs.items()
+        fig = plots.reliability_diagram(p, labels, n_bins=n_bins, style=style, title=title or name)
+    plots.save_figure(fig, out, dpi=dpi)
+
+
+def plot_reliability(
+    logits_path,
+    split_path,
+    calibrator_paths: list,
+    out,
+    *,
+    grid: bool = False,
+    half: str = "test",
+    allow_other_logits: bool = False,
+    **plot_options,
+) -> None:
+    """Reliability diagram of one calibrator (or, with ``grid``, one panel per calibrator) on
+    one half of a model's logits -> image ``out`` (.png, .pdf, .svg)."""
+    if half not in HALVES:
+        raise ValueError(f"--half must be test or val, got {half!r}")
+    if not grid and len(calibrator_paths) != 1:
+        raise ValueError("plot-reliability draws one calibrator per figure; pass --grid for several")
+    _check_plot_options(plot_options)
+    data = load_halves(logits_path, split_path)
+    z, y = data[half]
+    probs = {}
+    for path in calibrator_paths:
+        cal = load_checked_calibrator(path, data, allow_other_logits)
+        probs[method_name(path)] = cal.predict_proba(z)
+    _draw(probs, y, out, grid=grid, **plot_options)
+
+
+def compare(
+    logits_path,
+    split_path,
+    calibrator_paths: list,
+    out,
+    *,
+    metrics: list[str] | None = None,
+    baselines: list[str] = (),
+    n_bootstrap: int = 1000,
+    level: float = 0.95,
+    seed: int = 0,
+    dataset: str | None = None,
+    model: str | None = None,
+    allow_other_logits: bool = False,
+) -> None:
+    """Paired comparisons of one model's calibrators (:func:`compare_rows`) -> CSV ``out``;
+    method names are the calibrator file stems."""
+    from calbench.report.tables import write_long_csv
+
+    check_bootstrap(n_bootstrap, level)
+    if n_bootstrap < 1:
+        raise ValueError("--n-bootstrap must be >= 1 for compare")
+    chosen = select_metrics(metrics)
+    data = load_halves(logits_path, split_path)
+    apply_names(data, dataset, model)
+    z, _ = data["test"]
+    z_val, _ = data["val"]
+    probs, val_probs = {}, {}
+    for path in calibrator_paths:
+        name = method_name(path)
+        if name in probs:
+            raise ValueError(f"two calibrator files are named {name!r}; give each method one file")
+        cal = load_checked_calibrator(path, data, allow_other_logits)
+        probs[name] = cal.predict_proba(z)
+        val_probs[name] = cal.predict_proba(z_val)
+    rows = compare_rows(
+        data,
+        probs,
+        chosen,
+        list(baselines),
+        val_probs_by_method=val_probs,
+        n_bootstrap=n_bootstrap,
+        level=level,
+        seed=seed,
+    )
+    write_long_csv(out, rows, COMPARE_COLUMNS)

@@ -1,0 +1,269 @@
+"""The study's tables and report from the evaluated results: steps ``aggregate`` and
+``render-report``.
+
+:func:`aggregate` concatenates the per-(model, calibrator) metric CSVs and per-model comparison
+CSVs into one long CSV each and writes every table (:mod:`calbench.report.tables`);
+:func:`render_report` renders the self-contained HTML report (:mod:`calbench.report.render`) with
+its provenance (:func:`data_provenance`).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from calbench.evaluation import COMPARE_COLUMNS, HALVES
+
+
+def _sort_rows(rows: list[dict], spec: dict) -> list[dict]:
+    """Order rows by config order of models and calibrators, then half, then metric order."""
+    models = {m: i for i, m in enumerate(spec.get("models", {}))}
+    methods = {m: i for i, m in enumerate(spec.get("calibrators", {}))}
+    metrics = {m: i for i, m in enumerate(spec.get("table_metrics") or [])}
+    halves = {h: i for i, h in enumerate(HALVES)}
+    big = 1 << 30
+
+    def key(r):
+        return (
+            r["dataset"],
+            models.get(r["model"], big),
+            r["model"],
+            methods.get(r["method"], big),
+            r["method"],
+            halves.get(r.get("half"), big),
+            metrics.get(r["metric"], big),
+            r["metric"],
+            r.get("baseline", ""),
+        )
+
+    return sorted(rows, key=key)
+
+
+def _load_reference(path, spec: dict) -> list[dict]:
+    from calbench.report.tables import REFERENCE_COLUMNS, read_long_csv
+
+    rows = read_long_csv([path], required=REFERENCE_COLUMNS)
+    rename = (spec.get("reference") or {}).get("rename") or {}
+    for r in rows:
+        for col, key in (
+            ("model", "models"),
+            ("method", "methods"),
+            ("metric", "metrics"),
+            ("dataset", "datasets"),
+        ):
+            r[col] = (rename.get(key) or {}).get(r[col], r[col])
+    return rows
+
+
+def aggregate(
+    metrics_csvs, compare_csvs, spec: dict, out_csv, out_compare, tables_dir, reference_csv=None
+) -> list[str]:
+    """Concatenate results and write every table; returns the table files written."""
+    from calbench.report import render
+    from calbench.report import tables as T
+
+    rows = _sort_rows(T.read_long_csv(metrics_csvs), spec)
+    if not rows:
+        raise ValueError("the metrics CSVs hold no rows; rerun calbench evaluate")
+    keys = [(r["dataset"], r["model"], r["method"], r["half"], r["metric"]) for r in rows]
+    if len(set(keys)) != len(keys):
+        raise ValueError(
+            "the metrics CSVs repeat a (dataset, model, method, half, metric) row; pass each file once"
+        )
+    T.write_long_csv(out_csv, rows, T.METRIC_COLUMNS)
+    comp = (
+        _sort_rows(T.read_long_csv(compare_csvs, required=COMPARE_COLUMNS), spec)
+        if compare_csvs
+        else []
+    )
+    if out_compare:
+        for r in comp:
+            for k in ("baseline_value", "difference", "p_value"):
+                r[k] = float(r[k])
+        T.write_long_csv(out_compare, comp, COMPARE_COLUMNS)
+    written = []
+    tables_dir = Path(tables_dir)
+    built = render.build_tables(rows, spec)
+    for table in built["metrics"]:
+        written += T.write_table(table, tables_dir / table.metric)
+    for table in built["losses"]:
+        written += T.write_table(table, tables_dir / f"losses_{table.metric}")
+    if reference_csv:
+        ref = spec.get("reference") or {}
+        cmp = T.reference_comparison(
+            rows,
+            _load_reference(reference_csv, spec),
+            tolerances=ref.get("tolerances"),
+            units=ref.get("units", "fraction"),
+        )
+        path = tables_dir / "reference.csv"
+        cols = [
+            "dataset",
+            "model",
+            "method",
+            "metric",
+            "ours",
+            "ci_low",
+            "ci_high",
+            "theirs",
+            "difference",
+            "tolerance",
+            "within",
+        ]
+        T.write_long_csv(path, cmp, cols)
+        written.append(str(path))
+    return written
+
+
+def data_provenance(manifests, logits, splits) -> dict:
+    """Hashes identifying the data: dataset manifests, logits content, split indices."""
+    import numpy as np
+
+    from calbench.io import array_digest
+
+    out = {"datasets": [], "logits": [], "splits": []}
+    for path in manifests or []:
+        text = Path(path).read_text()
+        try:
+            content = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise ValueError(
+                f"{path} is not a JSON manifest; rerun calbench download-dataset"
+            ) from exc
+        out["datasets"].append(
+            {"path": str(path), "content": json.dumps(content, indent=1, sort_keys=True)}
+        )
+    for path in logits or []:
+        with np.load(path, allow_pickle=False) as d:
+            out["logits"].append(
+                {
+                    "path": str(path),
+                    "shape": "x".join(map(str, d["logits"].shape)),
+                    "content_sha256": array_digest(d["logits"], d["labels"]),
+                    "order_hash": str(d["order_hash"]) if "order_hash" in d.files else "",
+                }
+            )
+    from calbench.logits_sources import describe_source
+
+    for row in out["logits"]:  # source: logits models: the file, its checksum and pin status
+        side = Path(row["path"]).with_suffix(".source.json")
+        row["source"] = describe_source(json.loads(side.read_text())) if side.is_file() else ""
+    for path in splits or []:
+        with np.load(path, allow_pickle=False) as d:
+            out["splits"].append(
+                {
+                    "path": str(path),
+                    "sizes": f"{len(d['val_idx'])} / {len(d['test_idx'])}",
+                    "val_sorted_sha256": str(d["val_sorted_sha256"])
+                    if "val_sorted_sha256" in d.files
+                    else "",
+                    "test_order_sha256": str(d["test_order_sha256"])
+                    if "test_order_sha256" in d.files
+                    else "",
+                }
+            )
+    return out
+
+
+def _checksums(config) -> dict:
+    """Downloads without a published checksum (pinned on first use or not pinned)."""
+    from calbench.models.pretrained import checksum_provenance
+
+    return checksum_provenance(config) if config else {"published": 0, "files": []}
+
+
+def _grid_key(path) -> str:
+    """``dataset/model`` from ``.../{dataset}/{model}/grid.png``."""
+    p = Path(path)
+    return f"{p.parent.parent.name}/{p.parent.name}"
+
+
+def _model_of(path) -> str:
+    """``model`` from ``.../{dataset}/{model}/{file}``."""
+    return Path(path).parent.name
+
+
+def _plot_files(paths) -> dict:
+    """``{dataset/model: {calibrator: png}}`` from ``.../{dataset}/{model}/{calibrator}.png``
+    (grids left out), in the order given."""
+    out: dict = {}
+    for path in paths or []:
+        p = Path(path)
+        if p.stem != "grid":
+            out.setdefault(_grid_key(p), {})[p.stem] = str(p)
+    return out
+
+
+def render_report(
+    template,
+    metrics_csv,
+    compare_csv,
+    spec: dict,
+    grids,
+    out,
+    *,
+    config=None,
+    manifests=(),
+    logits=(),
+    splits=(),
+    reference_csv=None,
+    sections=(),
+    plots=(),
+    ts_files=(),
+) -> None:
+    from calbench.io import atomic_write_text
+    from calbench.report import render
+    from calbench.report import tables as T
+
+    rows = T.read_long_csv([metrics_csv])
+    comp = T.read_long_csv([compare_csv], required=COMPARE_COLUMNS) if compare_csv else []
+    reference = None
+    if reference_csv:
+        ref = spec.get("reference") or {}
+        reference = T.reference_comparison(
+            rows,
+            _load_reference(reference_csv, spec),
+            tolerances=ref.get("tolerances"),
+            units=ref.get("units", "fraction"),
+        )
+    import yaml
+
+    provenance = {
+        "config": yaml.safe_dump(config, sort_keys=False) if config is not None else "",
+        "packages": render.package_versions(),
+        **data_provenance(manifests, logits, splits),
+        "checksums": _checksums(config),
+    }
+    context = render.build_context(
+        rows=rows,
+        compare=comp,
+        spec=spec,
+        grids={_grid_key(g): g for g in grids or []},
+        provenance=provenance,
+        reference=reference,
+        plots=_plot_files(plots),
+        temperatures={_model_of(p): render.fitted_temperature(p) for p in ts_files or []},
+    )
+    # extra sections: HTML fragments escaped by the calbench step that wrote them (shift-report)
+    from markupsafe import Markup
+
+    context["extra_sections"] = [Markup(Path(p).read_text()) for p in sections or []]
+    _add_sections_to_toc(context)
+    atomic_write_text(out, render.render_html(template, context))
+
+
+def _add_sections_to_toc(context: dict) -> None:
+    """Contents entries for the extra sections (``<section id="x"><h2>Title</h2>``), placed
+    before the reliability diagrams, where the template puts the sections."""
+    import html
+    import re
+
+    toc = context.get("toc")
+    if toc is None:
+        return
+    at = next((i for i, e in enumerate(toc) if e.get("id") == "diagrams"), len(toc))
+    for text in context["extra_sections"]:
+        m = re.match(r'\s*<section id="([^"]+)">\s*<h2>([^<]*)</h2>', str(text))
+        if m:
+            toc.insert(at, {"id": m.group(1), "title": html.unescape(m.group(2)), "children": []})
+            at += 1
