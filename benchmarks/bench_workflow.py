@@ -11,7 +11,25 @@ jobs, their total and mean CPU seconds, total and largest wall seconds; then the
     python benchmarks/bench_workflow.py --run --cores 2  # rebuild here first (deletes nothing:
                                                          # use `snakemake --delete-all-output`)
 
-Only the figures are printed; no speed target is asserted here.
+    python benchmarks/bench_workflow.py --scenarios --cores 8,2   # the speed targets, below
+
+``--scenarios`` copies the project (its git-tracked files, as they are in the working tree) into
+a scratch folder (``--workdir``, default a new temporary folder) and times, for each ``--cores``
+value, the README's command from scratch and then the everyday edits, each a real
+``snakemake --cores N`` run:
+
+=================  ===========================================================  ========
+scenario           what changes                                                 target
+=================  ===========================================================  ========
+rebuild            nothing built yet (download, train, ..., report)             300 s
+no-op              nothing                                                      2 s
+add a model        a LeNet-5 with another seed under ``models:``                40 s
+add a calibrator   ``ts`` in float32 under ``calibrators:``                     30 s
+template edit      a comment appended to the report template                    10 s
+=================  ===========================================================  ========
+
+and prints one row per scenario (wall seconds, jobs run, target, met or not) plus the rebuild's
+per-rule table. Only the figures are printed; no speed target is asserted in a test.
 """
 
 from __future__ import annotations
@@ -120,17 +138,144 @@ def run_study(root, cores: int, extra: list[str]) -> float:
     return seconds
 
 
+#: (scenario, target wall seconds) in the order run; see the module docstring
+SCENARIOS = (
+    ("rebuild", 300.0),
+    ("no-op", 2.0),
+    ("add a model", 40.0),
+    ("add a calibrator", 30.0),
+    ("template edit", 10.0),
+)
+TEMPLATE = Path("workflow/templates/report.html.j2")
+NEW_MODEL = """  bench_lenet5_seed1:
+    dataset: fashion_mnist
+    source: train
+    arch: lenet5
+    training: {loss: ce, loss_kwargs: {}, epochs: 20, batch_size: 128, lr: 0.05, schedule: cosine, seed: 1, train_subset: 5000}
+    display: {name: LeNet-5 (seed 1), loss: CE}
+"""
+NEW_CALIBRATOR = (
+    "  bench_ts_f32: {method: ts, params: {precision: float32}, display: T-scaling (float32)}\n"
+)
+
+
+def copy_project(src, dst) -> None:
+    """Copy the git-tracked files of ``src`` (working-tree content) into ``dst``."""
+    import shutil
+
+    files = (
+        subprocess.run(["git", "ls-files", "-z"], cwd=src, check=True, capture_output=True)
+        .stdout.decode()
+        .split("\0")
+    )
+    for rel in filter(None, files):
+        source = Path(src) / rel
+        if source.is_file():
+            target = Path(dst) / rel
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(source, target)
+
+
+def insert_after(path, header: str, text: str) -> None:
+    """Insert ``text`` right after the line ``header`` of a YAML file (a new map entry)."""
+    lines = Path(path).read_text().splitlines(keepends=True)
+    at = lines.index(header + "\n") + 1
+    Path(path).write_text("".join(lines[:at]) + text + "".join(lines[at:]))
+
+
+def apply_edit(root, scenario: str) -> None:
+    root = Path(root)
+    if scenario == "add a model":
+        insert_after(root / "config.yaml", "models:", NEW_MODEL)
+    elif scenario == "add a calibrator":
+        insert_after(root / "config.yaml", "calibrators:", NEW_CALIBRATOR)
+    elif scenario == "template edit":
+        with open(root / TEMPLATE, "a") as fh:
+            fh.write("{# edited by benchmarks/bench_workflow.py #}\n")
+
+
+def jobs_since(root, t0: float) -> dict[str, int]:
+    """``{rule: jobs}`` whose benchmark file was written after ``t0`` (wall-clock time)."""
+    out: dict[str, int] = {}
+    base = Path(root) / "benchmarks"
+    for f in base.rglob("*.tsv") if base.is_dir() else []:
+        if f.stat().st_mtime >= t0:
+            rule = f.relative_to(base).parts[0]
+            out[rule] = out.get(rule, 0) + 1
+    return out
+
+
+def run_scenarios(workdir, cores: int, extra: list[str]) -> list[dict]:
+    """Copy the project into ``workdir`` and run every scenario of :data:`SCENARIOS`."""
+    copy_project(Path.cwd(), workdir)
+    rows = []
+    for scenario, target in SCENARIOS:
+        apply_edit(workdir, scenario)
+        t0 = time.time()
+        wall = run_study(workdir, cores, extra)
+        jobs = jobs_since(workdir, t0)
+        rows.append(
+            {
+                "scenario": scenario,
+                "cores": cores,
+                "wall_s": wall,
+                "target_s": target,
+                "jobs": sum(jobs.values()),
+                "rules": jobs,
+            }
+        )
+        if scenario == "rebuild":
+            rows[-1]["summary"] = summarize(collect(workdir))
+    return rows
+
+
+def format_scenarios(rows: list[dict]) -> str:
+    lines = [
+        f"{'scenario':18s} {'cores':>5s} {'wall s':>8s} {'target':>7s} {'met':>4s} {'jobs':>5s}  rules run"
+    ]
+    for r in rows:
+        met = "yes" if r["wall_s"] <= r["target_s"] else "NO"
+        rules = ", ".join(f"{k} {v}" for k, v in sorted(r["rules"].items()))
+        lines.append(
+            f"{r['scenario']:18s} {r['cores']:5d} {r['wall_s']:8.1f} {r['target_s']:7.0f} "
+            f"{met:>4s} {r['jobs']:5d}  {rules}"
+        )
+    return "\n".join(lines)
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--root", default=".", help="folder the workflow ran in (default: .)")
-    p.add_argument("--cores", type=int, default=2, help="cores of the run (default 2)")
+    p.add_argument(
+        "--cores", default="2", help="cores of the run; with --scenarios a list, e.g. 8,2"
+    )
     p.add_argument("--run", action="store_true", help="run snakemake in --root first")
+    p.add_argument(
+        "--scenarios", action="store_true", help="time the rebuild and everyday edits (see above)"
+    )
+    p.add_argument("--workdir", help="scratch folder for --scenarios (default: a new temp folder)")
     p.add_argument("snakemake_args", nargs="*", help="extra snakemake arguments (with --run)")
     args = p.parse_args(argv)
     try:
+        cores = [int(c) for c in str(args.cores).split(",") if c.strip()]
+        if not cores or min(cores) < 1:
+            raise ValueError(f"--cores must be positive integers, got {args.cores!r}")
+        if args.scenarios:
+            import tempfile
+
+            rows = []
+            for n in cores:
+                base = args.workdir or tempfile.mkdtemp(prefix="calbench-bench-")
+                workdir = Path(base) / f"cores{n}"
+                if workdir.exists():
+                    raise ValueError(f"{workdir} exists; pass an empty --workdir")
+                rows += run_scenarios(workdir, n, args.snakemake_args)
+                print(format_summary(rows[-len(SCENARIOS)]["summary"], cores=n))
+            print(format_scenarios(rows))
+            return 0
         if args.run:
-            run_study(args.root, args.cores, args.snakemake_args)
-        print(format_summary(summarize(collect(args.root)), cores=args.cores))
+            run_study(args.root, cores[0], args.snakemake_args)
+        print(format_summary(summarize(collect(args.root)), cores=cores[0]))
     except ValueError as exc:
         print(f"bench_workflow: error: {exc}", file=sys.stderr)
         return 2

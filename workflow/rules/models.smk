@@ -16,6 +16,9 @@ rule train_model:
     benchmark:
         "benchmarks/train_model/{dataset}/{model}.tsv"
     threads: 2
+    # trainings before everything else: each unlocks a model's whole chain, and a long training
+    # left waiting behind short jobs of trained models would run alone at the end
+    priority: 10
     resources:
         mem_mb=4000,
         runtime=120,
@@ -44,6 +47,7 @@ rule cache_logits:
     benchmark:
         "benchmarks/cache_logits/{dataset}/{model}.tsv"
     threads: 2
+    priority: 10  # as train_model: it unlocks the model's calibration jobs
     resources:
         mem_mb=4000,
         runtime=60,
