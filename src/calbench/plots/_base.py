@@ -1,0 +1,170 @@
+"""Shared pieces of the figures: styles, colours, argument checks, binned statistics and axes
+set-up (:func:`calbench.metrics.reliability_bins` and :func:`calbench.metrics.ece`, so a
+figure shows the numbers the metric tables report for the same binning)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import numpy as np
+
+from calbench._checks import check_choice
+
+#: Diagram styles accepted by :func:`reliability_diagram` and :func:`reliability_grid`.
+STYLES = ("guo", "coursework")
+
+# Colours: Guo et al. fig. 1 (blue outputs, red gap); the study's fig. 1b (red conf, blue acc,
+# green weight).
+_OUTPUT_COLOR = "#1f4e9c"
+_GAP_COLOR = "#d62728"
+_CONF_COLOR = "#d62728"
+_ACC_COLOR = "#1f77b4"
+_WEIGHT_COLOR = "#2ca02c"
+_DIAG_COLOR = "0.45"
+
+#: Interior points at which calibration maps are evaluated (x = 0 and 1 have infinite logits).
+_MAP_EPS = 1e-6
+#: Bins with fewer samples are drawn faded with their count (reliability diagrams).
+FEW_SAMPLES = 10
+
+
+def format_ece(value: float) -> str:
+    """The ECE label the figures show: a fraction as a percentage, ``0.0321 -> "ECE = 3.21%"``."""
+    return f"ECE = {100.0 * float(value):.2f}%"
+
+
+def _new_figure(figsize: tuple[float, float]):
+    from matplotlib.figure import Figure
+
+    return Figure(figsize=figsize, layout="constrained")
+
+
+def _root_figure(ax):
+    try:
+        return ax.get_figure(root=True)
+    except TypeError:  # matplotlib < 3.10: a SubFigure's ``.figure`` is the root figure
+        return ax.figure.figure
+
+
+def _check_ax(ax, what: str = "ax"):
+    from matplotlib.axes import Axes
+
+    if ax is not None and not isinstance(ax, Axes):
+        raise ValueError(
+            f"{what} must be a matplotlib Axes or None, got {type(ax).__name__}; "
+            "pass fig.add_subplot() or leave it out"
+        )
+    return ax
+
+
+def _check_style(style) -> str:
+    return check_choice(style, "style", STYLES)
+
+
+def _check_title(title) -> str | None:
+    if title is not None and not isinstance(title, str):
+        raise ValueError(f"title must be a string or None, got {type(title).__name__}")
+    return title
+
+
+def _check_mapping(d, what: str) -> Mapping:
+    if not isinstance(d, Mapping) or len(d) == 0:
+        raise ValueError(
+            f"{what} must be a non-empty dict {{name: array}}, got "
+            f"{type(d).__name__ if not isinstance(d, Mapping) else 'an empty dict'}"
+        )
+    for name in d:
+        if not isinstance(name, str):
+            raise ValueError(f"{what} keys must be strings (method names), got {name!r}")
+    return d
+
+
+def _check_class_index(class_index, k: int) -> int:
+    if (
+        isinstance(class_index, bool)
+        or not isinstance(class_index, int | np.integer)
+        or not 0 <= class_index < k
+    ):
+        raise ValueError(f"class_index must be an integer in [0, {k - 1}], got {class_index!r}")
+    return int(class_index)
+
+
+def _bins(probs, labels, n_bins: int, class_index: int | None = None, binning: str = "width"):
+    """Reliability bins; for equal-mass bins the first (reported from 0) starts at the data's minimum.
+
+    The metrics report the lower edge of the first equal-mass bin as 0; drawn as is, that bar
+    would span [0, u_1] even when every confidence lies above 0.9. The bar starts at the smallest
+    binned value instead (the bin's actual support); the statistics are unchanged.
+    """
+    from dataclasses import replace
+
+    from calbench.metrics import reliability_bins
+
+    b = reliability_bins(probs, labels, n_bins=n_bins, binning=binning, class_index=class_index)
+    if binning == "mass":
+        p = np.asarray(probs)
+        x = p.max(axis=1) if class_index is None else p[:, class_index]
+        edges = np.array(b.edges, dtype=np.float64)
+        edges[0] = min(max(edges[0], float(x.min())), edges[1])
+        b = replace(b, edges=edges)
+    return b
+
+
+def _ece(
+    probs, labels, n_bins: int, class_index: int | None = None, binning: str = "width"
+) -> float:
+    """ECE of the diagram's binning: top-label ECE, or the one-vs-rest ECE of one class.
+
+    For ``class_index=j`` this is the class-``j`` term of the study's classwise ECE (eq. 8):
+    ``sum_m |B_m^j| / n * |A_m^j - C_m^j|``.
+    """
+    if class_index is None:
+        from calbench.metrics import ece
+
+        return float(ece(probs, labels, n_bins=n_bins, binning=binning))
+    b = _bins(probs, labels, n_bins, class_index, binning)
+    count = np.asarray(b.count, dtype=np.float64)
+    gap = np.abs(np.asarray(b.accuracy, dtype=np.float64) - np.asarray(b.confidence, np.float64))
+    return float(np.sum(count / count.sum() * gap))
+
+
+def _bin_arrays(b):
+    edges = np.asarray(b.edges, dtype=np.float64)
+    conf = np.asarray(b.confidence, dtype=np.float64)
+    acc = np.asarray(b.accuracy, dtype=np.float64)
+    count = np.asarray(b.count, dtype=np.float64)
+    left = edges[:-1]
+    width = np.minimum(edges[1:], 1.0) - left
+    return left, width, conf, acc, count
+
+
+def _setup_unit_axes(ax, xlabel: str, ylabel: str) -> None:
+    ax.set_xlim(0.0, 1.0)
+    ax.set_ylim(0.0, 1.0)
+    ax.set_aspect("auto")
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    ax.plot([0, 1], [0, 1], ls="--", color=_DIAG_COLOR, lw=1.2, label="Perfect calibration")
+
+
+def _corner_text(ax, text: str) -> None:
+    """ECE in the upper-left corner (the legend goes beneath it)."""
+    ax.text(
+        0.03,
+        0.97,
+        text,
+        transform=ax.transAxes,
+        ha="left",
+        va="top",
+        fontsize=10,
+        bbox={"boxstyle": "round,pad=0.3", "facecolor": "white", "edgecolor": "0.6", "alpha": 0.9},
+    )
+
+
+def _legend(ax, below_text: bool, fontsize: int = 9) -> None:
+    anchor = (0.0, 0.89) if below_text else (0.0, 1.0)
+    ax.legend(loc="upper left", bbox_to_anchor=anchor, fontsize=fontsize, framealpha=0.9)
+
+
+def _check_binning(binning) -> str:
+    return check_choice(binning, "binning", ("width", "mass"))

@@ -1,0 +1,51 @@
+"""Writing figures: atomically to a file (:func:`save_figure`) or as deterministic SVG bytes
+(:func:`figure_svg`)."""
+
+from __future__ import annotations
+
+import io
+import os
+import sys
+from pathlib import Path
+
+from calbench.io import atomic_path
+
+
+def save_figure(fig, path: str | os.PathLike, dpi: int = 150, close: bool = True) -> Path:
+    """Write ``fig`` to ``path`` atomically; the format follows the suffix (png, pdf, svg, ...).
+
+    The figure is rendered to a temporary file beside ``path`` (same suffix) and moved onto
+    ``path`` only when rendering succeeded, so an error or a killed job leaves no file. With
+    ``close=True`` the figure is released from :mod:`matplotlib.pyplot`'s registry if it was
+    created there (figures built by this module are not registered and need no closing).
+    """
+    from matplotlib.figure import Figure
+
+    if not isinstance(fig, Figure):
+        raise ValueError(f"fig must be a matplotlib Figure, got {type(fig).__name__}")
+    path = Path(path)
+    fmt = path.suffix[1:].lower()
+    supported = fig.canvas.get_supported_filetypes()
+    if fmt not in supported:
+        raise ValueError(
+            f"cannot infer the image format of {str(path)!r}; use one of the suffixes "
+            + ", ".join(f".{s}" for s in sorted(supported))
+        )
+    with atomic_path(path) as tmp:
+        fig.savefig(tmp, format=fmt, dpi=dpi)
+    if close and "matplotlib.pyplot" in sys.modules:
+        sys.modules["matplotlib.pyplot"].close(fig)
+    return path
+
+
+def figure_svg(fig, close: bool = True) -> bytes:
+    """The figure as SVG bytes (text as paths: no fonts needed to view it); deterministic."""
+    import matplotlib
+    import matplotlib.pyplot as plt
+
+    buf = io.BytesIO()
+    with matplotlib.rc_context({"svg.hashsalt": "calbench", "svg.fonttype": "path"}):
+        fig.savefig(buf, format="svg", metadata={"Date": None})
+    if close:
+        plt.close(fig)
+    return buf.getvalue()

@@ -1,0 +1,210 @@
+"""The study's report: comparison cells as CSV, the tables as Markdown and as a self-contained
+HTML page (text escaped, figures embedded as data URIs)."""
+
+from __future__ import annotations
+
+import html
+import os
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+from calbench.reference.guo_kull.published import (
+    EXPECTED,
+    FLAGGED,
+    MISSING,
+    NO_LOGITS,
+    OK,
+    REFERENCE,
+    SOURCES,
+)
+
+
+def csv_text(rows: Sequence[Mapping], columns: Sequence[str]) -> str:
+    """CSV of ``rows`` (floats at full precision, None / NaN empty)."""
+    from calbench.report.tables import long_csv_text
+
+    return long_csv_text(rows, columns)
+
+
+def _counts(rows: Sequence[Mapping]) -> dict[str, int]:
+    out: dict[str, int] = {}
+    for r in rows:
+        out[r["status"]] = out.get(r["status"], 0) + 1
+    return out
+
+
+def _md_cell(c: Mapping) -> str:
+    if not c["status"]:
+        return ""
+    mark = " ⚠" if c["status"] == FLAGGED else (" (expected)" if c["status"] == EXPECTED else "")
+    if c["status"] == REFERENCE:
+        return f"{c['ours']} / {c['published']}"
+    return f"{c['ours']} / {c['published']} / {c['difference']}{mark}"
+
+
+def _md_escape(text: str) -> str:
+    return str(text).replace("|", "\\|").replace("\n", " ")
+
+
+def to_markdown(
+    tables: Sequence[Mapping], rows: Sequence[Mapping], spec: Mapping, sweep: Sequence[Mapping] = ()
+) -> str:
+    """The tables as Markdown (the figures are in the HTML page)."""
+    title = spec.get("title") or "Guo et al. 2017 / Kull et al. 2019 on Kängsepp's logits"
+    counts = _counts(rows)
+    lines = [f"# {_md_escape(title)}", "", _summary_text(counts), ""]
+    for t in tables:
+        lines += [f"## {_md_escape(t['title'])}", "", _md_escape(t["note"]), ""]
+        header = [*t["header"], *t["columns"]]
+        lines.append("| " + " | ".join(map(_md_escape, header)) + " |")
+        lines.append("|" + "---|" * len(t["header"]) + "---:|" * len(t["columns"]))
+        for r in t["rows"]:
+            lines.append(
+                "| "
+                + " | ".join([*map(_md_escape, r["labels"]), *map(_md_cell, r["cells"])])
+                + " |"
+            )
+        lines.append("")
+    if sweep:
+        lines += _sweep_md(sweep)
+    return "\n".join(lines) + "\n"
+
+
+def _summary_text(counts: Mapping[str, int]) -> str:
+    parts = [f"{n} {s}" for s, n in sorted(counts.items())]
+    return (
+        "Each cell: ours / published / difference in the publication's units and digits "
+        "(Guo et al. and the slides: ours / published, a reference band). A cell is flagged ⚠ "
+        "when |difference| exceeds the base tolerance plus half a unit of the last printed digit. "
+        "Cells: " + (", ".join(parts) or "none") + "."
+    )
+
+
+def _sweep_summary(sweep: Sequence[Mapping]) -> list[dict]:
+    out: dict[str, dict] = {}
+    for r in sweep:
+        d = out.setdefault(
+            r["model"], {"model": r["model"], "diagram": [], "best": None, "fitted": None}
+        )
+        if r["kind"] == "diagram":
+            d["diagram"].append((r["temperature"], r["ece"]))
+        elif r["kind"] == "curve":
+            if d["best"] is None or r["ece"] < d["best"][1]:
+                d["best"] = (r["temperature"], r["ece"])
+        elif r["kind"] == "fitted":
+            d["fitted"] = (r["temperature"], r["ece"])
+    return list(out.values())
+
+
+def _sweep_md(sweep: Sequence[Mapping]) -> list[str]:
+    summ = _sweep_summary(sweep)
+    temps = [t for t, _ in summ[0]["diagram"]] if summ else []
+    lines = [
+        "## Temperature sweep: ECE, % (15 bins, test part) of softmax(z / T)",
+        "",
+        "| Model | "
+        + " | ".join(f"T = {t:g}" for t in temps)
+        + " | best T on the curve | fitted T (TS) |",
+        "|---|" + "---:|" * (len(temps) + 2),
+    ]
+    for d in summ:
+        cells = [f"{100 * e:.2f}" for _, e in d["diagram"]]
+        best = f"{d['best'][0]:.2f} ({100 * d['best'][1]:.2f})" if d["best"] else "–"
+        fit = f"{d['fitted'][0]:.3f} ({100 * d['fitted'][1]:.2f})" if d["fitted"] else "–"
+        lines.append(f"| {_md_escape(d['model'])} | " + " | ".join([*cells, best, fit]) + " |")
+    return [*lines, ""]
+
+
+_CSS = (
+    "body{font-family:sans-serif;margin:2em;max-width:90em}table{border-collapse:collapse;margin:1em 0}"
+    "td,th{border:1px solid #ccc;padding:2px 6px;font-size:12px}td.num{text-align:right}"
+    ".differs{background:#fdd}.expected{background:#ffd}.missing,.no-logits{color:#999}"
+    ".reference-band{background:#f4f4ff}small{color:#555}img{max-width:100%}p.note{color:#333}"
+)
+_CLASSES = {
+    OK: "ok",
+    FLAGGED: "differs",
+    EXPECTED: "expected",
+    MISSING: "missing",
+    REFERENCE: "reference-band",
+    NO_LOGITS: "no-logits",
+    "": "",
+}
+
+
+def _html_table(t: Mapping) -> str:
+    e = html.escape
+    out = [
+        f"<h2>{e(t['title'])}</h2><p class='note'>{e(t['note'])}</p><table><thead><tr>"
+        + "".join(f"<th>{e(h)}</th>" for h in [*t["header"], *t["columns"]])
+        + "</tr></thead><tbody>"
+    ]
+    for r in t["rows"]:
+        tds = [f"<td>{e(str(x))}</td>" for x in r["labels"]]
+        for c in r["cells"]:
+            cls = _CLASSES.get(c["status"], "")
+            if not c["status"]:
+                tds.append("<td></td>")
+                continue
+            small = (
+                e(c["published"])
+                if c["status"] == REFERENCE
+                else f"{e(c['published'])} ({e(c['difference'])})"
+            )
+            tds.append(
+                f"<td class='num {cls}' title='{e(c['status'])}'>{e(c['ours'])}<br><small>{small}</small></td>"
+            )
+        out.append("<tr>" + "".join(tds) + "</tr>")
+    out.append("</tbody></table>")
+    return "\n".join(out)
+
+
+def to_html(
+    tables: Sequence[Mapping],
+    rows: Sequence[Mapping],
+    spec: Mapping,
+    *,
+    sweep: Sequence[Mapping] = (),
+    figures: Mapping[str, Sequence[str | os.PathLike]] | None = None,
+) -> str:
+    """A self-contained HTML page: every table (text escaped), the sweep summary and, per model,
+    the figures in ``figures[model]`` (PNG files, embedded as data URIs)."""
+    from calbench.report.render import png_data_uri
+
+    e = html.escape
+    title = spec.get("title") or "Guo et al. 2017 / Kull et al. 2019 on Kängsepp's logits"
+    out = [
+        "<!DOCTYPE html><html><head><meta charset='utf-8'>",
+        f"<title>{e(title)}</title><style>{_CSS}</style></head><body>",
+        f"<h1>{e(title)}</h1>",
+        f"<p>{e(spec.get('description') or '')}</p>",
+        f"<p class='tolerances'>{e(_summary_text(_counts(rows)))}</p>",
+        "<h2>Sources</h2><ul>"
+        + "".join(f"<li><b>{e(k)}</b>: {e(v)}</li>" for k, v in SOURCES.items())
+        + "</ul>",
+    ]
+    out += [_html_table(t) for t in tables]
+    if sweep:
+        summ = _sweep_summary(sweep)
+        temps = [t for t, _ in summ[0]["diagram"]] if summ else []
+        out.append(
+            "<h2>Temperature sweep (Guo et al. 2017, section 4.2): ECE, % (15 bins, test part)</h2>"
+            "<table><thead><tr><th>Model</th>"
+            + "".join(f"<th>T = {t:g}</th>" for t in temps)
+            + "<th>best T on the curve (ECE)</th><th>fitted T (ECE)</th></tr></thead><tbody>"
+        )
+        for d in summ:
+            cells = "".join(f"<td class='num'>{100 * v:.2f}</td>" for _, v in d["diagram"])
+            best = f"{d['best'][0]:.2f} ({100 * d['best'][1]:.2f})" if d["best"] else "–"
+            fit = f"{d['fitted'][0]:.3f} ({100 * d['fitted'][1]:.2f})" if d["fitted"] else "–"
+            out.append(
+                f"<tr><td>{e(d['model'])}</td>{cells}<td class='num'>{e(best)}</td>"
+                f"<td class='num'>{e(fit)}</td></tr>"
+            )
+        out.append("</tbody></table>")
+    for model, paths in (figures or {}).items():
+        out.append(f"<h3>{e(model)}</h3>")
+        for p in paths:
+            out.append(f"<img alt='{e(Path(p).stem)}: {e(model)}' src='{png_data_uri(p)}'>")
+    out.append("</body></html>")
+    return "\n".join(out) + "\n"
