@@ -55,7 +55,7 @@ def test_train_split_checks_pinned_md5_before_unpickling(tmp_path):
 
 def test_load_split_serves_train_through_the_dataset_interface(tmp_path):
     md5s, _, labels = write_train(tmp_path, "cifar100", n_per_batch=6)
-    ds = cifar.make_interface("cifar100", {"train_md5s": md5s})
+    ds = cifar.CifarDataset("cifar100", {"train_md5s": md5s})
     images, y = ds.load_split(tmp_path, "train")
     assert tuple(images.shape) == (6, 3, 32, 32) and y.tolist() == labels
     with pytest.raises(ValueError, match="split must be 'test' or 'train'"):

@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from calbench.data import DATASETS, get_dataset, order_hash
+from calbench.data import DATASETS, Dataset, get_dataset, order_hash
 from calbench.data import fashion_mnist as fm
 from calbench.data.download import ChecksumError
 from calbench.io import array_digest
@@ -72,8 +72,11 @@ def test_check_split_content_refuses_wrong_label_counts():
 
 
 def test_registry_and_unknown_dataset():
-    assert get_dataset("fashion_mnist") is fm
-    assert DATASETS["fashion_mnist"] == "calbench.data.fashion_mnist"
+    assert get_dataset("fashion_mnist") is fm.FASHION_MNIST
+    assert DATASETS["fashion_mnist"] == "calbench.data.fashion_mnist:FASHION_MNIST"
+    assert isinstance(fm.FASHION_MNIST, Dataset) and fm.FASHION_MNIST.NUM_CLASSES == 10
+    with pytest.raises(ValueError, match="dataset fashion_mnist takes no options, got \\['md5'\\]"):
+        get_dataset("fashion_mnist", {"md5": "x"})
     with pytest.raises(ValueError, match="unknown dataset 'mnist'"):
         get_dataset("mnist")
 

@@ -80,6 +80,19 @@ def test_cifar_download_from_mirror(tmp_path):
     ):  # the mirror copy is not the real archive
         cifar.download_cifar("cifar10", tmp_path / "root", mirrors=[mirror])
     assert not (tmp_path / "root" / "cifar-10-python.tar.gz").exists()
+    # the same fetch-unpack-verify through the dataset interface, pinned to the mirror's copy
+    archive_md5 = md5(mirror / "cifar-10-python.tar.gz")
+    ds = cifar.CIFAR10.configure({"md5": archive_md5, "test_md5": md5(f)})
+    manifest = ds.prepare(tmp_path / "root", mirrors=[mirror], urls=())
+    assert manifest == {
+        "dataset": "cifar10",
+        "archive": "cifar-10-python.tar.gz",
+        "md5": archive_md5,
+        "test_md5": md5(f),
+        "folder": str(tmp_path / "root" / "cifar-10-batches-py"),
+        "splits": {"test": {"n": 7}},
+    }
+    assert (tmp_path / "root" / "cifar-10-batches-py" / "test_batch").read_bytes() == f.read_bytes()
 
 
 def jpeg(color, mode="RGB"):
@@ -261,10 +274,17 @@ def test_dataset_interfaces_on_test_files(tmp_path, monkeypatch):
 def test_registered_datasets_and_imagenet_streaming(tmp_path):
     import torch
 
-    from calbench.data import DATASETS, get_dataset, ids_order_hash
+    from calbench.data import DATASETS, Dataset, get_dataset, ids_order_hash
     from calbench.logits import compute_logits_stream
 
     assert {"cifar10", "cifar100", "tiny_imagenet", "imagenet"} <= set(DATASETS)
+    for name in DATASETS:  # every registered dataset states the interface
+        ds = get_dataset(name)
+        assert isinstance(ds, Dataset) and ds.NAME == name and ds.NUM_CLASSES > 1
+        assert all(isinstance(f, str) and mb > 0 for f, mb in ds.FILES)
+    tiny = get_dataset("tiny_imagenet", {"archive": "t.zip", "size_mb": 2})
+    assert tiny.FILES == (("t.zip", 2),) and tiny.URLS == tuple(tiny_imagenet.URLS)
+    assert tiny.configure({"md5": "ab"}).FILES == (("t.zip", 2),)
     assert get_dataset("cifar10").NUM_CLASSES == 10 and get_dataset("cifar100").NUM_CLASSES == 100
     with pytest.raises(ValueError, match="unknown dataset option"):
         get_dataset("cifar10", {"path": "x"})

@@ -1,56 +1,38 @@
 """Datasets: download with pinned checksums, load as whole uint8 tensors, preprocess on the fly.
 
-Each dataset is one module registered in :data:`DATASETS` (name -> module path, imported on
-first use so the CLI starts fast). Adding a dataset is one entry here plus a module providing:
-
-``NAME``, ``NUM_CLASSES``, ``INPUT_SHAPE`` (C, H, W), ``DEFAULT_MIRRORS`` (directories),
-``prepare(root, *, mirrors, urls) -> dict`` (place and verify the files, return the manifest),
-``load_split(root, split) -> (images uint8 tensor (N, C, H, W), labels int64 tensor (N,))`` in the
-dataset's own sample order, and ``preprocessor(spec) -> callable`` mapping a uint8 batch (on any
-device) to the float32 network input for the model described by ``spec`` (a config entry).
-
-Optional: ``configure(options) -> interface`` (the dataset's config entry overrides pinned
-values, e.g. ``datasets.imagenet.path`` or a test-made archive's MD5), ``FILES`` ((name, MiB),
-...) for ``calbench stage --dry-run``, and ``STREAMING = True`` with ``stream_split(root, split,
-spec)`` -> a map-style dataset (``ids``, ``labels``, items ``(tensor, label)`` transformed by the
-model's preset) for datasets too large for one uint8 tensor (ImageNet). A registered value
-``"module:attribute"`` names an interface object inside a module (the two CIFAR sets).
+Each dataset is an instance of a :class:`calbench.data.base.Dataset` subclass (which states the
+interface: ``NAME``, ``NUM_CLASSES``, ``prepare``, ``load_split``, ``preprocessor``, ...),
+registered in :data:`DATASETS` as ``"module:ATTRIBUTE"`` and imported on first use so the CLI
+starts fast. Adding a dataset is one such subclass and one entry here.
 """
 
 from __future__ import annotations
 
 import importlib
-from types import ModuleType
 
-#: dataset name (config slug) -> module implementing it
+from calbench.data.base import Dataset
+
+#: dataset name (config slug) -> ``"module:attribute"`` of its :class:`Dataset` instance
 DATASETS: dict[str, str] = {
-    "fashion_mnist": "calbench.data.fashion_mnist",
+    "fashion_mnist": "calbench.data.fashion_mnist:FASHION_MNIST",
     "cifar10": "calbench.data.cifar:CIFAR10",
     "cifar100": "calbench.data.cifar:CIFAR100",
-    "tiny_imagenet": "calbench.data.tiny_imagenet",
-    "imagenet": "calbench.data.imagenet",
+    "tiny_imagenet": "calbench.data.tiny_imagenet:TINY_IMAGENET",
+    "imagenet": "calbench.data.imagenet:IMAGENET",
 }
 
 
-def get_dataset(name: str, options: dict | None = None) -> ModuleType:
-    """Return the interface implementing dataset ``name`` (see :data:`DATASETS`), configured with
-    ``options`` (its config entry's overrides) when given."""
+def get_dataset(name: str, options: dict | None = None) -> Dataset:
+    """Return the :class:`Dataset` registered as ``name`` (see :data:`DATASETS`), configured
+    with ``options`` (its config entry's overrides) when given."""
     if name not in DATASETS:
         raise ValueError(
             f"unknown dataset {name!r}; choose one of {sorted(DATASETS)} "
             "(or register a module in calbench.data.DATASETS)"
         )
     module, _, attr = DATASETS[name].partition(":")
-    obj = importlib.import_module(module)
-    if attr:
-        obj = getattr(obj, attr)
-    if options:
-        if not hasattr(obj, "configure"):
-            raise ValueError(
-                f"dataset {name} takes no options, got {sorted(options)}; remove them from its entry"
-            )
-        obj = obj.configure(options)
-    return obj
+    dataset = getattr(importlib.import_module(module), attr)
+    return dataset.configure(options) if options else dataset
 
 
 def ids_order_hash(ids, labels) -> str:
@@ -80,4 +62,4 @@ def order_hash(images, labels) -> str:
     return array_digest(_np(images).astype(np.uint8, copy=False), _np(labels).astype(np.int64))
 
 
-__all__ = ["DATASETS", "get_dataset", "ids_order_hash", "order_hash"]
+__all__ = ["DATASETS", "Dataset", "get_dataset", "ids_order_hash", "order_hash"]

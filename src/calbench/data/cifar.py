@@ -17,6 +17,7 @@ from pathlib import Path
 
 import numpy as np
 
+from calbench.data.base import Dataset, check_options
 from calbench.data.download import fetch, verify
 
 SPECS = {
@@ -66,9 +67,22 @@ def download_cifar(
 ) -> Path:
     """Fetch the MD5-pinned archive into ``root`` (mirrors first) and unpack it; return the folder."""
     spec = _spec(name)
+    return _fetch_and_extract(spec, root, urls=spec["urls"], mirrors=mirrors, timeout=timeout)
+
+
+def _fetch_and_extract(
+    spec: dict,
+    root: str | os.PathLike,
+    *,
+    urls: Iterable[str],
+    mirrors: Iterable[str | os.PathLike],
+    timeout: float,
+) -> Path:
+    """Fetch ``spec``'s archive (its ``md5``) into ``root``, unpack it unless its test batch is
+    already there, check the test batch's ``test_md5``; return the unpacked folder."""
     root = Path(root)
     archive = fetch(
-        root / spec["archive"], urls=spec["urls"], mirrors=mirrors, md5=spec["md5"], timeout=timeout
+        root / spec["archive"], urls=urls, mirrors=mirrors, md5=spec["md5"], timeout=timeout
     )
     folder = root / spec["folder"]
     test = folder / spec["test_file"]
@@ -175,48 +189,47 @@ def _merged(name: str, options: dict | None) -> dict:
     spec = dict(_spec(name))
     spec["size_mb"] = SIZES_MB[name]
     options = dict(options or {})
-    unknown = sorted(set(options) - set(OPTION_KEYS))
-    if unknown:
-        raise ValueError(
-            f"{name}: unknown dataset option(s) {unknown}; allowed: {list(OPTION_KEYS)}"
-        )
+    check_options(name, options, OPTION_KEYS)
     for key, value in options.items():
         if value is not None:
             spec[key] = list(value) if key == "urls" else value
     return spec
 
 
-def make_interface(name: str, options: dict | None = None):
-    """The dataset interface of :mod:`calbench.data` (``NAME``, ``prepare``, ``load_split``, ...) for one CIFAR set.
+class CifarDataset(Dataset):
+    """One CIFAR set as a :class:`calbench.data.base.Dataset`.
 
-    ``load_split(root, "test")`` returns uint8 ``(N, 3, 32, 32)`` and int64 ``(N,)`` tensors in
-    torchvision order; ``preprocessor(spec)`` applies the spec's named ``preprocessing`` preset.
-    ``options`` (a dataset config entry: ``archive``, ``urls``, ``md5``, ``test_md5``) replace
-    the pinned values, for mirrors of other names and for test-made files;
-    ``configure(options)`` returns such a variant.
+    ``load_split(root, "test")`` (or ``"train"``) returns uint8 ``(N, 3, 32, 32)`` and int64
+    ``(N,)`` tensors in torchvision order; ``preprocessor(spec)`` applies the spec's named
+    ``preprocessing`` preset. ``options`` (a dataset config entry: ``archive``, ``urls``,
+    ``md5``, ``test_md5``, ``train_md5s``, ``size_mb``) replace the pinned values, for mirrors
+    of other names and for test-made files; :meth:`configure` returns such a variant.
     """
-    from types import SimpleNamespace
 
-    spec = _merged(name, options)
+    INPUT_SHAPE = (3, 32, 32)
+    OPTION_KEYS = OPTION_KEYS
 
-    def prepare(root, *, mirrors=(), urls=None, timeout: float = 60.0) -> dict:
-        root = Path(root)
-        archive = fetch(
-            root / spec["archive"],
+    def __init__(self, name: str, options: dict | None = None):
+        self.spec = _merged(name, options)
+        self.options = dict(options or {})
+        self.NAME = name
+        self.NUM_CLASSES = self.spec["num_classes"]
+        self.URLS = tuple(self.spec["urls"])
+        self.SIZE_MB = self.spec["size_mb"]
+        self.FILES = ((self.spec["archive"], self.spec["size_mb"]),)
+
+    def prepare(self, root, *, mirrors=(), urls=None, timeout: float = 60.0) -> dict:
+        spec = self.spec
+        folder = _fetch_and_extract(
+            spec,
+            root,
             urls=spec["urls"] if urls is None else urls,
             mirrors=mirrors,
-            md5=spec["md5"],
             timeout=timeout,
         )
-        folder = root / spec["folder"]
-        test = folder / spec["test_file"]
-        if not test.is_file():
-            with tarfile.open(archive) as tf:
-                tf.extractall(root, filter="data")
-        verify(test, md5=spec["test_md5"])
-        labels = read_cifar_test(name, root, md5=spec["test_md5"])[1]
+        labels = read_cifar_test(self.NAME, root, md5=spec["test_md5"])[1]
         return {
-            "dataset": name,
+            "dataset": self.NAME,
             "archive": spec["archive"],
             "md5": spec["md5"],
             "test_md5": spec["test_md5"],
@@ -224,9 +237,10 @@ def make_interface(name: str, options: dict | None = None):
             "splits": {"test": {"n": int(labels.shape[0])}},
         }
 
-    def load_split(root, split: str = "test"):
+    def load_split(self, root, split: str = "test"):
         import torch
 
+        name, spec = self.NAME, self.spec
         if split == "test":
             images, labels = read_cifar_test(name, root, md5=spec["test_md5"])
         elif split == "train":  # models trained by the workflow (paper-scale objective studies)
@@ -235,30 +249,19 @@ def make_interface(name: str, options: dict | None = None):
             raise ValueError(f"{name}: split must be 'test' or 'train', got {split!r}")
         return torch.from_numpy(images.transpose(0, 3, 1, 2).copy()), torch.from_numpy(labels)
 
-    def preprocessor(model_spec: dict | None = None):
+    def preprocessor(self, spec: dict | None = None):
         from calbench.data.preprocessing import uint8_preprocessor
 
-        preset = (model_spec or {}).get("preprocessing")
+        preset = (spec or {}).get("preprocessing")
         if not preset:
             raise ValueError(
-                f"{name}: the model entry needs a 'preprocessing' preset (e.g. cifar10_huy)"
+                f"{self.NAME}: the model entry needs a 'preprocessing' preset (e.g. cifar10_huy)"
             )
         return uint8_preprocessor(preset)
 
-    return SimpleNamespace(
-        NAME=name,
-        NUM_CLASSES=spec["num_classes"],
-        INPUT_SHAPE=(3, 32, 32),
-        DEFAULT_MIRRORS=(),
-        URLS=tuple(spec["urls"]),
-        SIZE_MB=spec["size_mb"],
-        FILES=((spec["archive"], spec["size_mb"]),),
-        prepare=prepare,
-        load_split=load_split,
-        preprocessor=preprocessor,
-        configure=lambda opts: make_interface(name, {**(options or {}), **(opts or {})}),
-    )
+    def configure(self, options: dict | None) -> CifarDataset:
+        return CifarDataset(self.NAME, {**self.options, **(options or {})})
 
 
-CIFAR10 = make_interface("cifar10")
-CIFAR100 = make_interface("cifar100")
+CIFAR10 = CifarDataset("cifar10")
+CIFAR100 = CifarDataset("cifar100")

@@ -20,6 +20,7 @@ from pathlib import Path
 
 import numpy as np
 
+from calbench.data.base import Dataset
 from calbench.data.download import ChecksumError, fetch, verify
 from calbench.io import atomic_path, file_digest
 
@@ -299,3 +300,27 @@ def preprocessor(spec: dict | None = None):
         return (batch.to(torch.float32) / 255.0 - MEAN) / STD
 
     return preprocess
+
+
+class FashionMNIST(Dataset):
+    """Fashion-MNIST as a :class:`calbench.data.base.Dataset` (no options: every file is
+    pinned); the methods are this module's :func:`prepare`, :func:`load_split` and
+    :func:`preprocessor`."""
+
+    NAME = NAME
+    NUM_CLASSES = NUM_CLASSES
+    INPUT_SHAPE = INPUT_SHAPE
+    DEFAULT_MIRRORS = DEFAULT_MIRRORS
+    URLS = URLS
+
+    def prepare(self, root, *, mirrors=DEFAULT_MIRRORS, urls=None, timeout: float = 60.0) -> dict:
+        return prepare(root, mirrors=mirrors, urls=URLS if urls is None else urls, timeout=timeout)
+
+    def load_split(self, root, split: str = "test"):
+        return load_split(root, split)
+
+    def preprocessor(self, spec: dict | None = None):
+        return preprocessor(spec)
+
+
+FASHION_MNIST = FashionMNIST()

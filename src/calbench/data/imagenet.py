@@ -17,6 +17,7 @@ import re
 import tarfile
 from pathlib import Path
 
+from calbench.data.base import Dataset, check_options
 from calbench.data.download import verify
 from calbench.data.tiny_imagenet import FileImageDataset
 
@@ -121,23 +122,8 @@ def resolve_val(path: str | os.PathLike | None, prepared: str | os.PathLike) -> 
     return path
 
 
-def imagenet_val_dataset(path, prepared, transform=None) -> FileImageDataset:
-    folder = resolve_val(path, prepared)
-    paths, labels, _ = val_samples(folder)
-    return FileImageDataset(folder, paths, labels, transform)
-
-
 # ----------------------------------------------------------------- calbench.data dataset interface
-NAME = "imagenet"
-NUM_CLASSES = 1000
-INPUT_SHAPE = (3, 224, 224)  # the common size; each model's preset sets its own
-DEFAULT_MIRRORS: tuple[str, ...] = ()
-URLS: tuple[str, ...] = ()  # not downloadable: registration (see MISSING_HELP)
 SIZE_MB = 6430
-FILES = ((VAL_ARCHIVE, 6430), (DEVKIT, 3))
-#: 50,000 full-size JPEGs do not fit one uint8 tensor: ``cache-logits`` streams them through a
-#: DataLoader with the model's preset transform (:func:`stream_split`), in the study's order.
-STREAMING = True
 #: Dataset config keys: ``path`` (user-supplied copy) and the pinned names/MD5s.
 OPTION_KEYS = ("path", "archive", "md5", "devkit", "devkit_md5", "size_mb")
 _PINS = {"archive": VAL_ARCHIVE, "md5": VAL_MD5, "devkit": DEVKIT, "devkit_md5": DEVKIT_MD5}
@@ -147,103 +133,105 @@ def _is_class_tree(path: Path) -> bool:
     return path.is_dir() and any(d.is_dir() and _WNID.fullmatch(d.name) for d in path.iterdir())
 
 
-def prepare(root, *, mirrors=(), urls=None, timeout: float = 60.0, path=None, _opts=None) -> dict:
-    """Make ``<root>/val`` the class-folder tree of the validation set and return the manifest.
+def _place_val(val: Path, candidates: list[Path], opts: dict) -> None:
+    """Make ``val`` the class-folder tree of the first candidate holding the two archives (sorted
+    with the devkit) or a class-folder tree (linked)."""
+    root = val.parent
+    for c in candidates:
+        if (c / VAL_ARCHIVE).is_file() and (c / DEVKIT).is_file():
+            root.mkdir(parents=True, exist_ok=True)
+            prepare_val(c, val, val_md5=opts["md5"], devkit_md5=opts["devkit_md5"])
+            return
+        if _is_class_tree(c):
+            root.mkdir(parents=True, exist_ok=True)
+            os.symlink(c.resolve(), val, target_is_directory=True)
+            return
+    if not candidates:
+        raise FileNotFoundError(f"datasets.imagenet.path is not set; {_help()}")
+    raise FileNotFoundError(
+        f"{', '.join(map(str, candidates))}: neither {VAL_ARCHIVE} + {DEVKIT} nor class "
+        f"folders found; {_help()}"
+    )
 
-    ``path`` (config ``datasets.imagenet.path``), then each mirror directory, may hold the two
-    archives (sorted into ``<root>/val`` with the devkit, MD5s checked) or a class-folder tree
-    (linked as ``<root>/val``). Nothing is downloaded: ImageNet needs a registration.
-    """
-    from calbench.data import ids_order_hash
 
-    opts = {**_PINS, **(_opts or {})}
-    if opts["archive"] != VAL_ARCHIVE or opts["devkit"] != DEVKIT:
-        raise ValueError(
-            f"imagenet: the archives must be named {VAL_ARCHIVE} and {DEVKIT}; rename your copies"
-        )
-    root = Path(root)
-    val = root / "val"
-    candidates = [Path(c).expanduser() for c in ([path] if path else []) + list(mirrors)]
-    if val.is_symlink():  # a link made for an earlier path: follow the current configuration
-        val.unlink()
-    if not val.is_dir():
-        for c in candidates:
-            if (c / VAL_ARCHIVE).is_file() and (c / DEVKIT).is_file():
-                root.mkdir(parents=True, exist_ok=True)
-                prepare_val(c, val, val_md5=opts["md5"], devkit_md5=opts["devkit_md5"])
-                break
-            if _is_class_tree(c):
-                root.mkdir(parents=True, exist_ok=True)
-                os.symlink(c.resolve(), val, target_is_directory=True)
-                break
-        else:
-            if not candidates:
-                raise FileNotFoundError(f"datasets.imagenet.path is not set; {_help()}")
-            raise FileNotFoundError(
-                f"{', '.join(map(str, candidates))}: neither {VAL_ARCHIVE} + {DEVKIT} nor class "
-                f"folders found; {_help()}"
+class ImageNet(Dataset):
+    """The ImageNet 2012 validation set as a :class:`calbench.data.base.Dataset`, from the
+    user-supplied copy at ``options["path"]`` (config ``datasets.imagenet.path``); the other
+    :data:`OPTION_KEYS` replace the pinned archive names, MD5s or size."""
+
+    NAME = "imagenet"
+    NUM_CLASSES = 1000
+    INPUT_SHAPE = (3, 224, 224)  # the common size; each model's preset sets its own
+    URLS: tuple[str, ...] = ()  # not downloadable: registration (see MISSING_HELP)
+    FILES = ((VAL_ARCHIVE, 6430), (DEVKIT, 3))
+    #: 50,000 full-size JPEGs do not fit one uint8 tensor: ``cache-logits`` streams them through
+    #: a DataLoader with the model's preset transform (:meth:`stream_split`), in the study's order.
+    STREAMING = True
+    OPTION_KEYS = OPTION_KEYS
+
+    def __init__(self, options: dict | None = None):
+        options = {k: v for k, v in dict(options or {}).items() if v is not None}
+        check_options(self.NAME, options, OPTION_KEYS)
+        self.options = options
+        self.pins = {k: options[k] for k in _PINS if k in options}
+        self.SIZE_MB = options.get("size_mb", SIZE_MB)
+
+    def prepare(self, root, *, mirrors=(), urls=None, timeout: float = 60.0) -> dict:
+        """Make ``<root>/val`` the class-folder tree of the validation set and return the manifest.
+
+        ``path`` (config ``datasets.imagenet.path``), then each mirror directory, may hold the
+        two archives (sorted into ``<root>/val`` with the devkit, MD5s checked) or a class-folder
+        tree (linked as ``<root>/val``). Nothing is downloaded: ImageNet needs a registration.
+        """
+        from calbench.data import ids_order_hash
+
+        opts = {**_PINS, **self.pins}
+        if opts["archive"] != VAL_ARCHIVE or opts["devkit"] != DEVKIT:
+            raise ValueError(
+                f"imagenet: the archives must be named {VAL_ARCHIVE} and {DEVKIT}; rename your copies"
             )
-    paths, labels, wnids = val_samples(val)
-    return {
-        "dataset": NAME,
-        "folder": str(val),
-        "source": str(val.resolve()),
-        "classes": len(wnids),
-        "splits": {"val": {"n": len(paths), "order_hash": ids_order_hash(paths, labels)}},
-    }
+        path = self.options.get("path")
+        val = Path(root) / "val"
+        candidates = [Path(c).expanduser() for c in ([path] if path else []) + list(mirrors)]
+        if val.is_symlink():  # a link made for an earlier path: follow the current configuration
+            val.unlink()
+        if not val.is_dir():
+            _place_val(val, candidates, opts)
+        paths, labels, wnids = val_samples(val)
+        return {
+            "dataset": self.NAME,
+            "folder": str(val),
+            "source": str(val.resolve()),
+            "classes": len(wnids),
+            "splits": {"val": {"n": len(paths), "order_hash": ids_order_hash(paths, labels)}},
+        }
 
-
-def load_split(root, split: str = "val"):
-    raise ValueError(
-        "imagenet: 50,000 full-size images are streamed, not loaded at once; use stream_split"
-    )
-
-
-def stream_split(root, split: str = "val", spec: dict | None = None):
-    """Map-style dataset of ``<root>/val`` in the study's order, images transformed by the model
-    spec's preset (:func:`calbench.data.preprocessing.transform_for`); has ``ids`` and ``labels``."""
-    from calbench.data.preprocessing import transform_for
-
-    if split not in ("val", "test"):
-        raise ValueError(f"imagenet: the study evaluates the 'val' split; got split={split!r}")
-    folder = Path(root) / "val"
-    if not folder.is_dir():
-        raise FileNotFoundError(f"ImageNet validation set not found at {folder}; {_help()}")
-    paths, labels, _ = val_samples(folder)
-    return FileImageDataset(folder, paths, labels, transform_for(spec or {}))
-
-
-def preprocessor(spec: dict | None = None):
-    raise ValueError(
-        "imagenet: preprocessing resizes PIL images; it runs inside stream_split's DataLoader"
-    )
-
-
-def configure(options: dict | None = None):
-    """This interface with ``path`` and the pinned names/MD5s taken from a dataset config entry."""
-    import sys
-    from types import SimpleNamespace
-
-    options = {k: v for k, v in dict(options or {}).items() if v is not None}
-    unknown = sorted(set(options) - set(OPTION_KEYS))
-    if unknown:
+    def load_split(self, root, split: str = "val"):
         raise ValueError(
-            f"imagenet: unknown dataset option(s) {unknown}; allowed: {list(OPTION_KEYS)}"
+            "imagenet: 50,000 full-size images are streamed, not loaded at once; use stream_split"
         )
-    mod = sys.modules[__name__]
-    pins = {k: options[k] for k in _PINS if k in options}
-    return SimpleNamespace(
-        NAME=NAME,
-        NUM_CLASSES=NUM_CLASSES,
-        INPUT_SHAPE=INPUT_SHAPE,
-        DEFAULT_MIRRORS=DEFAULT_MIRRORS,
-        URLS=URLS,
-        SIZE_MB=options.get("size_mb", SIZE_MB),
-        FILES=FILES,
-        STREAMING=True,
-        prepare=lambda root, **kw: prepare(root, path=options.get("path"), _opts=pins, **kw),
-        load_split=load_split,
-        stream_split=stream_split,
-        preprocessor=preprocessor,
-        configure=lambda opts: mod.configure({**options, **(opts or {})}),
-    )
+
+    def stream_split(self, root, split: str = "val", spec: dict | None = None):
+        """Map-style dataset of ``<root>/val`` in the study's order, images transformed by the
+        model spec's preset (:func:`calbench.data.preprocessing.transform_for`); has ``ids`` and
+        ``labels``."""
+        from calbench.data.preprocessing import transform_for
+
+        if split not in ("val", "test"):
+            raise ValueError(f"imagenet: the study evaluates the 'val' split; got split={split!r}")
+        folder = Path(root) / "val"
+        if not folder.is_dir():
+            raise FileNotFoundError(f"ImageNet validation set not found at {folder}; {_help()}")
+        paths, labels, _ = val_samples(folder)
+        return FileImageDataset(folder, paths, labels, transform_for(spec or {}))
+
+    def preprocessor(self, spec: dict | None = None):
+        raise ValueError(
+            "imagenet: preprocessing resizes PIL images; it runs inside stream_split's DataLoader"
+        )
+
+    def configure(self, options: dict | None) -> ImageNet:
+        return ImageNet({**self.options, **(options or {})})
+
+
+IMAGENET = ImageNet()

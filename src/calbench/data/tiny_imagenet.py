@@ -14,6 +14,7 @@ import zipfile
 from collections.abc import Iterable
 from pathlib import Path
 
+from calbench.data.base import Dataset, check_options
 from calbench.data.download import fetch
 
 ARCHIVE = "tiny-imagenet-200.zip"
@@ -108,32 +109,9 @@ def tiny_imagenet_val_dataset(folder: str | os.PathLike, transform=None) -> File
 NAME = "tiny_imagenet"
 NUM_CLASSES = 200
 INPUT_SHAPE = (3, 64, 64)
-DEFAULT_MIRRORS: tuple[str, ...] = ()
 SIZE_MB = 237
-FILES = ((ARCHIVE, SIZE_MB),)
 #: Dataset config keys that may override the pinned archive (name, URLs, MD5).
 OPTION_KEYS = ("archive", "urls", "md5", "size_mb")
-
-
-def prepare(root, *, mirrors=(), urls=None, timeout: float = 60.0, _archive=None) -> dict:
-    """Fetch and unpack the zip under ``root``; the manifest records the validation-set size."""
-    a = _archive or {"archive": ARCHIVE, "urls": URLS, "md5": MD5}
-    folder = download_tiny_imagenet(
-        root,
-        mirrors,
-        md5=a["md5"],
-        timeout=timeout,
-        archive_name=a["archive"],
-        urls=a["urls"] if urls is None else urls,
-    )
-    n = len(val_samples(folder)[0])
-    return {
-        "dataset": NAME,
-        "archive": a["archive"],
-        "md5": a["md5"],
-        "folder": str(folder),
-        "splits": {"val": {"n": n}},
-    }
 
 
 def load_split(root, split: str = "val"):
@@ -153,36 +131,55 @@ def load_split(root, split: str = "val"):
     return torch.from_numpy(out), torch.tensor(labels, dtype=torch.int64)
 
 
-def preprocessor(spec: dict | None = None):
-    from calbench.data.preprocessing import uint8_preprocessor
+class TinyImageNet(Dataset):
+    """The Tiny ImageNet validation set as a :class:`calbench.data.base.Dataset`; ``options``
+    (config keys :data:`OPTION_KEYS`) replace the archive name, URLs, MD5 or size."""
 
-    return uint8_preprocessor((spec or {}).get("preprocessing") or "tiny_focal")
+    NAME = NAME
+    NUM_CLASSES = NUM_CLASSES
+    INPUT_SHAPE = INPUT_SHAPE
+    OPTION_KEYS = OPTION_KEYS
 
+    def __init__(self, options: dict | None = None):
+        options = dict(options or {})
+        check_options(NAME, options, OPTION_KEYS)
+        a = {"archive": ARCHIVE, "urls": list(URLS), "md5": MD5, "size_mb": SIZE_MB}
+        a.update({k: v for k, v in options.items() if v is not None})
+        self.options, self.archive = options, a
+        self.URLS = tuple(a["urls"])
+        self.SIZE_MB = a["size_mb"]
+        self.FILES = ((a["archive"], a["size_mb"]),)
 
-def configure(options: dict | None = None):
-    """This interface with the archive name, URLs or MD5 replaced by ``options`` (config keys)."""
-    import sys
-    from types import SimpleNamespace
-
-    options = dict(options or {})
-    unknown = sorted(set(options) - set(OPTION_KEYS))
-    if unknown:
-        raise ValueError(
-            f"tiny_imagenet: unknown dataset option(s) {unknown}; allowed: {list(OPTION_KEYS)}"
+    def prepare(self, root, *, mirrors=(), urls=None, timeout: float = 60.0) -> dict:
+        """Fetch and unpack the zip under ``root``; the manifest records the validation-set size."""
+        a = self.archive
+        folder = download_tiny_imagenet(
+            root,
+            mirrors,
+            md5=a["md5"],
+            timeout=timeout,
+            archive_name=a["archive"],
+            urls=a["urls"] if urls is None else urls,
         )
-    a = {"archive": ARCHIVE, "urls": list(URLS), "md5": MD5, "size_mb": SIZE_MB}
-    a.update({k: v for k, v in options.items() if v is not None})
-    mod = sys.modules[__name__]
-    return SimpleNamespace(
-        NAME=NAME,
-        NUM_CLASSES=NUM_CLASSES,
-        INPUT_SHAPE=INPUT_SHAPE,
-        DEFAULT_MIRRORS=DEFAULT_MIRRORS,
-        URLS=tuple(a["urls"]),
-        SIZE_MB=a["size_mb"],
-        FILES=((a["archive"], a["size_mb"]),),
-        prepare=lambda root, **kw: prepare(root, _archive=a, **kw),
-        load_split=load_split,
-        preprocessor=preprocessor,
-        configure=lambda opts: mod.configure({**options, **(opts or {})}),
-    )
+        n = len(val_samples(folder)[0])
+        return {
+            "dataset": NAME,
+            "archive": a["archive"],
+            "md5": a["md5"],
+            "folder": str(folder),
+            "splits": {"val": {"n": n}},
+        }
+
+    def load_split(self, root, split: str = "val"):
+        return load_split(root, split)
+
+    def preprocessor(self, spec: dict | None = None):
+        from calbench.data.preprocessing import uint8_preprocessor
+
+        return uint8_preprocessor((spec or {}).get("preprocessing") or "tiny_focal")
+
+    def configure(self, options: dict | None) -> TinyImageNet:
+        return TinyImageNet({**self.options, **(options or {})})
+
+
+TINY_IMAGENET = TinyImageNet()
