@@ -138,3 +138,33 @@ def load_halves(logits_path, split_path) -> dict:
         "val": (z[val], y[val]),
         "test": (z[test], y[test]),
     }
+
+
+def split_logits_files(logits_paths, out, seed: int = 0) -> dict:
+    """Step ``split``: the study split of a dataset whose models' logits are ``logits_paths``
+    (they must agree: same N, labels and sample order, :func:`check_logits_files_agree`), saved to
+    ``out`` with the logits' order hash. Returns ``{"n", "val", "test", **digests}``."""
+    from calbench.logits import load_logits
+
+    metas = []
+    for path in logits_paths:
+        d = load_logits(path)
+        metas.append(
+            {
+                "path": path,
+                "n": d["labels"].shape[0],
+                "labels": d["labels"],
+                "order_hash": d["order_hash"],
+            }
+        )
+    n = check_logits_files_agree(metas)
+    val, test = study_split(n, seed=seed)
+    digests = save_split(
+        out,
+        val,
+        test,
+        order_hash=np.str_(metas[0]["order_hash"]),
+        n=np.int64(n),
+        seed=np.int64(seed),
+    )
+    return {"n": n, "val": len(val), "test": len(test), **digests}

@@ -14,7 +14,18 @@ import argparse
 import importlib
 import sys
 
-_COMMAND_MODULES = ("data", "train", "logits", "import_logits", "calibrate", "plots", "report", "zoo", "guo_kull", "shift")
+_COMMAND_MODULES = (
+    "data",
+    "train",
+    "models",
+    "logits",
+    "calibrate",
+    "plots",
+    "report",
+    "replication",
+    "stage",
+    "shift",
+)
 
 
 def build_parser() -> argparse.ArgumentParser:

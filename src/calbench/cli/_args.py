@@ -55,3 +55,41 @@ def add_plot_options(p: argparse.ArgumentParser) -> None:
 
 def plot_options(args: argparse.Namespace) -> dict:
     return {"n_bins": args.n_bins, "style": args.style, "title": args.title, "dpi": args.dpi}
+
+
+def add_download_options(p: argparse.ArgumentParser, config_required: bool = True) -> None:
+    """``--config --resources --mirror --timeout --strict-checksums`` of the download verbs."""
+    p.add_argument(
+        "--config",
+        required=config_required,
+        help="workflow configuration / registry YAML with a models: mapping (config/coursework.yaml)",
+    )
+    p.add_argument(
+        "--resources",
+        default=None,
+        help="resources folder (default: config 'resources' or ./resources)",
+    )
+    p.add_argument(
+        "--mirror",
+        action="append",
+        default=[],
+        metavar="DIR",
+        help="directory holding local copies of files under their registry names (repeatable)",
+    )
+    p.add_argument("--timeout", type=float, default=60.0, help="seconds per download attempt")
+    p.add_argument(
+        "--strict-checksums",
+        action="store_true",
+        help="refuse files without a published sha256 (default: pin them on first use in "
+        "<resources>/checksums.lock; config key strict_checksums)",
+    )
+
+
+def download_setup(args):
+    """``(config document, resources folder, mirror folders)`` from the download options."""
+    from calbench.models.pretrained import load_registry
+
+    doc = load_registry(args.config)
+    resources = Path(args.resources or doc.get("resources") or "resources")
+    mirrors = [*args.mirror, *(doc.get("mirrors") or [])]
+    return doc, resources, mirrors

@@ -9,8 +9,6 @@ and writes a JSON manifest with the hashes.
 
 from __future__ import annotations
 
-import json
-
 
 def register(sub) -> None:
     p = sub.add_parser(
@@ -48,44 +46,8 @@ def register(sub) -> None:
     p.set_defaults(func=cmd_download_dataset)
 
 
-def prepare_dataset(
-    name: str,
-    root,
-    *,
-    entry: dict | None = None,
-    mirrors=(),
-    default_mirrors: bool = True,
-    download: bool = True,
-    timeout: float = 60.0,
-    manifest=None,
-) -> dict:
-    """Place and verify dataset ``name`` under ``root`` and write its manifest (default
-    ``ROOT/manifest.json``); the one code path of ``download-dataset`` and ``stage``.
-
-    ``entry`` is the dataset's config entry: its ``mirrors`` are searched after ``mirrors`` and
-    its file settings (e.g. ``path``, ``md5``) configure the dataset interface.
-    """
-    from pathlib import Path
-
-    from calbench.cli.logits import dataset_options
-    from calbench.data import get_dataset
-    from calbench.io import atomic_write_text
-
-    entry = dict(entry or {})
-    ds = get_dataset(name, dataset_options(entry) or None)
-    mirrors = list(dict.fromkeys(str(m) for m in [*mirrors, *(entry.get("mirrors") or [])]))
-    if default_mirrors and entry.get("default_mirrors", True):
-        mirrors += [m for m in ds.DEFAULT_MIRRORS if m not in mirrors]
-    urls = ds.URLS if download else ()
-    result = ds.prepare(root, mirrors=mirrors, urls=urls, timeout=timeout)
-    result["mirrors"] = mirrors
-    path = Path(manifest) if manifest else Path(root) / "manifest.json"
-    atomic_write_text(path, json.dumps(result, indent=2, sort_keys=True) + "\n")
-    result["manifest_path"] = str(path)
-    return result
-
-
 def cmd_download_dataset(args) -> int:
+    from calbench.data.prepare import prepare_dataset
     from calbench.models import parse_spec
 
     entry = parse_spec(args.spec) if args.spec else {}

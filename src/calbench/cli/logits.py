@@ -1,7 +1,12 @@
-"""Verbs ``cache-logits`` (a model's test-set logits to ``.npz``) and ``split`` (the study's
-validation/test halves of a dataset's logits)."""
+"""Verbs of the logits stage (workflow/rules/logits.smk): ``cache-logits`` (a model's test-set
+logits to ``.npz``), ``import-logits`` (a model's logits from a published or user-supplied file,
+:mod:`calbench.logits_sources`; ``--split-out`` for sources that carry their own split; by hand
+``--config C --model M``) and ``split`` (the study's validation/test halves of a dataset's
+logits)."""
 
 from __future__ import annotations
+
+from pathlib import Path
 
 from calbench.cli.train import add_threads_arg, set_threads
 
@@ -40,20 +45,43 @@ def register(sub) -> None:
     p.add_argument("--seed", type=int, default=0, help="RandomState seed (the study: 0)")
     p.set_defaults(func=cmd_split)
 
-
-#: Keys of a dataset config entry that belong to the workflow, not to the dataset's files.
-WORKFLOW_DATASET_KEYS = frozenset(
-    {"name", "display", "root", "mirrors", "default_mirrors", "limit", "split", "n_eval"}
-)
-
-
-def dataset_options(entry: dict) -> dict:
-    """The part of a dataset config entry its interface takes as ``options`` (see
-    :func:`calbench.data.get_dataset`): everything but the workflow's own keys."""
-    return {k: v for k, v in entry.items() if k not in WORKFLOW_DATASET_KEYS}
+    p = sub.add_parser(
+        "import-logits",
+        help="logits + labels of a source: logits model from its file (download, verify, convert)",
+    )
+    p.add_argument("--spec", default=None, help="the model's config entry as JSON (workflow form)")
+    p.add_argument("--config", default=None, help="workflow configuration YAML (by hand, with --model)")
+    p.add_argument("--model", default=None, help="model name in --config")
+    p.add_argument(
+        "--out", default=None, help="logits file (default results/logits/{dataset}/{model}.npz)"
+    )
+    p.add_argument(
+        "--split-out",
+        default=None,
+        help="the file's own split, results/split/{dataset}/{model}.npz (split: file sources)",
+    )
+    p.add_argument("--provenance", default=None, help="JSON record of the files used (optional)")
+    p.add_argument("--file", default=None, help="a copy you downloaded (file or folder): no fetch")
+    p.add_argument("--resources", default="resources", help="resources folder (downloads, lock)")
+    p.add_argument(
+        "--mirror",
+        action="append",
+        default=[],
+        metavar="DIR",
+        help="directory holding local copies (searched by folder and file name; repeatable)",
+    )
+    p.add_argument("--timeout", type=float, default=60.0, help="seconds per download attempt")
+    p.add_argument(
+        "--strict-checksums",
+        action="store_true",
+        help="refuse downloadable files without a published sha256 (default: pin them on first "
+        "use in <resources>/checksums.lock; config key strict_checksums)",
+    )
+    p.set_defaults(func=cmd_import_logits)
 
 
 def cmd_cache_logits(args) -> int:
+    from calbench.data.prepare import dataset_options
     from calbench.logits import cache_logits
     from calbench.models import parse_spec
 
@@ -81,34 +109,62 @@ def cmd_cache_logits(args) -> int:
 
 
 def cmd_split(args) -> int:
-    import numpy as np
+    from calbench.split import split_logits_files
 
-    from calbench.logits import load_logits
-    from calbench.split import check_logits_files_agree, save_split, study_split
-
-    metas = []
-    for path in args.logits:
-        d = load_logits(path)
-        metas.append(
-            {
-                "path": path,
-                "n": d["labels"].shape[0],
-                "labels": d["labels"],
-                "order_hash": d["order_hash"],
-            }
-        )
-    n = check_logits_files_agree(metas)
-    val, test = study_split(n, seed=args.seed)
-    digests = save_split(
-        args.out,
-        val,
-        test,
-        order_hash=np.str_(metas[0]["order_hash"]),
-        n=np.int64(n),
-        seed=np.int64(args.seed),
-    )
+    s = split_logits_files(args.logits, args.out, seed=args.seed)
     print(
-        f"{args.out}: {len(val)} validation / {len(test)} test of {n}; "
-        f"val {digests['val_sorted_sha256'][:16]} test {digests['test_order_sha256'][:16]}"
+        f"{args.out}: {s['val']} validation / {s['test']} test of {s['n']}; "
+        f"val {s['val_sorted_sha256'][:16]} test {s['test_order_sha256'][:16]}"
+    )
+    return 0
+
+
+def cmd_import_logits(args) -> int:
+    from calbench.logits_sources import import_logits, is_presplit
+    from calbench.models import parse_spec
+
+    mirrors = list(args.mirror)
+    if args.spec is not None:
+        if args.config or args.model:
+            raise ValueError("pass either --spec (with --out) or --config with --model, not both")
+        if not args.out:
+            raise ValueError("--spec needs --out (the logits file to write)")
+        entry = parse_spec(args.spec)
+        name = Path(args.out).stem
+    elif args.config and args.model:
+        from calbench.models.pretrained import get_entry, load_registry
+
+        doc = load_registry(args.config)
+        name = args.model
+        entry = get_entry(doc, name)
+        mirrors += list(doc.get("mirrors") or [])
+        args.strict_checksums = args.strict_checksums or bool(doc.get("strict_checksums"))
+    else:
+        raise ValueError(
+            "say which model: --spec JSON --out FILE (workflow) or --config C --model M (by hand)"
+        )
+    if not isinstance(entry.get("dataset"), str):
+        raise ValueError(f"model {name}: the entry has no dataset")
+    out = args.out or f"results/logits/{entry['dataset']}/{name}.npz"
+    split_out = args.split_out
+    if split_out is None and args.spec is None and is_presplit(entry):
+        split_out = f"results/split/{entry['dataset']}/{name}.npz"
+    s = import_logits(
+        name,
+        entry,
+        out,
+        split_out=split_out,
+        provenance_out=args.provenance,
+        resources=args.resources,
+        mirrors=mirrors,
+        local_file=args.file,
+        timeout=args.timeout,
+        strict=args.strict_checksums,
+    )
+    for f in s["files"]:
+        print(f"{f['path']}: sha256 {f['sha256'][:16]} {f['size']} bytes, {f['status']} ({f['origin']})")
+    extra = f", own split {s['split']['val']} / {s['split']['test']}" if "split" in s else ""
+    print(
+        f"{out}: {s['n']} x {s['classes']} logits ({s['format']}), accuracy {s['accuracy']:.4f}{extra}"
     )
     return 0

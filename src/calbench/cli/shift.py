@@ -22,7 +22,7 @@ def _options(text: str | None, what: str) -> dict | None:
 
 
 def _dataset_options(text: str | None) -> dict | None:
-    from calbench.cli.logits import dataset_options
+    from calbench.data.prepare import dataset_options
 
     return dataset_options(_options(text, "--dataset-spec")) if text else None
 

@@ -1,10 +1,14 @@
-"""Verbs ``temperature-sweep`` and ``guo-kull-tables``: the Guo et al. 2017 / Kull et al. 2019
-study on Kängsepp's logits (:mod:`calbench.reference.guo_kull`, config/guo_kull_logits.yaml)."""
+"""Verbs of the replication stage (workflow/rules/replication.smk): ``reference-csv`` and
+``replication-tables`` (a study's published numbers beside ours, :mod:`calbench.reference`),
+``temperature-sweep`` and ``guo-kull-tables`` (the Guo et al. 2017 / Kull et al. 2019 study on
+Kängsepp's logits, :mod:`calbench.reference.guo_kull`, config/guo_kull_logits.yaml)."""
 
 from __future__ import annotations
 
 import argparse
 from pathlib import Path
+
+from calbench.cli._args import parse_json_arg
 
 
 def _floats(text: str, flag: str) -> list[float]:
@@ -33,6 +37,31 @@ def _curve(text: str | None) -> list[float] | None:
 
 
 def register(sub) -> None:
+    p = sub.add_parser(
+        "reference-csv",
+        help="write a packaged table of published numbers as the workflow's reference CSV",
+    )
+    p.add_argument("--name", default="coursework_2021", help="packaged table (coursework_2021)")
+    p.add_argument("--out", required=True, help="CSV to write: dataset,model,method,metric,value")
+    p.set_defaults(func=cmd_reference_csv)
+
+    p = sub.add_parser(
+        "replication-tables",
+        help="ours vs published in the study's table layout, plus each model's accuracy check",
+    )
+    p.add_argument("--metrics", required=True, help="aggregated metrics CSV (calbench aggregate)")
+    p.add_argument("--reference", required=True, help="published numbers (reference-csv output)")
+    p.add_argument("--spec", required=True, help="JSON: models, datasets, calibrators, reference")
+    p.add_argument("--logits", nargs="*", default=[], help="logits .npz of every model")
+    p.add_argument(
+        "--accuracy-tolerance", type=float, default=0.1, help="percentage points (default 0.1)"
+    )
+    p.add_argument("--out-html", required=True, help="self-contained HTML page of every table")
+    p.add_argument("--out-md", required=True, help="the same tables in Markdown")
+    p.add_argument("--out-csv", required=True, help="every cell, long format")
+    p.add_argument("--out-accuracy", required=True, help="accuracy check CSV")
+    p.set_defaults(func=cmd_replication_tables)
+
     p = sub.add_parser(
         "temperature-sweep",
         help="reliability diagrams of softmax(z / T) for fixed T and the ECE-vs-temperature curve",
@@ -77,6 +106,38 @@ def register(sub) -> None:
     p.set_defaults(func=cmd_guo_kull_tables)
 
 
+def cmd_reference_csv(args) -> int:
+    from calbench.io import atomic_write_text
+    from calbench.reference import reference_csv_text
+
+    text = reference_csv_text(args.name)
+    atomic_write_text(args.out, text)
+    print(f"{args.out}: {text.count(chr(10)) - 1} published cells of {args.name}")
+    return 0
+
+
+def cmd_replication_tables(args) -> int:
+    from calbench.reference.replication import write_replication_tables
+
+    s = write_replication_tables(
+        args.metrics,
+        args.reference,
+        parse_json_arg(args.spec, "--spec"),
+        args.logits,
+        out_csv=args.out_csv,
+        out_accuracy=args.out_accuracy,
+        out_md=args.out_md,
+        out_html=args.out_html,
+        accuracy_tolerance=args.accuracy_tolerance,
+    )
+    print(
+        f"{s['tables']} tables, {s['cells']} cells, {s['flagged']} beyond tolerance; "
+        f"accuracy check: {s['accuracy_flagged']} of {s['models']} models off by more than "
+        f"{args.accuracy_tolerance} pp"
+    )
+    return 0
+
+
 def cmd_temperature_sweep(args: argparse.Namespace) -> int:
     from calbench.reference.guo_kull import write_sweep
 
@@ -100,7 +161,6 @@ def cmd_temperature_sweep(args: argparse.Namespace) -> int:
 
 
 def cmd_guo_kull_tables(args: argparse.Namespace) -> int:
-    from calbench.cli._args import parse_json_arg
     from calbench.reference.guo_kull import FLAGGED, write_tables
 
     spec = parse_json_arg(args.spec, "--spec")

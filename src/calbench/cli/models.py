@@ -1,0 +1,74 @@
+"""Verb ``download-checkpoint``: fetch and verify one model's published weights.
+
+``calbench download-checkpoint --spec JSON --out resources/checkpoints/<dataset>/<model>/checkpoint.pt``
+is the workflow's ``download_checkpoint`` rule: the model's own config entry in, one verified
+weights file out (plus the pinned torch.hub code for ``source: torchhub``;
+:func:`calbench.models.pretrained.stage_model`). By hand, ``--config C --model M`` reads the entry
+from a configuration and writes the same path. Directories given with ``--mirror`` (or
+``mirrors:`` in the config) are searched for local copies before any URL.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from calbench.cli._args import add_download_options, download_setup
+
+
+def register(sub) -> None:
+    p = sub.add_parser("download-checkpoint", help="fetch and verify one model's published weights")
+    add_download_options(p, config_required=False)
+    p.add_argument("--model", default=None, help="model name in --config, e.g. c10_resnet18")
+    p.add_argument(
+        "--spec", default=None, help="the model's config entry as JSON (the workflow's form)"
+    )
+    p.add_argument(
+        "--out",
+        default=None,
+        help="weights file to write (default resources/checkpoints/<dataset>/<model>/checkpoint.pt)",
+    )
+    p.add_argument(
+        "--file", default=None, help="a copy you downloaded yourself (the file or its archive)"
+    )
+    p.set_defaults(func=cmd_download_checkpoint)
+
+
+def _model_from_out(out: str) -> str:
+    """``resources/checkpoints/<dataset>/<model>/checkpoint.pt`` -> ``<model>``."""
+    return Path(out).parent.name or "model"
+
+
+def cmd_download_checkpoint(args) -> int:
+    from calbench.models import parse_spec
+    from calbench.models.pretrained import check_entry, get_entry, stage_model
+
+    if args.spec is not None:
+        if args.config or args.model:
+            raise ValueError("pass either --spec (with --out) or --config with --model, not both")
+        if not args.out:
+            raise ValueError("--spec needs --out (the checkpoint file to write)")
+        entry = parse_spec(args.spec)
+        name = _model_from_out(args.out)
+        check_entry(name, entry)
+        resources = Path(args.resources or "resources")
+        mirrors = list(args.mirror)
+    elif args.config and args.model:
+        doc, resources, mirrors = download_setup(args)
+        name = args.model
+        entry = get_entry(doc, name)
+    else:
+        raise ValueError(
+            "say which model: --spec JSON --out FILE (workflow) or --config C --model M (by hand)"
+        )
+    path = stage_model(
+        name,
+        entry,
+        resources,
+        mirrors,
+        local_file=args.file,
+        timeout=args.timeout,
+        out=args.out,
+        strict=args.strict_checksums,
+    )
+    print(path)
+    return 0
