@@ -1,0 +1,121 @@
+"""Checksums of downloaded model files: the published ``sha256`` of a registry entry or, where
+none is published, the SHA-256 recorded in ``<resources>/checksums.lock`` when the file was first
+fetched (:mod:`calbench.lockfile`; "pinned on first use"), checked on every later download and
+load; and the report's summary of how every file is trusted (:func:`checksum_provenance`).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from pathlib import Path
+
+from calbench.data.download import ChecksumError, fetch, verify
+from calbench.lockfile import LOCK_NAME, Lock, PinError, lock_key
+from calbench.models.entries import SOURCES, archive_path, checkpoint_path
+
+
+def verify_file(
+    path: str | os.PathLike,
+    sha256: str | None = None,
+    *,
+    resources: str | os.PathLike = "resources",
+) -> str:
+    """Verify against the pinned ``sha256`` or else the record in ``<resources>/checksums.lock``
+    (if any); return the pin status (``published``, ``first-use`` or ``unpinned``)."""
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(
+            f"{path} does not exist; run `calbench download-checkpoint` or `calbench stage`"
+        )
+    if sha256:
+        verify(path, sha256=sha256)
+        return "published"
+    try:
+        return _lock(resources).check(lock_key(path, resources), path, record=False)
+    except PinError as exc:
+        raise ChecksumError(f"{exc} (digest recorded when the file was first fetched)") from None
+
+
+def _lock(resources: str | os.PathLike) -> Lock:
+    return Lock(Path(resources) / LOCK_NAME)
+
+
+def refuse_unpinned(what: str, fix: str) -> PinError:
+    """The strict-mode error for a file without a published checksum."""
+    return PinError(
+        f"{what} has no published sha256 and strict checksums are on; {fix}, or turn strict "
+        "mode off (strict_checksums: false / no --strict-checksums) to pin it on first use"
+    )
+
+
+def _fetch_pinned(
+    target: Path, key: str, lock: Lock, pin: str | None, **fetch_kwargs
+) -> tuple[Path, str]:
+    """:func:`fetch` against the published ``pin``, else the lock file's record of ``key``; a
+    file fetched for the first time without either is recorded (pinned on first use)."""
+    recorded = None if pin else (lock.get(key) or {}).get("sha256")
+    try:
+        fetched = fetch(target, sha256=pin or recorded, **fetch_kwargs)
+    except (FileNotFoundError, ChecksumError) as exc:
+        if recorded:
+            raise type(exc)(f"{exc} (pinned on first use in {lock.path})") from None
+        raise
+    source = ", ".join(fetch_kwargs.get("urls") or ()) or str(fetch_kwargs.get("filename") or "")
+    return fetched, lock.check(key, fetched, published=pin, source=source)
+
+
+def checksum_provenance(config: Mapping) -> dict:
+    """How every downloaded file of ``config`` (a workflow configuration or registry) is
+    trusted, for the report: ``{"published": n, "files": [{"model", "file", "status",
+    "sha256"}]}`` where ``files`` lists those *without* a published checksum, status ``pinned on
+    first use`` (SHA-256 recorded in ``<resources>/checksums.lock``) or ``not pinned`` (not yet
+    fetched, or a local file read as it is)."""
+    from calbench.lockfile import Lock
+
+    resources = Path(config.get("resources") or "resources")
+    lock = Lock(resources / LOCK_NAME)
+    published, files = 0, []
+
+    def add(model: str, path: Path, pin: str | None) -> None:
+        nonlocal published
+        if pin:
+            published += 1
+            return
+        entry = lock.get(lock_key(path, resources))
+        files.append(
+            {
+                "model": model,
+                "file": lock_key(path, resources),
+                "status": "pinned on first use" if entry else "not pinned",
+                "sha256": entry["sha256"] if entry else "",
+            }
+        )
+
+    for name, entry in (config.get("models") or {}).items():
+        entry = entry or {}
+        source = entry.get("source")
+        ckpt = entry.get("checkpoint") or {}
+        if source == "logits":
+            from calbench.logits_sources import plan_files
+
+            for f in plan_files(name, entry, resources):
+                add(name, Path(f["dest"]), "published" if f["pin"] == "pinned" else None)
+        elif source in SOURCES and ckpt:
+            if ckpt.get("archive_member"):
+                add(name, archive_path(entry, resources), ckpt.get("sha256"))
+            add(
+                name,
+                checkpoint_path(name, entry, resources),
+                ckpt.get("member_sha256") or ckpt.get("sha256"),
+            )
+            if source == "torchhub":  # the archive stage_hub_code fetches (no torch import)
+                hub = entry.get("hub") or {}
+                stem = f"{hub.get('repo', '').replace('/', '_')}_{hub.get('ref')}"
+                add(name, resources / "hub" / f"{stem}.zip", hub.get("archive_sha256"))
+    seen, unique = set(), []
+    for f in files:  # shared archives once
+        if f["file"] not in seen:
+            seen.add(f["file"])
+            unique.append(f)
+    return {"published": published, "files": unique}

@@ -1,0 +1,191 @@
+"""Placing a published model's files for offline use: the verified weights file (possibly a
+member of a shared archive) and the pinned torch.hub code; nothing here imports torch except
+:func:`calbench.models.entries.hub_dir_candidates`.
+
+Files are fetched from a user-supplied copy and mirror directories before the registry's URLs,
+and verified as :mod:`calbench.models.pins` describes (``strict=True`` refuses files without a
+published checksum).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import zipfile
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+
+from calbench.data.download import verify
+from calbench.io import atomic_path
+from calbench.lockfile import lock_key
+from calbench.models.entries import archive_path, checkpoint_path, hub_dir_candidates
+from calbench.models.pins import _fetch_pinned, _lock, refuse_unpinned, verify_file
+
+
+def _extract_member(archive: Path, member: str, dest: Path) -> None:
+    """Copy ``member`` (matched by path suffix, so a top-level folder is allowed) out of a zip."""
+    try:
+        zf = zipfile.ZipFile(archive)
+    except zipfile.BadZipFile:
+        raise ValueError(f"{archive} is not a zip archive; delete it and download again") from None
+    with zf:
+        names = [n for n in zf.namelist() if n == member or n.endswith("/" + member)]
+        if not names:
+            raise ValueError(f"{archive} has no member {member!r}; is it the right archive?")
+        with (
+            zf.open(sorted(names, key=len)[0]) as src,
+            atomic_path(dest) as tmp,
+            open(tmp, "wb") as out,
+        ):
+            shutil.copyfileobj(src, out, 1 << 20)
+
+
+def download_checkpoint(
+    name: str,
+    entry: Mapping,
+    resources: str | os.PathLike = "resources",
+    mirrors: Iterable[str | os.PathLike] = (),
+    local_file: str | os.PathLike | None = None,
+    timeout: float = 60.0,
+    out: str | os.PathLike | None = None,
+    strict: bool = False,
+) -> Path:
+    """Place the verified weights file of model ``name`` under ``resources`` and return its path.
+
+    ``local_file`` (a user-supplied copy of the file or archive; default the entry's
+    ``checkpoint.local_path``) and ``mirrors`` (directories holding files under their registry
+    ``filename``) are tried before the registry's ``urls``. Files without a published checksum
+    are pinned on first use in ``<resources>/checksums.lock`` and verified against it on every
+    later fetch; ``strict=True`` refuses them. ``out`` overrides the destination
+    (:func:`checkpoint_path`); shared archives stay under ``resources/archives``.
+    """
+    if entry.get("source") == "timm" and not entry.get("checkpoint"):
+        raise ValueError(
+            f"model {name}: no checkpoint file in the registry (timm would download it itself)"
+        )
+    ckpt = entry["checkpoint"]
+    mirrors = list(mirrors)
+    if local_file is None and ckpt.get("local_path"):
+        local_file = ckpt["local_path"]
+    if local_file is not None:
+        local_file = Path(local_file).expanduser()
+        if not local_file.is_file():
+            raise FileNotFoundError(
+                f"--file {local_file} does not exist; pass the downloaded {ckpt['filename']}"
+            )
+        mirrors = [local_file.parent, *mirrors]
+        filename = local_file.name
+    else:
+        filename = ckpt["filename"]
+    dest = Path(out) if out is not None else checkpoint_path(name, entry, resources)
+    target = archive_path(entry, resources) if ckpt.get("archive_member") else dest
+    pin = ckpt.get("sha256")
+    if strict and not pin:
+        raise refuse_unpinned(
+            f"model {name}: {ckpt['filename']}", "add checkpoint.sha256 to its config entry"
+        )
+    lock = _lock(resources)
+    fetched, _ = _fetch_pinned(
+        target,
+        lock_key(target, resources),
+        lock,
+        pin,
+        urls=ckpt.get("urls") or (),
+        mirrors=mirrors,
+        filename=filename,
+        timeout=timeout,
+    )
+    if ckpt.get("archive_member"):
+        # a member of a published-pinned archive is vouched for by the archive's pin
+        member_pin = ckpt.get("member_sha256") or pin
+        if dest.exists():
+            verify_file(dest, ckpt.get("member_sha256"), resources=resources)
+        else:
+            _extract_member(fetched, ckpt["archive_member"], dest)
+            if ckpt.get("member_sha256"):
+                verify(dest, sha256=ckpt["member_sha256"])
+        source = f"{ckpt['filename']}:{ckpt['archive_member']}"
+        lock.check(lock_key(dest, resources), dest, published=member_pin, source=source)
+    return dest
+
+
+def stage_model(
+    name: str,
+    entry: Mapping,
+    resources: str | os.PathLike = "resources",
+    mirrors: Iterable[str | os.PathLike] = (),
+    *,
+    local_file: str | os.PathLike | None = None,
+    timeout: float = 60.0,
+    out: str | os.PathLike | None = None,
+    strict: bool = False,
+) -> Path:
+    """Everything model ``name`` needs offline: the verified weights (:func:`download_checkpoint`)
+    and, for ``source: torchhub``, the pinned hub code (:func:`stage_hub_code`). The one code path
+    of ``calbench download-checkpoint`` (the workflow rule) and ``calbench stage``."""
+    if not entry.get("checkpoint"):
+        raise ValueError(
+            f"model {name} has no checkpoint entry (source {entry.get('source')}); add "
+            "checkpoint: {filename, urls, sha256} so the weights can be verified"
+        )
+    path = download_checkpoint(
+        name,
+        entry,
+        resources,
+        mirrors,
+        local_file=local_file,
+        timeout=timeout,
+        out=out,
+        strict=strict,
+    )
+    if entry.get("source") == "torchhub":
+        stage_hub_code(entry, resources, mirrors, timeout=timeout, strict=strict)
+    return path
+
+
+def stage_hub_code(
+    entry: Mapping,
+    resources: str | os.PathLike = "resources",
+    mirrors: Iterable[str | os.PathLike] = (),
+    timeout: float = 60.0,
+    strict: bool = False,
+) -> Path:
+    """Fetch the pinned torch.hub code (GitHub archive of ``hub.ref``) and unpack it for offline use.
+
+    The archive is verified against ``hub.archive_sha256`` or pinned on first use (see
+    :func:`download_checkpoint`); the commit ``hub.ref`` itself pins the code's content."""
+    hub = entry["hub"]
+    dest = hub_dir_candidates(entry, resources)[0]
+    if (dest / "hubconf.py").is_file():
+        return dest
+    archive = dest.with_name(dest.name + ".zip")
+    if strict and not hub.get("archive_sha256"):
+        raise refuse_unpinned(f"torch.hub code {archive.name}", "add hub.archive_sha256")
+    _fetch_pinned(
+        archive,
+        lock_key(archive, resources),
+        _lock(resources),
+        hub.get("archive_sha256"),
+        urls=[f"https://github.com/{hub['repo']}/archive/{hub['ref']}.zip"],
+        mirrors=mirrors,
+        timeout=timeout,
+    )
+    tmp = dest.with_name(dest.name + ".partial")
+    shutil.rmtree(tmp, ignore_errors=True)
+    with zipfile.ZipFile(archive) as zf:
+        for info in zf.infolist():
+            parts = Path(info.filename).parts[1:]  # drop the "<repo>-<ref>/" top folder
+            if not parts or info.is_dir():
+                continue
+            if ".." in parts:
+                raise ValueError(f"{archive} has an unsafe member {info.filename!r}")
+            out = tmp.joinpath(*parts)
+            out.parent.mkdir(parents=True, exist_ok=True)
+            out.write_bytes(zf.read(info))
+    if not (tmp / "hubconf.py").is_file():
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise ValueError(
+            f"{archive} holds no hubconf.py; is {hub['repo']}@{hub['ref']} a torch.hub repository?"
+        )
+    tmp.rename(dest)
+    return dest
