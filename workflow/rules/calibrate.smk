@@ -4,18 +4,18 @@
 
 rule fit_calibrator:
     output:
-        calibrator="results/calibrators/{dataset}/{model}/{method}.json",
+        calibrator="results/calibrators/{dataset}/{model}/{calibrator}.json",
     input:
         logits="results/logits/{dataset}/{model}.npz",
         split=split_file,
-        lib=lib_sources("fit_calibrator"),
+        lib=lib_sources("fit-calibrator"),
     params:
-        method=lambda wildcards: calibrator_method(wildcards.method),
+        method=lambda wildcards: calibrator_method(wildcards.calibrator),
         params=calibrator_params,
     log:
-        "logs/fit_calibrator/{dataset}/{model}/{method}.log",
+        "logs/fit_calibrator/{dataset}/{model}/{calibrator}.log",
     benchmark:
-        "benchmarks/fit_calibrator/{dataset}/{model}/{method}.tsv"
+        "benchmarks/fit_calibrator/{dataset}/{model}/{calibrator}.tsv"
     threads: 1
     resources:
         mem_mb=2000,
@@ -33,18 +33,18 @@ rule evaluate:
     # both read the same calibrated probabilities, and one process instead of two halves the
     # start-up cost (interpreter, numpy, calbench) of the study's most numerous step
     output:
-        metrics="results/metrics/{dataset}/{model}/{method}.csv",
+        metrics="results/metrics/{dataset}/{model}/{calibrator}.csv",
         png=report(
-            "results/plots/{dataset}/{model}/{method}.png",
+            "results/plots/{dataset}/{model}/{calibrator}.png",
             caption="../report/reliability.rst",
             category="Reliability diagrams",
             subcategory="{model}",
-            labels={"model": "{model}", "calibrator": "{method}"},
+            labels={"model": "{model}", "calibrator": "{calibrator}"},
         ),
     input:
         logits="results/logits/{dataset}/{model}.npz",
         split=split_file,
-        calibrator="results/calibrators/{dataset}/{model}/{method}.json",
+        calibrator="results/calibrators/{dataset}/{model}/{calibrator}.json",
         lib=lib_sources("evaluate"),
     params:
         metrics=",".join(ev("metrics")),
@@ -56,12 +56,12 @@ rule evaluate:
         n_bins=config["plots"]["n_bins"],
         style=config["plots"]["style"],
         title=lambda wildcards: str(
-            (config["calibrators"][wildcards.method] or {}).get("display", wildcards.method)
+            (config["calibrators"][wildcards.calibrator] or {}).get("display", wildcards.calibrator)
         ),
     log:
-        "logs/evaluate/{dataset}/{model}/{method}.log",
+        "logs/evaluate/{dataset}/{model}/{calibrator}.log",
     benchmark:
-        "benchmarks/evaluate/{dataset}/{model}/{method}.tsv"
+        "benchmarks/evaluate/{dataset}/{model}/{calibrator}.tsv"
     threads: 1
     resources:
         mem_mb=2000,

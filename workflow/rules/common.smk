@@ -12,7 +12,7 @@ SLUG = "[a-z0-9][a-z0-9_]*"
 wildcard_constraints:
     dataset=SLUG,
     model=SLUG,
-    method=r"(?!grid\b)[a-z0-9][a-z0-9_]*",
+    calibrator=r"(?!grid\b)[a-z0-9][a-z0-9_]*",
     corruption=SLUG,
 
 
@@ -30,12 +30,11 @@ VERB_SOURCES = all_verb_sources(cache=".snakemake/calbench/lib_sources.json")
 
 
 def lib_sources(verb):
-    """Absolute paths of the library files ``calbench <verb>`` executes (``verb`` may be
-    spelt as the rule's name, e.g. fit_calibrator = fit-calibrator)."""
-    name = verb.replace("_", "-")
-    if name not in VERB_SOURCES:
-        raise ValueError(f"lib_sources({verb!r}): calbench has no verb {name!r}; verbs: {sorted(VERB_SOURCES)}")
-    return VERB_SOURCES[name]
+    """Absolute paths of the library files ``calbench <verb>`` executes (the verb as typed on
+    the command line, e.g. ``fit-calibrator``)."""
+    if verb not in VERB_SOURCES:
+        raise ValueError(f"lib_sources({verb!r}): calbench has no verb {verb!r}; verbs: {sorted(VERB_SOURCES)}")
+    return VERB_SOURCES[verb]
 
 
 # --- config slices as files -----------------------------------------------------------------
@@ -159,13 +158,15 @@ def model_paths(pattern):
     return [pattern.format(dataset=v["dataset"], model=m) for m, v in config["models"].items()]
 
 
-def calibrator_method(method):
-    entry = config["calibrators"][method] or {}
-    return entry.get("method", method)
+def calibrator_method(calibrator):
+    """The registry name (``calbench.calibrators.REGISTRY``) of config calibrator ``calibrator``:
+    its ``method`` key, else its own name."""
+    entry = config["calibrators"][calibrator] or {}
+    return entry.get("method", calibrator)
 
 
 def calibrator_params(wildcards):
-    entry = config["calibrators"][wildcards.method] or {}
+    entry = config["calibrators"][wildcards.calibrator] or {}
     return json.dumps(entry.get("params", {}), sort_keys=True)
 
 

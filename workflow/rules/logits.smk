@@ -1,3 +1,6 @@
+# Logits: every model's test-set logits, from its network (cache_logits) or from a file, and the
+# study's validation/test split of a dataset's logits (split).
+#
 # Models whose logits come from a file (source: logits): download or find the published /
 # user-supplied file, verify it, and write the same results/logits/{dataset}/{model}.npz that
 # cache_logits writes (calbench import-logits; calbench.logits_sources). Sources with their own
@@ -14,7 +17,7 @@ rule import_logits:
         logits="results/logits/{dataset}/{model}.npz",
         provenance="results/logits/{dataset}/{model}.source.json",
     input:
-        lib=lib_sources("import_logits"),
+        lib=lib_sources("import-logits"),
     wildcard_constraints:
         model=IMPORTED_MODELS,
     params:
@@ -43,7 +46,7 @@ rule import_logits_presplit:
         provenance="results/logits/{dataset}/{model}.source.json",
         split="results/split/{dataset}/{model}.npz",
     input:
-        lib=lib_sources("import_logits"),
+        lib=lib_sources("import-logits"),
     wildcard_constraints:
         model=PRESPLIT_MODELS,
     params:
@@ -64,3 +67,55 @@ rule import_logits_presplit:
         "calbench import-logits --spec {params.spec:q} --out {output.logits}"
         " --split-out {output.split} --provenance {output.provenance} --resources resources"
         " {params.mirrors} {params.strict} > {log} 2>&1"
+
+
+rule cache_logits:
+    output:
+        logits="results/logits/{dataset}/{model}.npz",
+    input:
+        manifest="resources/datasets/{dataset}/manifest.json",
+        weights=weights_input,
+        lib=lib_sources("cache-logits"),
+    params:
+        spec=model_spec,
+        root=lambda wildcards: data_root(wildcards.dataset),
+        limit=limit_arg,
+        dataset=dataset_spec,
+    log:
+        "logs/cache_logits/{dataset}/{model}.log",
+    benchmark:
+        "benchmarks/cache_logits/{dataset}/{model}.tsv"
+    threads: 2
+    priority: 10  # as train_model (models.smk): it unlocks the model's calibration jobs
+    resources:
+        mem_mb=4000,
+        runtime=60,
+        gpu=GPUS,
+    conda:
+        "../../envs/calbench.yaml"
+    shell:
+        "OMP_NUM_THREADS={threads} calbench cache-logits --spec {params.spec:q} --threads {threads}"
+        " --no-progress --checkpoint {input.weights} --data-root {params.root} {params.limit}"
+        " --dataset-spec {params.dataset:q} --out {output.logits} > {log} 2>&1"
+
+
+rule split:
+    output:
+        split="results/split/{dataset}/split.npz",
+    input:
+        logits=split_source,
+        lib=lib_sources("split"),
+    params:
+        dataset=dataset_spec,
+    log:
+        "logs/split/{dataset}.log",
+    benchmark:
+        "benchmarks/split/{dataset}.tsv"
+    threads: 1
+    resources:
+        mem_mb=2000,
+        runtime=10,
+    conda:
+        "../../envs/calbench.yaml"
+    shell:
+        "calbench split --logits {input.logits} --out {output.split} > {log} 2>&1"

@@ -1,4 +1,5 @@
-# Models: train the study's own models; cache every model's test-set logits.
+# Models: train the study's own models; download published checkpoints (same code as
+# `calbench stage`).
 
 
 rule train_model:
@@ -7,7 +8,7 @@ rule train_model:
         history="results/models/{dataset}/{model}/history.csv",
     input:
         manifest="resources/datasets/{dataset}/manifest.json",
-        lib=lib_sources("train_model"),
+        lib=lib_sources("train-model"),
     params:
         spec=model_spec,
         root=lambda wildcards: data_root(wildcards.dataset),
@@ -30,31 +31,25 @@ rule train_model:
         " --data-root {params.root} --out {output.model} --history {output.history} > {log} 2>&1"
 
 
-rule cache_logits:
+rule download_checkpoint:
     output:
-        logits="results/logits/{dataset}/{model}.npz",
+        checkpoint="resources/checkpoints/{dataset}/{model}/checkpoint.pt",
     input:
-        manifest="resources/datasets/{dataset}/manifest.json",
-        weights=weights_input,
-        lib=lib_sources("cache_logits"),
+        lib=lib_sources("download-checkpoint"),
     params:
         spec=model_spec,
-        root=lambda wildcards: data_root(wildcards.dataset),
-        limit=limit_arg,
-        dataset=dataset_spec,
+        mirrors=global_mirror_args,
+        strict=strict_arg(),
     log:
-        "logs/cache_logits/{dataset}/{model}.log",
+        "logs/download_checkpoint/{dataset}/{model}.log",
     benchmark:
-        "benchmarks/cache_logits/{dataset}/{model}.tsv"
-    threads: 2
-    priority: 10  # as train_model: it unlocks the model's calibration jobs
+        "benchmarks/download_checkpoint/{dataset}/{model}.tsv"
+    threads: 1
     resources:
         mem_mb=4000,
         runtime=60,
-        gpu=GPUS,
     conda:
         "../../envs/calbench.yaml"
     shell:
-        "OMP_NUM_THREADS={threads} calbench cache-logits --spec {params.spec:q} --threads {threads}"
-        " --no-progress --checkpoint {input.weights} --data-root {params.root} {params.limit}"
-        " --dataset-spec {params.dataset:q} --out {output.logits} > {log} 2>&1"
+        "calbench download-checkpoint --spec {params.spec:q} --out {output.checkpoint}"
+        " --resources resources {params.mirrors} {params.strict} > {log} 2>&1"

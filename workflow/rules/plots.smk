@@ -9,7 +9,7 @@ rule plot_reliability_grid:
         logits="results/logits/{dataset}/{model}.npz",
         split=split_file,
         calibrators=calibrator_files,
-        lib=lib_sources("plot_reliability"),
+        lib=lib_sources("plot-reliability"),
     params:
         n_bins=config["plots"]["n_bins"],
         style=config["plots"]["style"],

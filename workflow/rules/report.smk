@@ -18,9 +18,9 @@ rule aggregate:
         ],
     input:
         metrics=expand(
-            "results/metrics/{path}/{method}.csv",
+            "results/metrics/{path}/{calibrator}.csv",
             path=model_paths("{dataset}/{model}"),
-            method=list(config["calibrators"]),
+            calibrator=list(config["calibrators"]),
         ),
         compare=model_paths("results/compare/{dataset}/{model}.csv"),
         reference=reference_input(),
@@ -67,7 +67,7 @@ rule render_report:
         ts_files=model_paths("results/calibrators/{dataset}/{model}/ts.json")
         if "ts" in config["calibrators"]
         else [],
-        lib=lib_sources("render_report"),
+        lib=lib_sources("render-report"),
         spec=spec_file("render_report", report_spec()),
         config=spec_file("config", json.dumps(config, sort_keys=False)),
     params:

@@ -8,7 +8,7 @@ rule download_corrupted:
     output:
         archive="resources/corrupted/{dataset}/published.tar",
     input:
-        lib=lib_sources("download_corrupted"),
+        lib=lib_sources("download-corrupted"),
     params:
         archive=shift_archive_args,
         mirrors=global_mirror_args,
@@ -33,7 +33,7 @@ rule corrupt_dataset:
         manifest="resources/corrupted/{dataset}/{corruption}.json",
     input:
         unpack(shift_corrupt_inputs),
-        lib=lib_sources("corrupt_dataset"),
+        lib=lib_sources("corrupt-dataset"),
     params:
         root=lambda wildcards: data_root(wildcards.dataset),
         limit=limit_arg,
@@ -63,7 +63,7 @@ rule shift_logits:
         clean="results/logits/{dataset}/{model}.npz",
         split=split_file,
         weights=weights_input,
-        lib=lib_sources("shift_logits"),
+        lib=lib_sources("shift-logits"),
     params:
         spec=model_spec,
         dataset=dataset_spec,
@@ -96,7 +96,7 @@ rule evaluate_shift:
         clean="results/logits/{dataset}/{model}.npz",
         split=split_file,
         calibrators=calibrator_files,
-        lib=lib_sources("evaluate_shift"),
+        lib=lib_sources("evaluate-shift"),
     params:
         metrics=lambda wildcards: ",".join(shift_cfg().get("metrics", ["accuracy", "ece", "nll"])),
         compare=lambda wildcards: ",".join(shift_cfg().get("compare_metrics", ["ece", "nll"])),
@@ -136,7 +136,7 @@ rule shift_report:
             for c in (shift_cfg() or {}).get("corruptions", [])
         ],
         spec=lambda wildcards: spec_file("shift_report", shift_report_spec()),
-        lib=lib_sources("shift_report"),
+        lib=lib_sources("shift-report"),
     log:
         "logs/shift_report/shift_report.log",
     benchmark:
