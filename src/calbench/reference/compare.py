@@ -21,6 +21,9 @@ import html
 import math
 from collections.abc import Iterable, Mapping, Sequence
 
+from calbench.report import table_model as G
+from calbench.report.display import calibrator_labels, dataset_labels, display_spec, format_value
+
 OK, FLAGGED, EXPECTED, MISSING = "ok", "differs", "expected to differ", "missing"
 #: Calibrators whose published values are not expected to be reproducible (notes section 0.6).
 EXPECTED_TO_DIFFER = ("ms_b",)
@@ -37,15 +40,6 @@ LONG_COLUMNS = (
     "tolerance",
     "status",
 )
-
-
-def _fmt(metric: str, value: float | None, signed: bool = False) -> str:
-    from calbench.report.tables import display_spec
-
-    if value is None or not math.isfinite(value):
-        return "–"
-    scale, decimals, _ = display_spec(metric)
-    return f"{value * scale:+.{decimals}f}" if signed else f"{value * scale:.{decimals}f}"
 
 
 def cell_status(
@@ -79,8 +73,6 @@ def comparison_rows(
     {slug: {display}}, ``table_metrics``, ``reference`` {units, tolerances},
     optional ``expected_to_differ`` (calibrator slugs).
     """
-    from calbench.report.tables import display_spec
-
     ref_spec = spec.get("reference") or {}
     units = ref_spec.get("units", "fraction")
     if units not in ("fraction", "display"):
@@ -128,9 +120,8 @@ def tables(rows: Sequence[Mapping], spec: Mapping) -> list[dict]:
     """Group :func:`comparison_rows` into the study's tables: one per (metric, group), rows in
     config order, columns = calibrators. Each table: ``metric, group, title, header, rows``;
     each row ``labels`` + ``cells`` (``ours, published, difference, status`` as printed text)."""
-    from calbench.report.tables import display_spec
-
-    datasets = spec.get("datasets") or {}
+    dl = dataset_labels(spec)
+    cl = calibrator_labels(spec)
     models = spec.get("models") or {}
     calibrators = spec.get("calibrators") or {}
     by_key: dict[tuple, dict] = {}
@@ -154,16 +145,16 @@ def tables(rows: Sequence[Mapping], spec: Mapping) -> list[dict]:
             table_rows = []
             for m in members:
                 d = models[m]
-                dname = (datasets.get(d["dataset"]) or {}).get("display") or d["dataset"]
+                dname = dl.get(d["dataset"]) or d["dataset"]
                 name = (d.get("display") or {}).get("name") or m
                 cells = []
                 for c in calibrators:
                     r = by_key[(metric, group, m, c)]
                     cells.append(
                         {
-                            "ours": _fmt(metric, r["ours"]),
-                            "published": _fmt(metric, r["published"]),
-                            "difference": _fmt(metric, r["difference"], signed=True),
+                            "ours": format_value(metric, r["ours"]),
+                            "published": format_value(metric, r["published"]),
+                            "difference": format_value(metric, r["difference"], signed=True),
                             "status": r["status"],
                         }
                     )
@@ -176,9 +167,7 @@ def tables(rows: Sequence[Mapping], spec: Mapping) -> list[dict]:
                     "group": group,
                     "title": f"{display_spec(metric)[2]}, group {group}: ours / published / difference",
                     "header": header,
-                    "columns": [
-                        str((calibrators[c] or {}).get("display") or c) for c in calibrators
-                    ],
+                    "columns": [cl.get(c, c) for c in calibrators],
                     "rows": table_rows,
                 }
             )
@@ -239,10 +228,10 @@ def _cell_text(cell: Mapping) -> str:
 def tolerance_text(spec: Mapping) -> str:
     """One sentence stating the tolerances (in printed units) and the expected differences."""
     tol = ((spec.get("reference") or {}).get("tolerances")) or {}
-    parts = [f"{m} {_fmt(m, t)}" for m, t in tol.items()]
+    parts = [f"{m} {format_value(m, t)}" for m, t in tol.items()]
+    cl = calibrator_labels(spec)
     differ = ", ".join(
-        str(((spec.get("calibrators") or {}).get(c) or {}).get("display") or c)
-        for c in spec.get("expected_to_differ", EXPECTED_TO_DIFFER)
+        cl.get(c, str(c)) for c in spec.get("expected_to_differ", EXPECTED_TO_DIFFER)
     )
     return (
         "Each cell: ours / published / difference (printed units: percent for accuracy, ECE, "
@@ -252,89 +241,85 @@ def tolerance_text(spec: Mapping) -> str:
     )
 
 
+_CSS_CLASS = {OK: "ok", FLAGGED: "differs", EXPECTED: "expected", MISSING: "missing"}
+ACCURACY_HEADER = ("Model", "Dataset", "N", "ours, %", "study, %", "difference, pp", "status")
+
+
+def grid(t: Mapping) -> G.GridTable:
+    """One table of :func:`tables` as a :class:`calbench.report.table_model.GridTable`: each
+    cell ``ours / published / difference`` with its status as HTML class and tooltip."""
+    return G.GridTable(
+        title=t["title"],
+        row_header=list(t["header"]),
+        col_labels=list(t["columns"]),
+        labels=[list(r["labels"]) for r in t["rows"]],
+        cells=[
+            [
+                G.Cell(_cell_text(c), css=_CSS_CLASS[c["status"]], tooltip=c["status"])
+                for c in r["cells"]
+            ]
+            for r in t["rows"]
+        ],
+        css_class="reference-table",
+        data=(("metric", t["metric"]), ("group", str(t["group"]))),
+    )
+
+
+def accuracy_grid(accuracy: Sequence[Mapping]) -> G.GridTable:
+    """The rows of :func:`accuracy_check` as a table (percent, percentage points)."""
+    cells = []
+    for a in accuracy:
+        css = _CSS_CLASS[a["status"]]
+        texts = (
+            str(a["n"]),
+            f"{a['ours']:.2f}",
+            f"{a['expected']:.2f}",
+            f"{a['difference']:+.2f}",
+            a["status"],
+        )
+        cells.append([G.Cell(x, css=css) for x in texts])
+    return G.GridTable(
+        title="Full-test-set accuracy vs the study's (expected_acc)",
+        row_header=list(ACCURACY_HEADER[:2]),
+        col_labels=list(ACCURACY_HEADER[2:]),
+        labels=[[a["model"], a["dataset"]] for a in accuracy],
+        cells=cells,
+        css_class="accuracy",
+    )
+
+
 def to_markdown(tabs: Sequence[Mapping], accuracy: Sequence[Mapping], spec: Mapping) -> str:
+    """A Markdown document: the tolerances, then every table and the accuracy check."""
     lines = [f"# {spec.get('title') or 'Replication'}", "", tolerance_text(spec), ""]
     for t in tabs:
-        lines += [f"## {t['title']}", ""]
-        header = [*t["header"], *t["columns"]]
-        lines.append("| " + " | ".join(header) + " |")
-        lines.append("|" + "---|" * len(t["header"]) + "---:|" * len(t["columns"]))
-        for r in t["rows"]:
-            lines.append("| " + " | ".join([*r["labels"], *map(_cell_text, r["cells"])]) + " |")
-        lines.append("")
+        lines += [f"## {t['title']}", "", *G.markdown_lines(grid(t)), ""]
     if accuracy:
-        lines += [
-            "## Full-test-set accuracy vs the study's (expected_acc)",
-            "",
-            "| Model | Dataset | N | ours, % | study, % | difference, pp | status |",
-            "|---|---|---:|---:|---:|---:|---|",
-        ]
-        for a in accuracy:
-            lines.append(
-                f"| {a['model']} | {a['dataset']} | {a['n']} | {a['ours']:.2f} | "
-                f"{a['expected']:.2f} | {a['difference']:+.2f} | {a['status']} |"
-            )
+        g = accuracy_grid(accuracy)
+        lines += [f"## {g.title}", "", *G.markdown_lines(g)]
     return "\n".join(lines) + "\n"
 
 
 def to_html(tabs: Sequence[Mapping], accuracy: Sequence[Mapping], spec: Mapping) -> str:
-    """A self-contained HTML page with every table; flagged cells highlighted."""
+    """A self-contained HTML page with every table; cells beyond tolerance highlighted."""
     e = html.escape
     css = (
         "body{font-family:sans-serif;margin:2em}table{border-collapse:collapse;margin:1em 0}"
         "td,th{border:1px solid #ccc;padding:2px 6px;font-size:12px}td.num{text-align:right}"
         ".differs{background:#fdd}.expected{background:#ffd}.missing{color:#999}"
-        "small{color:#555}"
+        "caption{font-weight:bold;text-align:left}"
     )
+    title = e(spec.get("title") or "Replication")
     out = [
         "<!DOCTYPE html><html><head><meta charset='utf-8'>",
-        f"<title>{e(spec.get('title') or 'Replication')}</title><style>{css}</style></head><body>",
-        f"<h1>{e(spec.get('title') or 'Replication')}</h1>",
+        f"<title>{title}</title><style>{css}</style></head><body>",
+        f"<h1>{title}</h1>",
         f"<p class='tolerances'>{e(tolerance_text(spec))}</p>",
     ]
     for t in tabs:
         n_flag = sum(c["status"] == FLAGGED for r in t["rows"] for c in r["cells"])
-        out.append(
-            f"<h2>{e(t['title'])}</h2><p>{n_flag} cell(s) beyond tolerance.</p>"
-            f"<table data-metric='{e(t['metric'])}' data-group='{t['group']}'><thead><tr>"
-            + "".join(f"<th>{e(h)}</th>" for h in [*t["header"], *t["columns"]])
-            + "</tr></thead><tbody>"
-        )
-        for r in t["rows"]:
-            tds = [f"<td>{e(x)}</td>" for x in r["labels"]]
-            for c in r["cells"]:
-                cls = {OK: "ok", FLAGGED: "differs", EXPECTED: "expected", MISSING: "missing"}
-                tds.append(
-                    f"<td class='num {cls[c['status']]}' title='{e(c['status'])}'>{e(c['ours'])}"
-                    f"<br><small>{e(c['published'])} ({e(c['difference'])})</small></td>"
-                )
-            out.append("<tr>" + "".join(tds) + "</tr>")
-        out.append("</tbody></table>")
+        out.append(f"<p>{n_flag} cell(s) beyond tolerance.</p>")
+        out.append(G.to_html(grid(t)).rstrip("\n"))
     if accuracy:
-        out.append(
-            "<h2>Full-test-set accuracy vs the study's</h2><table class='accuracy'><thead><tr>"
-            + "".join(
-                f"<th>{h}</th>"
-                for h in (
-                    "Model",
-                    "Dataset",
-                    "N",
-                    "ours, %",
-                    "study, %",
-                    "difference, pp",
-                    "status",
-                )
-            )
-            + "</tr></thead><tbody>"
-        )
-        for a in accuracy:
-            cls = {OK: "ok", FLAGGED: "differs", MISSING: "missing"}[a["status"]]
-            out.append(
-                f"<tr class='{cls}'><td>{e(a['model'])}</td><td>{e(a['dataset'])}</td>"
-                f"<td class='num'>{a['n']}</td><td class='num'>{a['ours']:.2f}</td>"
-                f"<td class='num'>{a['expected']:.2f}</td><td class='num'>{a['difference']:+.2f}</td>"
-                f"<td>{e(a['status'])}</td></tr>"
-            )
-        out.append("</tbody></table>")
+        out.append(G.to_html(accuracy_grid(accuracy)).rstrip("\n"))
     out.append("</body></html>")
     return "\n".join(out) + "\n"

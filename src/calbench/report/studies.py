@@ -4,10 +4,10 @@ Rows are *objectives*: the models sharing ``(dataset, display.name, display.loss
 (seeds, ``display.seed``) of one objective; every cell is the mean over them with the sample
 standard deviation (``ddof=1``) when there are several, as the seed papers print "mean ± std".
 
-* :func:`metacal_tables`: Bohdal et al. 2021 (seed 002) table 1 (error, ECE, ECE after
+* :func:`metacal_tables`: Bohdal et al. 2021 table 1 (error, ECE, ECE after
   temperature scaling and the fitted temperature) and its appendix tables (adaptive and classwise
   ECE, before and after TS).
-* :func:`softcal_tables`: Karandikar et al. 2021 (seed 004) table 1 (accuracy, l2 ECE with
+* :func:`softcal_tables`: Karandikar et al. 2021 table 1 (accuracy, l2 ECE with
   equal-mass bins, the same after TS), TS against TS-SB-ECE, and appendix table 4 (KS error,
   mean-sweep CE) with the marginal CE.
 * :func:`dece_history`: the per-epoch validation ECE and DECE of the training histories and
@@ -26,26 +26,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from calbench.report.tables import HIGHER_IS_BETTER, display_spec, format_value, html_table
-
-#: extra metrics the study tables derive or read: (scale, decimals, label)
-EXTRA_DISPLAY = {
-    "error": (100.0, 2, "Error, %"),
-    "temperature": (1.0, 2, "T"),
-}
-
-
-def _display(metric: str) -> tuple[float, int, str]:
-    return EXTRA_DISPLAY.get(metric) or display_spec(metric)
-
-
-def _fmt(metric: str, value: float) -> str:
-    if metric in EXTRA_DISPLAY:
-        if value is None or not math.isfinite(value):
-            return "–"
-        scale, decimals, _ = EXTRA_DISPLAY[metric]
-        return f"{value * scale:.{decimals}f}"
-    return format_value(metric, value)
+from calbench.report import table_model as G
+from calbench.report.display import best_mask, format_value
 
 
 @dataclass(frozen=True)
@@ -78,39 +60,53 @@ class StudyTable:
     def bold(self) -> np.ndarray:
         mask = np.zeros(self.mean.shape, dtype=bool)
         for j, c in enumerate(self.columns):
-            if c.metric == "temperature":
-                continue
-            scale, decimals, _ = _display(c.metric)
-            shown = np.round(self.mean[:, j] * scale, decimals)
-            ok = np.isfinite(shown)
-            if ok.any():
-                best = shown[ok].max() if c.metric in HIGHER_IS_BETTER else shown[ok].min()
-                mask[:, j] = ok & (shown == best)
+            if c.metric != "temperature":  # the fitted T has no best
+                mask[:, j] = best_mask(self.mean[:, j][None, :], c.metric)[0]
         return mask
 
     def cell(self, i: int, j: int) -> str:
         metric = self.columns[j].metric
-        text = _fmt(metric, float(self.mean[i, j]))
+        text = format_value(metric, float(self.mean[i, j]))
         if self.n[i, j] > 1 and math.isfinite(self.std[i, j]):
-            text += f" ± {_fmt(metric, float(self.std[i, j]))}"
+            text += f" ± {format_value(metric, float(self.std[i, j]))}"
         return text
-
-    def rows(self) -> list[dict]:
-        bold = self.bold
-        return [
-            {
-                "labels": self.row_labels[i],
-                "cells": [
-                    {"text": self.cell(i, j), "bold": bool(bold[i, j])}
-                    for j in range(len(self.columns))
-                ],
-            }
-            for i in range(len(self.row_labels))
-        ]
 
     @property
     def col_labels(self) -> list[str]:
         return [c.label for c in self.columns]
+
+    def grid(self) -> G.GridTable:
+        """The printed table (:class:`calbench.report.table_model.GridTable`); its CSV holds each
+        column's mean, sample std and number of replicates."""
+        bold = self.bold
+        cells = [
+            [
+                G.Cell(
+                    self.cell(i, j),
+                    bold=bool(bold[i, j]),
+                    csv=(
+                        format_value(c.metric, float(self.mean[i, j])),
+                        format_value(c.metric, float(self.std[i, j])),
+                        int(self.n[i, j]),
+                    ),
+                )
+                for j, c in enumerate(self.columns)
+            ]
+            for i in range(len(self.row_labels))
+        ]
+        return G.GridTable(
+            title=self.title,
+            row_header=list(self.row_header),
+            col_labels=self.col_labels,
+            labels=[list(x) for x in self.row_labels],
+            cells=cells,
+            css_class="study-table",
+            data=(("key", self.key),),
+            csv_suffixes=("std", "n"),
+        )
+
+    def rows(self) -> list[dict]:
+        return self.grid().rows()
 
 
 def objective_groups(models: Mapping[str, Mapping], present: set[str]) -> dict[tuple, list[str]]:
@@ -276,7 +272,7 @@ def softcal_tables(rows, models, *, dataset_labels=None) -> list[StudyTable]:
 
 
 # --------------------------------------------------------------------------------------------
-# histories: DECE against ECE over training (seed 002 fig. 1)
+# histories: DECE against ECE over training (Bohdal et al. 2021 fig. 1)
 # --------------------------------------------------------------------------------------------
 def read_history(path) -> dict[str, np.ndarray]:
     """A history CSV as ``{column: float array}``."""
@@ -352,7 +348,7 @@ def dece_history(histories: Mapping[str, str], labels: Mapping[str, str]) -> dic
 
 
 def dece_figure_png(points: Mapping[str, tuple]) -> bytes:
-    """PNG of validation DECE against ECE over epochs (seed 002 fig. 1), one line per model."""
+    """PNG of validation DECE against ECE over epochs (Bohdal et al. 2021 fig. 1), one line per model."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -380,52 +376,13 @@ def dece_figure_png(points: Mapping[str, tuple]) -> bytes:
 # output formats of study tables
 # --------------------------------------------------------------------------------------------
 def study_to_html(t: StudyTable) -> str:
-    return html_table("study-table", ("key", t.key), t)
+    return G.to_html(t.grid())
 
 
 def study_to_markdown(t: StudyTable) -> str:
-    header = [*t.row_header, *t.col_labels]
-    lines = [
-        f"**{t.title}**",
-        "",
-        "| " + " | ".join(header) + " |",
-        "|" + "---|" * len(t.row_header) + "---:|" * len(t.columns),
-    ]
-    for row in t.rows():
-        cells = list(row["labels"]) + [
-            f"**{c['text']}**" if c["bold"] else c["text"] for c in row["cells"]
-        ]
-        lines.append("| " + " | ".join(cells) + " |")
-    return "\n".join(lines) + "\n"
+    return G.to_markdown(t.grid())
 
 
 def study_to_csv(t: StudyTable) -> str:
     """Wide CSV: labels, then ``mean``, ``std`` and ``n`` of every column (printed scale)."""
-    buf = io.StringIO()
-    w = csv.writer(buf, lineterminator="\n")
-    header = list(t.row_header)
-    for c in t.columns:
-        header += [c.label, f"{c.label} std", f"{c.label} n"]
-    w.writerow(header)
-    for i, labels in enumerate(t.row_labels):
-        line = list(labels)
-        for j, c in enumerate(t.columns):
-            line += [
-                _fmt(c.metric, float(t.mean[i, j])),
-                _fmt(c.metric, float(t.std[i, j])),
-                int(t.n[i, j]),
-            ]
-        w.writerow(line)
-    return buf.getvalue()
-
-
-def write_study_table(t: StudyTable, stem) -> list[str]:
-    """Write ``stem.html``, ``stem.md`` and ``stem.csv`` atomically."""
-    from calbench.io import atomic_write_text
-
-    paths = []
-    for ext, fn in (("html", study_to_html), ("md", study_to_markdown), ("csv", study_to_csv)):
-        path = f"{stem}.{ext}"
-        atomic_write_text(path, fn(t))
-        paths.append(path)
-    return paths
+    return G.to_csv(t.grid())

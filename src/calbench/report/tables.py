@@ -6,7 +6,8 @@ in percent with three, NLL and Brier score as plain numbers with three decimals.
 each row is bold: the maximum for accuracy, the minimum for every other metric. The best value is
 chosen on the *printed* (rounded) numbers, so ties are all bold, as in the study's tables.
 Tables 1-2 of the coursework (uncalibrated ECE / cwECE by training loss) are built by
-:func:`losses_table`.
+:func:`losses_table`. Numbers and names print through :mod:`calbench.report.display`; every
+format is written by :mod:`calbench.report.table_model` (:meth:`Table.grid`).
 
 Everything here works on plain rows (``dict`` per CSV line) and numpy; no pandas.
 """
@@ -14,7 +15,6 @@ Everything here works on plain rows (``dict`` per CSV line) and numpy; no pandas
 from __future__ import annotations
 
 import csv
-import html
 import io
 import math
 import os
@@ -23,43 +23,18 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from calbench.report import table_model as G
+from calbench.report.display import (  # noqa: F401  (DISPLAY, HIGHER_IS_BETTER: re-exported)
+    DISPLAY,
+    HIGHER_IS_BETTER,
+    best_mask,
+    display_spec,
+    format_value,
+)
+from calbench.report.table_model import tex_escape  # noqa: F401  (re-exported)
+
 #: Columns of the long-format metrics CSV written by ``calbench evaluate``.
 METRIC_COLUMNS = ("dataset", "model", "method", "half", "metric", "value", "ci_low", "ci_high")
-
-#: Metrics for which a larger value is better; every other metric is an error (smaller is better).
-HIGHER_IS_BETTER = frozenset({"accuracy"})
-
-#: metric -> (scale, decimals, label) used when printing; unknown metrics print x1 with 4 decimals.
-DISPLAY: dict[str, tuple[float, int, str]] = {
-    "accuracy": (100.0, 2, "Accuracy, %"),
-    "ece": (100.0, 2, "ECE, % (15 bins)"),
-    "mce": (100.0, 2, "MCE, % (15 bins)"),
-    "cwece": (100.0, 3, "Classwise ECE, % (15 bins)"),
-    "ace": (100.0, 2, "Adaptive ECE, % (15 equal-mass bins)"),
-    "ece_l2_mass": (100.0, 2, "L2 ECE, % (equal-mass bins)"),
-    "nll": (1.0, 3, "NLL"),
-    "nll_modern": (1.0, 3, "NLL (unclipped)"),
-    "brier": (1.0, 3, "Brier score"),
-    "ks": (100.0, 2, "KS error, %"),
-    "sbece": (100.0, 2, "SB-ECE, %"),
-    "dece": (100.0, 2, "DECE, %"),
-    "debiased_ece": (100.0, 2, "Debiased ECE, %"),
-    "marginal_ce": (100.0, 2, "Marginal CE, %"),
-    "ece_sweep": (100.0, 2, "Mean-sweep CE, % (l2, equal-mass)"),
-}
-
-
-def display_spec(metric: str) -> tuple[float, int, str]:
-    """(scale, decimals, label) for ``metric``."""
-    return DISPLAY.get(metric, (1.0, 4, metric))
-
-
-def format_value(metric: str, value: float) -> str:
-    """The printed form of a metric value (study scale and decimals); NaN prints as an en dash."""
-    if value is None or not math.isfinite(value):
-        return "–"
-    scale, decimals, _ = display_spec(metric)
-    return f"{value * scale:.{decimals}f}"
 
 
 # --------------------------------------------------------------------------------------------
@@ -153,35 +128,35 @@ class Table:
             return ""
         return f"[{format_value(self.metric, lo)}, {format_value(self.metric, hi)}]"
 
-    def rows(self) -> list[dict]:
-        """Rows for templates: ``{"labels": [...], "cells": [{"text", "ci", "bold"}, ...]}``."""
-        out = []
-        for i in range(len(self.row_keys)):
-            cells = [
-                {"text": self.cell(i, j), "ci": self.ci(i, j), "bold": bool(self.bold[i, j])}
+    def grid(self) -> G.GridTable:
+        """The printed table (:class:`calbench.report.table_model.GridTable`); its CSV holds
+        each value with its interval bounds."""
+        cells = [
+            [
+                G.Cell(
+                    self.cell(i, j),
+                    ci=self.ci(i, j),
+                    bold=bool(self.bold[i, j]),
+                    csv=(
+                        self.cell(i, j),
+                        format_value(self.metric, float(self.ci_low[i, j])),
+                        format_value(self.metric, float(self.ci_high[i, j])),
+                    ),
+                )
                 for j in range(len(self.col_keys))
             ]
-            out.append({"key": self.row_keys[i], "labels": self.row_labels[i], "cells": cells})
-        return out
-
-
-def best_mask(values: np.ndarray, metric: str) -> np.ndarray:
-    """Boolean mask of the best printed value in each row (max for accuracy, else min); ties all win.
-
-    The comparison is made on the values rounded as printed (:func:`format_value`), the rule of the
-    study's tables (bold = best value in the row, ties all bold). Rows without values get no bold.
-    """
-    values = np.asarray(values, dtype=np.float64)
-    scale, decimals, _ = display_spec(metric)
-    shown = np.round(values * scale, decimals)
-    mask = np.zeros(values.shape, dtype=bool)
-    for i, row in enumerate(shown):
-        finite = np.isfinite(row)
-        if not finite.any():
-            continue
-        best = row[finite].max() if metric in HIGHER_IS_BETTER else row[finite].min()
-        mask[i] = finite & (row == best)
-    return mask
+            for i in range(len(self.row_keys))
+        ]
+        return G.GridTable(
+            title=self.title,
+            row_header=list(self.row_header),
+            col_labels=list(self.col_labels),
+            labels=[list(x) for x in self.row_labels],
+            cells=cells,
+            css_class="metric-table",
+            data=(("metric", self.metric),),
+            csv_suffixes=("ci_low", "ci_high"),
+        )
 
 
 def _select(rows, **where) -> list[dict]:
@@ -318,121 +293,26 @@ def losses_table(
 
 
 # --------------------------------------------------------------------------------------------
-# output formats
+# output formats (one writer per format: calbench.report.table_model)
 # --------------------------------------------------------------------------------------------
 def to_csv(table: Table) -> str:
     """Wide CSV of the printed values (study scale), one column per calibrator plus CI columns."""
-    buf = io.StringIO()
-    w = csv.writer(buf, lineterminator="\n")
-    header = list(table.row_header)
-    for c in table.col_labels:
-        header += [c, f"{c} ci_low", f"{c} ci_high"]
-    w.writerow(header)
-    for i in range(len(table.row_keys)):
-        line = list(table.row_labels[i])
-        for j in range(len(table.col_keys)):
-            line += [
-                table.cell(i, j),
-                format_value(table.metric, float(table.ci_low[i, j])),
-                format_value(table.metric, float(table.ci_high[i, j])),
-            ]
-        w.writerow(line)
-    return buf.getvalue()
-
-
-def _md_escape(text: str) -> str:
-    return str(text).replace("\\", "\\\\").replace("|", "\\|").replace("*", "\\*")
+    return G.to_csv(table.grid())
 
 
 def to_markdown(table: Table) -> str:
-    """GitHub Markdown table; best values in ``**bold**``, 95% CI in brackets under the value."""
-    header = [*table.row_header, *table.col_labels]
-    lines = [
-        f"**{_md_escape(table.title)}**",
-        "",
-        "| " + " | ".join(_md_escape(h) for h in header) + " |",
-        "|" + "---|" * len(table.row_header) + "---:|" * len(table.col_labels),
-    ]
-    for i in range(len(table.row_keys)):
-        cells = [_md_escape(x) for x in table.row_labels[i]]
-        for j in range(len(table.col_keys)):
-            text = table.cell(i, j)
-            if table.bold[i, j]:
-                text = f"**{text}**"
-            ci = table.ci(i, j)
-            cells.append(f"{text} {ci}" if ci else text)
-        lines.append("| " + " | ".join(cells) + " |")
-    return "\n".join(lines) + "\n"
-
-
-def html_table(css_class: str, data: tuple[str, str], table) -> str:
-    """A standalone ``<table class=css_class data-NAME="VALUE">`` of any table with ``title``,
-    ``row_header``, ``col_labels`` and ``rows()`` (labels + cells with ``text``, ``bold`` and an
-    optional ``ci``); all text HTML-escaped, best values in ``<b>``."""
-    esc = html.escape
-    out = [f'<table class="{esc(css_class)}" data-{data[0]}="{esc(data[1])}">']
-    out.append(f"<caption>{esc(table.title)}</caption>")
-    out.append(
-        "<thead><tr>"
-        + "".join(f"<th>{esc(h)}</th>" for h in [*table.row_header, *table.col_labels])
-        + "</tr></thead><tbody>"
-    )
-    for row in table.rows():
-        tds = [f"<td>{esc(x)}</td>" for x in row["labels"]]
-        for cell in row["cells"]:
-            text = esc(cell["text"])
-            if cell["bold"]:
-                text = f"<b>{text}</b>"
-            if cell.get("ci"):
-                text += f'<br><small class="ci">{esc(cell["ci"])}</small>'
-            tds.append(f'<td class="num">{text}</td>')
-        out.append("<tr>" + "".join(tds) + "</tr>")
-    out.append("</tbody></table>")
-    return "\n".join(out) + "\n"
+    """GitHub Markdown table; best values in ``**bold**``, 95% CI in brackets after the value."""
+    return G.to_markdown(table.grid())
 
 
 def to_html(table: Table) -> str:
-    """A metric table as a standalone ``<table>`` (see :func:`html_table`)."""
-    return html_table("metric-table", ("metric", table.metric), table)
-
-
-_TEX_SPECIAL = {
-    "\\": r"\textbackslash{}",
-    "&": r"\&",
-    "%": r"\%",
-    "$": r"\$",
-    "#": r"\#",
-    "_": r"\_",
-    "{": r"\{",
-    "}": r"\}",
-    "~": r"\textasciitilde{}",
-    "^": r"\textasciicircum{}",
-}
-
-
-def tex_escape(text: str) -> str:
-    """Escape LaTeX special characters."""
-    return "".join(_TEX_SPECIAL.get(ch, ch) for ch in str(text))
+    """A metric table as a standalone ``<table class="metric-table" data-metric=...>``."""
+    return G.to_html(table.grid())
 
 
 def to_latex(table: Table) -> str:
     """A ``tabular`` in the study's style (booktabs rules, best value ``\\textbf``)."""
-    spec = "l" * len(table.row_header) + "r" * len(table.col_labels)
-    lines = [
-        f"% {tex_escape(table.title)}",
-        f"\\begin{{tabular}}{{{spec}}}",
-        "\\toprule",
-        " & ".join(tex_escape(h) for h in [*table.row_header, *table.col_labels]) + " \\\\",
-        "\\midrule",
-    ]
-    for i in range(len(table.row_keys)):
-        cells = [tex_escape(x) for x in table.row_labels[i]]
-        for j in range(len(table.col_keys)):
-            text = table.cell(i, j).replace("–", "--")
-            cells.append(f"\\textbf{{{text}}}" if table.bold[i, j] else text)
-        lines.append(" & ".join(cells) + " \\\\")
-    lines += ["\\bottomrule", "\\end{tabular}"]
-    return "\n".join(lines) + "\n"
+    return G.to_latex(table.grid())
 
 
 FORMATS = {"html": to_html, "md": to_markdown, "csv": to_csv, "tex": to_latex}
@@ -440,14 +320,7 @@ FORMATS = {"html": to_html, "md": to_markdown, "csv": to_csv, "tex": to_latex}
 
 def write_table(table: Table, stem: str | os.PathLike) -> list[str]:
     """Write ``table`` as ``stem.html``, ``stem.md``, ``stem.csv`` and ``stem.tex`` (atomically)."""
-    from calbench.io import atomic_write_text
-
-    paths = []
-    for ext, fn in FORMATS.items():
-        path = f"{os.fspath(stem)}.{ext}"
-        atomic_write_text(path, fn(table))
-        paths.append(path)
-    return paths
+    return G.write_grid(table.grid(), stem)
 
 
 # --------------------------------------------------------------------------------------------

@@ -1,0 +1,311 @@
+"""The report's context: every table, finding and figure as plain data for the template.
+
+:func:`build_tables` makes the study's tables (:mod:`calbench.report.tables`), :func:`build_context`
+the whole report: findings first (winner counts, average ranks with the Friedman test and a
+critical-difference diagram after Demšar 2006; :mod:`calbench.report.summary`), the result
+tables, fitted temperatures, paired comparisons (Holm 1979), published numbers, the
+calibration-during-training sections (:func:`study_sections`), reliability diagrams (Guo et al.
+2017, fig. 1) and the provenance (:mod:`calbench.report.provenance`). Views of single tables
+live in :mod:`calbench.report.views`.
+"""
+
+from __future__ import annotations
+
+import base64
+import math
+from collections.abc import Mapping, Sequence
+
+from calbench.report import tables as T
+from calbench.report.display import (
+    calibrator_labels,
+    dataset_labels,
+    format_value,
+    model_dataset_labels,
+    model_label,
+    spec_labels,
+)
+from calbench.report.provenance import provenance_view
+from calbench.report.views import (
+    compare_view,
+    metric_view,
+    png_data_uri,
+    reference_view,
+    reliability_figures,
+    study_view,
+    temperature_view,
+)
+
+
+def build_tables(rows: Sequence[Mapping], spec: Mapping) -> dict:
+    """Every table of the study from long rows and the study ``spec`` (see cli/report.py).
+
+    Returns ``{"metrics": [Table...], "losses": [Table...], "losses_ts": [Table...]}`` in the
+    order of the spec: the by-loss tables of the uncalibrated models and after temperature
+    scaling (``losses_ts``, shown in the report; ``calbench aggregate`` writes ``losses``).
+    """
+    models = spec.get("models", {})
+    calibrators = spec.get("calibrators", {})
+    present_models = {r["model"] for r in rows}
+    present_methods = {r["method"] for r in rows}
+    model_order = [m for m in models if m in present_models] or None
+    method_order = [c for c in calibrators if c in present_methods] or None
+    mdl = model_dataset_labels(spec)
+    labels = {m: [mdl[m], model_label(m, v.get("display"))] for m, v in models.items()}
+    method_labels = calibrator_labels(spec)
+    available = {r["metric"] for r in rows}
+    metric_names = [m for m in spec.get("table_metrics") or sorted(available) if m in available]
+    out = {"metrics": [], "losses": []}
+    for metric in metric_names:
+        out["metrics"].append(
+            T.metric_table(
+                rows,
+                metric,
+                models=model_order,
+                methods=method_order,
+                model_labels=labels,
+                method_labels=method_labels,
+            )
+        )
+    displays = {m: (v.get("display") or {}) for m, v in models.items() if m in present_models}
+    dl = dataset_labels(spec)
+    out["losses_ts"] = []
+    if any(d.get("loss") for d in displays.values()):
+        for metric in spec.get("losses_metrics") or ["ece", "cwece"]:
+            if metric in available:
+                out["losses"].append(
+                    T.losses_table(
+                        rows,
+                        metric,
+                        displays,
+                        dataset_labels=dl,
+                        method_label=method_labels.get("uncalibrated", "uncalibrated"),
+                    )
+                )
+                if "ts" in present_methods:
+                    out["losses_ts"].append(
+                        T.losses_table(
+                            rows,
+                            metric,
+                            displays,
+                            method="ts",
+                            dataset_labels=dl,
+                            method_label=method_labels.get("ts", "ts"),
+                        )
+                    )
+    return out
+
+
+#: The works the report cites (author-year keys in the text); no URLs, the report fetches nothing.
+BIBLIOGRAPHY = {
+    "Davison & Hinkley 1997": "A. C. Davison, D. V. Hinkley. Bootstrap Methods and their "
+    "Application. Cambridge University Press, 1997.",
+    "Demšar 2006": "J. Demšar. Statistical comparisons of classifiers over multiple data sets. "
+    "Journal of Machine Learning Research 7, 2006.",
+    "Guo et al. 2017": "C. Guo, G. Pleiss, Y. Sun, K. Q. Weinberger. On calibration of modern "
+    "neural networks. ICML 2017.",
+    "Holm 1979": "S. Holm. A simple sequentially rejective multiple test procedure. Scandinavian "
+    "Journal of Statistics 6, 1979.",
+    "Kull et al. 2019": "M. Kull, M. Perello-Nieto, M. Kängsepp, T. Silva Filho, H. Song, "
+    "P. Flach. Beyond temperature scaling: obtaining well-calibrated multiclass probabilities "
+    "with Dirichlet calibration. NeurIPS 2019.",
+    "Kumar et al. 2019": "A. Kumar, P. Liang, T. Ma. Verified uncertainty calibration. "
+    "NeurIPS 2019.",
+    "Naeini et al. 2015": "M. P. Naeini, G. F. Cooper, M. Hauskrecht. Obtaining well calibrated "
+    "probabilities using Bayesian binning. AAAI 2015.",
+    "Roelofs et al. 2022": "R. Roelofs, N. Cain, J. Shlens, M. C. Mozer. Mitigating bias in "
+    "calibration error estimation. AISTATS 2022.",
+    "Vasilev 2021": "Post-hoc calibration of neural networks: the protocol this workflow "
+    "reproduces (coursework, Moscow State University, 2021).",
+}
+
+
+def _rank_summaries(rows, tables, spec, model_order, method_order) -> tuple[list, list]:
+    """Average ranks with the Friedman test per metric table, and the headline findings."""
+    from calbench.report import summary as SU
+
+    ml, cl, _, _ = spec_labels(spec)
+    ranked = [t.metric for t in tables["metrics"]]
+    ranks = SU.rank_summaries(rows, ranked, model_order, method_order, cl)
+    found = SU.findings(rows, ranks, model_order, method_order, ml, cl)
+    for entry in ranks:
+        fr = entry["friedman"]
+        entry["friedman_text"] = (
+            ""
+            if fr is None
+            else f"Friedman χ² = {fr.chi2:.2f}, Iman-Davenport F = "
+            + ("∞" if math.isinf(fr.f) else f"{fr.f:.2f}")
+            + f", p {SU._p_phrase(fr.p_f)}; Nemenyi critical difference "
+            f"{entry['cd']:.2f} (α = {SU.ALPHA})"
+        )
+    return ranks, found
+
+
+def _section(id_: str, title: str, children=()) -> dict:
+    return {"id": id_, "title": title, "children": list(children)}
+
+
+def _toc(ctx: dict, tables: dict, cl: Mapping) -> list[dict]:
+    """The contents: one entry per section present, metric and by-loss tables as children."""
+    from calbench.report.summary import metric_name
+
+    toc = [_section("findings", "Findings"), _section("protocol", "Protocol")]
+    toc.append(
+        _section(
+            "tables",
+            "Results",
+            [
+                {"id": v["id"], "title": metric_name(t.metric)}
+                for v, t in zip(ctx["metric_tables"], tables["metrics"], strict=True)
+            ],
+        )
+    )
+    if ctx["temperatures"]:
+        toc.append(_section("temperatures", "Temperatures"))
+    if ctx["losses_tables"]:
+        methods = [(t, cl.get("uncalibrated", "uncalibrated")) for t in tables["losses"]]
+        methods += [(t, cl.get("ts", "ts")) for t in tables["losses_ts"]]
+        children = [
+            {"id": v["id"], "title": f"{metric_name(t.metric)}, {method}"}
+            for v, (t, method) in zip(ctx["losses_tables"], methods, strict=True)
+        ]
+        toc.append(_section("losses", "By training loss", children))
+    if ctx["compare"]:
+        toc.append(_section("compare", "Paired comparisons"))
+    if ctx["reference"]:
+        toc.append(_section("reference", "Published numbers"))
+    studies = ctx["studies"]
+    if studies["tables"] or studies["dece"] or studies["reliability"]:
+        toc.append(_section("objectives", "Calibration during training"))
+    figures = [{"id": f["id"], "title": f["model"]} for f in ctx["figures"]]
+    toc.append(_section("diagrams", "Reliability diagrams", figures))
+    toc.append(_section("provenance", "Provenance"))
+    toc.append(_section("bibliography", "References"))
+    return toc
+
+
+def build_context(
+    *,
+    rows: Sequence[Mapping],
+    compare: Sequence[Mapping],
+    spec: Mapping,
+    grids: Mapping[str, str],
+    provenance: Mapping,
+    reference: Sequence[Mapping] | None = None,
+    plots: Mapping[str, Mapping[str, str]] | None = None,
+    temperatures: Mapping[str, float] | None = None,
+) -> dict:
+    """Everything the template needs, as plain data (strings, lists, dicts).
+
+    ``reference`` are the rows of ``results/tables/reference.csv`` (ours versus published,
+    :func:`calbench.report.tables.reference_comparison`); ``plots`` maps ``dataset/model`` to
+    ``{calibrator: reliability PNG}``; ``grids`` maps it to the per-model grid PNG (used when
+    ``plots`` lacks the model); ``temperatures`` maps model to the fitted temperature of
+    temperature scaling.
+    """
+    tables = build_tables(rows, spec)
+    protocol = dict(spec.get("protocol") or {})
+    level = float(protocol.get("level", 0.95))
+    cl = calibrator_labels(spec)
+    present_models = {r["model"] for r in rows}
+    present_methods = {r["method"] for r in rows}
+    model_order = [m for m in spec.get("models", {}) if m in present_models] or sorted(
+        present_models
+    )
+    method_order = [c for c in spec.get("calibrators", {}) if c in present_methods] or sorted(
+        present_methods
+    )
+    ranks, found = _rank_summaries(rows, tables, spec, model_order, method_order)
+    metric_views = [metric_view(t, t.metric) for t in tables["metrics"]]
+    losses_views = [metric_view(t, f"losses-uncalibrated-{t.metric}") for t in tables["losses"]]
+    losses_views += [metric_view(t, f"losses-ts-{t.metric}") for t in tables["losses_ts"]]
+    studies = study_sections(rows, spec)
+    studies["views"] = [study_view(t) for t in studies["tables"]]
+    n_outside = sum(1 for v in metric_views for r in v["rows"] for c in r if c.get("mark"))
+    ctx = {
+        "studies": studies,
+        "title": spec.get("title") or "Calibration study",
+        "description": spec.get("description") or "",
+        "protocol": protocol,
+        "level_pct": f"{level * 100:g}",
+        "metric_tables": metric_views,
+        "losses_tables": losses_views,
+        "compare": compare_view(compare, spec, level),
+        "reference": reference_view(reference or [], spec),
+        "temperatures": temperature_view(temperatures or {}, spec),
+        "figures": reliability_figures(plots or {}, grids, rows, spec),
+        "ranks": ranks,
+        "findings": found,
+        "n_outside": n_outside,
+        "provenance": {**provenance, **provenance_view(provenance)},
+        "bibliography": BIBLIOGRAPHY,
+    }
+    ctx["toc"] = _toc(ctx, tables, cl)
+    ctx.update(
+        n_models=len(present_models),
+        n_methods=len(present_methods),
+        methods=[cl.get(c, c) for c in method_order],
+    )
+    return ctx
+
+
+def fitted_temperature(path) -> float:
+    """Temperature ``T`` of a fitted ``ts`` / ``ts_sbece`` calibrator JSON."""
+    from calbench.calibrators import load_calibrator
+
+    cal = load_calibrator(path)
+    if not hasattr(cal, "temperature_"):
+        raise ValueError(f"{path} is not a temperature-scaling calibrator; pass a ts JSON file")
+    return float(cal.temperature_)
+
+
+def study_sections(rows: Sequence[Mapping], spec: Mapping) -> dict:
+    """Sections of the calibration-during-training studies (:mod:`calbench.report.studies`).
+
+    ``spec["studies"]`` lists the sections (``metacal``, ``softcal``, ``dece_history``,
+    ``reliability_by_objective``); ``spec["ts_files"]`` maps model -> fitted ``ts`` JSON (the
+    temperature column), ``spec["histories"]`` model -> history CSV and ``spec["reliability"]``
+    model -> uncalibrated reliability diagram PNG (one per objective is shown: its first seed).
+    """
+    from calbench.report import studies as S
+
+    wanted = list(spec.get("studies") or [])
+    out = {"tables": [], "dece": None, "dece_figure": "", "reliability": []}
+    if not wanted:
+        return out
+    models = spec.get("models", {})
+    dl = dataset_labels(spec)
+    if "metacal" in wanted:
+        temps = {m: fitted_temperature(p) for m, p in (spec.get("ts_files") or {}).items()}
+        out["tables"] += S.metacal_tables(rows, models, temperatures=temps, dataset_labels=dl)
+    if "softcal" in wanted:
+        out["tables"] += S.softcal_tables(rows, models, dataset_labels=dl)
+    if "dece_history" in wanted and spec.get("histories"):
+        labels = {m: model_label(m, (v or {}).get("display")) for m, v in models.items()}
+        dece = S.dece_history(spec["histories"], labels)
+        if dece is not None:
+            out["dece"] = {
+                "rows": [
+                    {
+                        **r,
+                        "pearson": f"{r['pearson']:.3f}",
+                        "spearman": f"{r['spearman']:.3f}",
+                        "last_ece": format_value("ece", r["last_ece"]),
+                        "last_dece": format_value("dece", r["last_dece"]),
+                    }
+                    for r in dece["rows"]
+                ],
+                "pooled": [f"{x:.3f}" for x in dece["pooled"]],
+            }
+            out["dece_figure"] = "data:image/png;base64," + base64.b64encode(
+                S.dece_figure_png(dece["points"])
+            ).decode("ascii")
+    if "reliability_by_objective" in wanted and spec.get("reliability"):
+        groups = S.objective_groups(models, set(spec["reliability"]))
+        for (d, name, loss), members in groups.items():
+            out["reliability"].append(
+                {
+                    "label": f"{dl.get(d, d)} {name}" + (f" ({loss})" if loss else ""),
+                    "src": png_data_uri(spec["reliability"][members[0]]),
+                }
+            )
+    return out

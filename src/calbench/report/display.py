@@ -1,0 +1,126 @@
+"""How every table prints numbers and names: one number formatter, one display-name mapping.
+
+Numbers follow the coursework's tables (Vasilev 2021, §5): accuracy, ECE and MCE in percent
+with two decimals, classwise ECE in percent with three, NLL and Brier score as plain numbers
+with three decimals (:data:`DISPLAY`); a missing value prints as an en dash. The best value of a
+row (or column) is chosen on the *printed* numbers, so ties are all best (:func:`best_mask`).
+
+Names come from the study spec (``display`` of datasets, models and calibrators; see
+cli/report.py): :func:`model_label`, :func:`dataset_labels`, :func:`calibrator_labels` and
+:func:`spec_labels` are the one place that maps config keys to printed names.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+
+import numpy as np
+
+#: Metrics for which a larger value is better; every other metric is an error (smaller is better).
+HIGHER_IS_BETTER = frozenset({"accuracy"})
+
+#: metric -> (scale, decimals, label) used when printing; unknown metrics print x1 with 4 decimals.
+#: ``error`` (1 - accuracy) and ``temperature`` (fitted T) are derived by the study tables.
+DISPLAY: dict[str, tuple[float, int, str]] = {
+    "accuracy": (100.0, 2, "Accuracy, %"),
+    "ece": (100.0, 2, "ECE, % (15 bins)"),
+    "mce": (100.0, 2, "MCE, % (15 bins)"),
+    "cwece": (100.0, 3, "Classwise ECE, % (15 bins)"),
+    "ace": (100.0, 2, "Adaptive ECE, % (15 equal-mass bins)"),
+    "ece_l2_mass": (100.0, 2, "L2 ECE, % (equal-mass bins)"),
+    "nll": (1.0, 3, "NLL"),
+    "nll_modern": (1.0, 3, "NLL (unclipped)"),
+    "brier": (1.0, 3, "Brier score"),
+    "ks": (100.0, 2, "KS error, %"),
+    "sbece": (100.0, 2, "SB-ECE, %"),
+    "dece": (100.0, 2, "DECE, %"),
+    "debiased_ece": (100.0, 2, "Debiased ECE, %"),
+    "marginal_ce": (100.0, 2, "Marginal CE, %"),
+    "ece_sweep": (100.0, 2, "Mean-sweep CE, % (l2, equal-mass)"),
+    "error": (100.0, 2, "Error, %"),
+    "temperature": (1.0, 2, "T"),
+}
+
+
+def display_spec(metric: str) -> tuple[float, int, str]:
+    """(scale, decimals, label) for ``metric``."""
+    return DISPLAY.get(metric, (1.0, 4, metric))
+
+
+def format_value(metric: str, value: float | None, *, signed: bool = False) -> str:
+    """The printed form of a metric value (study scale and decimals; ``signed`` adds ``+``);
+    ``None`` and NaN print as an en dash."""
+    if value is None or not math.isfinite(value):
+        return "–"
+    scale, decimals, _ = display_spec(metric)
+    return f"{value * scale:+.{decimals}f}" if signed else f"{value * scale:.{decimals}f}"
+
+
+def best_mask(values: np.ndarray, metric: str) -> np.ndarray:
+    """Boolean mask of the best printed value in each row (max for accuracy, else min); ties all win.
+
+    The comparison is made on the values rounded as printed (:func:`format_value`), the rule of the
+    study's tables (bold = best value in the row, ties all bold). Rows without values get no bold.
+    """
+    values = np.asarray(values, dtype=np.float64)
+    scale, decimals, _ = display_spec(metric)
+    shown = np.round(values * scale, decimals)
+    mask = np.zeros(values.shape, dtype=bool)
+    for i, row in enumerate(shown):
+        finite = np.isfinite(row)
+        if not finite.any():
+            continue
+        best = row[finite].max() if metric in HIGHER_IS_BETTER else row[finite].min()
+        mask[i] = finite & (row == best)
+    return mask
+
+
+# --------------------------------------------------------------------------------------------
+# display names
+# --------------------------------------------------------------------------------------------
+def model_label(name: str, display: Mapping | None) -> str:
+    """Row label of a model: ``display.name`` plus ``(display.loss)`` and ``seed N`` when given."""
+    display = display or {}
+    label = str(display.get("name") or name)
+    if display.get("loss"):
+        label += f" ({display['loss']})"
+    if display.get("seed") is not None:
+        label += f" seed {display['seed']}"
+    return label
+
+
+def dataset_labels(spec: Mapping) -> dict[str, str]:
+    """``{dataset: display name}`` (the key when no display is given)."""
+    return {d: str((v or {}).get("display") or d) for d, v in (spec.get("datasets") or {}).items()}
+
+
+def calibrator_labels(spec: Mapping) -> dict[str, str]:
+    """``{calibrator: display name}`` (the key when no display is given)."""
+    return {
+        c: str((v or {}).get("display") or c) for c, v in (spec.get("calibrators") or {}).items()
+    }
+
+
+def model_dataset_labels(spec: Mapping) -> dict[str, str]:
+    """``{model: display name of its dataset}``."""
+    dl = dataset_labels(spec)
+    return {
+        m: str(dl.get(v.get("dataset")) or v.get("dataset", ""))
+        for m, v in (spec.get("models") or {}).items()
+    }
+
+
+def spec_labels(spec: Mapping) -> tuple[dict, dict, dict, dict]:
+    """Display names: models (prefixed with the dataset when there are several), calibrators,
+    datasets, and each model's dataset label."""
+    models = spec.get("models", {})
+    dl = dataset_labels(spec)
+    used = {v.get("dataset") for v in models.values()}
+    ml = {}
+    for m, v in models.items():
+        label = model_label(m, (v or {}).get("display"))
+        if len(used) > 1:
+            label = f"{dl.get(v.get('dataset'), v.get('dataset'))} {label}"
+        ml[m] = label
+    return ml, calibrator_labels(spec), dl, model_dataset_labels(spec)

@@ -1,0 +1,207 @@
+"""One table model and one writer per format (HTML, Markdown, CSV, LaTeX) for every printed table.
+
+A :class:`GridTable` is what a reader sees: a title, label columns (``row_header``) and value
+columns (``col_labels``), and per row its label texts and :class:`Cell` s already printed
+(:mod:`calbench.report.display`). The metric tables (:mod:`calbench.report.tables`), the
+calibration-during-training tables (:mod:`calbench.report.studies`) and the reproduced-vs-published
+tables (:mod:`calbench.reference.compare`) build one and share the writers below; the layout is
+the coursework's (Vasilev 2021, §5): best values bold, an interval under the value.
+"""
+
+from __future__ import annotations
+
+import csv
+import html
+import io
+import os
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True)
+class Cell:
+    """One printed value: ``text``, an optional second line ``ci`` (interval), ``bold`` (best of
+    its row or column), an HTML class ``css`` and tooltip ``tooltip``; ``csv`` are the values
+    the wide CSV holds for it (default: ``text`` alone)."""
+
+    text: str
+    ci: str = ""
+    bold: bool = False
+    css: str = ""
+    tooltip: str = ""
+    csv: tuple | None = None
+
+    def csv_values(self) -> tuple:
+        return (self.text,) if self.csv is None else self.csv
+
+
+@dataclass
+class GridTable:
+    """Rows of label texts and printed cells under a header.
+
+    ``css_class`` and ``data`` (``(name, value)`` pairs) become the HTML table's ``class`` and
+    ``data-*`` attributes; ``csv_suffixes`` name the extra CSV columns of every value column
+    (``"{label} {suffix}"``, filled from :attr:`Cell.csv`).
+    """
+
+    title: str
+    row_header: list[str]
+    col_labels: list[str]
+    labels: list[list[str]]
+    cells: list[list[Cell]]
+    css_class: str = "table"
+    data: tuple[tuple[str, str], ...] = ()
+    csv_suffixes: tuple[str, ...] = field(default=())
+
+    def rows(self) -> list[dict]:
+        """Rows as plain data: ``{"labels": [...], "cells": [{"text", "ci", "bold"}, ...]}``."""
+        return [
+            {
+                "labels": labels,
+                "cells": [{"text": c.text, "ci": c.ci, "bold": c.bold} for c in cells],
+            }
+            for labels, cells in zip(self.labels, self.cells, strict=True)
+        ]
+
+
+# --------------------------------------------------------------------------------------------
+# HTML
+# --------------------------------------------------------------------------------------------
+def to_html(t: GridTable) -> str:
+    """A standalone ``<table class=... data-NAME="VALUE">`` with a caption; all text
+    HTML-escaped, best values in ``<b>``, the interval in ``<small class="ci">`` below."""
+    esc = html.escape
+    attrs = "".join(f' data-{name}="{esc(str(value))}"' for name, value in t.data)
+    out = [f'<table class="{esc(t.css_class)}"{attrs}>']
+    out.append(f"<caption>{esc(t.title)}</caption>")
+    out.append(
+        "<thead><tr>"
+        + "".join(f"<th>{esc(h)}</th>" for h in [*t.row_header, *t.col_labels])
+        + "</tr></thead><tbody>"
+    )
+    for labels, cells in zip(t.labels, t.cells, strict=True):
+        tds = [f"<td>{esc(x)}</td>" for x in labels]
+        for c in cells:
+            text = esc(c.text)
+            if c.bold:
+                text = f"<b>{text}</b>"
+            if c.ci:
+                text += f'<br><small class="ci">{esc(c.ci)}</small>'
+            cls = f"num {c.css}" if c.css else "num"
+            tip = f' title="{esc(c.tooltip)}"' if c.tooltip else ""
+            tds.append(f'<td class="{esc(cls)}"{tip}>{text}</td>')
+        out.append("<tr>" + "".join(tds) + "</tr>")
+    out.append("</tbody></table>")
+    return "\n".join(out) + "\n"
+
+
+# --------------------------------------------------------------------------------------------
+# Markdown
+# --------------------------------------------------------------------------------------------
+def md_escape(text: str) -> str:
+    """Escape the characters that would break a Markdown table cell or start emphasis."""
+    return str(text).replace("\\", "\\\\").replace("|", "\\|").replace("*", "\\*")
+
+
+def markdown_lines(t: GridTable) -> list[str]:
+    """The header, alignment and body lines of a GitHub Markdown table (no title)."""
+    header = [*t.row_header, *t.col_labels]
+    lines = [
+        "| " + " | ".join(md_escape(h) for h in header) + " |",
+        "|" + "---|" * len(t.row_header) + "---:|" * len(t.col_labels),
+    ]
+    for labels, cells in zip(t.labels, t.cells, strict=True):
+        out = [md_escape(x) for x in labels]
+        for c in cells:
+            text = f"**{c.text}**" if c.bold else c.text
+            out.append(f"{text} {c.ci}" if c.ci else text)
+        lines.append("| " + " | ".join(out) + " |")
+    return lines
+
+
+def to_markdown(t: GridTable) -> str:
+    """The bold title, a blank line and the table; best values ``**bold**``, interval after."""
+    return "\n".join([f"**{md_escape(t.title)}**", "", *markdown_lines(t)]) + "\n"
+
+
+# --------------------------------------------------------------------------------------------
+# CSV
+# --------------------------------------------------------------------------------------------
+def to_csv(t: GridTable) -> str:
+    """Wide CSV of the printed values: label columns, then per value column its value and the
+    :attr:`GridTable.csv_suffixes` columns."""
+    buf = io.StringIO()
+    w = csv.writer(buf, lineterminator="\n")
+    header = list(t.row_header)
+    for c in t.col_labels:
+        header += [c, *(f"{c} {s}" for s in t.csv_suffixes)]
+    w.writerow(header)
+    for labels, cells in zip(t.labels, t.cells, strict=True):
+        line = list(labels)
+        for c in cells:
+            line += list(c.csv_values())
+        w.writerow(line)
+    return buf.getvalue()
+
+
+# --------------------------------------------------------------------------------------------
+# LaTeX
+# --------------------------------------------------------------------------------------------
+_TEX_SPECIAL = {
+    "\\": r"\textbackslash{}",
+    "&": r"\&",
+    "%": r"\%",
+    "$": r"\$",
+    "#": r"\#",
+    "_": r"\_",
+    "{": r"\{",
+    "}": r"\}",
+    "~": r"\textasciitilde{}",
+    "^": r"\textasciicircum{}",
+}
+
+
+def tex_escape(text: str) -> str:
+    """Escape LaTeX special characters."""
+    return "".join(_TEX_SPECIAL.get(ch, ch) for ch in str(text))
+
+
+def to_latex(t: GridTable) -> str:
+    """A ``tabular`` in the study's style (booktabs rules, best value ``\\textbf``)."""
+    spec = "l" * len(t.row_header) + "r" * len(t.col_labels)
+    lines = [
+        f"% {tex_escape(t.title)}",
+        f"\\begin{{tabular}}{{{spec}}}",
+        "\\toprule",
+        " & ".join(tex_escape(h) for h in [*t.row_header, *t.col_labels]) + " \\\\",
+        "\\midrule",
+    ]
+    for labels, cells in zip(t.labels, t.cells, strict=True):
+        out = [tex_escape(x) for x in labels]
+        for c in cells:
+            text = c.text.replace("–", "--")
+            out.append(f"\\textbf{{{text}}}" if c.bold else text)
+        lines.append(" & ".join(out) + " \\\\")
+    lines += ["\\bottomrule", "\\end{tabular}"]
+    return "\n".join(lines) + "\n"
+
+
+#: file extension -> writer
+WRITERS: dict[str, Callable[[GridTable], str]] = {
+    "html": to_html,
+    "md": to_markdown,
+    "csv": to_csv,
+    "tex": to_latex,
+}
+
+
+def write_grid(t: GridTable, stem: str | os.PathLike, formats: Sequence[str] = tuple(WRITERS)):
+    """Write ``t`` as ``stem.<ext>`` for every format (atomically); returns the paths."""
+    from calbench.io import atomic_write_text
+
+    paths = []
+    for ext in formats:
+        path = f"{os.fspath(stem)}.{ext}"
+        atomic_write_text(path, WRITERS[ext](t))
+        paths.append(path)
+    return paths
