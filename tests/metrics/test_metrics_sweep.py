@@ -1,4 +1,4 @@
-"""Monotonic-sweep calibration error (Roelofs et al. 2020; seed 004 "mean-sweep CE")."""
+"""Monotonic-sweep calibration error (Roelofs et al. 2020; Karandikar et al. 2021 "mean-sweep CE")."""
 
 from __future__ import annotations
 

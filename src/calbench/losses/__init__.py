@@ -14,22 +14,22 @@ returns a scalar batch loss. Names (:data:`LOSSES`) and keyword arguments:
                     leaves the bare MMCE term for use as a secondary; ``form="released"``: the
                     released code's squared MMCE, no root) - Kumar et al. 2018
 ``mmce_weighted``   ``CE + lam * MMCE_w`` (``form="paper"|"released"``) - Kumar et al. 2018
-``avuc``            AvUC (``kappa`` entropy threshold) - Krishnan & Tickoo 2020; seed 004 eq. 13-14
-``avuc_gs``         AvUC with gradient stopping on the confidence factors - seed 004 appendix F
+``avuc``            AvUC (``kappa`` entropy threshold) - Krishnan & Tickoo 2020; Karandikar et al. 2021 eq. 13-14
+``avuc_gs``         AvUC with gradient stopping on the confidence factors - Karandikar et al. 2021 appendix F
 ``sbece``           SB-ECE (``form="bin"|"label_binned"``, ``n_bins``, ``temperature``, ``p``,
-                    ``root``) - seed 004 eq. 11-12
+                    ``root``) - Karandikar et al. 2021 eq. 11-12
 ``savuc``           soft AvUC (``temperature``, ``kappa``; ``theta`` is an alias of ``kappa``)
-                    - seed 004 eq. 15-16
-``dece``            differentiable ECE (``n_bins=15``, ``tau_a=100``, ``tau_b=0.01``) - seed 002
+                    - Karandikar et al. 2021 eq. 15-16
+``dece``            differentiable ECE (``n_bins=15``, ``tau_a=100``, ``tau_b=0.01``) - Bohdal et al. 2021
 =================== ============================================================================
 
-Secondary losses combine as ``primary + beta * secondary`` (seed 004 section 5.1)::
+Secondary losses combine as ``primary + beta * secondary`` (Karandikar et al. 2021 section 5.1)::
 
     get_loss("ce", secondary={"name": "sbece", "beta": 0.5, "kwargs": {"temperature": 0.01}})
     combined("focal", {"name": "savuc", "kwargs": {"kappa": 0.2}}, beta=1.0)
     CombinedLoss(get_loss("ce"), get_loss("dece"), beta=1.0)
 
-The interleaved training of seed 004 appendix B is :class:`InterleavedObjective`.
+The interleaved training of Karandikar et al. 2021 appendix B is :class:`InterleavedObjective`.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """Accuracy-versus-uncertainty calibration losses.
 
 * AvUC, Krishnan and Tickoo 2020 ("Improving model calibration with accuracy versus uncertainty
-  optimization", NeurIPS), as restated in Karandikar et al. 2021 (seed 004) eq. 13-14::
+  optimization", NeurIPS), as restated in Karandikar et al. 2021 eq. 13-14::
 
       AvUC = log(1 + (n_AU + n_IC) / (n_AC + n_IU))      (= -log AvU)
 
@@ -10,9 +10,9 @@
   ``n_AC = sum c_i (1 - tanh h_i)``, ``n_AU = sum c_i tanh h_i``,
   ``n_IC = sum (1 - c_i)(1 - tanh h_i)``, ``n_IU = sum (1 - c_i) tanh h_i``
   over the samples of each category (``c_i`` the confidence ``max_k p_ik``).
-* AvUC-GS (seed 004 appendix F): the same value, with the gradient stopped through the
+* AvUC-GS (Karandikar et al. 2021 appendix F): the same value, with the gradient stopped through the
   ``c_i`` and ``(1 - c_i)`` multiplicands.
-* S-AvUC (seed 004 section 4.2, eq. 15-16): the hard certain/uncertain split replaced by the soft
+* S-AvUC (Karandikar et al. 2021 section 4.2, eq. 15-16): the hard certain/uncertain split replaced by the soft
   uncertainty ``t = logistic((1/T) log(h*(1 - kappa) / ((1 - h*) kappa)))`` of the normalised
   entropy ``h* = h / log K``, and the confidence factors dropped::
 
@@ -57,7 +57,7 @@ def entropy(probs: Tensor) -> Tensor:
 
 
 class AvUCLoss(Loss):
-    """AvUC (Krishnan and Tickoo 2020; seed 004 eq. 13-14); ``kappa`` is the entropy threshold in
+    """AvUC (Krishnan and Tickoo 2020; Karandikar et al. 2021 eq. 13-14); ``kappa`` is the entropy threshold in
     nats (default ``None``: half the maximum entropy, ``0.5 log K``; the paper tunes it)."""
 
     name = "avuc"
@@ -89,14 +89,14 @@ class AvUCLoss(Loss):
 
 
 class AvUCGSLoss(AvUCLoss):
-    """AvUC with gradient stopping through the ``c_i`` / ``(1 - c_i)`` factors (seed 004 app. F)."""
+    """AvUC with gradient stopping through the ``c_i`` / ``(1 - c_i)`` factors (Karandikar et al. 2021 app. F)."""
 
     name = "avuc_gs"
     stop_gradient = True
 
 
 class SoftAvUCLoss(Loss):
-    """Soft AvUC (seed 004 eq. 15-16) with temperature ``T`` and soft threshold ``kappa`` in (0, 1)
+    """Soft AvUC (Karandikar et al. 2021 eq. 15-16) with temperature ``T`` and soft threshold ``kappa`` in (0, 1)
     on the normalised entropy (``theta`` is accepted as an alias of ``kappa``, the name used by the
     released code). Defaults ``kappa=0.5, temperature=1`` make ``t = h*``; the paper tunes both.
     """

@@ -9,7 +9,7 @@
 * label smoothing, Mueller, Kornblith and Hinton 2019 "When does label smoothing help?", eq. (1)
   target ``(1 - alpha) * onehot + alpha / K``;
 * Brier score, Brier 1950: ``sum_k (p_k - onehot_k)^2`` per sample (summed over classes, as in
-  seed 000 eq. 10 and in the Meta-Calibration baselines), averaged over the batch.
+  Vasilev 2021 eq. 10 and in the Meta-Calibration baselines), averaged over the batch.
 
 All return the batch mean.
 """

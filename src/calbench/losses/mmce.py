@@ -18,11 +18,11 @@ Laplacian kernel ``k(r, r') = exp(-|r - r'| / width)`` (width 0.4 in the paper):
   (a set that is empty in the batch contributes no terms).
 
 The value used in training is the square root, and the training objective is
-``NLL + lam * MMCE`` (Kumar et al. eq. 5); Meta-Calibration (seed 002) uses weighted MMCE with
+``NLL + lam * MMCE`` (Kumar et al. eq. 5); Meta-Calibration (Bohdal et al. 2021) uses weighted MMCE with
 ``lam = 2``. The correctness ``c_i`` is a constant; gradients flow through ``r_i``.
 
 ``form="released"`` reproduces the loss code released with focal_calibration and reused by
-Meta-Calibration (``Losses/mmce.py``), with which seed 002's MMCE baselines were trained
+Meta-Calibration (``Losses/mmce.py``), with which Bohdal et al. 2021's MMCE baselines were trained
 (objective ``mean CE + lam * term``, ``lam = 2``):
 
 * MMCE: the squared estimate ``MMCE^2`` itself, **no square root**;
@@ -110,7 +110,7 @@ class MMCELoss(Loss):
     """``ce_weight * CE + lam * MMCE`` (Kumar et al. 2018 eq. 5; kernel width 0.4).
 
     ``ce_weight=0, lam=1`` gives the bare MMCE term, e.g. for use as a secondary loss.
-    ``form="released"``: the released loss code's term (module docstring), as in seed 002's
+    ``form="released"``: the released loss code's term (module docstring), as in Bohdal et al. 2021's
     baselines (``lam=2`` on the batch-mean CE).
     """
 
@@ -141,7 +141,7 @@ class MMCELoss(Loss):
 
 
 class MMCEWeightedLoss(MMCELoss):
-    """``ce_weight * CE + lam * MMCE_w`` (Kumar et al. 2018 section 4.1; seed 002 uses lam=2)."""
+    """``ce_weight * CE + lam * MMCE_w`` (Kumar et al. 2018 section 4.1; Bohdal et al. 2021 uses lam=2)."""
 
     name = "mmce_weighted"
 

@@ -1,9 +1,9 @@
 """Soft-binned calibration errors as training losses.
 
-* SB-ECE, Karandikar et al. 2021 (seed 004) eq. 11 (``form="bin"``) and eq. 12
+* SB-ECE, Karandikar et al. 2021 eq. 11 (``form="bin"``) and eq. 12
   (``form="label_binned"``, the form the paper trains with, appendix G): equal-width bins with
   soft membership ``softmax_j(-(c - xi_j)^2 / T)``.
-* DECE, Bohdal, Yang and Hospedales 2021 (seed 002) section 2.2: soft binning
+* DECE, Bohdal, Yang and Hospedales 2021 (Bohdal et al. 2021) section 2.2: soft binning
   ``softmax((w c + b) / tau_b)`` and soft accuracy from all-pairs soft ranks with temperature
   ``tau_a``; 15 bins, ``tau_a = 100``, ``tau_b = 0.01``.
 
@@ -23,7 +23,7 @@ SBECE_FORMS = ("bin", "label_binned")
 
 
 class SBECELoss(Loss):
-    """SB-ECE of the batch (seed 004 eq. 11/12) via ``calbench.metrics.soft.sb_ece_torch``.
+    """SB-ECE of the batch (Karandikar et al. 2021 eq. 11/12) via ``calbench.metrics.soft.sb_ece_torch``.
 
     ``form`` is ``"label_binned"`` (eq. 12, default, the training secondary loss) or ``"bin"``
     (eq. 11); ``n_bins`` M (15 in the paper), ``temperature`` T of the soft bins (the paper tunes
@@ -71,7 +71,7 @@ class SBECELoss(Loss):
 
 
 class DECELoss(Loss):
-    """Differentiable ECE (seed 002 section 2.2) via ``calbench.metrics.soft.dece_torch``."""
+    """Differentiable ECE (Bohdal et al. 2021 section 2.2) via ``calbench.metrics.soft.dece_torch``."""
 
     name = "dece"
 

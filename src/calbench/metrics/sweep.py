@@ -1,6 +1,6 @@
 """Monotonic-sweep calibration error (Roelofs et al. 2020, "Mitigating bias in calibration error
 estimation", AISTATS 2022, section 4, "ECE_sweep"), the "mean-sweep CE" of Karandikar et al. 2021
-(seed 004, appendix table 4: l2 norm, equal-mass bins).
+(Karandikar et al. 2021, appendix table 4: l2 norm, equal-mass bins).
 
 The top-label confidences are sorted and cut into ``b`` equal-mass bins of contiguous samples
 (sizes differ by at most one, the larger bins first, as ``numpy.array_split``). Starting at
@@ -10,7 +10,7 @@ first violation (or ``N``). The error is then the binned calibration error at ``
 
     CE_sweep = ( sum_k (n_k / N) |acc_k - conf_k|^p )^(1/p)        (Roelofs et al., eq. 5)
 
-with ``p = 2`` by default (seed 004) and ``p = 1`` the l1 form.
+with ``p = 2`` by default (Karandikar et al. 2021) and ``p = 1`` the l1 form.
 """
 
 from __future__ import annotations
@@ -70,10 +70,10 @@ def ece_sweep_from_values(x: np.ndarray, target: np.ndarray, norm: str = "l2") -
 
 
 def ece_sweep(probs, labels, norm: str = "l2") -> float:
-    """Top-label monotonic-sweep calibration error (Roelofs et al. 2020; seed 004 table 4).
+    """Top-label monotonic-sweep calibration error (Roelofs et al. 2020; Karandikar et al. 2021 table 4).
 
     ``probs`` (N, K) rows summing to 1, ``labels`` (N,) integer classes; ``norm`` ``"l2"``
-    (default, seed 004) or ``"l1"``. Returns a fraction.
+    (default, Karandikar et al. 2021) or ``"l1"``. Returns a fraction.
     """
     p, y = check_probs_labels(probs, labels)
     check_choice(norm, "norm", SWEEP_NORMS)
