@@ -120,7 +120,7 @@ def model_cfg(model):
 #: Model entry fields that only label or check results (tables, reference join, accuracy
 #: check): left out of the spec the download / train / logits rules get, so editing them reruns
 #: only the steps that read them.
-LABEL_FIELDS = frozenset({"display", "group", "loss", "expected_acc", "expected_accuracy", "study_key", "notes"})
+LABEL_FIELDS = frozenset({"display", "group", "expected_acc", "study_key"})
 
 
 def model_spec(wildcards):
@@ -410,7 +410,7 @@ def replication_spec():
                 "dataset": v["dataset"],
                 "group": v.get("group", 1),
                 "display": v.get("display", {}),
-                "expected_acc": v.get("expected_acc", v.get("expected_accuracy")),
+                "expected_acc": v.get("expected_acc"),
             }
             for m, v in config["models"].items()
         },
