@@ -20,6 +20,44 @@ import numpy as np
 from calbench._checks import check_labels, check_logits
 
 
+def _check_batch_size(batch_size) -> None:
+    if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
+        raise ValueError(f"batch_size must be an integer >= 1, got {batch_size!r}")
+
+
+def run_batches(model, batches, *, device: str = "cpu", total: int, progress: bool = False):
+    """``model``'s float32 outputs (N, K) over ``batches`` (an iterable of input tensors), in
+    order, as a numpy array: the model in eval mode on ``device``, under
+    ``torch.inference_mode()`` (the batches are produced inside it), each output checked to be
+    ``(batch, classes)`` and moved to the CPU. ``total``: the number of samples (the progress
+    bar's length). The one inference loop of :func:`compute_logits`,
+    :func:`compute_logits_stream` and the training's validation.
+    """
+    import torch
+
+    model.to(device).eval()
+    bar = None
+    if progress:
+        from tqdm import tqdm
+
+        bar = tqdm(total=total, desc="logits", unit="img", disable=None)
+    outs = []
+    with torch.inference_mode():
+        for xb in batches:
+            out = model(xb.to(device))
+            if out.ndim != 2:
+                raise ValueError(
+                    f"the model returned outputs of shape {tuple(out.shape)}, expected (batch, "
+                    "classes); the model must end in its classifier layer"
+                )
+            outs.append(out.to(device="cpu", dtype=torch.float32))
+            if bar is not None:
+                bar.update(xb.shape[0])
+    if bar is not None:
+        bar.close()
+    return torch.cat(outs).numpy()
+
+
 def compute_logits(
     model,
     images,
@@ -32,37 +70,17 @@ def compute_logits(
     """Return ``model``'s float32 outputs (N, K) for uint8 ``images`` (N, ...) in order.
 
     Batches of ``batch_size`` go through ``preprocess`` (uint8 -> float input) on ``device``
-    under ``torch.inference_mode()`` with the model in eval mode.
+    under ``torch.inference_mode()`` with the model in eval mode (:func:`run_batches`).
     """
-    import torch
-
-    if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
-        raise ValueError(f"batch_size must be an integer >= 1, got {batch_size!r}")
+    _check_batch_size(batch_size)
     n = int(images.shape[0])
     if n == 0:
         raise ValueError("no images to run; pass at least one sample")
-    model.to(device).eval()
-    bar = None
-    if progress:
-        from tqdm import tqdm
-
-        bar = tqdm(total=n, desc="logits", unit="img", disable=None)
-    outs = []
-    with torch.inference_mode():
-        for start in range(0, n, batch_size):
-            xb = preprocess(images[start : start + batch_size].to(device))
-            out = model(xb)
-            if out.ndim != 2:
-                raise ValueError(
-                    f"the model returned outputs of shape {tuple(out.shape)}, expected (batch, "
-                    "classes); the model must end in its classifier layer"
-                )
-            outs.append(out.to(device="cpu", dtype=torch.float32))
-            if bar is not None:
-                bar.update(xb.shape[0])
-    if bar is not None:
-        bar.close()
-    return torch.cat(outs).numpy()
+    batches = (
+        preprocess(images[start : start + batch_size].to(device))
+        for start in range(0, n, batch_size)
+    )
+    return run_batches(model, batches, device=device, total=n, progress=progress)
 
 
 def compute_logits_stream(
@@ -80,40 +98,26 @@ def compute_logits_stream(
     The streaming counterpart of :func:`compute_logits` for datasets too large to hold as one
     uint8 tensor (ImageNet's 50,000 validation images): a ``DataLoader`` without shuffling
     (``workers`` decode in parallel; order is kept), same eval-mode / inference-mode / float32
-    rules.
+    rules (:func:`run_batches`).
     """
     import torch
     from torch.utils.data import DataLoader
 
-    if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
-        raise ValueError(f"batch_size must be an integer >= 1, got {batch_size!r}")
+    _check_batch_size(batch_size)
     if len(dataset) == 0:
         raise ValueError("no images to run; pass at least one sample")
     loader = DataLoader(
         dataset, batch_size=batch_size, shuffle=False, num_workers=workers, drop_last=False
     )
-    model.to(device).eval()
-    bar = None
-    if progress:
-        from tqdm import tqdm
+    ys = []
 
-        bar = tqdm(total=len(dataset), desc="logits", unit="img", disable=None)
-    outs, ys = [], []
-    with torch.inference_mode():
+    def inputs():
         for xb, yb in loader:
-            out = model(xb.to(device))
-            if out.ndim != 2:
-                raise ValueError(
-                    f"the model returned outputs of shape {tuple(out.shape)}, expected (batch, "
-                    "classes); the model must end in its classifier layer"
-                )
-            outs.append(out.to(device="cpu", dtype=torch.float32))
             ys.append(torch.as_tensor(yb, dtype=torch.int64))
-            if bar is not None:
-                bar.update(xb.shape[0])
-    if bar is not None:
-        bar.close()
-    return torch.cat(outs).numpy(), torch.cat(ys).numpy()
+            yield xb
+
+    logits = run_batches(model, inputs(), device=device, total=len(dataset), progress=progress)
+    return logits, torch.cat(ys).numpy()
 
 
 class _Head:
@@ -203,8 +207,9 @@ def cache_logits(
     with the spec's preset transform and a DataLoader of ``workers`` processes. Returns a summary
     dict (n, classes, accuracy, order_hash).
     """
+    from calbench._torch import resolve_device
     from calbench.data import get_dataset, ids_order_hash, order_hash
-    from calbench.models import load_model, resolve_device
+    from calbench.models import load_model
 
     if not isinstance(spec, dict) or not isinstance(spec.get("dataset"), str):
         raise ValueError(

@@ -39,7 +39,7 @@ from typing import Any
 import numpy as np
 
 from calbench._checks import check_choice
-from calbench._torch import eager_optimizers
+from calbench._torch import eager_optimizers, resolve_device
 from calbench.calibrators.base import Calibrator, Field, register
 from calbench.calibrators.precision import check_precision, softmax32
 from calbench.functional import softmax
@@ -109,15 +109,6 @@ def _check_options(line_search, max_iter, dtype, l2, odir) -> None:
             raise ValueError(
                 f"odir must be a pair (lambda_offdiag, lambda_bias) of numbers >= 0, got {odir!r}"
             )
-
-
-def resolve_device(device: str) -> str:
-    """``"auto"`` -> ``"cuda"`` when a GPU is visible, else ``"cpu"``; other values unchanged."""
-    if device == "auto":
-        import torch
-
-        return "cuda" if torch.cuda.is_available() else "cpu"
-    return device
 
 
 @contextlib.contextmanager

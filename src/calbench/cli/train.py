@@ -18,13 +18,10 @@ def add_threads_arg(p) -> None:
 
 
 def set_threads(n) -> None:
-    if n is None:
-        return
-    if n < 1:
-        raise ValueError(f"--threads must be >= 1, got {n}")
-    import torch
+    """``--threads``: :func:`calbench._torch.set_threads` (torch's and BLAS's CPU threads)."""
+    from calbench._torch import set_threads as _set_threads
 
-    torch.set_num_threads(n)
+    _set_threads(n)
 
 
 def register(sub) -> None:

@@ -15,6 +15,8 @@ from __future__ import annotations
 import importlib
 from types import ModuleType
 
+from calbench._torch import resolve_device  # re-exported: the CLI and tests use it from here
+
 #: spec["source"] -> module providing ``load_model(spec, checkpoint=None, device="cpu")``
 SOURCES: dict[str, str] = {
     "train": "calbench.models.trained",
@@ -137,23 +139,6 @@ def load_model(spec: dict, checkpoint=None, device: str = "cpu"):
     """Return the network ``spec`` describes, with its weights, in eval mode on ``device``."""
     source = _require(spec, "source")
     return get_source(source).load_model(spec, checkpoint=checkpoint, device=device)
-
-
-def resolve_device(device: str = "auto") -> str:
-    """``"auto"`` -> ``"cuda"`` when a GPU is available, else ``"cpu"``; other values are checked."""
-    import torch
-
-    if device == "auto":
-        return "cuda" if torch.cuda.is_available() else "cpu"
-    try:
-        dev = torch.device(device)
-    except (RuntimeError, TypeError):
-        raise ValueError(
-            f"device {device!r} is not a torch device; use auto, cpu or cuda"
-        ) from None
-    if dev.type == "cuda" and not torch.cuda.is_available():
-        raise ValueError(f"device {device!r} requested but no GPU is available; use --device cpu")
-    return str(dev)
 
 
 __all__ = [

@@ -1,5 +1,7 @@
-import csv
+"""Tests of calbench.training.loop: the training loop of each method, step by step."""
+
 import math
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -8,35 +10,18 @@ import torch
 from torch import nn
 
 from calbench.training import (
-    HISTORY_COLUMNS,
+    META_COLUMNS,
+    VAL_COLUMNS,
     TrainingConfig,
+    build_objective,
+    final_linear,
     parse_training,
     train,
-    train_from_spec,
-    write_history,
+    validation_metrics,
 )
 
-DEBIAN = Path("/usr/share/datasets/fashion-mnist")
-
-
-def _identity(batch):
-    return batch.to(torch.float32)
-
-
-def _linear(seed=0):
-    torch.manual_seed(seed)
-    return nn.Sequential(nn.Flatten(), nn.Linear(4, 3))
-
-
-def _toy(n=12, seed=0):
-    g = torch.Generator().manual_seed(seed)
-    images = torch.randint(0, 4, (n, 1, 2, 2), generator=g, dtype=torch.uint8)
-    labels = torch.arange(n) % 3
-    return images, labels
-
-
-def _ce(logits, targets):
-    return nn.functional.cross_entropy(logits, targets)
+sys.path.insert(0, str(Path(__file__).parent))
+from training_toys import _ce, _identity, _linear, _mlp, _separable, _toy  # noqa: E402
 
 
 def test_one_full_batch_sgd_step_is_the_hand_computed_gradient_step():
@@ -149,145 +134,6 @@ def test_deterministic_mode_is_restored_after_training():
     assert torch.are_deterministic_algorithms_enabled() == before
 
 
-def test_parse_training_defaults_and_errors():
-    cfg = parse_training(
-        {"loss": "focal", "loss_kwargs": {"gamma": 3}, "epochs": 2, "lr": 1, "train_subset": 100}
-    )
-    assert cfg.loss == "focal" and cfg.loss_kwargs == {"gamma": 3} and cfg.lr == 1.0
-    assert cfg.optimizer == "sgd" and cfg.weight_decay == 0.0 and cfg.train_subset == 100
-    assert parse_training({}).train_subset is None
-    for bad, match in [
-        ({"epochs": 0}, "epochs must be an integer >= 1"),
-        ({"epochs": 2.5}, "epochs must be an integer"),
-        ({"lr": 0}, "lr must be > 0"),
-        ({"lr": float("nan")}, "lr must be a finite number"),
-        ({"weight_decay": -1}, "weight_decay must be >= 0"),
-        ({"optimizer": "rmsprop"}, "optimizer must be one of"),
-        ({"schedule": "step"}, "schedule must be one of"),
-        ({"epoch": 3}, r"unknown training keys \['epoch'\]"),
-        ({"loss_kwargs": [1]}, "loss_kwargs must be a mapping"),
-        ("ce", "training must be a mapping"),
-    ]:
-        with pytest.raises(ValueError, match=match):
-            parse_training(bad)
-
-
-def test_write_history_csv(tmp_path):
-    rows = [{"epoch": 1, "loss": 0.25, "accuracy": 0.5, "lr": 0.1}]
-    write_history(tmp_path / "h.csv", rows)
-    with open(tmp_path / "h.csv") as fh:
-        read = list(csv.DictReader(fh))
-    assert tuple(read[0]) == HISTORY_COLUMNS
-    assert {k: float(v) for k, v in read[0].items()} == rows[0]
-
-
-@pytest.fixture(scope="module")
-def fmnist_root(tmp_path_factory):
-    if not (DEBIAN / "t10k-labels-idx1-ubyte.gz").is_file():
-        pytest.skip("Debian package dataset-fashion-mnist is not installed")
-    from calbench.data import fashion_mnist
-
-    root = tmp_path_factory.mktemp("fm")
-    fashion_mnist.prepare(root, mirrors=[DEBIAN], urls=())
-    return root
-
-
-def test_train_from_spec_on_a_fashion_mnist_subset(fmnist_root):
-    spec = {
-        "dataset": "fashion_mnist",
-        "source": "train",
-        "arch": "mlp",
-        "training": {
-            "loss": "ce",
-            "epochs": 2,
-            "batch_size": 50,
-            "lr": 0.05,
-            "seed": 0,
-            "train_subset": 200,
-        },
-    }
-    m1, h1, cfg = train_from_spec(spec, fmnist_root, device="cpu")
-    m2, h2, _ = train_from_spec(spec, fmnist_root, device="cpu")
-    assert cfg.train_subset == 200 and len(h1) == 2
-    assert h1 == h2  # no wall-clock times: identical runs, identical histories
-    for (k, v), w in zip(m1.state_dict().items(), m2.state_dict().values(), strict=True):
-        assert torch.equal(v, w), k
-    assert h1[1]["loss"] < h1[0]["loss"]
-
-
-def test_train_from_spec_errors(fmnist_root):
-    base = {"dataset": "fashion_mnist", "source": "train", "arch": "mlp"}
-    with pytest.raises(ValueError, match="no 'training' entry"):
-        train_from_spec(base, fmnist_root)
-    with pytest.raises(ValueError, match="exceeds the 60000 training images"):
-        train_from_spec({**base, "training": {"train_subset": 60001}}, fmnist_root, device="cpu")
-    with pytest.raises(ValueError, match="loss"):
-        train_from_spec({**base, "training": {"loss": "no_such_loss"}}, fmnist_root, device="cpu")
-
-
-# ------------------------------------------------------------------------------------------
-# calibration during training: secondary losses, interleaving, Meta-Calibration, validation
-# ------------------------------------------------------------------------------------------
-from calbench.training import (  # noqa: E402
-    META_COLUMNS,
-    VAL_COLUMNS,
-    build_objective,
-    final_linear,
-    validation_metrics,
-)
-
-
-def _separable(n=120, k=3, seed=0):
-    g = torch.Generator().manual_seed(seed)
-    labels = torch.arange(n) % k
-    images = torch.randint(0, 60, (n, 1, 2, 2), generator=g, dtype=torch.uint8)
-    images.view(n, 4)[torch.arange(n), labels] += 150
-    return images, labels
-
-
-def _mlp(seed=0, k=3):
-    torch.manual_seed(seed)
-    return nn.Sequential(nn.Flatten(), nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, k))
-
-
-def test_parse_training_calibration_keys_and_errors():
-    cfg = parse_training(
-        {
-            "method": "interleaved",
-            "secondary": {"name": "sbece", "beta": 0.5, "kwargs": {"temperature": 0.01}},
-            "holdout_fraction": 0.2,
-            "schedule": "multistep",
-            "milestones": [2, 4],
-            "val_size": 10,
-        }
-    )
-    assert cfg.method == "interleaved" and cfg.secondary["beta"] == 0.5
-    assert cfg.milestones == (2, 4) and cfg.holdout_fraction == 0.2 and cfg.val_size == 10
-    mc = parse_training({"method": "metacal", "metacal": {"variant": "m2", "split_seed": 3}})
-    assert mc.metacal == {"variant": "m2", "split_seed": 3}
-    for bad, match in [
-        ({"method": "maml"}, "method must be one of"),
-        ({"method": "interleaved"}, "interleaved needs training.secondary"),
-        ({"secondary": {"beta": 1}}, "secondary must be a mapping"),
-        ({"secondary": {"name": "sbece", "lam": 1}}, r"unknown keys \['lam'\]"),
-        ({"secondary": {"name": "sbece", "beta": -1}}, "secondary.beta must be >= 0"),
-        (
-            {"secondary": {"name": "sbece"}, "loss_kwargs": {"secondary": {"name": "dece"}}},
-            "give the secondary loss once",
-        ),
-        ({"metacal": {"variant": "m1"}}, "need method: metacal"),
-        ({"method": "metacal", "metacal": {"lr": 1}}, r"unknown training.metacal keys \['lr'\]"),
-        ({"method": "metacal", "loss": "focal"}, "method: metacal trains cross-entropy"),
-        ({"milestones": [3]}, "needs schedule: multistep"),
-        ({"schedule": "multistep", "milestones": [4, 2]}, "must increase strictly"),
-        ({"holdout_fraction": 1.0}, "holdout_fraction must be < 1"),
-        ({"val_size": -1}, "val_size must be an integer >= 0"),
-        ({"amp": "yes"}, "amp must be true or false"),
-    ]:
-        with pytest.raises(ValueError, match=match):
-            parse_training(bad)
-
-
 def test_multistep_schedule_decays_at_the_milestones():
     cfg = TrainingConfig(lr=0.1, schedule="multistep", milestones=(2, 4), lr_decay=0.1)
     assert [cfg.lr_at(0, 10, e) for e in (1, 2, 3, 4, 5)] == pytest.approx(
@@ -297,29 +143,6 @@ def test_multistep_schedule_decays_at_the_milestones():
     cfg = TrainingConfig(epochs=5, batch_size=24, lr=0.1, schedule="multistep", milestones=(2, 4))
     hist = train(_linear(), images, labels, preprocess=_identity, config=cfg)
     assert [h["lr"] for h in hist] == pytest.approx([0.1, 0.1, 0.01, 0.01, 0.001])
-
-
-def test_secondary_objective_is_primary_plus_beta_times_secondary():
-    from calbench.losses import get_loss
-
-    cfg = parse_training(
-        {"loss": "focal", "loss_kwargs": {"gamma": 2.0}, "secondary": {"name": "dece", "beta": 0.7}}
-    )
-    obj = build_objective(cfg)
-    z = torch.randn(32, 3, generator=torch.Generator().manual_seed(1))
-    y = torch.arange(32) % 3
-    want = get_loss("focal", gamma=2.0)(z, y) + 0.7 * get_loss("dece")(z, y)
-    torch.testing.assert_close(obj(z, y), want)
-    # the loss_kwargs spelling builds the same objective
-    alt = build_objective(
-        parse_training(
-            {
-                "loss": "focal",
-                "loss_kwargs": {"gamma": 2.0, "secondary": {"name": "dece", "beta": 0.7}},
-            }
-        )
-    )
-    torch.testing.assert_close(alt(z, y), want)
 
 
 def test_standard_training_with_a_secondary_loss_is_one_hand_step():
@@ -427,33 +250,6 @@ def test_metacal_training_runs_algorithm_1_on_its_split_and_records_validation()
         torch.testing.assert_close(a, b)
 
 
-def test_validation_metrics_match_the_library_metrics():
-    from calbench.functional import softmax
-    from calbench.metrics import dece, ece
-
-    rng = np.random.default_rng(0)
-    z = rng.normal(size=(300, 4)) * 3
-    y = rng.integers(0, 4, 300)
-    got = validation_metrics(z, y)
-    p = softmax(z, axis=1)
-    assert got["val_ece"] == pytest.approx(ece(p, y))
-    assert got["val_dece"] == pytest.approx(dece(p, y))
-    assert got["val_accuracy"] == pytest.approx(np.mean(z.argmax(1) == y))
-    assert got["val_nll"] == pytest.approx(-np.mean(np.log(p[np.arange(300), y])), rel=1e-6)
-
-
-def test_write_history_adds_validation_columns(tmp_path):
-    rows = [
-        {"epoch": 1, "loss": 0.5, "accuracy": 0.5, "lr": 0.1, "val_ece": 0.1},
-        {"epoch": 2, "loss": 0.4, "accuracy": 0.6, "lr": 0.1},
-    ]
-    write_history(tmp_path / "h.csv", rows)
-    with open(tmp_path / "h.csv") as fh:
-        read = list(csv.DictReader(fh))
-    assert list(read[0]) == [*HISTORY_COLUMNS, "val_ece"]
-    assert float(read[0]["val_ece"]) == 0.1 and math.isnan(float(read[1]["val_ece"]))
-
-
 @pytest.mark.parametrize(
     "arch, training",
     [
@@ -497,29 +293,20 @@ def test_paper_scale_code_path_on_a_tiny_synthetic_cifar(arch, training):
     assert 0 <= hist[-1]["val_ece"] <= 1 and 0 <= hist[-1]["val_dece"] <= 1
 
 
-def test_train_from_spec_holds_out_val_size_images(fmnist_root):
-    spec = {
-        "dataset": "fashion_mnist",
-        "source": "train",
-        "arch": "mlp",
-        "training": {
-            "epochs": 1,
-            "batch_size": 100,
-            "seed": 0,
-            "train_subset": 200,
-            "val_size": 300,
-        },
-    }
-    model, hist, cfg = train_from_spec(spec, fmnist_root, device="cpu")
-    from calbench.data import fashion_mnist
+def test_meta_batches_are_drawn_when_needed_and_continued_in_the_next_epoch():
+    # Meta-Calibration pairs every training batch with a meta-validation batch
+    # (calbench.metacal.paired_batches); a new shuffle is drawn only when one is used up, and
+    # the batches an epoch leaves are the next epoch's first
+    from calbench.metacal import paired_batches
+    from calbench.training.loop import _batches, _MetaBatches
 
-    images, labels = fashion_mnist.load_split(fmnist_root, "train")
-    z = model(fashion_mnist.preprocessor()(images[-300:])).detach().numpy()
-    want = validation_metrics(z, labels[-300:].numpy())
-    assert hist[0]["val_ece"] == pytest.approx(want["val_ece"], rel=1e-6)
-    with pytest.raises(ValueError, match="left after val_size 300; lower it"):
-        train_from_spec(
-            {**spec, "training": {**spec["training"], "train_subset": 59800}},
-            fmnist_root,
-            device="cpu",
-        )
+    idx = torch.arange(10, 15)
+    gen = torch.Generator().manual_seed(0)
+    meta = _MetaBatches(idx, 2, gen, "cpu")  # 3 batches per shuffle
+    first = [m for _, m in paired_batches(range(4), meta)]  # one whole shuffle + 1
+    second = [m for _, m in paired_batches(range(2), meta)]  # the 2 left of the second
+    ref = torch.Generator().manual_seed(0)
+    want = _batches(idx, 2, ref, "cpu") + _batches(idx, 2, ref, "cpu")
+    assert len(first + second) == len(want)
+    assert all(torch.equal(a, b) for a, b in zip(first + second, want, strict=True))
+    assert torch.equal(gen.get_state(), ref.get_state())  # no shuffle drawn ahead of need
