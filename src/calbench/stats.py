@@ -18,7 +18,7 @@ draws N sample indices with replacement and re-evaluates the metric. Two interva
   The interval targets the *population* binned calibration error (same bins), not the biased
   plug-in value, so a plug-in estimate above its interval means "the bias is larger than the
   sampling noise". Coverage is checked by simulation on a model with a known calibration error
-  (:mod:`calbench.stats` tests; figures in docs/statistics.md, ``benchmarks/bench_coverage.py``).
+  (:mod:`calbench.stats` tests; figures in docs/statistics.md, ``bench/bench_coverage.py``).
 
 The paired version applies the same resampled indices to both sets of probabilities, so shared
 sample difficulty cancels in the difference; its p-value inverts the interval it reports, with

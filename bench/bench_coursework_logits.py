@@ -11,8 +11,8 @@ LBFGS for up to 1000 iterations; it is timed for --ms-iters iterations and extra
 Then the total for the 77 models is extrapolated from the per-job figures (jobs spread over
 --cores cores, as `snakemake --cores N` runs them).
 
-    python benchmarks/bench_coursework_logits.py                 # everything (~20 min here)
-    python benchmarks/bench_coursework_logits.py --import-only   # the 200 MB import only
+    python bench/bench_coursework_logits.py                 # everything (~20 min here)
+    python bench/bench_coursework_logits.py --import-only   # the 200 MB import only
 
 Separately, the import of a 200 MB ImageNet file is measured in both published formats
 (coursework .pt with synthesised class-order targets; Kängsepp pickle of 25k + 25k rows).

@@ -1,6 +1,6 @@
 """Coverage of the bootstrap intervals of calibration errors on a model with known errors.
 
-Run: ``python benchmarks/bench_coverage.py [--reps 400] [--resamples 200]``.
+Run: ``python bench/bench_coverage.py [--reps 400] [--resamples 200]``.
 For each scenario of :class:`calbench.synthetic.SyntheticModel` (over-confident with a large
 ECE, mildly over-confident with a small one) and test-set size N, draws ``--reps`` test sets,
 computes the 95% basic (Kumar et al. 2019) and percentile bootstrap intervals of ECE,
