@@ -32,8 +32,6 @@ METACAL_KEYS = (
     "split_seed",
     "valid_size",
 )
-# the names this module had inside calbench.training
-_OPTIMIZERS, _SCHEDULES, _METACAL_KEYS = OPTIMIZERS, SCHEDULES, METACAL_KEYS
 
 
 # ------------------------------------------------------------------ checks of single options
