@@ -297,6 +297,13 @@ def test_aggregate_with_reference(study, tmp_path):
     assert (row["model"], row["method"]) == ("m_a", "ts")
     assert float(row["difference"]) == pytest.approx(-0.01)
     assert row["within"] == "True"
+    # render-report reads the comparison aggregate wrote (computed once)
+    out = tmp_path / "report.html"
+    argv = ["render-report", "--template", TEMPLATE, "--metrics", tmp_path / "a.csv"]
+    argv += ["--spec", json.dumps(spec), "--reference-table", tables / "reference.csv"]
+    assert _main([*argv, "--out", out]) == 0
+    html = out.read_text()
+    assert "Ours versus published numbers" in html and "T-scaling" in html
 
 
 def test_render_report_end_to_end(study, tmp_path):

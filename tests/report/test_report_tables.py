@@ -182,6 +182,26 @@ def test_reference_comparison_units_and_tolerance():
         T.reference_comparison(_rows(), ref, units="percent")
 
 
+def test_reference_table_round_trip_is_exact(tmp_path):
+    """aggregate writes the comparison once; render-report reads back the same rows."""
+    ref = [
+        {"dataset": "ds", "model": "m1", "method": "ts", "metric": "ece", "value": "1.50"},
+        {"dataset": "ds", "model": "m1", "method": "ts", "metric": "nll", "value": "0.0101"},
+    ]
+    out = T.reference_comparison(_rows(), ref, tolerances={"ece": 0.002}, units="display")
+    path = tmp_path / "reference.csv"
+    T.write_long_csv(path, out, T.REFERENCE_TABLE_COLUMNS)
+    back = T.read_reference_table(path)
+    assert [{k: r[k] for k in out[0]} for r in back] == [
+        {k: (v if v == v else pytest.approx(v, nan_ok=True)) for k, v in r.items()} for r in out
+    ]
+    assert back[0]["within"] is False and back[1]["within"] is None
+    assert back[1]["tolerance"] is None
+    (tmp_path / "bad.csv").write_text("dataset,model\n")
+    with pytest.raises(ValueError, match="lacks columns"):
+        T.read_reference_table(tmp_path / "bad.csv")
+
+
 def test_long_csv_round_trip_is_exact(tmp_path):
     rows = _rows()
     rows[0]["ci_low"] = math.nan

@@ -1,4 +1,5 @@
 # Aggregate every result into the study's tables, then render the self-contained HTML report.
+REFERENCE_TABLE = "results/tables/reference.csv"  # ours versus published (report.reference)
 
 
 rule aggregate:
@@ -16,6 +17,8 @@ rule aggregate:
             else f
             for f in all_tables()
         ],
+        # ours versus published, computed once here; render_report reads it
+        reference_table=[REFERENCE_TABLE] if config["report"].get("reference") else [],
     input:
         metrics=expand(
             "results/metrics/{path}/{calibrator}.csv",
@@ -60,7 +63,7 @@ rule render_report:
         manifests=expand("resources/datasets/{dataset}/manifest.json", dataset=manifest_datasets()),
         logits=model_paths("results/logits/{dataset}/{model}.npz"),
         splits=split_files(),
-        reference=reference_input(),
+        reference_table=[REFERENCE_TABLE] if config["report"].get("reference") else [],
         objectives=objectives_inputs(),
         sections=lambda wildcards: shift_sections(),  # extra sections (workflow/rules/shift.smk)
         plots=[p for p in all_plots() if Path(p).stem != "grid"],  # per-calibrator diagrams
@@ -71,7 +74,9 @@ rule render_report:
         spec=spec_file("render_report", report_spec()),
         config=spec_file("config", json.dumps(config, sort_keys=False)),
     params:
-        reference=lambda wildcards, input: reference_arg(input),
+        reference=lambda wildcards, input: (
+            f"--reference-table {input.reference_table[0]}" if input.reference_table else ""
+        ),
     log:
         "logs/render_report/report.log",
     benchmark:

@@ -51,7 +51,7 @@ def _cmd_render(args: argparse.Namespace) -> int:
         manifests=args.manifests,
         logits=args.logits,
         splits=args.splits,
-        reference_csv=args.reference,
+        reference_table=args.reference_table,
         sections=args.sections,
         plots=args.plots,
         ts_files=args.ts_files,
@@ -88,7 +88,10 @@ def register(sub) -> None:
     p.add_argument("--manifests", nargs="*", default=[], help="dataset manifest JSONs")
     p.add_argument("--logits", nargs="*", default=[], help="logits .npz files (hashed)")
     p.add_argument("--splits", nargs="*", default=[], help="split .npz files (hashed)")
-    p.add_argument("--reference", help="published numbers, long CSV")
+    p.add_argument(
+        "--reference-table",
+        help="ours versus published numbers: the reference.csv calbench aggregate --reference wrote",
+    )
     p.add_argument(
         "--sections", nargs="*", default=[], help="HTML fragments of extra sections (shift-report)"
     )

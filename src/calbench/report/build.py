@@ -59,8 +59,8 @@ def aggregate(
     metrics_csvs, compare_csvs, spec: dict, out_csv, out_compare, tables_dir, reference_csv=None
 ) -> list[str]:
     """Concatenate results and write every table; returns the table files written."""
-    from calbench.report import render
     from calbench.report import tables as T
+    from calbench.report.context import build_tables
 
     rows = _sort_rows(T.read_long_csv(metrics_csvs), spec)
     if not rows:
@@ -83,7 +83,7 @@ def aggregate(
         T.write_long_csv(out_compare, comp, COMPARE_COLUMNS)
     written = []
     tables_dir = Path(tables_dir)
-    built = render.build_tables(rows, spec)
+    built = build_tables(rows, spec)
     for table in built["metrics"]:
         written += T.write_table(table, tables_dir / table.metric)
     for table in built["losses"]:
@@ -97,20 +97,7 @@ def aggregate(
             units=ref.get("units", "fraction"),
         )
         path = tables_dir / "reference.csv"
-        cols = [
-            "dataset",
-            "model",
-            "method",
-            "metric",
-            "ours",
-            "ci_low",
-            "ci_high",
-            "theirs",
-            "difference",
-            "tolerance",
-            "within",
-        ]
-        T.write_long_csv(path, cmp, cols)
+        T.write_long_csv(path, cmp, T.REFERENCE_TABLE_COLUMNS)
         written.append(str(path))
     return written
 
@@ -206,26 +193,21 @@ def render_report(
     manifests=(),
     logits=(),
     splits=(),
-    reference_csv=None,
+    reference_table=None,
     sections=(),
     plots=(),
     ts_files=(),
 ) -> None:
+    """Render the HTML report to ``out``; ``reference_table`` is the ours-versus-published CSV
+    :func:`aggregate` wrote (``results/tables/reference.csv``), read rather than recomputed."""
     from calbench.io import atomic_write_text
     from calbench.report import render
     from calbench.report import tables as T
 
     rows = T.read_long_csv([metrics_csv])
     comp = T.read_long_csv([compare_csv], required=COMPARE_COLUMNS) if compare_csv else []
-    reference = None
-    if reference_csv:
-        ref = spec.get("reference") or {}
-        reference = T.reference_comparison(
-            rows,
-            _load_reference(reference_csv, spec),
-            tolerances=ref.get("tolerances"),
-            units=ref.get("units", "fraction"),
-        )
+    # ours versus published: computed once by aggregate (results/tables/reference.csv)
+    reference = T.read_reference_table(reference_table) if reference_table else None
     import yaml
 
     provenance = {

@@ -327,6 +327,20 @@ def write_table(table: Table, stem: str | os.PathLike) -> list[str]:
 # comparison with published numbers
 # --------------------------------------------------------------------------------------------
 REFERENCE_COLUMNS = ("dataset", "model", "method", "metric", "value")
+#: Columns of ``results/tables/reference.csv`` (:func:`reference_comparison`, full precision).
+REFERENCE_TABLE_COLUMNS = (
+    "dataset",
+    "model",
+    "method",
+    "metric",
+    "ours",
+    "ci_low",
+    "ci_high",
+    "theirs",
+    "difference",
+    "tolerance",
+    "within",
+)
 
 
 def reference_comparison(
@@ -376,4 +390,29 @@ def reference_comparison(
                 "within": None if tol is None else bool(abs(diff) <= tol),
             }
         )
+    return out
+
+
+def read_reference_table(path) -> list[dict]:
+    """The rows of a :func:`reference_comparison` CSV (``results/tables/reference.csv``, written
+    by ``calbench aggregate``) as :func:`reference_comparison` returned them: floats at full
+    precision (blank = NaN), ``tolerance`` ``None`` when blank, ``within`` ``True`` / ``False``
+    / ``None``."""
+    out = []
+    with open(path, newline="") as fh:
+        reader = csv.DictReader(fh)
+        missing = [c for c in REFERENCE_TABLE_COLUMNS if c not in (reader.fieldnames or [])]
+        if missing:
+            raise ValueError(
+                f"{path} lacks columns {missing}; rerun calbench aggregate --reference"
+            )
+        for row in reader:
+            for key in ("ours", "ci_low", "ci_high", "theirs", "difference"):
+                row[key] = _to_float(row[key])
+            row["tolerance"] = None if row["tolerance"] == "" else float(row["tolerance"])
+            within = row["within"]
+            if within not in ("True", "False", ""):
+                raise ValueError(f"{path}: within must be True, False or blank, got {within!r}")
+            row["within"] = None if within == "" else within == "True"
+            out.append(row)
     return out
