@@ -282,32 +282,13 @@ def ci_args():
     return " ".join(args)
 
 
+from calbench.report import spec as report_specs  # the reporting steps' config slices
+
+
 def study_spec():
-    """The slice of the config the tables and the report use (JSON for ``--spec``)."""
-    rep = config["report"]
-    ref = rep.get("reference") or None
-    spec = {
-        "title": config["study"]["title"],
-        "description": config["study"].get("description", ""),
-        "protocol": {
-            "n_bins": 15,
-            "plot_bins": config["plots"]["n_bins"],
-            "n_bootstrap": ev("n_bootstrap"),
-            "level": ev("level"),
-        },
-        "datasets": {d: {"display": v.get("display", d)} for d, v in config["datasets"].items()},
-        "models": {
-            m: {"dataset": v["dataset"], "display": v.get("display", {})}
-            for m, v in config["models"].items()
-        },
-        "calibrators": {
-            c: {"display": (v or {}).get("display", c)} for c, v in config["calibrators"].items()
-        },
-        "table_metrics": rep["table_metrics"],
-        "losses_metrics": rep["losses_metrics"],
-        "reference": None if ref is None else {k: v for k, v in ref.items() if k != "csv"},
-    }
-    return json.dumps(spec)  # key order = config order = table order
+    """The slice of the config the tables and the report use (JSON for ``--spec``;
+    calbench.report.spec)."""
+    return json.dumps(report_specs.study_spec(config))  # key order = config order = table order
 
 
 def reference_input():
@@ -398,29 +379,8 @@ REPLICATION_OUTPUTS = [
 
 
 def replication_spec():
-    """JSON slice of the config for `calbench replication-tables` (labels, groups, expected
-    accuracies, calibrators, tolerances)."""
-    rep = config["report"]
-    ref = rep.get("reference") or {}
-    spec = {
-        "title": config["study"]["title"],
-        "datasets": {d: {"display": v.get("display", d)} for d, v in config["datasets"].items()},
-        "models": {
-            m: {
-                "dataset": v["dataset"],
-                "group": v.get("group", 1),
-                "display": v.get("display", {}),
-                "expected_acc": v.get("expected_acc"),
-            }
-            for m, v in config["models"].items()
-        },
-        "calibrators": {
-            c: {"display": (v or {}).get("display", c)} for c, v in config["calibrators"].items()
-        },
-        "table_metrics": rep["table_metrics"],
-        "reference": {k: v for k, v in ref.items() if k in ("units", "tolerances")},
-    }
-    return json.dumps(spec)
+    """JSON slice of the config for `calbench replication-tables` (calbench.report.spec)."""
+    return json.dumps(report_specs.replication_spec(config))
 
 
 def replication_targets():
@@ -487,29 +447,8 @@ def guo_kull_summary_args(wildcards, input):
 
 
 def guo_kull_spec():
-    """JSON slice of the config for `calbench guo-kull-tables`."""
-    g = guo_kull_cfg()
-    spec = {
-        "title": config["study"]["title"],
-        "description": config["study"].get("description", ""),
-        "models": {
-            m: {
-                "dataset": v["dataset"],
-                "num_classes": v.get("num_classes"),
-                "display": v.get("display", {}),
-            }
-            for m, v in config["models"].items()
-        },
-        "calibrators": {
-            c: {"display": (v or {}).get("display", c)} for c, v in config["calibrators"].items()
-        },
-        "summary_model": g.get("summary_model"),
-        "metric_map": g.get("metric_map") or {},
-        "tolerances": g.get("tolerances") or {},
-        "expected_to_differ": g.get("expected_to_differ") or [],
-        "sources": g.get("sources"),
-    }
-    return json.dumps(spec)
+    """JSON slice of the config for `calbench guo-kull-tables` (calbench.report.spec)."""
+    return json.dumps(report_specs.guo_kull_spec(config))
 
 
 def sweep_args():
@@ -582,10 +521,7 @@ def objectives_inputs():
 
 def report_spec():
     """study_spec() plus the report.studies sections and their files (render_report only)."""
-    spec = json.loads(study_spec())
-    spec["studies"] = list(config["report"].get("studies") or [])
-    spec.update(objectives_files())
-    return json.dumps(spec)
+    return json.dumps(report_specs.report_spec(config, objectives_files()))
 
 
 # --- dataset shift (workflow/rules/shift.smk, docs/workflow.md "Dataset shift") ------------
@@ -628,7 +564,7 @@ def shift_sections():
 
 def shift_report_spec():
     """Labels and the confidence level of the shift section (JSON, results/specs/shift_report.json)."""
-    return json.dumps({**json.loads(study_spec()), "level": ev("level")}, sort_keys=False)
+    return json.dumps(report_specs.shift_report_spec(config), sort_keys=False)
 
 
 def shift_archive_args(wildcards):
