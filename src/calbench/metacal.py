@@ -1,7 +1,7 @@
 """Meta-Calibration: DECE-driven meta-learning of unit-wise L2 regularisation.
 
 Bohdal, Yang and Hospedales 2021, "Meta-Calibration: Meta-Learning of Model Calibration Using
-Differentiable Expected Calibration Error" (seed 002), section 2.3 and Algorithm 1. The
+Differentiable Expected Calibration Error" (Bohdal et al. 2021), section 2.3 and Algorithm 1. The
 meta-knowledge is one L2 coefficient per weight and bias of the final linear layer ``phi``
 (``omega``, initialised at 0, learned with Adam, lr 1e-3). The base objective is::
 
@@ -101,7 +101,7 @@ def paired_batches(train_batches: Iterable[Any], meta_batches: Iterable[Any]) ->
 
 
 class MetaCalibration:
-    """Meta-Calibration trainer (seed 002, Algorithm 1) around ``model``.
+    """Meta-Calibration trainer (Bohdal et al. 2021, Algorithm 1) around ``model``.
 
     Parameters
     ----------

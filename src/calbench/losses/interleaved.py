@@ -1,4 +1,4 @@
-"""Interleaved training, Karandikar et al. 2021 (seed 004) appendix B.
+"""Interleaved training, Karandikar et al. 2021 appendix B.
 
 When the primary loss (NLL) memorises the training set, a soft calibration objective computed on
 that same set has nothing left to correct. Interleaved training therefore splits the training set
@@ -51,7 +51,7 @@ def interleaved_split(
 
 def epoch_phases(n_majority_batches: int, n_holdout_batches: int) -> list[str]:
     """The phase of each step of one interleaved epoch: all ``"primary"`` steps, then all
-    ``"secondary"`` steps (seed 004 appendix B)."""
+    ``"secondary"`` steps (Karandikar et al. 2021 appendix B)."""
     for v, nm in (
         (n_majority_batches, "n_majority_batches"),
         (n_holdout_batches, "n_holdout_batches"),
