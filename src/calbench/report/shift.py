@@ -26,6 +26,8 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
+from calbench.report.display import calibrator_labels, dataset_labels, display_spec, format_value
+
 SEVERITY_LEVELS = (0, 1, 2, 3, 4, 5)
 BOX_METRICS = ("accuracy", "ece", "nll")
 SUMMARY_COLUMNS = ("dataset", "method", *(f"severity_{s}" for s in SEVERITY_LEVELS))
@@ -36,8 +38,6 @@ def _e(x) -> str:
 
 
 def _fmt(metric: str, value: float) -> str:
-    from calbench.report.tables import format_value
-
     return format_value(metric, float(value))
 
 
@@ -87,14 +87,12 @@ def box_figure(rows, dataset: str, methods: Sequence[str], labels: Mapping[str, 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from calbench.report.tables import DISPLAY
-
     cmap = plt.get_cmap("tab10" if len(methods) <= 10 else "tab20")
     fig, axes = plt.subplots(1, len(BOX_METRICS), figsize=(6.0 * len(BOX_METRICS), 4.6))
     width = 0.8 / max(len(methods), 1)
     for ax, metric in zip(axes, BOX_METRICS, strict=True):
         means = corruption_means(rows, metric, dataset)
-        scale = DISPLAY.get(metric, (1.0, 4, metric))[0]
+        scale = display_spec(metric)[0]
         for k, m in enumerate(methods):
             data, pos = [], []
             for s in SEVERITY_LEVELS:
@@ -121,7 +119,7 @@ def box_figure(rows, dataset: str, methods: Sequence[str], labels: Mapping[str, 
         ax.set_xticks(list(SEVERITY_LEVELS))
         ax.set_xticklabels(["clean", "1", "2", "3", "4", "5"])
         ax.set_xlabel("severity")
-        ax.set_ylabel(DISPLAY.get(metric, (1.0, 4, metric))[2])
+        ax.set_ylabel(display_spec(metric)[2])
         ax.grid(axis="y", alpha=0.3)
     handles = [
         matplotlib.patches.Patch(color=cmap(k % cmap.N), label=labels.get(m, m))
@@ -232,7 +230,8 @@ def section_html(rows, compare, manifests: Sequence[Mapping], spec: Mapping) -> 
     cal_spec = spec.get("calibrators", {})
     present = {r["method"] for r in rows}
     methods = [c for c in cal_spec if c in present] + sorted(present - set(cal_spec))
-    labels = {c: str((cal_spec.get(c) or {}).get("display") or c) for c in methods}
+    cl = calibrator_labels(spec)
+    labels = {c: cl.get(c, c) for c in methods}
     level = float(spec.get("level", 0.95))
     parts = [
         '<section id="shift">',
@@ -248,7 +247,7 @@ def section_html(rows, compare, manifests: Sequence[Mapping], spec: Mapping) -> 
     for d in [d for d in datasets if any(r["dataset"] == d for r in rows)] + sorted(
         {r["dataset"] for r in rows} - set(datasets)
     ):
-        dl = str((datasets.get(d) or {}).get("display") or d)
+        dl = dataset_labels(spec).get(d, d)
         corr = sorted({r["corruption"] for r in rows if r["dataset"] == d} - {"clean"})
         n_models = len({r["model"] for r in rows if r["dataset"] == d})
         parts.append(f"<h3>{_e(dl)}</h3>")

@@ -21,7 +21,7 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
-from calbench.report.tables import HIGHER_IS_BETTER, best_mask, display_spec, format_value
+from calbench.report.display import HIGHER_IS_BETTER, best_mask, display_spec, format_value
 
 #: A calibrator that changes test accuracy by more than this many percentage points is flagged.
 ACCURACY_POINTS = 2.0
