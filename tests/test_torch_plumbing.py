@@ -49,7 +49,7 @@ def test_set_threads_limits_torch_now_or_when_it_is_imported(torch_now):
 
 
 def test_the_cli_set_threads_delegates_to_the_library():
-    from calbench.cli.train import set_threads
+    from calbench.cli._args import set_threads
 
     with pytest.raises(ValueError, match="--threads must be >= 1, got 0"):
         set_threads(0)

@@ -16,7 +16,6 @@ import sys
 
 _COMMAND_MODULES = (
     "data",
-    "train",
     "models",
     "logits",
     "calibrate",

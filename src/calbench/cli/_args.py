@@ -93,3 +93,19 @@ def download_setup(args):
     resources = Path(args.resources or doc.get("resources") or "resources")
     mirrors = [*args.mirror, *(doc.get("mirrors") or [])]
     return doc, resources, mirrors
+
+
+def add_threads_arg(p) -> None:
+    p.add_argument(
+        "--threads",
+        type=int,
+        default=None,
+        help="CPU threads for torch (default: torch's choice; Snakemake passes {threads})",
+    )
+
+
+def set_threads(n) -> None:
+    """``--threads``: :func:`calbench._torch.set_threads` (torch's and BLAS's CPU threads)."""
+    from calbench._torch import set_threads as _set_threads
+
+    _set_threads(n)

@@ -23,7 +23,9 @@ def _cmd_fit(args: argparse.Namespace) -> int:
 
     params = parse_json_arg(args.params, "--params")
     if args.threads:
-        _set_threads(args.threads)
+        from calbench._torch import set_threads
+
+        set_threads(args.threads, torch_now=False)  # before a scaling fit imports torch
     fit_calibrator(
         args.logits,
         args.split,
@@ -33,16 +35,6 @@ def _cmd_fit(args: argparse.Namespace) -> int:
         allow_probabilities=args.allow_probabilities,
     )
     return 0
-
-
-def _set_threads(n: int) -> None:
-    """Limit BLAS/torch threads to ``n`` (before torch is imported by a scaling calibrator)."""
-    import os
-
-    if n < 1:
-        raise ValueError(f"--threads must be >= 1, got {n}")
-    for var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
-        os.environ[var] = str(n)
 
 
 def _cmd_evaluate(args: argparse.Namespace) -> int:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from calbench.cli.train import add_threads_arg, set_threads
+from calbench.cli._args import add_threads_arg, set_threads
 
 
 def register(sub) -> None:

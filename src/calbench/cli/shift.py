@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import argparse
 
-from calbench.cli.train import add_threads_arg, set_threads
+from calbench.cli._args import add_threads_arg, set_threads
 
 
 def _options(text: str | None, what: str) -> dict | None:

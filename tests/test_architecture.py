@@ -1,0 +1,136 @@
+"""docs/architecture.md's table of rules, verbs, library modules and outputs is the truth: every
+rule, verb and CLI module is in it and agrees with the code; the layers import as documented."""
+
+from __future__ import annotations
+
+import ast
+import re
+from pathlib import Path
+
+import pytest
+
+from calbench._sources import module_file, verbs
+
+REPO = Path(__file__).resolve().parents[1]
+RULES = REPO / "workflow" / "rules"
+CLI = REPO / "src" / "calbench" / "cli"
+DOC = REPO / "docs" / "architecture.md"
+TARGET_RULES = {"all", "replication"}  # rules that only name targets
+
+
+def _table(heading: str) -> list[list[str]]:
+    """Rows (cells, backticks stripped) of the first table after line ``heading``."""
+    lines = DOC.read_text().splitlines()
+    start = lines.index(heading)
+    rows, seen = [], False
+    for line in lines[start + 1 :]:
+        if line.startswith("|"):
+            seen = True
+            cells = [c.strip().replace("`", "") for c in line.strip("|").split("|")]
+            if not set("".join(cells)) <= set("-: "):
+                rows.append(cells)
+        elif seen:
+            break
+    return rows[1:]  # without the header
+
+
+def _constants() -> dict[str, list[str]]:
+    """The ``NAME = [...]`` string-list constants of common.smk (e.g. REPLICATION_OUTPUTS)."""
+    text = (RULES / "common.smk").read_text()
+    out = {}
+    for m in re.finditer(r"^([A-Z_]+) = (\[[^\]]*\])", text, re.M):
+        try:
+            out[m.group(1)] = ast.literal_eval(m.group(2))
+        except ValueError:
+            continue
+    return out
+
+
+def _rules() -> dict[str, dict]:
+    consts = _constants()
+    out = {}
+    for smk in sorted(RULES.glob("*.smk")):
+        text = smk.read_text()
+        for m in re.finditer(r"^rule (\w+):\n(.*?)(?=^rule |^ruleorder|\Z)", text, re.S | re.M):
+            body = m.group(2)
+            block = re.search(r"^    output:\n(.*?)(?=^    \w+:)", body, re.S | re.M)
+            outputs = set()
+            if block:
+                outputs |= set(re.findall(r'"((?:results|resources|reports)/[^"]+)"', block.group(1)))
+                for name, i in re.findall(r"([A-Z_]+)\[(\d)\]", block.group(1)):
+                    outputs.add(consts[name][int(i)])
+            verb = re.search(r"calbench ([a-z][a-z-]+)", body.split("shell:", 1)[-1])
+            out[m.group(1)] = {
+                "stage": smk.stem,
+                "verb": verb.group(1) if verb and "shell:" in body else None,
+                "outputs": outputs,
+            }
+    return out
+
+
+RULE_ROWS = {r[0]: r for r in _table("## One name across layers")}
+HAND_ROWS = {r[0]: r for r in _table("Verbs without a rule, run by hand only:")}
+
+
+def test_every_rule_is_in_the_table_and_every_row_is_a_rule():
+    rules = {r for r in _rules() if r not in TARGET_RULES}
+    assert rules == set(RULE_ROWS), (rules - set(RULE_ROWS), set(RULE_ROWS) - rules)
+
+
+@pytest.mark.parametrize("rule", sorted(RULE_ROWS))
+def test_a_rows_stage_verb_library_and_outputs_are_the_rules(rule):
+    _, stage, verb, library, outputs = RULE_ROWS[rule]
+    found = _rules()[rule]
+    assert found["stage"] == stage, f"rule {rule} lives in {found['stage']}.smk, not {stage}.smk"
+    assert found["verb"] == verb, f"rule {rule} runs calbench {found['verb']}, not {verb}"
+    assert verb == rule.replace("_", "-") or rule.startswith(verb.replace("-", "_")), (
+        f"rule {rule} and its verb {verb} should share a name"
+    )
+    assert verbs()[verb][0] == f"calbench.cli.{stage}", f"{verb} is not in calbench/cli/{stage}.py"
+    for mod in library.split(", "):
+        assert module_file(mod) is not None, f"{mod} is not a calbench module"
+    listed = set(outputs.split(", "))
+    assert found["outputs"] <= listed, f"rule {rule} writes {found['outputs'] - listed} too"
+
+
+def test_every_verb_has_a_rule_or_is_documented_as_hand_only():
+    with_rule = {row[2] for row in RULE_ROWS.values()}
+    assert set(verbs()) == with_rule | set(HAND_ROWS), set(verbs()) ^ (with_rule | set(HAND_ROWS))
+    for verb, (_, stage, library, _) in HAND_ROWS.items():
+        assert verbs()[verb][0] == f"calbench.cli.{stage}"
+        assert module_file(library) is not None
+
+
+def test_every_cli_module_is_a_stage():
+    stages = {row[1] for row in RULE_ROWS.values()} | {row[1] for row in HAND_ROWS.values()}
+    modules = {p.stem for p in CLI.glob("*.py")} - {"__init__", "_args"}
+    assert modules == stages, modules ^ stages
+
+
+def _imports(path: Path) -> set[str]:
+    out = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            out |= {a.name for a in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            out |= {node.module} | {f"{node.module}.{a.name}" for a in node.names}
+    return out
+
+
+def test_verb_modules_import_only_the_library_and_the_shared_argument_helpers():
+    for path in CLI.glob("*.py"):
+        if path.stem == "__init__":
+            continue
+        other = {
+            m for m in _imports(path) if m.startswith("calbench.cli") and m != "calbench.cli._args"
+        }
+        other = {m for m in other if not m.startswith("calbench.cli._args.")}
+        assert not other, f"{path.name} imports {sorted(other)}: import the library instead"
+
+
+def test_the_library_never_imports_the_cli_or_snakemake():
+    for path in (REPO / "src" / "calbench").rglob("*.py"):
+        if CLI in path.parents or path.name == "__main__.py":  # `python -m calbench`
+            continue
+        bad = {m for m in _imports(path) if m.startswith(("calbench.cli", "snakemake"))}
+        assert not bad, f"{path.relative_to(REPO)} imports {sorted(bad)}"
