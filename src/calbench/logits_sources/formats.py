@@ -26,17 +26,16 @@ a one-line :class:`ValueError` naming the file, what was expected and the fix.
 
 from __future__ import annotations
 
-import collections
 import functools
-import io
 import os
 import pickle
 import re
-import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
+
+from calbench.logits_sources.torchzip import _is_zip, _Unsupported, read_pt_zip
 
 FORMATS = ("coursework", "kull_pickle", "npz")
 #: Formats whose files carry their own validation/test split (``split: file`` by default).
@@ -141,106 +140,6 @@ def read_torch_tensor(path) -> np.ndarray:
     if not obj.is_floating_point():
         raise ValueError(f"{path}: tensor dtype {obj.dtype}, expected float32 logits")
     return _as_logits(obj.detach().to(torch.float32).numpy(), path)
-
-
-class _Unsupported(Exception):
-    """Not a plain tensor in torch's zip container: leave it to torch.load(weights_only=True)."""
-
-
-#: storage classes of a torch zip container -> little-endian numpy dtype
-_STORAGES = {"FloatStorage": "<f4", "DoubleStorage": "<f8", "HalfStorage": "<f2"}
-
-
-@dataclass
-class _Storage:
-    key: str
-    dtype: str
-    numel: int
-
-
-@dataclass
-class _TensorRef:
-    storage: _Storage
-    offset: int
-    size: tuple
-    stride: tuple
-
-
-def _rebuild_tensor_v2(storage, offset, size, stride, requires_grad, hooks, metadata=None):
-    if not isinstance(storage, _Storage) or hooks:
-        raise _Unsupported("not a plain tensor")
-    return _TensorRef(storage, int(offset), tuple(size), tuple(stride))
-
-
-class _PtUnpickler(pickle.Unpickler):
-    """``data.pkl`` of a torch zip container holding one tensor: the only globals resolved are
-    torch's tensor-rebuild function, storage class names and ``OrderedDict`` (empty hooks)."""
-
-    def find_class(self, module, name):
-        if (module, name) == ("torch._utils", "_rebuild_tensor_v2"):
-            return _rebuild_tensor_v2
-        if (module, name) == ("collections", "OrderedDict"):
-            return collections.OrderedDict
-        if module == "torch" and name in _STORAGES:
-            return name
-        raise _Unsupported(f"global {module}.{name}")
-
-    def persistent_load(self, pid):
-        if not (isinstance(pid, tuple) and len(pid) == 5 and pid[0] == "storage"):
-            raise _Unsupported("storage record")
-        _, kind, key, _location, numel = pid
-        if kind not in _STORAGES:
-            raise _Unsupported(f"storage {kind}")
-        return _Storage(str(key), _STORAGES[kind], int(numel))
-
-
-def read_pt_zip(path) -> np.ndarray:
-    """The tensor in a torch zip container (``<name>/data.pkl`` + ``<name>/data/<key>``) as numpy,
-    without torch: :class:`_PtUnpickler` resolves nothing but the tensor record, the storage's raw
-    little-endian bytes are read (CRC-checked) and viewed with the record's shape and strides.
-    Raises :class:`_Unsupported` for anything else (other containers, dtypes, several tensors)."""
-    try:
-        zf = zipfile.ZipFile(path)
-    except zipfile.BadZipFile:
-        raise _Unsupported("not a zip") from None
-    with zf:
-        pkls = [n for n in zf.namelist() if n.endswith("/data.pkl") and n.count("/") == 1]
-        if len(pkls) != 1:
-            raise _Unsupported("no single data.pkl")
-        prefix = pkls[0][: -len("data.pkl")]
-        if prefix + "byteorder" in zf.namelist():
-            if zf.read(prefix + "byteorder").strip() != b"little":
-                raise _Unsupported("big-endian")
-        try:
-            ref = _PtUnpickler(io.BytesIO(zf.read(pkls[0]))).load()
-        except _Unsupported:
-            raise
-        except Exception as exc:  # a damaged data.pkl
-            raise _Unsupported(str(exc)) from None
-        if not isinstance(ref, _TensorRef) or len(ref.size) != 2:
-            raise _Unsupported("not a 2-D tensor")
-        member = prefix + "data/" + ref.storage.key
-        try:
-            raw = zf.read(member)
-        except (KeyError, zipfile.BadZipFile) as exc:
-            raise ValueError(f"{path}: damaged torch container ({exc}); download it again") from None
-    flat = np.frombuffer(raw, dtype=ref.storage.dtype)
-    (n, k), (s0, s1), off = ref.size, ref.stride, ref.offset
-    if flat.size != ref.storage.numel or min(n, k, s0, s1, off) < 0:
-        raise _Unsupported("inconsistent storage")
-    if off + (n - 1) * s0 + (k - 1) * s1 >= flat.size:
-        raise ValueError(f"{path}: tensor record points past its storage; download it again")
-    if (s0, s1) == (k, 1):
-        return flat[off : off + n * k].reshape(n, k)
-    view = np.lib.stride_tricks.as_strided(
-        flat[off:], shape=(n, k), strides=(s0 * flat.itemsize, s1 * flat.itemsize), writeable=False
-    )
-    return np.ascontiguousarray(view)
-
-
-def _is_zip(path) -> bool:
-    with open(path, "rb") as fh:
-        return fh.read(4) == b"PK\x03\x04"
 
 
 _INT_LINE = re.compile(rb"-?[0-9]+")
