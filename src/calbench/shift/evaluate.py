@@ -100,25 +100,8 @@ def _load_calibrators(paths) -> dict:
     return cals
 
 
-def evaluate_shift(
-    shift_logits,
-    clean_logits,
-    split,
-    calibrators: list,
-    *,
-    metrics: list[str],
-    compare_metrics: list[str],
-    n_bootstrap: int = 200,
-    level: float = 0.95,
-    seed: int = 0,
-) -> tuple[list[dict], list[dict]]:
-    """Metric rows and paired-comparison rows of one model (columns :data:`METRIC_COLUMNS`,
-    :data:`COMPARE_COLUMNS`). ``calibrators`` are JSON files named ``<method>.json``; they must
-    include ``ts`` and ``uncalibrated`` when ``compare_metrics`` is not empty."""
-    from calbench.logits import load_logits
+def _check_options(metrics, compare_metrics, n_bootstrap: int, level: float) -> None:
     from calbench.metrics import METRICS
-    from calbench.report.tables import HIGHER_IS_BETTER
-    from calbench.shift.logits import load_shift_logits, read_split
 
     unknown = [m for m in [*metrics, *compare_metrics] if m not in METRICS]
     if unknown:
@@ -127,6 +110,13 @@ def evaluate_shift(
         raise ValueError("n_bootstrap must be >= 1 for the paired comparisons")
     if not 0.0 < level < 1.0:
         raise ValueError(f"level must lie in (0, 1), e.g. 0.95, got {level}")
+
+
+def _load_inputs(shift_logits, clean_logits, split):
+    """``(clean logits file, val_idx, test_idx, shift logits file)``, checked to agree."""
+    from calbench.logits import load_logits
+    from calbench.shift.logits import load_shift_logits, read_split
+
     clean = load_logits(clean_logits)
     val_idx, test_idx = read_split(split, clean["labels"].shape[0], clean["order_hash"])
     shifted = load_shift_logits(shift_logits)
@@ -137,51 +127,27 @@ def evaluate_shift(
             f"{shift_logits} was computed on other test samples than {clean_logits} with "
             f"{split}; run shift-logits again with these files"
         )
-    cals = _load_calibrators(calibrators)
-    if compare_metrics:
-        missing = [m for m in ("ts", "uncalibrated") if m not in cals]
-        if missing:
-            raise ValueError(
-                f"the shift comparisons need calibrators {missing}; pass their JSON files "
-                "(ts.json, uncalibrated.json)"
-            )
-    z, y = clean["logits"], clean["labels"]
-    yt = y[test_idx]
-    meta = {"dataset": clean["dataset"], "model": clean["model"]}
-    corr = shifted["corruptions"]
-    conditions = [("clean", 0)] + [(c, s) for c in corr for s in SEVERITIES]
-    # the best calibrator per compared metric, chosen on the clean validation half
-    val_probs = {name: cal.predict_proba(z[val_idx]) for name, cal in cals.items()}
+    return clean, val_idx, test_idx, shifted
+
+
+def _best_on_validation(val_probs: dict, y_val, compare_metrics) -> dict[str, str]:
+    """The best calibrator per compared metric on the clean validation half (ties: first)."""
+    from calbench.metrics import METRICS
+    from calbench.report.tables import HIGHER_IS_BETTER
+
     best = {}
     for m in compare_metrics:
         higher = m in HIGHER_IS_BETTER
-        scores = {k: float(METRICS[m](val_probs[k], y[val_idx])) for k in cals}
+        scores = {k: float(METRICS[m](val_probs[k], y_val)) for k in val_probs}
         worst = -math.inf if higher else math.inf
         pick = max if higher else min
         best[m] = pick(scores, key=lambda k: scores[k] if math.isfinite(scores[k]) else worst)
-    needed = {"ts", "uncalibrated", *best.values()} if compare_metrics else set()
-    weights = resample_weights(len(test_idx), n_bootstrap, seed) if compare_metrics else None
-    # (method, metric, condition) -> (value, resampled values), for the compared methods only;
-    # probabilities are not kept (76 conditions x 100 classes would not fit in memory)
-    stats: dict = {}
-    rows = []
-    for name, cal in cals.items():
-        for m in metrics:
-            rows.append({**meta, "method": name, "half": "val", "corruption": "clean",
-                         "severity": 0, "metric": m,
-                         "value": float(METRICS[m](val_probs[name], y[val_idx]))})  # fmt: skip
-        for c, s in conditions:
-            zc = z[test_idx] if c == "clean" else shifted["logits"][corr.index(c), s - 1]
-            p = cal.predict_proba(zc)
-            for m in metrics:
-                rows.append({**meta, "method": name, "half": "test", "corruption": c,
-                             "severity": s, "metric": m, "value": float(METRICS[m](p, yt))})  # fmt: skip
-            if name in needed:
-                for m in compare_metrics:
-                    stats[(name, m, (c, s))] = (
-                        float(METRICS[m](p, yt)),
-                        resampled_metric(m, p, yt, weights),
-                    )
+    return best
+
+
+def _comparison_rows(stats, best, corr, compare_metrics, meta, level, n_bootstrap) -> list[dict]:
+    """Paired differences per severity (mean over that severity's corruptions) of
+    :data:`COMPARISONS`, from the per-condition values and resampled values in ``stats``."""
     compare = []
     groups = {0: [("clean", 0)], **{s: [(c, s) for c in corr] for s in SEVERITIES}}
     lo_q, hi_q = (1.0 - level) / 2.0, (1.0 + level) / 2.0
@@ -206,4 +172,65 @@ def evaluate_shift(
                                 "ci_low": float(lo), "ci_high": float(hi),
                                 "p_value": float(min(1.0, 2.0 * share)),
                                 "n_resamples": int(n_bootstrap)})  # fmt: skip
+    return compare
+
+
+def evaluate_shift(
+    shift_logits,
+    clean_logits,
+    split,
+    calibrators: list,
+    *,
+    metrics: list[str],
+    compare_metrics: list[str],
+    n_bootstrap: int = 200,
+    level: float = 0.95,
+    seed: int = 0,
+) -> tuple[list[dict], list[dict]]:
+    """Metric rows and paired-comparison rows of one model (columns :data:`METRIC_COLUMNS`,
+    :data:`COMPARE_COLUMNS`). ``calibrators`` are JSON files named ``<method>.json``; they must
+    include ``ts`` and ``uncalibrated`` when ``compare_metrics`` is not empty."""
+    from calbench.metrics import METRICS
+
+    _check_options(metrics, compare_metrics, n_bootstrap, level)
+    clean, val_idx, test_idx, shifted = _load_inputs(shift_logits, clean_logits, split)
+    cals = _load_calibrators(calibrators)
+    if compare_metrics:
+        missing = [m for m in ("ts", "uncalibrated") if m not in cals]
+        if missing:
+            raise ValueError(
+                f"the shift comparisons need calibrators {missing}; pass their JSON files "
+                "(ts.json, uncalibrated.json)"
+            )
+    z, y = clean["logits"], clean["labels"]
+    yt = y[test_idx]
+    meta = {"dataset": clean["dataset"], "model": clean["model"]}
+    corr = shifted["corruptions"]
+    conditions = [("clean", 0)] + [(c, s) for c in corr for s in SEVERITIES]
+    val_probs = {name: cal.predict_proba(z[val_idx]) for name, cal in cals.items()}
+    best = _best_on_validation(val_probs, y[val_idx], compare_metrics)
+    needed = {"ts", "uncalibrated", *best.values()} if compare_metrics else set()
+    weights = resample_weights(len(test_idx), n_bootstrap, seed) if compare_metrics else None
+    # (method, metric, condition) -> (value, resampled values), for the compared methods only;
+    # probabilities are not kept (76 conditions x 100 classes would not fit in memory)
+    stats: dict = {}
+    rows = []
+    for name, cal in cals.items():
+        for m in metrics:
+            rows.append({**meta, "method": name, "half": "val", "corruption": "clean",
+                         "severity": 0, "metric": m,
+                         "value": float(METRICS[m](val_probs[name], y[val_idx]))})  # fmt: skip
+        for c, s in conditions:
+            zc = z[test_idx] if c == "clean" else shifted["logits"][corr.index(c), s - 1]
+            p = cal.predict_proba(zc)
+            for m in metrics:
+                rows.append({**meta, "method": name, "half": "test", "corruption": c,
+                             "severity": s, "metric": m, "value": float(METRICS[m](p, yt))})  # fmt: skip
+            if name in needed:
+                for m in compare_metrics:
+                    stats[(name, m, (c, s))] = (
+                        float(METRICS[m](p, yt)),
+                        resampled_metric(m, p, yt, weights),
+                    )
+    compare = _comparison_rows(stats, best, corr, compare_metrics, meta, level, n_bootstrap)
     return rows, compare
