@@ -223,10 +223,124 @@ def _num(text: str, bold: bool = False, cls: str = "num") -> str:
     return f'<td class="{cls}">{inner}</td>'
 
 
+def _ece_table(rows, dataset: str, dl: str, methods: Sequence[str], labels: Mapping) -> str:
+    """Mean ECE per calibrator and severity; the best of each column in bold."""
+    ece = mean_table(rows, "ece", dataset, methods)
+    col_best = [
+        min((v[i] for v in ece.values() if math.isfinite(v[i])), default=math.nan)
+        for i in range(len(SEVERITY_LEVELS))
+    ]
+    body = [
+        [labels[m]]
+        + [
+            _num(_fmt("ece", v), bold=math.isfinite(v) and v == col_best[i])
+            for i, v in enumerate(ece[m])
+        ]
+        for m in methods
+    ]
+    return _table_html(
+        ["Calibrator", "clean", "1", "2", "3", "4", "5"],
+        body,
+        "shift-ece",
+        f"{dl}: mean {display_spec('ece')[2]}, by severity; best of each column in bold",
+    )
+
+
+def _compare_details(sel, dl: str, models: Mapping, labels: Mapping) -> str:
+    """The paired bootstrap rows of one dataset, folded (``<details>``)."""
+    body = []
+    for r in sel:
+        mdisp = (models.get(r["model"]) or {}).get("display") or {}
+        name = str(mdisp.get("name") or r["model"])
+        if mdisp.get("loss"):
+            name += f" ({mdisp['loss']})"
+        sig = float(r["ci_low"]) > 0 or float(r["ci_high"]) < 0
+        m = r["metric"]
+        body.append(
+            [
+                name,
+                "clean" if r["severity"] == 0 else str(r["severity"]),
+                m,
+                labels.get(r["method"], r["method"]),
+                labels.get(r["baseline"], r["baseline"]),
+                _num(_fmt(m, r["value"])),
+                _num(_fmt(m, r["baseline_value"])),
+                _num(_fmt(m, r["difference"]), cls="num sig" if sig else "num"),
+                _num(f"[{_fmt(m, r['ci_low'])}, {_fmt(m, r['ci_high'])}]"),
+                _num(f"{float(r['p_value']):.3f}"),
+            ]
+        )
+    header = [
+        "Model",
+        "Severity",
+        "Metric",
+        "Method",
+        "Baseline",
+        "Value",
+        "Baseline value",
+        "Difference",
+        "Interval",
+        "p",
+    ]
+    return (
+        f"<details><summary>{_e(dl)}: paired bootstrap per model and severity "
+        f"({len(sel)} rows; differences whose interval excludes 0 are highlighted)</summary>"
+        + _table_html(header, body, "shift-compare")
+        + "</details>"
+    )
+
+
+def _dataset_part(rows, compare, dataset: str, spec: Mapping, methods, labels) -> list[str]:
+    """One dataset's part of the section: findings, box plots, ECE table, comparisons."""
+    dl = dataset_labels(spec).get(dataset, dataset)
+    corr = sorted({r["corruption"] for r in rows if r["dataset"] == dataset} - {"clean"})
+    n_models = len({r["model"] for r in rows if r["dataset"] == dataset})
+    parts = [
+        f"<h3>{_e(dl)}</h3>",
+        f"<p>{n_models} models, {len(corr)} corruptions: {_e(', '.join(corr))}.</p>",
+        '<ul class="shift-findings">'
+        + "".join(f"<li>{_e(s)}</li>" for s in findings(rows, compare, dataset, methods, labels))
+        + "</ul>",
+    ]
+    png = box_figure(rows, dataset, methods, labels)
+    src = "data:image/png;base64," + base64.b64encode(png).decode("ascii")
+    parts.append(
+        f'<figure><img style="max-width:100%" alt="{_e(dl)}: accuracy, ECE and NLL against severity" src="{src}">'
+        "<figcaption>Accuracy, ECE and NLL against severity per calibrator.</figcaption></figure>"
+    )
+    parts.append(_ece_table(rows, dataset, dl, methods, labels))
+    sel = [r for r in compare if r["dataset"] == dataset]
+    if sel:
+        parts.append(_compare_details(sel, dl, spec.get("models", {}), labels))
+    return parts
+
+
+def _provenance_details(manifests: Sequence[Mapping]) -> str:
+    """The corrupted test sets' manifests, folded."""
+    body = [
+        [
+            str(m.get("dataset", "")),
+            str(m.get("corruption", "")),
+            str(m.get("source", "")),
+            str(m.get("n", "")),
+            f"<td><code>{_e(m.get('sha256', ''))}</code></td>",
+        ]
+        for m in manifests
+    ]
+    return (
+        "<details><summary>Corrupted test sets (provenance)</summary>"
+        + _table_html(
+            ["Dataset", "Corruption", "Source", "Images per severity", "SHA-256"],
+            body,
+            "shift-provenance",
+        )
+        + "</details>"
+    )
+
+
 def section_html(rows, compare, manifests: Sequence[Mapping], spec: Mapping) -> str:
     """The report section (an HTML fragment), one part per dataset."""
     datasets = spec.get("datasets", {})
-    models = spec.get("models", {})
     cal_spec = spec.get("calibrators", {})
     present = {r["method"] for r in rows}
     methods = [c for c in cal_spec if c in present] + sorted(present - set(cal_spec))
@@ -247,110 +361,10 @@ def section_html(rows, compare, manifests: Sequence[Mapping], spec: Mapping) -> 
     for d in [d for d in datasets if any(r["dataset"] == d for r in rows)] + sorted(
         {r["dataset"] for r in rows} - set(datasets)
     ):
-        dl = dataset_labels(spec).get(d, d)
-        corr = sorted({r["corruption"] for r in rows if r["dataset"] == d} - {"clean"})
-        n_models = len({r["model"] for r in rows if r["dataset"] == d})
-        parts.append(f"<h3>{_e(dl)}</h3>")
-        parts.append(f"<p>{n_models} models, {len(corr)} corruptions: {_e(', '.join(corr))}.</p>")
-        parts.append(
-            '<ul class="shift-findings">'
-            + "".join(f"<li>{_e(s)}</li>" for s in findings(rows, compare, d, methods, labels))
-            + "</ul>"
-        )
-        png = box_figure(rows, d, methods, labels)
-        src = "data:image/png;base64," + base64.b64encode(png).decode("ascii")
-        parts.append(
-            f'<figure><img style="max-width:100%" alt="{_e(dl)}: accuracy, ECE and NLL against severity" src="{src}">'
-            "<figcaption>Accuracy, ECE and NLL against severity per calibrator.</figcaption></figure>"
-        )
-        ece = mean_table(rows, "ece", d, methods)
-        body = []
-        col_best = [
-            min((v[i] for v in ece.values() if math.isfinite(v[i])), default=math.nan)
-            for i in range(len(SEVERITY_LEVELS))
-        ]
-        for m in methods:
-            body.append(
-                [labels[m]]
-                + [
-                    _num(_fmt("ece", v), bold=math.isfinite(v) and v == col_best[i])
-                    for i, v in enumerate(ece[m])
-                ]
-            )
-        parts.append(
-            _table_html(
-                ["Calibrator", "clean", "1", "2", "3", "4", "5"],
-                body,
-                "shift-ece",
-                f"{dl}: mean ECE, % (15 bins), by severity; best of each column in bold",
-            )
-        )
-        sel = [r for r in compare if r["dataset"] == d]
-        if sel:
-            body = []
-            for r in sel:
-                mdisp = (models.get(r["model"]) or {}).get("display") or {}
-                name = str(mdisp.get("name") or r["model"])
-                if mdisp.get("loss"):
-                    name += f" ({mdisp['loss']})"
-                sig = float(r["ci_low"]) > 0 or float(r["ci_high"]) < 0
-                m = r["metric"]
-                body.append(
-                    [
-                        name,
-                        "clean" if r["severity"] == 0 else str(r["severity"]),
-                        m,
-                        labels.get(r["method"], r["method"]),
-                        labels.get(r["baseline"], r["baseline"]),
-                        _num(_fmt(m, r["value"])),
-                        _num(_fmt(m, r["baseline_value"])),
-                        _num(_fmt(m, r["difference"]), cls="num sig" if sig else "num"),
-                        _num(f"[{_fmt(m, r['ci_low'])}, {_fmt(m, r['ci_high'])}]"),
-                        _num(f"{float(r['p_value']):.3f}"),
-                    ]
-                )
-            parts.append(
-                f"<details><summary>{_e(dl)}: paired bootstrap per model and severity "
-                f"({len(sel)} rows; differences whose interval excludes 0 are highlighted)</summary>"
-                + _table_html(
-                    [
-                        "Model",
-                        "Severity",
-                        "Metric",
-                        "Method",
-                        "Baseline",
-                        "Value",
-                        "Baseline value",
-                        "Difference",
-                        "Interval",
-                        "p",
-                    ],
-                    body,
-                    "shift-compare",
-                )  # fmt: skip
-                + "</details>"
-            )
+        parts += _dataset_part(rows, compare, d, spec, methods, labels)
     used = [m for m in manifests if m]
     if used:
-        body = [
-            [
-                str(m.get("dataset", "")),
-                str(m.get("corruption", "")),
-                str(m.get("source", "")),
-                str(m.get("n", "")),
-                f"<td><code>{_e(m.get('sha256', ''))}</code></td>",
-            ]
-            for m in used
-        ]
-        parts.append(
-            "<details><summary>Corrupted test sets (provenance)</summary>"
-            + _table_html(
-                ["Dataset", "Corruption", "Source", "Images per severity", "SHA-256"],
-                body,
-                "shift-provenance",
-            )
-            + "</details>"
-        )
+        parts.append(_provenance_details(used))
     parts.append("</section>")
     return "\n".join(parts) + "\n"
 
