@@ -131,22 +131,8 @@ def _pct(x: float) -> str:
     return f"{100 * x:.1f}%"
 
 
-def findings(
-    rows: Sequence[Mapping],
-    ranks: Sequence[Mapping],
-    models: Sequence[str],
-    methods: Sequence[str],
-    model_labels: Mapping[str, str],
-    method_labels: Mapping[str, str],
-) -> dict:
-    """``{"headlines": [...], "anomalies": [...]}``: sentences with the evidence in them."""
-    headlines: list[str] = []
-    anomalies: list[str] = []
-    ml = lambda m: model_labels.get(m, m)  # noqa: E731
-    cl = lambda c: method_labels.get(c, c)  # noqa: E731
-    base = "uncalibrated" if "uncalibrated" in methods else None
-
-    # 1. the overall winner of the first calibration error among the ranked metrics
+def _rank_headline(ranks: Sequence[Mapping]) -> list[str]:
+    """The overall winner of the first calibration error among the ranked metrics."""
     for entry in ranks:
         if entry["metric"] in HIGHER_IS_BETTER or entry["metric"] in ("nll", "brier"):
             continue
@@ -166,62 +152,78 @@ def findings(
                 )
             elif fr.p_f >= ALPHA:
                 text += "; the calibrators cannot be told apart on this metric"
-        headlines.append(text + ".")
-        break
+        return [text + "."]
+    return []
 
-    # 2. accuracy: which calibrators never change it, which do
+
+def _accuracy_findings(rows, models, methods, ml, cl) -> tuple[list[str], list[str]]:
+    """Which calibrators never change accuracy, which do, and by how much (anomalies)."""
+    headlines: list[str] = []
+    anomalies: list[str] = []
     acc = matrix(rows, "accuracy", models, methods)
-    if base is not None and np.isfinite(acc).any():
-        j0 = list(methods).index(base)
-        have = np.isfinite(acc[:, j0])
-        same, moved = [], []
-        for j, c in enumerate(methods):
-            if c == base:
-                continue
-            ok = have & np.isfinite(acc[:, j])
-            if not ok.any():
-                continue
-            eq = int(np.sum(acc[ok, j] == acc[ok, j0]))
-            (same if eq == ok.sum() else moved).append((c, eq, int(ok.sum())))
-            for i in np.flatnonzero(ok):
-                delta = 100 * (acc[i, j] - acc[i, j0])
-                if abs(delta) > ACCURACY_POINTS:
-                    anomalies.append(
-                        f"{cl(c)} moves the accuracy of {ml(models[i])} from "
-                        f"{_pct(acc[i, j0])} to {_pct(acc[i, j])} ({delta:+.1f} points): a "
-                        "post-hoc calibrator should rarely change predictions this much; check "
-                        "its fit on the validation half."
-                    )
-        if same:
-            n = same[0][2]
-            names = ", ".join(cl(c) for c, _, _ in same)
-            headlines.append(
-                f"{names} never change{'s' if len(same) == 1 else ''} accuracy: "
-                f"{n}/{n} models identical to uncalibrated."
-            )
-        if moved:
-            parts = [f"{cl(c)} on {k - eq}/{k}" for c, eq, k in moved]
-            headlines.append("Accuracy changes with " + ", ".join(parts) + " models.")
+    if "uncalibrated" not in methods or not np.isfinite(acc).any():
+        return headlines, anomalies
+    j0 = list(methods).index("uncalibrated")
+    have = np.isfinite(acc[:, j0])
+    same, moved = [], []
+    for j, c in enumerate(methods):
+        if c == "uncalibrated":
+            continue
+        ok = have & np.isfinite(acc[:, j])
+        if not ok.any():
+            continue
+        eq = int(np.sum(acc[ok, j] == acc[ok, j0]))
+        (same if eq == ok.sum() else moved).append((c, eq, int(ok.sum())))
+        for i in np.flatnonzero(ok):
+            delta = 100 * (acc[i, j] - acc[i, j0])
+            if abs(delta) > ACCURACY_POINTS:
+                anomalies.append(
+                    f"{cl(c)} moves the accuracy of {ml(models[i])} from "
+                    f"{_pct(acc[i, j0])} to {_pct(acc[i, j])} ({delta:+.1f} points): a "
+                    "post-hoc calibrator should rarely change predictions this much; check "
+                    "its fit on the validation half."
+                )
+    if same:
+        n = same[0][2]
+        names = ", ".join(cl(c) for c, _, _ in same)
+        headlines.append(
+            f"{names} never change{'s' if len(same) == 1 else ''} accuracy: "
+            f"{n}/{n} models identical to uncalibrated."
+        )
+    if moved:
+        parts = [f"{cl(c)} on {k - eq}/{k}" for c, eq, k in moved]
+        headlines.append("Accuracy changes with " + ", ".join(parts) + " models.")
+    return headlines, anomalies
 
-    # 3. temperature scaling against no calibration on ECE
+
+def _ece_findings(rows, models, methods, ml, cl) -> tuple[list[str], list[str]]:
+    """Temperature scaling against no calibration on ECE; models calibrated already."""
+    headlines: list[str] = []
+    anomalies: list[str] = []
     ece = matrix(rows, "ece", models, methods)
-    if base is not None and "ts" in methods and np.isfinite(ece).any():
-        j0, jt = list(methods).index(base), list(methods).index("ts")
-        ok = np.isfinite(ece[:, j0]) & np.isfinite(ece[:, jt])
-        if ok.any():
-            lower = int(np.sum(ece[ok, jt] < ece[ok, j0]))
-            headlines.append(
-                f"{cl('ts')} lowers ECE on {lower}/{int(ok.sum())} models (median "
-                f"{format_value('ece', float(np.median(ece[ok, j0])))}% → "
-                f"{format_value('ece', float(np.median(ece[ok, jt])))}%)."
-            )
-        for i in np.flatnonzero(np.isfinite(ece[:, j0]) & (ece[:, j0] <= CALIBRATED_ECE)):
-            anomalies.append(
-                f"{ml(models[i])} is already calibrated before calibration (ECE "
-                f"{format_value('ece', float(ece[i, j0]))}%): calibrators can only add noise."
-            )
+    if "uncalibrated" not in methods or "ts" not in methods or not np.isfinite(ece).any():
+        return headlines, anomalies
+    j0, jt = list(methods).index("uncalibrated"), list(methods).index("ts")
+    ok = np.isfinite(ece[:, j0]) & np.isfinite(ece[:, jt])
+    if ok.any():
+        lower = int(np.sum(ece[ok, jt] < ece[ok, j0]))
+        headlines.append(
+            f"{cl('ts')} lowers ECE on {lower}/{int(ok.sum())} models (median "
+            f"{format_value('ece', float(np.median(ece[ok, j0])))}% → "
+            f"{format_value('ece', float(np.median(ece[ok, jt])))}%)."
+        )
+    for i in np.flatnonzero(np.isfinite(ece[:, j0]) & (ece[:, j0] <= CALIBRATED_ECE)):
+        anomalies.append(
+            f"{ml(models[i])} is already calibrated before calibration (ECE "
+            f"{format_value('ece', float(ece[i, j0]))}%): calibrators can only add noise."
+        )
+    return headlines, anomalies
 
-    # 4. metrics on which the calibrators cannot be ranked
+
+def _precision_anomalies(rows, ranks, models, methods) -> list[str]:
+    """Metrics on which the calibrators cannot be ranked, winners not established, estimates
+    outside their interval."""
+    anomalies = []
     flat = [
         f"{e['label']} (p = {format_p(e['friedman'].p_f)})"
         for e in ranks
@@ -253,7 +255,25 @@ def findings(
             "the error is small for this sample size; such intervals also under-cover (see "
             "Protocol): read these cells as 'small, not measured precisely'."
         )
-    return {"headlines": headlines, "anomalies": anomalies}
+    return anomalies
+
+
+def findings(
+    rows: Sequence[Mapping],
+    ranks: Sequence[Mapping],
+    models: Sequence[str],
+    methods: Sequence[str],
+    model_labels: Mapping[str, str],
+    method_labels: Mapping[str, str],
+) -> dict:
+    """``{"headlines": [...], "anomalies": [...]}``: sentences with the evidence in them."""
+    ml = lambda m: model_labels.get(m, m)  # noqa: E731
+    cl = lambda c: method_labels.get(c, c)  # noqa: E731
+    headlines = _rank_headline(ranks)
+    acc_h, acc_a = _accuracy_findings(rows, models, methods, ml, cl)
+    ece_h, ece_a = _ece_findings(rows, models, methods, ml, cl)
+    anomalies = acc_a + ece_a + _precision_anomalies(rows, ranks, models, methods)
+    return {"headlines": headlines + acc_h + ece_h, "anomalies": anomalies}
 
 
 def _p_phrase(p: float) -> str:
