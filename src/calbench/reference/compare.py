@@ -3,7 +3,7 @@
 One table per (metric, group): rows = models (group 1: dataset, model; group 2: dataset, model,
 training loss), columns = calibrators; each cell holds our test-half value, the published one and
 their difference, printed in the study's units (percent for ACC/ECE/cwECE/MCE, as in
-:data:`calbench.report.tables.DISPLAY`). A cell is *flagged* when ``|ours - published|`` exceeds
+:data:`calbench.report.display.DISPLAY`). A cell is *flagged* when ``|ours - published|`` exceeds
 the metric's tolerance (a fraction), *expected* when it is flagged but its calibrator is one
 the replication notes say cannot be reproduced to the digit (M-scaling-b: unregularised
 LBFGS, section 0.6), *missing* when either value is absent.
@@ -12,7 +12,9 @@ LBFGS, section 0.6), *missing* when either value is absent.
 logits) with the accuracy the study measured (registry field ``expected_acc``): the first sign
 of a wrong checkpoint, preprocessing or sample order.
 
-Pure functions on plain rows (dicts); no pandas, no torch.
+The tables are written by the report's writers (:mod:`calbench.report.table_model`): one
+:class:`~calbench.report.table_model.GridTable` per table (:func:`grid`), each cell's status as
+its HTML class. Pure functions on plain rows (dicts); no pandas, no torch.
 """
 
 from __future__ import annotations
