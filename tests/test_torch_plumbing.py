@@ -1,4 +1,4 @@
-"""calbench._torch: one device resolver and one thread setter for the library and the CLI."""
+"""calbench._device: one device resolver and one thread setter for the library and the CLI."""
 
 import json
 import subprocess
@@ -6,7 +6,7 @@ import sys
 
 import pytest
 
-from calbench import _torch
+from calbench import _device as _torch
 
 
 def test_resolve_device_is_the_one_of_models_and_the_scaling_calibrators():
@@ -28,7 +28,7 @@ def test_set_threads_checks_its_argument():
 
 SCRIPT = """
 import json, os, sys
-from calbench._torch import set_threads
+from calbench._device import set_threads
 set_threads(int(sys.argv[1]), torch_now=sys.argv[2] == "1")
 imported = "torch" in sys.modules
 import torch

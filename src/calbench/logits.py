@@ -207,7 +207,7 @@ def cache_logits(
     with the spec's preset transform and a DataLoader of ``workers`` processes. Returns a summary
     dict (n, classes, accuracy, order_hash).
     """
-    from calbench._torch import resolve_device
+    from calbench._device import resolve_device
     from calbench.data import get_dataset, ids_order_hash, order_hash
     from calbench.models import load_model
 

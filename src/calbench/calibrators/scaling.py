@@ -39,7 +39,8 @@ from typing import Any
 import numpy as np
 
 from calbench._checks import check_choice
-from calbench._torch import eager_optimizers, resolve_device
+from calbench._device import resolve_device
+from calbench._torch import eager_optimizers
 from calbench.calibrators.base import Calibrator, Field, register
 from calbench.calibrators.precision import check_precision, softmax32
 from calbench.functional import softmax

@@ -105,7 +105,7 @@ def add_threads_arg(p) -> None:
 
 
 def set_threads(n) -> None:
-    """``--threads``: :func:`calbench._torch.set_threads` (torch's and BLAS's CPU threads)."""
-    from calbench._torch import set_threads as _set_threads
+    """``--threads``: :func:`calbench._device.set_threads` (torch's and BLAS's CPU threads)."""
+    from calbench._device import set_threads as _set_threads
 
     _set_threads(n)

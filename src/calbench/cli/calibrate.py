@@ -23,7 +23,7 @@ def _cmd_fit(args: argparse.Namespace) -> int:
 
     params = parse_json_arg(args.params, "--params")
     if args.threads:
-        from calbench._torch import set_threads
+        from calbench._device import set_threads
 
         set_threads(args.threads, torch_now=False)  # before a scaling fit imports torch
     fit_calibrator(

@@ -15,7 +15,7 @@ from __future__ import annotations
 import importlib
 from types import ModuleType
 
-from calbench._torch import resolve_device  # re-exported: the CLI and tests use it from here
+from calbench._device import resolve_device  # re-exported: the CLI and tests use it from here
 
 #: spec["source"] -> module providing ``load_model(spec, checkpoint=None, device="cpu")``
 SOURCES: dict[str, str] = {

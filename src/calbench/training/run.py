@@ -42,7 +42,7 @@ def train_from_spec(spec: dict, data_root, *, device: str = "auto", progress: bo
     """
     import torch
 
-    from calbench._torch import resolve_device
+    from calbench._device import resolve_device
     from calbench.data import get_dataset
     from calbench.models import build_from_spec
 
