@@ -106,3 +106,19 @@ def test_save_split_writes_indices_and_digests(tmp_path):
         assert str(z["test_order_sha256"]) == index_sha256(test_idx)
         assert str(z["order_hash"]) == "abc"
     assert [p.name for p in out.parent.iterdir()] == ["split.npz"]
+
+
+def test_the_split_records_the_logits_it_was_made_from(tmp_path):
+    from calbench.logits import save_logits
+    from calbench.split import split_logits_files, split_made_from
+
+    assert split_made_from(tmp_path / "absent.npz") is None
+    rng = np.random.default_rng(0)
+    path = tmp_path / "m.npz"
+    save_logits(path, rng.normal(size=(10, 3)).astype(np.float32), rng.integers(0, 3, 10),
+                order_hash="h", model="m", dataset="d")  # fmt: skip
+    out = tmp_path / "split.npz"
+    split_logits_files([path], out)
+    assert split_made_from(out) == str(path)
+    (tmp_path / "bad.npz").write_bytes(b"not a zip")
+    assert split_made_from(tmp_path / "bad.npz") is None

@@ -143,7 +143,9 @@ def load_halves(logits_path, split_path) -> dict:
 def split_logits_files(logits_paths, out, seed: int = 0) -> dict:
     """Step ``split``: the study split of a dataset whose models' logits are ``logits_paths``
     (they must agree: same N, labels and sample order, :func:`check_logits_files_agree`), saved to
-    ``out`` with the logits' order hash. Returns ``{"n", "val", "test", **digests}``."""
+    ``out`` with the logits' order hash and the first logits path (``made_from``, which the
+    workflow reads back with :func:`split_made_from`). Returns ``{"n", "val", "test",
+    **digests}``."""
     from calbench.logits import load_logits
 
     metas = []
@@ -166,5 +168,18 @@ def split_logits_files(logits_paths, out, seed: int = 0) -> dict:
         order_hash=np.str_(metas[0]["order_hash"]),
         n=np.int64(n),
         seed=np.int64(seed),
+        made_from=np.str_(str(logits_paths[0])),
     )
     return {"n": n, "val": len(val), "test": len(test), **digests}
+
+
+def split_made_from(path) -> str | None:
+    """The logits path a split file records it was made from (``made_from``), or ``None`` when
+    the file is absent, unreadable or older than that field. The workflow keeps giving the split
+    step that same input, so adding a model before the dataset's first one does not rebuild the
+    split (and every step after it)."""
+    try:
+        with np.load(path, allow_pickle=False) as data:
+            return str(data["made_from"]) if "made_from" in data.files else None
+    except (OSError, ValueError, KeyError):
+        return None

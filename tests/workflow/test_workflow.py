@@ -160,14 +160,21 @@ def _with_config(run, edit, name):
     return ["--configfile", path]
 
 
-def test_adding_a_model_plans_only_its_jobs(run):
+@pytest.mark.parametrize("where", ["last", "first"])
+def test_adding_a_model_plans_only_its_jobs(run, where):
+    """Wherever the new entry goes: in front of the dataset's first model, the split (made from
+    that model's logits) is kept, not rebuilt with every step after it."""
+
     def edit(cfg):
         extra = dict(cfg["models"]["tiny_mlp"])
         extra["training"] = {**extra["training"], "seed": 1}
-        cfg["models"]["tiny_mlp_seed1"] = extra
+        if where == "last":
+            cfg["models"]["tiny_mlp_seed1"] = extra
+        else:
+            cfg["models"] = {"tiny_mlp_seed1": extra, **cfg["models"]}
 
     n_cal = len(yaml.safe_load((run / "config.yaml").read_text())["calibrators"])
-    assert planned(run, *_with_config(run, edit, "more_models.yaml")) == {
+    assert planned(run, *_with_config(run, edit, f"more_models_{where}.yaml")) == {
         "train_model": 1,
         "cache_logits": 1,
         "fit_calibrator": n_cal,

@@ -198,13 +198,19 @@ def weights_input(wildcards):
 
 
 def split_source(wildcards):
-    """The split is a function of N only. It is computed from the logits of the dataset's first
-    model that takes the study split, marked ancient: retraining or adding models does not
+    """The split is a function of N only. It is computed from the logits of one model of the
+    dataset that takes the study split, marked ancient: retraining or adding models does not
     rebuild it (and so does not rerun every other model's steps); a change of the dataset entry
-    (e.g. limit) does, through params. Every step that reads logits with the split checks that
-    they agree (N, sample order)."""
+    (e.g. limit) does, through params. The model is the one the existing split records it was
+    made from (calbench.split.split_made_from) while that model is configured, else the
+    dataset's first such model: adding a model in front of the others keeps the split. Every
+    step that reads logits with the split checks that they agree (N, sample order)."""
+    from calbench.split import split_made_from
+
     models = [m for m in models_of(wildcards.dataset) if not presplit(m)]
-    return ancient(f"results/logits/{wildcards.dataset}/{models[0]}.npz")
+    candidates = [f"results/logits/{wildcards.dataset}/{m}.npz" for m in models]
+    recorded = split_made_from(f"results/split/{wildcards.dataset}/split.npz")
+    return ancient(recorded if recorded in candidates else candidates[0])
 
 
 # --- models whose logits come from a file (source: logits; workflow/rules/logits.smk) -------
