@@ -4,9 +4,9 @@ The published files cannot be downloaded here, so files of their shapes and form
 10k x 10 (33 CIFAR-10 models), 10k x 100 (35 CIFAR-100), 10k x 200 (5 Tiny ImageNet) and
 50k x 1000 (4 ImageNet). For one model of each shape the script runs every job of its chain
 exactly as the workflow's rules do (`calbench import-logits`, `split`, `fit-calibrator` for the
-seven calibrators with the config's parameters, `evaluate`, `compare`, `plot-reliability`, the
-grid), each in its own process with one thread, and prints each job's wall seconds and peak
-memory (RSS of the process). The ImageNet M-scaling-b fit is a 1000 x 1000 matrix fitted by
+seven calibrators with the config's parameters, `evaluate --plot` (metrics and diagram),
+`compare`, the grid), each in its own process with one thread, and prints each job's wall
+seconds and peak memory (RSS of the process). The ImageNet M-scaling-b fit is a 1000 x 1000 matrix fitted by
 LBFGS for up to 1000 iterations; it is timed for --ms-iters iterations and extrapolated.
 Then the total for the 77 models is extrapolated from the per-job figures (jobs spread over
 --cores cores, as `snakemake --cores N` runs them).
@@ -143,15 +143,17 @@ def bench_chain(work: Path, name: str, cfg: dict, ms_iters: int) -> dict[str, tu
                                   "--method", entry.get("method", method), "--params",
                                   json.dumps(params), "--threads", 1, "--out", cal))
         cal_files.append(cal)
-        out[f"evaluate {method}"] = run(calbench(
+        ci_args = []  # the rule's --ci-halves / --ci-metrics (ci_args() in common.smk)
+        for key, flag in (("ci_halves", "--ci-halves"), ("ci_metrics", "--ci-metrics")):
+            if ev.get(key):
+                ci_args += [flag, ",".join(ev[key])]
+        title = str(entry.get("display", method))
+        out[f"evaluate + diagram {method}"] = run(calbench(
             "evaluate", "--logits", logits, "--split", d / "split.npz", "--calibrator", cal,
             "--metrics", ",".join(ev["metrics"]), "--halves", ",".join(ev["halves"]),
             "--n-bootstrap", ev["n_bootstrap"], "--level", ev["level"], "--seed", ev["seed"],
-            "--out", d / f"{method}.csv"))
-        out[f"plot {method}"] = run(calbench(
-            "plot-reliability", "--logits", logits, "--split", d / "split.npz", "--calibrator",
-            cal, "--n-bins", cfg["plots"]["n_bins"], "--style", cfg["plots"]["style"],
-            "--out", d / f"{method}.png"))
+            *ci_args, "--plot", d / f"{method}.png", "--n-bins", cfg["plots"]["n_bins"],
+            "--style", cfg["plots"]["style"], "--title", title, "--out", d / f"{method}.csv"))
     cmp = cfg["compare"]
     out["compare"] = run(calbench(
         "compare", "--logits", logits, "--split", d / "split.npz", "--calibrators", *cal_files,
