@@ -270,7 +270,8 @@ def main(argv=None) -> int:
                 if workdir.exists():
                     raise ValueError(f"{workdir} exists; pass an empty --workdir")
                 rows += run_scenarios(workdir, n, args.snakemake_args)
-                print(format_summary(rows[-len(SCENARIOS)]["summary"], cores=n))
+                used = min(n, len(os.sched_getaffinity(0)))  # the workflow caps --cores to these
+                print(format_summary(rows[-len(SCENARIOS)]["summary"], cores=used))
             print(format_scenarios(rows))
             return 0
         if args.run:

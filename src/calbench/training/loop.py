@@ -23,6 +23,24 @@ from calbench.training.options import TrainingConfig
 from calbench.training.steps import build_objective, make_optimizer, make_step
 
 
+def _use_deterministic_algorithms(mode: bool) -> None:
+    """``torch.use_deterministic_algorithms(mode)`` without its import of torch's compiler
+    (``torch._inductor.config``, ~0.9 CPU-s in every training job): the compiler's own
+    deterministic flag, which that function also sets, matters only to compiled code, which
+    calbench never runs, so it is set only when the compiler is already loaded. Falls back to
+    the public function if torch lacks the internal setter."""
+    import torch
+
+    setter = getattr(torch._C, "_set_deterministic_algorithms", None)
+    if setter is None:  # pragma: no cover - other torch versions
+        torch.use_deterministic_algorithms(mode)
+        return
+    inductor = sys.modules.get("torch._inductor.config")
+    if inductor is not None:
+        inductor.deterministic = mode
+    setter(mode, warn_only=False)
+
+
 class _Deterministic:
     """Context: deterministic algorithms on (restored on exit), cuDNN autotuning off."""
 
@@ -33,7 +51,7 @@ class _Deterministic:
         self._prev = torch.are_deterministic_algorithms_enabled()
         self._prev_bench = torch.backends.cudnn.benchmark
         self._prev_fill = torch.utils.deterministic.fill_uninitialized_memory
-        torch.use_deterministic_algorithms(True)
+        _use_deterministic_algorithms(True)
         torch.backends.cudnn.benchmark = False
         # filling every new tensor with NaN (a debugging aid of deterministic mode) costs ~2x on CPU
         torch.utils.deterministic.fill_uninitialized_memory = False
@@ -42,7 +60,7 @@ class _Deterministic:
     def __exit__(self, *exc):
         import torch
 
-        torch.use_deterministic_algorithms(self._prev)
+        _use_deterministic_algorithms(self._prev)
         torch.backends.cudnn.benchmark = self._prev_bench
         torch.utils.deterministic.fill_uninitialized_memory = self._prev_fill
         return False
