@@ -336,3 +336,21 @@ def all_verb_sources(cache=None) -> dict[str, list[str]]:
         except OSError:
             pass  # a read-only working directory: compute again next time
     return sources
+
+
+def code_manifest_text(paths) -> str:
+    """``sha256  path`` lines (``sha256sum`` format, paths relative to the calbench package's
+    parent folder, sorted) of the library files ``paths``: the workflow's code input of a verb.
+    The text depends on the files' content only, not on where calbench is installed."""
+    from calbench.io import file_digest
+
+    lines = []
+    for p in sorted(str(p) for p in paths):
+        rel = Path(p).resolve().relative_to(ROOT.parent).as_posix()
+        lines.append(f"{_digest(Path(p), file_digest)}  {rel}")
+    return "\n".join(lines) + "\n"
+
+
+@functools.cache
+def _digest(path: Path, file_digest) -> str:
+    return file_digest(path)

@@ -30,11 +30,33 @@ VERB_SOURCES = all_verb_sources(cache=".snakemake/calbench/lib_sources.json")
 
 
 def lib_sources(verb):
-    """Absolute paths of the library files ``calbench <verb>`` executes (the verb as typed on
-    the command line, e.g. ``fit-calibrator``)."""
+    """The code input of ``calbench <verb>`` (the verb as typed, e.g. ``fit-calibrator``):
+    ``results/code/<verb>.sha256``, the SHA-256 of every library file the verb executes
+    (``calbench._sources``), rewritten only when one of them changes. One small file per job
+    instead of the ~50 library files themselves keeps Snakemake's bookkeeping of ~340 jobs
+    short (a no-op run, and every job of a rebuild); an edit still reruns exactly the jobs
+    whose verb executes the edited file."""
     if verb not in VERB_SOURCES:
         raise ValueError(f"lib_sources({verb!r}): calbench has no verb {verb!r}; verbs: {sorted(VERB_SOURCES)}")
-    return VERB_SOURCES[verb]
+    return code_file(verb)
+
+
+CODE_DIR = Path("results/code")
+
+
+def code_file(verb):
+    """Write ``results/code/<verb>.sha256`` when its content (the digests of the verb's library
+    files, calbench._sources.code_manifest_text) differs from the file's, and return its path."""
+    from calbench._sources import code_manifest_text
+
+    path = CODE_DIR / f"{verb}.sha256"
+    text = code_manifest_text(VERB_SOURCES[verb])
+    if not path.is_file() or path.read_text() != text:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(f".{path.name}.tmp")
+        tmp.write_text(text)
+        tmp.replace(path)
+    return str(path)
 
 
 # --- config slices as files -----------------------------------------------------------------
