@@ -215,3 +215,21 @@ def test_the_cached_sources_equal_the_derived_ones_and_go_stale_on_an_edit(tmp_p
     cache.write_text("{not json")  # a corrupt cache is recomputed, not trusted
     assert all_verb_sources(cache=cache) == first
     assert json.loads(cache.read_text())["sources"] == first
+
+
+def test_code_manifest_lists_each_file_digest_relative_to_the_package(tmp_path):
+    """results/code/<verb>.sha256: `sha256sum` lines of the verb's library files, paths relative
+    to the package's parent (the same text wherever calbench is installed)."""
+    import hashlib
+
+    from calbench._sources import ROOT, code_manifest_text
+
+    files = verb_sources("split")
+    text = code_manifest_text(files)
+    lines = text.splitlines()
+    assert len(lines) == len(files) and text.endswith("\n")
+    for line, path in zip(lines, sorted(files), strict=True):
+        digest, rel = line.split("  ")
+        assert rel == Path(path).relative_to(ROOT.parent).as_posix() and rel.startswith("calbench/")
+        assert digest == hashlib.sha256(Path(path).read_bytes()).hexdigest()
+    assert code_manifest_text(list(reversed(files))) == text  # order-independent
