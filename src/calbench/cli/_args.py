@@ -69,12 +69,18 @@ def add_download_options(p: argparse.ArgumentParser, config_required: bool = Tru
         default=None,
         help="resources folder (default: config 'resources' or ./resources)",
     )
+    add_fetch_options(p)
+
+
+def add_fetch_options(p: argparse.ArgumentParser) -> None:
+    """``--mirror --timeout --strict-checksums``: where local copies are, how long a download
+    may take, whether unpinned files are refused."""
     p.add_argument(
         "--mirror",
         action="append",
         default=[],
         metavar="DIR",
-        help="directory holding local copies of files under their registry names (repeatable)",
+        help="directory holding local copies (searched by folder and file name; repeatable)",
     )
     p.add_argument("--timeout", type=float, default=60.0, help="seconds per download attempt")
     p.add_argument(

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from calbench.cli._args import add_threads_arg, set_threads
+from calbench.cli._args import add_fetch_options, add_threads_arg, set_threads
 
 
 def register(sub) -> None:
@@ -63,20 +63,7 @@ def register(sub) -> None:
     p.add_argument("--provenance", default=None, help="JSON record of the files used (optional)")
     p.add_argument("--file", default=None, help="a copy you downloaded (file or folder): no fetch")
     p.add_argument("--resources", default="resources", help="resources folder (downloads, lock)")
-    p.add_argument(
-        "--mirror",
-        action="append",
-        default=[],
-        metavar="DIR",
-        help="directory holding local copies (searched by folder and file name; repeatable)",
-    )
-    p.add_argument("--timeout", type=float, default=60.0, help="seconds per download attempt")
-    p.add_argument(
-        "--strict-checksums",
-        action="store_true",
-        help="refuse downloadable files without a published sha256 (default: pin them on first "
-        "use in <resources>/checksums.lock; config key strict_checksums)",
-    )
+    add_fetch_options(p)
     p.set_defaults(func=cmd_import_logits)
 
 
