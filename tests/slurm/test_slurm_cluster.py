@@ -343,7 +343,7 @@ def test_cancelled_job_is_rerun_cleanly(slurm_cluster, runs):
             "rule_calib_",
             limit=RUN_LIMIT - 60,
             exclude=before,
-            mentions=f"fit_calibrator:dataset={dataset},model={model},method={method}",
+            mentions=f"fit_calibrator:dataset={dataset},model={model},calibrator={method}",
         )
         assert job_id is not None, "the calibration group never started running"
         time.sleep(2)  # mid-run: the group job is executing its first member
