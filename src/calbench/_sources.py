@@ -342,15 +342,19 @@ def code_manifest_text(paths) -> str:
     """``sha256  path`` lines (``sha256sum`` format, paths relative to the calbench package's
     parent folder, sorted) of the library files ``paths``: the workflow's code input of a verb.
     The text depends on the files' content only, not on where calbench is installed."""
-    from calbench.io import file_digest
-
     lines = []
     for p in sorted(str(p) for p in paths):
-        rel = Path(p).resolve().relative_to(ROOT.parent).as_posix()
-        lines.append(f"{_digest(Path(p), file_digest)}  {rel}")
+        path = Path(p)
+        st = path.stat()
+        rel = path.resolve().relative_to(ROOT.parent).as_posix()
+        lines.append(f"{_digest(path, st.st_mtime_ns, st.st_size)}  {rel}")
     return "\n".join(lines) + "\n"
 
 
 @functools.cache
-def _digest(path: Path, file_digest) -> str:
+def _digest(path: Path, mtime_ns: int, size: int) -> str:
+    """SHA-256 of ``path``, read once per (path, mtime, size): the verbs share most files, and
+    an edited file is read again."""
+    from calbench.io import file_digest
+
     return file_digest(path)

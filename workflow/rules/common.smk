@@ -44,6 +44,16 @@ def lib_sources(verb):
 CODE_DIR = Path("results/code")
 
 
+def write_if_changed(path, text):
+    """Write ``text`` to ``path`` atomically unless the file already holds it: an unchanged
+    file keeps its mtime, so the steps that read it do not rerun."""
+    if not path.is_file() or path.read_text() != text:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(f".{path.name}.tmp")
+        tmp.write_text(text)
+        tmp.replace(path)
+
+
 def code_file(verb):
     """Write ``results/code/<verb>.sha256`` when its content (the digests of the verb's library
     files, calbench._sources.code_manifest_text) differs from the file's, and return its path."""
@@ -51,11 +61,7 @@ def code_file(verb):
 
     path = CODE_DIR / f"{verb}.sha256"
     text = code_manifest_text(VERB_SOURCES[verb])
-    if not path.is_file() or path.read_text() != text:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_name(f".{path.name}.tmp")
-        tmp.write_text(text)
-        tmp.replace(path)
+    write_if_changed(path, text)
     return str(path)
 
 
@@ -74,18 +80,14 @@ def spec_file(name, text):
 
     digest = hashlib.sha256(text.encode()).hexdigest()[:16]
     path = SPEC_DIR / f"{name}-{digest}.json"
-    if not path.is_file() or path.read_text() != text:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_name(f".{path.name}.tmp")
-        tmp.write_text(text)
-        tmp.replace(path)
+    write_if_changed(path, text)
     return str(path)
 
 
 # --- runtime facts (not configuration) ----------------------------------------------------
 # Rules call `calbench` from the Python environment that runs Snakemake: its bin/ goes first on
 # PATH, so a job does not start through a version manager's shim (pyenv's costs ~0.15 s a job,
-# ~25 CPU-s over the default study's jobs) and cannot pick another environment's calbench.
+# ~50 CPU-s over the default study's 340 jobs) and cannot pick another environment's calbench.
 import os
 import sys
 
@@ -121,6 +123,8 @@ def cap_local_cores():
 
 
 cap_local_cores()
+
+
 # One GPU is requested by train_model / cache_logits when this machine has one; profiles
 # (e.g. profiles/slurm) override it with set-resources.
 GPUS = 1 if shutil.which("nvidia-smi") else 0
