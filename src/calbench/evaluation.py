@@ -116,7 +116,7 @@ def load_checked_calibrator(path, halves: dict, allow_other_logits: bool = False
 
 def evaluate_rows(
     halves: dict,
-    calibrator,
+    probs_by_half: dict[str, np.ndarray],
     method: str,
     metrics: dict,
     *,
@@ -129,7 +129,8 @@ def evaluate_rows(
 ) -> list[dict]:
     """Long-format rows ``dataset,model,method,half,metric,value,ci_low,ci_high`` for one calibrator.
 
-    Every metric of ``metrics`` is computed on every half of ``half_names``. The bootstrap
+    Every metric of ``metrics`` is computed on every half of ``half_names``, from the
+    calibrated probabilities of that half (``probs_by_half[half]``). The bootstrap
     interval (:func:`calbench.stats.bootstrap_ci` with its default construction: basic for
     calibration errors, percentile otherwise; ``n_bootstrap`` resamples of the half's samples,
     confidence ``level``, ``seed``) is computed for the halves in ``ci_halves`` and the metrics
@@ -142,8 +143,8 @@ def evaluate_rows(
     ci_metrics = set(metrics if ci_metrics is None else ci_metrics)
     rows = []
     for half in half_names:
-        z, y = halves[half]
-        probs = calibrator.predict_proba(z)
+        _, y = halves[half]
+        probs = probs_by_half[half]
         for name, fn in metrics.items():
             value = float(fn(probs, y))
             lo = hi = float("nan")
@@ -292,9 +293,12 @@ def evaluate(
     apply_names(data, dataset, model)
     cal = load_checked_calibrator(calibrator_path, data, allow_other_logits)
     label = method_name(calibrator_path, name)
+    # each half calibrated once: the metrics and, with ``plot``, the test half's diagram use them
+    wanted = [*half_names, *(["test"] if plot is not None else [])]
+    probs = {half: cal.predict_proba(data[half][0]) for half in dict.fromkeys(wanted)}
     rows = evaluate_rows(
         data,
-        cal,
+        probs,
         label,
         chosen,
         half_names=half_names,
@@ -307,8 +311,7 @@ def evaluate(
     if plot is None:
         write_long_csv(out, rows, METRIC_COLUMNS)
         return
-    z, y = data["test"]
-    _draw({label: cal.predict_proba(z)}, y, plot, grid=False, **plot_options)
+    _draw({label: probs["test"]}, data["test"][1], plot, grid=False, **plot_options)
     try:
         write_long_csv(out, rows, METRIC_COLUMNS)
     except BaseException:
