@@ -101,9 +101,13 @@ def test_every_verb_has_a_rule_or_is_documented_as_hand_only():
         assert module_file(library) is not None
 
 
+#: cli modules that are not a stage: shared argument helpers, warm start (how a verb is run)
+CLI_INFRASTRUCTURE = {"_args", "_warm"}
+
+
 def test_every_cli_module_is_a_stage():
     stages = {row[1] for row in RULE_ROWS.values()} | {row[1] for row in HAND_ROWS.values()}
-    modules = {p.stem for p in CLI.glob("*.py")} - {"__init__", "_args"}
+    modules = {p.stem for p in CLI.glob("*.py")} - {"__init__"} - CLI_INFRASTRUCTURE
     assert modules == stages, modules ^ stages
 
 
@@ -119,7 +123,7 @@ def _imports(path: Path) -> set[str]:
 
 def test_verb_modules_import_only_the_library_and_the_shared_argument_helpers():
     for path in CLI.glob("*.py"):
-        if path.stem == "__init__":
+        if path.stem in {"__init__", "_warm"}:  # the entry point and how it runs a verb
             continue
         other = {
             m for m in _imports(path) if m.startswith("calbench.cli") and m != "calbench.cli._args"

@@ -3,6 +3,14 @@ and the library under a reproducible Snakemake replication of calibration studie
 
 __version__ = "0.1.0"
 
-from calbench.functional import log_softmax, softmax  # noqa: E402
-
 __all__ = ["__version__", "softmax", "log_softmax"]
+
+
+def __getattr__(name: str):
+    """``calbench.softmax`` / ``calbench.log_softmax``, imported on first use, so that
+    ``import calbench.cli`` (every job's first step) does not import numpy before it needs to."""
+    if name in ("softmax", "log_softmax"):
+        from calbench import functional
+
+        return getattr(functional, name)
+    raise AttributeError(f"module 'calbench' has no attribute {name!r}")

@@ -24,6 +24,6 @@ rule plot_reliability_grid:
     conda:
         "../../envs/calbench.yaml"
     shell:
-        "calbench plot-reliability --grid --logits {input.logits} --split {input.split}"
+        "OMP_NUM_THREADS={threads} calbench plot-reliability --grid --logits {input.logits} --split {input.split}"
         " --calibrator {input.calibrators} --n-bins {params.n_bins} --style {params.style}"
         " --out {output.png} > {log} 2>&1"
