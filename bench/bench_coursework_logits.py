@@ -11,8 +11,19 @@ LBFGS for up to 1000 iterations; it is timed for --ms-iters iterations and extra
 Then the total for the 77 models is extrapolated from the per-job figures (jobs spread over
 --cores cores, as `snakemake --cores N` runs them).
 
-    python bench/bench_coursework_logits.py                 # everything (~20 min here)
+    python bench/bench_coursework_logits.py                 # every job of one model per shape
     python bench/bench_coursework_logits.py --import-only   # the 200 MB import only
+    python bench/bench_coursework_logits.py --workflow      # the real workflow, end to end
+
+``--workflow`` runs the study as a user does, end to end: it writes the 77 synthetic files in the
+published layout into a local folder (the config's ``mirrors:``), copies the project into a
+scratch folder and times ``snakemake --cores N replication --configfile <the config>`` there, in
+two runs: (1) everything except the four ImageNet M-scaling-b fits and what depends on them
+(``--omit-from`` those four files), then (2) the rest, with those fits capped at --ms-iters LBFGS
+iterations (the cap changes the calibrators' ``max_iter``, so run 2 uses
+``--rerun-triggers mtime input``: only the missing outputs are built). Run 1 + run 2 is an upper
+bound on "everything except the four ImageNet M-scaling-b fits"; the fits themselves are
+extrapolated from the per-iteration time above.
 
 Separately, the import of a 200 MB ImageNet file is measured in both published formats
 (coursework .pt with synthesised class-order targets; Kängsepp pickle of 25k + 25k rows).
@@ -167,6 +178,72 @@ def bench_chain(work: Path, name: str, cfg: dict, ms_iters: int) -> dict[str, tu
     return out
 
 
+def write_mirror(cfg: dict, mirror: Path) -> dict[str, int]:
+    """The config's coursework files, synthetic, in the published layout under ``mirror``:
+    ``<folder>/<file>`` (a torch-saved float32 [N, K] tensor) and one ``targets.txt`` per folder
+    (none for a folder read with ``targets: class_blocks``). Returns {dataset: files}."""
+    import torch
+
+    labels: dict[str, np.ndarray] = {}
+    counts: dict[str, int] = {}
+    for i, entry in enumerate(cfg["models"].values()):
+        src = entry["logits"]
+        n, k, _ = SHAPES[entry["dataset"]]
+        folder = mirror / src.get("folder", "")
+        folder.mkdir(parents=True, exist_ok=True)
+        key = str(folder)
+        if key not in labels:
+            if src.get("targets") == "class_blocks":
+                labels[key] = np.repeat(np.arange(k), n // k)
+            else:
+                labels[key] = np.random.default_rng(len(labels)).integers(0, k, n)
+                (folder / "targets.txt").write_text("\n".join(map(str, labels[key])))
+        y = labels[key]
+        rng = np.random.default_rng(1000 + i)
+        z = rng.standard_normal((n, k), dtype=np.float32)
+        z[np.arange(n), y] += 2.5
+        z *= 2.5
+        torch.save(torch.from_numpy(z), folder / src["file"])
+        counts[entry["dataset"]] = counts.get(entry["dataset"], 0) + 1
+    return counts
+
+
+def bench_workflow(work: Path, config: Path, cores: int, ms_iters: int) -> None:
+    """The study end to end through snakemake (module docstring, ``--workflow``)."""
+    sys.path.insert(0, str(Path(__file__).parent))
+    from bench_workflow import collect, copy_project, run_study, summarize
+
+    cfg = yaml.safe_load(config.read_text())
+    mirror = work / "mirror"
+    print(f"writing the {len(cfg['models'])} synthetic files into {mirror} ...", flush=True)
+    print("files per dataset:", write_mirror(cfg, mirror))
+    project = work / "project"
+    copy_project(REPO, project)
+    cfg["mirrors"] = [str(mirror)]
+    bench_cfg = project / "config" / "bench_coursework_logits.yaml"
+    bench_cfg.write_text(yaml.safe_dump(cfg, sort_keys=False))
+    big = [m for m, e in cfg["models"].items() if e["dataset"] == "imagenet"]
+    omit = [f"results/calibrators/imagenet/{m}/ms_b.json" for m in big]
+    os.environ["PYTHONPATH"] = str(project / "src")  # the copy's library, as installed code
+    base = ["replication", "--configfile", str(bench_cfg), "--quiet", "rules"]
+    print(f"\n## run 1: everything but the {len(big)} ImageNet M-scaling-b fits")
+    first = run_study(project, cores, [*base, "--omit-from", *omit])
+    cfg["calibrators"]["ms_b"].setdefault("params", {})["max_iter"] = ms_iters
+    bench_cfg.write_text(yaml.safe_dump(cfg, sort_keys=False))
+    print(f"\n## run 2: those fits capped at {ms_iters} LBFGS iterations, and what follows")
+    second = run_study(project, cores, [*base, "--rerun-triggers", "mtime", "input"])
+    summary = summarize(collect(project))
+    print(f"\nworkflow jobs: {summary['jobs']}; per rule, from Snakemake's benchmark files "
+          "(wall seconds; with warm start a job's CPU runs in the warm process, not counted):")
+    for rule, row in sorted(summary["rules"].items()):
+        print(f"  {rule:28s} {row['jobs']:5d} jobs  {row['wall_s']:8.1f} s wall in all  "
+              f"longest {row['max_wall_s']:6.1f} s")
+    total = first + second
+    print(f"\nrun 1 {first:.0f} s + run 2 {second:.0f} s = {total:.0f} s = {total / 60:.1f} min "
+          f"on {cores} cores for every job but the {len(big)} ImageNet M-scaling-b fits (plus "
+          f"{ms_iters} iterations of each)")
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--config", default=str(REPO / "config" / "coursework_logits.yaml"))
@@ -174,6 +251,8 @@ def main(argv=None) -> int:
     p.add_argument("--ms-iters", type=int, default=5, help="LBFGS iterations of the timed ImageNet ms_b fit")
     p.add_argument("--cores", type=int, default=2, help="cores the workflow would use")
     p.add_argument("--import-only", action="store_true")
+    p.add_argument("--workflow", action="store_true",
+                   help="run the study end to end through snakemake (see above)")
     p.add_argument("--keep", default=None, help="work folder to keep (default: a temporary one)")
     args = p.parse_args(argv)
     cfg = yaml.safe_load(Path(args.config).read_text())
@@ -182,6 +261,9 @@ def main(argv=None) -> int:
     print(f"# coursework_logits benchmark ({env_note}); work folder {work}")
     os.environ.setdefault("OMP_NUM_THREADS", "1")
     try:
+        if args.workflow:
+            bench_workflow(work, Path(args.config), args.cores, args.ms_iters)
+            return 0
         print("\n## Import of a 200 MB ImageNet logits file (calbench import-logits, own process)")
         for label, mb, wall, rss in bench_import(work):
             print(f"{label:52s} {mb:7.1f} MB  {wall:6.2f} s  peak RSS {rss:6.0f} MB")

@@ -35,7 +35,7 @@ rule import_logits:
     conda:
         "../../envs/calbench.yaml"
     shell:
-        "calbench import-logits --spec {params.spec:q} --out {output.logits}"
+        "OMP_NUM_THREADS={threads} calbench import-logits --spec {params.spec:q} --out {output.logits}"
         " --provenance {output.provenance} --resources resources {params.mirrors} {params.strict}"
         " > {log} 2>&1"
 
@@ -64,7 +64,7 @@ rule import_logits_presplit:
     conda:
         "../../envs/calbench.yaml"
     shell:
-        "calbench import-logits --spec {params.spec:q} --out {output.logits}"
+        "OMP_NUM_THREADS={threads} calbench import-logits --spec {params.spec:q} --out {output.logits}"
         " --split-out {output.split} --provenance {output.provenance} --resources resources"
         " {params.mirrors} {params.strict} > {log} 2>&1"
 

@@ -51,8 +51,19 @@ import socket
 import struct
 import sys
 
-#: Verbs served by a warm process: short, single-threaded and numerous in the workflow.
-WARM_VERBS = frozenset({"fit-calibrator", "evaluate", "compare", "plot-reliability"})
+#: Verbs served by a warm process: the workflow's per-model steps that import torch or
+#: matplotlib (when run with one thread).
+WARM_VERBS = frozenset(
+    {
+        "import-logits",
+        "train-model",
+        "cache-logits",
+        "fit-calibrator",
+        "evaluate",
+        "compare",
+        "plot-reliability",
+    }
+)
 #: Seconds a warm process waits for a request before it exits.
 IDLE_SECONDS = 60.0
 #: Environment variables that give one BLAS/OpenMP thread when set to "1" (OpenBLAS reads its
@@ -262,6 +273,8 @@ def preload() -> None:
     import torch.optim  # noqa: F401
 
     import calbench.calibrators  # noqa: F401
+    import calbench.logits_sources  # noqa: F401
+    import calbench.training  # noqa: F401
     import calbench.cli
     import calbench.evaluation  # noqa: F401
     import calbench.metrics  # noqa: F401
