@@ -124,6 +124,12 @@ def format_summary(summary: dict, cores: int | None = None) -> str:
         lines.append(
             f"CPU of the jobs / ({cores} cores x span): {summary['cpu_s'] / (cores * wall):.0%}"
         )
+    if os.environ.get("CALBENCH_WARM", "").strip().lower() not in {"0", "off", "false", "no"}:
+        lines.append(
+            "warm start was on (calbench.cli._warm): the short verbs ran in children of the "
+            "warm process, which Snakemake's benchmarks do not count; their 'cpu s' is the "
+            "caller's only. For each job's own CPU time run with CALBENCH_WARM=0."
+        )
     return "\n".join(lines)
 
 
