@@ -58,10 +58,11 @@ def _env(root: Path) -> dict:
     return env
 
 
-def smk(root: Path, *args, check=True, timeout=600) -> subprocess.CompletedProcess:
+def smk(root: Path, *args, check=True, timeout=600, env=None) -> subprocess.CompletedProcess:
     cmd = ["snakemake", "--cores", "2", *map(str, args)]
     res = subprocess.run(
-        cmd, cwd=root, env=_env(root), capture_output=True, text=True, timeout=timeout
+        cmd, cwd=root, env={**_env(root), **(env or {})}, capture_output=True, text=True,
+        timeout=timeout,
     )
     if check and res.returncode != 0:
         raise AssertionError(
@@ -318,9 +319,14 @@ def test_display_names_with_braces_are_text(run):
 
 def test_two_clean_runs_are_byte_identical(run, tmp_path):
     """Every file under results/ and reports/ (models, histories, logits, tables, figures,
-    report) is identical between two runs from scratch."""
+    report) is identical between two runs from scratch: the first with warm start (the
+    default), the second with every job in its own process (CALBENCH_WARM=0)."""
+    warm_log = run / ".snakemake" / "calbench" / "warm" / "warm.log"
+    served = {ln.split()[-1] for ln in warm_log.read_text().splitlines() if ln.startswith("job ")}
+    assert {"fit-calibrator", "evaluate", "compare", "plot-reliability"} <= served, served
     root = _copy_sources(run, tmp_path / "again")
-    smk(root)
+    smk(root, env={"CALBENCH_WARM": "0"})
+    assert not (root / ".snakemake" / "calbench" / "warm").exists()
     for sub in ("results", "reports"):
         a = {p.relative_to(run): p.read_bytes() for p in sorted((run / sub).rglob("*")) if p.is_file()}
         b = {p.relative_to(root): p.read_bytes() for p in sorted((root / sub).rglob("*")) if p.is_file()}
