@@ -28,11 +28,15 @@ the ``(1 + count) / (B + 1)`` correction (Davison & Hinkley 1997, eq. 4.11), so 
 
 Resampled indices come from ``numpy.random.default_rng(seed)``, drawn in chunks of
 ``max(1, min(n_resamples, 2**21 // N))`` resamples; both functions draw the same indices for the
-same ``(seed, N, n_resamples)``. Metrics of :data:`calbench.metrics.METRICS` that decompose into
-per-sample arrays are resampled through those arrays (means fully vectorised); cwECE and the
-marginal CE are re-evaluated with per-sample multiplicities ``bincount(idx)`` (one
-matrix-vector product per resample); any other callable ``metric(probs, labels) -> float`` is
-evaluated on ``probs[idx], labels[idx]``. All three routes give the same values up to rounding.
+same ``(seed, N, n_resamples)``. Means of per-sample arrays (accuracy, NLL, Brier) are resampled
+through those arrays, fully vectorised. Metrics with a ``weighted`` form (cwECE, the marginal
+CE, and the top-label errors whose bins do not depend on the sample set: equal-width ECE and MCE,
+Kull et al.'s ECE and MCE) are evaluated for a whole chunk at once from the per-sample
+multiplicities ``bincount(idx)`` (:func:`multiplicities`): one matrix product for the column
+totals and a few ``bincount`` calls. Other decomposed metrics (equal-mass bins, KS, sbECE, ...)
+are re-evaluated on their per-sample arrays resample by resample, and any other callable
+``metric(probs, labels) -> float`` on ``probs[idx], labels[idx]``. All routes give the same
+values up to rounding.
 """
 
 from __future__ import annotations
@@ -154,21 +158,29 @@ def resample_indices(n: int, n_resamples: int, seed: int) -> Iterator[np.ndarray
         yield rng.integers(0, n, size=(min(chunk, n_resamples - start), n))
 
 
+def multiplicities(idx: np.ndarray, n: int) -> np.ndarray:
+    """Per-sample multiplicities of a chunk of resamples: ``(r, n)`` indices in ``[0, n)`` give
+    the float64 ``(r, n)`` array whose row ``i`` is ``np.bincount(idx[i], minlength=n)``."""
+    r = idx.shape[0]
+    offset = (np.arange(r, dtype=np.int64) * n)[:, None]
+    counts = np.bincount((idx + offset).ravel(), minlength=r * n)
+    return counts.reshape(r, n).astype(np.float64)
+
+
 def _prepare(metric, probs, labels):
-    """Return ``(estimate, f)`` where ``f(idx_chunk) -> values`` evaluates resamples."""
+    """Return ``(estimate, f)`` where ``f(idx_chunk) -> values`` evaluates resamples.
+
+    Metrics with a ``weighted`` form evaluate a whole chunk from its multiplicities in one call
+    (their estimate still comes from ``stats``/``reduce`` when they have one, else from the
+    unweighted call); plain means index their per-sample array; other decomposed metrics and
+    plain callables are re-evaluated resample by resample.
+    """
     dtype = getattr(probs, "dtype", None)
     stats = getattr(metric, "stats", None)
     reduce = getattr(metric, "reduce", None)
     p, y = check_probs_labels(probs, labels)
+    n = p.shape[0]
     weighted = getattr(metric, "weighted", None)
-    if weighted is not None:
-        g = weighted(p, y, dtype)
-        n = p.shape[0]
-
-        def f(idx):
-            return np.array([g(np.bincount(row, minlength=n)) for row in idx])
-
-        return float(g(None)), f
     if stats is not None and reduce is not None:
         arrays = stats(p, y, dtype)
         estimate = float(reduce(*arrays))
@@ -177,18 +189,32 @@ def _prepare(metric, probs, labels):
 
             def f(idx):
                 return x[idx].mean(axis=1)
+        elif weighted is not None:
+            f = _batched(weighted(p, y, dtype), n)
         else:
 
             def f(idx):
                 return np.array([reduce(*(a[row] for a in arrays)) for row in idx])
 
         return estimate, f
+    if weighted is not None:
+        g = weighted(p, y, dtype)
+        return float(g(None)), _batched(g, n)
     estimate = float(metric(p, y))
 
     def f(idx):
         return np.array([float(metric(p[row], y[row])) for row in idx])
 
     return estimate, f
+
+
+def _batched(g, n: int):
+    """``f(idx_chunk)`` of a ``weighted`` form: one call on the chunk's multiplicities."""
+
+    def f(idx):
+        return np.asarray(g(multiplicities(idx, n)), dtype=np.float64).reshape(idx.shape[0])
+
+    return f
 
 
 def _interval(values: np.ndarray, level: float) -> tuple[float, float]:

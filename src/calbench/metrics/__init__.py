@@ -21,7 +21,13 @@ from functools import partial
 import numpy as np
 
 from calbench._checks import check_probs_labels
-from calbench.metrics.binning import ReliabilityBins, reliability_bins, top_label
+from calbench.metrics.binning import (
+    ReliabilityBins,
+    fixed_bins_weighted,
+    reliability_bins,
+    top_label,
+    width_bin_ids,
+)
 from calbench.metrics.ece import (
     adaptive_ece,
     calibration_error_1d,
@@ -33,6 +39,7 @@ from calbench.metrics.ece import (
     debiased_ece,
     debiased_from_values,
     ece,
+    errors_from_sums,
     ks_error,
     ks_from_values,
     marginal_ce,
@@ -46,6 +53,7 @@ from calbench.metrics.kull import (
     ece_kull,
     ece_kull_from_values,
     kull_classwise_binner,
+    kull_confidence_bins,
     mce_kull,
     mce_kull_from_values,
 )
@@ -98,9 +106,14 @@ class Metric:
     ``reduce(*stats(p, y, dtype))`` where every array returned by ``stats`` has one entry per
     sample, so a bootstrap can resample those arrays instead of the ``(N, K)`` input;
     ``is_mean`` marks metrics whose ``reduce`` is a plain mean of a single array.
-    ``weighted(p, y, dtype)``, when set, returns ``g(weights) -> float``: the metric with
-    per-sample multiplicities (``None`` = all ones), for metrics such as cwECE that do not
-    decompose into per-sample arrays.
+    ``weighted(p, y, dtype)``, when set, returns ``g(weights)``: the metric with per-sample
+    multiplicities. ``weights`` is ``None`` (all ones) or an ``(N,)`` vector (one bootstrap
+    resample, ``np.bincount(idx, minlength=N)``), giving a float, or an ``(r, N)`` array of
+    ``r`` resamples, giving an ``(r,)`` array whose entry ``i`` equals ``g(weights[i])`` up to
+    rounding. :mod:`calbench.stats` evaluates a whole chunk of resamples with one call. It is set
+    for the metrics that do not decompose into per-sample arrays (cwECE, the marginal CE) and
+    for the top-label metrics whose bins do not depend on the sample set (equal-width ECE and
+    MCE, Kull et al.'s ECE and MCE), whose resamples then share the bin ids.
     """
 
     name: str
@@ -118,12 +131,12 @@ class Metric:
 
 
 def _decomposed(
-    name: str, stats, reduce, *, is_mean: bool = False, percent: bool = False
+    name: str, stats, reduce, *, is_mean: bool = False, percent: bool = False, weighted=None
 ) -> Metric:
     def core(p, y, dtype=None):
         return float(reduce(*stats(p, y, dtype)))
 
-    return Metric(name, core, stats, reduce, is_mean, percent)
+    return Metric(name, core, stats, reduce, is_mean, percent, weighted)
 
 
 def _mean(x: np.ndarray) -> float:
@@ -140,6 +153,50 @@ def _correct(p, y, dtype=None):
 
 def _dece_stats(p, y, dtype=None):
     return top_label(p, y)[0], soft_accuracy(p, y, 100.0)
+
+
+def _width_weighted(norm: str, n_bins: int = 15):
+    """``weighted`` form of the equal-width top-label error ``norm`` (ECE, MCE)."""
+
+    def weighted(p, y, dtype=None):
+        conf, correct = top_label(p, y)
+        reduce = partial(errors_from_sums, norm=norm)
+        return fixed_bins_weighted(
+            width_bin_ids(conf, n_bins), conf, correct, n_bins, reduce, conf.shape[0]
+        )
+
+    return weighted
+
+
+def _kull_reduce(count, sum_x, sum_t, total, norm):
+    safe = np.maximum(count, 1.0)
+    gap = np.where(count > 0, np.abs(sum_t / safe - sum_x / safe), 0.0)
+    if norm == "max":
+        return gap.max(axis=-1)
+    return np.sum(gap * count, axis=-1) / total
+
+
+def _kull_weighted(norm: str):
+    """``weighted`` form of Kull et al.'s (lo, hi] top-label ECE / MCE: the membership of every
+    bin is fixed by the confidences (a confidence on a float bound may be in two bins or none,
+    as in :func:`calbench.metrics.kull._confidence_gaps`)."""
+
+    def weighted(p, y, dtype=None):
+        conf, correct = top_label(p, y)
+        upper, width = kull_confidence_bins()
+        rows, ids = [], []
+        for b, u in enumerate(upper):
+            lo = u - width
+            member = np.flatnonzero((conf <= u) & ((conf > lo) | (lo == 0)))
+            rows.append(member)
+            ids.append(np.full(member.shape[0], b, dtype=np.int64))
+        rows_a, ids_a = np.concatenate(rows), np.concatenate(ids)
+        reduce = partial(_kull_reduce, norm=norm)
+        return fixed_bins_weighted(
+            ids_a, conf[rows_a], correct[rows_a], len(upper), reduce, conf.shape[0], rows_a
+        )
+
+    return weighted
 
 
 def _cwece_weighted(p, y, dtype=None):
@@ -177,9 +234,19 @@ METRICS: dict[str, Metric] = {
     m.name: m
     for m in [
         _decomposed("accuracy", _correct, _mean, is_mean=True, percent=True),
-        _decomposed("ece", _top, partial(calibration_error_1d, n_bins=15, norm="l1"), percent=True),
         _decomposed(
-            "mce", _top, partial(calibration_error_1d, n_bins=15, norm="max"), percent=True
+            "ece",
+            _top,
+            partial(calibration_error_1d, n_bins=15, norm="l1"),
+            percent=True,
+            weighted=_width_weighted("l1"),
+        ),
+        _decomposed(
+            "mce",
+            _top,
+            partial(calibration_error_1d, n_bins=15, norm="max"),
+            percent=True,
+            weighted=_width_weighted("max"),
         ),
         Metric("cwece", _cwece_core, percent=True, weighted=_cwece_weighted),
         _decomposed("ace", _top, partial(calibration_error_1d, n_bins=15, binning="mass")),
@@ -207,8 +274,8 @@ METRICS: dict[str, Metric] = {
         Metric("marginal_ce", _marginal_core, weighted=_marginal_weighted),
         _decomposed("ece_sweep", _top, ece_sweep_from_values),
         # Kull et al. 2019's conventions (calbench.metrics.kull)
-        _decomposed("ece_kull", _top, ece_kull_from_values),
-        _decomposed("mce_kull", _top, mce_kull_from_values),
+        _decomposed("ece_kull", _top, ece_kull_from_values, weighted=_kull_weighted("l1")),
+        _decomposed("mce_kull", _top, mce_kull_from_values, weighted=_kull_weighted("max")),
         Metric("cwece_kull", _cwece_kull_core, weighted=_cwece_kull_weighted),
         _decomposed("brier_kull", _brier_kull_stats, _mean, is_mean=True),
         _decomposed(

@@ -169,3 +169,162 @@ def reliability_bins(
         x = np.ascontiguousarray(p[:, int(class_index)], dtype=np.float64)
         t = (y == class_index).astype(np.float64)
     return reliability_from_values(x, t, n_bins, binning)
+
+
+# --------------------------------------------------------------------------------------------
+# weighted (bootstrap) bin sums: one pass for a whole chunk of resamples
+# --------------------------------------------------------------------------------------------
+#: Largest number of (resample, entry) pairs one :func:`weighted_bincount` pass handles at once.
+_PAIRS_PER_PASS = 1 << 22
+#: Bytes of the float64 buffer :func:`weighted_column_sums` casts float32 probabilities into.
+_CAST_BUFFER_BYTES = 1 << 23
+
+
+def weight_rows(weights, n: int) -> tuple[np.ndarray, bool]:
+    """``weights`` as a float64 ``(r, n)`` array of multiplicities and whether it was 2-D.
+
+    A 1-D ``(n,)`` vector (one resample) becomes one row; a 2-D ``(r, n)`` array holds ``r``
+    resamples (row ``i`` is ``np.bincount(idx_i, minlength=n)``).
+    """
+    w = np.asarray(weights, dtype=np.float64)
+    if w.ndim not in (1, 2) or w.shape[-1] != n:
+        raise ValueError(
+            f"weights must have shape ({n},) or (r, {n}) (per-sample multiplicities), "
+            f"got shape {w.shape}"
+        )
+    return (w, True) if w.ndim == 2 else (w[None, :], False)
+
+
+def weighted_bincount(
+    keys: np.ndarray,
+    size: int,
+    weights: np.ndarray,
+    rows: np.ndarray | None = None,
+    values: np.ndarray | None = None,
+) -> np.ndarray:
+    """``out[i, b] = sum over entries e with keys[e] == b of weights[i, rows[e]] * values[e]``.
+
+    ``weights`` is ``(r, n)``; entry ``e`` belongs to sample ``rows[e]`` (``rows=None``: entry
+    ``e`` is sample ``e``) and carries ``values[e]`` (``None``: 1). Returns a float64 ``(r, size)``
+    array. Each row is the ``np.bincount(keys, weights=weights[i, rows] * values)`` of that
+    resample alone, accumulated in the same order, so the rows equal one-resample calls bit for
+    bit; the rows of a chunk share one ``np.bincount`` over offset keys.
+    """
+    r = weights.shape[0]
+    m = keys.shape[0]
+    out = np.empty((r, size), dtype=np.float64)
+    step = max(1, _PAIRS_PER_PASS // max(m, 1))
+    for start in range(0, r, step):
+        w = weights[start : start + step]
+        w = w if rows is None else w[:, rows]
+        if values is not None:
+            w = w * values
+        g = w.shape[0]
+        offset = (np.arange(g, dtype=np.int64) * size)[:, None]
+        flat = np.bincount((keys + offset).ravel(), weights=w.ravel(), minlength=g * size)
+        out[start : start + g] = flat.reshape(g, size)
+    return out
+
+
+def weighted_column_sums(weights: np.ndarray, p: np.ndarray) -> np.ndarray:
+    """``weights @ p`` in float64: ``(r, n) @ (n, K) -> (r, K)``, the column totals of ``r``
+    resamples in one matrix product.
+
+    A float32 ``p`` is cast to float64 through a reused buffer of a few thousand rows at a time,
+    so no float64 copy of the whole array is made (numpy's ``weights @ p`` would make one per
+    call); the blocks' products are summed, which differs from one product by rounding only.
+    """
+    if p.dtype == np.float64:
+        return weights @ p
+    n, k = p.shape
+    block = max(1, min(n, _CAST_BUFFER_BYTES // (8 * k)))
+    buf = np.empty((block, k), dtype=np.float64)
+    out = np.zeros((weights.shape[0], k), dtype=np.float64)
+    for start in range(0, n, block):
+        stop = min(n, start + block)
+        np.copyto(buf[: stop - start], p[start:stop])
+        out += weights[:, start:stop] @ buf[: stop - start]
+    return out
+
+
+def onevsrest_binner(p: np.ndarray, y: np.ndarray, n_bins: int, ids, threshold: float):
+    """One-vs-rest bin sums of every class (validated input), shared by the classwise metrics.
+
+    ``ids(values) -> bin index`` maps float64 values in [0, 1] to ``[0, n_bins)`` and every value
+    below ``threshold`` to bin 0. Returns ``sums(weights=None) -> (count, sum_p, sum_label)``:
+    column j binned against ``1[y == j]``. ``weights`` are per-sample multiplicities: ``None``
+    (all ones) or ``(n,)`` give ``(K, n_bins)`` arrays, an ``(r, n)`` array of ``r`` resamples
+    gives ``(r, K, n_bins)`` arrays (row i equal to the call with ``weights[i]`` up to rounding).
+
+    Only entries >= ``threshold`` (few per row) are binned explicitly; bin 0 of each class is
+    the column total minus the other bins, so the cost is a few passes over the array and no
+    ``(N, K)`` integer temporaries; a chunk of resamples costs one matrix product
+    (:func:`weighted_column_sums`) and a few ``np.bincount`` calls.
+    """
+    n, k = p.shape
+    p = np.ascontiguousarray(p)
+    flat = np.flatnonzero(p >= threshold) if n_bins > 1 else np.empty(0, np.int64)
+    rows = flat // k
+    vals = p.reshape(-1)[flat].astype(np.float64)
+    key = (flat - rows * k) * n_bins + ids(vals)
+    # the label indicator is 1 only at (i, y_i): bin those N entries
+    label_key = y * n_bins + ids(p[np.arange(n), y].astype(np.float64))
+    size = k * n_bins
+
+    def sums(weights=None):
+        if weights is None:
+            count = np.bincount(key, minlength=size).astype(np.float64).reshape(k, n_bins)
+            sum_p = np.bincount(key, weights=vals, minlength=size)
+            sum_p = sum_p.astype(np.float64, copy=False).reshape(k, n_bins)
+            sum_label = np.bincount(label_key, minlength=size).astype(np.float64)
+            count[:, 0] = float(n) - count[:, 1:].sum(axis=1)
+            sum_p[:, 0] = p.sum(axis=0, dtype=np.float64) - sum_p[:, 1:].sum(axis=1)
+            return count, sum_p, sum_label.reshape(k, n_bins)
+        w, batched = weight_rows(weights, n)
+        r = w.shape[0]
+        count = weighted_bincount(key, size, w, rows).reshape(r, k, n_bins)
+        sum_p = weighted_bincount(key, size, w, rows, vals).reshape(r, k, n_bins)
+        sum_label = weighted_bincount(label_key, size, w).reshape(r, k, n_bins)
+        count[:, :, 0] = w.sum(axis=1)[:, None] - count[:, :, 1:].sum(axis=2)
+        sum_p[:, :, 0] = weighted_column_sums(w, p) - sum_p[:, :, 1:].sum(axis=2)
+        if batched:
+            return count, sum_p, sum_label
+        return count[0], sum_p[0], sum_label[0]
+
+    return sums
+
+
+def fixed_bins_weighted(
+    ids: np.ndarray,
+    x: np.ndarray,
+    target: np.ndarray,
+    size: int,
+    reduce,
+    n_samples: int,
+    rows: np.ndarray | None = None,
+):
+    """Bootstrap form of a binned error whose bin of each sample does not depend on the sample
+    set (equal-width or other fixed edges), so all resamples share the bin ids.
+
+    Entry ``e`` (sample ``rows[e]``, or sample ``e`` when ``rows`` is None; a sample may sit in
+    several bins or none) lies in bin ``ids[e]`` with confidence ``x[e]`` and target
+    ``target[e]``. Returns ``g(weights=None)``: ``reduce(count, sum_x, sum_t, total)`` of the
+    weighted bin sums (each ``(..., size)``) and summed multiplicity ``total`` (``(...)``); a
+    float for ``None`` (all ones) or ``(n_samples,)`` weights, an ``(r,)`` array for
+    ``(r, n_samples)`` weights (:func:`weight_rows`). ``reduce`` must work on leading axes.
+    """
+
+    def g(weights=None):
+        if weights is None:
+            count = np.bincount(ids, minlength=size).astype(np.float64)
+            sum_x = np.bincount(ids, weights=x, minlength=size).astype(np.float64, copy=False)
+            sum_t = np.bincount(ids, weights=target, minlength=size).astype(np.float64, copy=False)
+            return float(reduce(count, sum_x, sum_t, np.float64(n_samples)))
+        w, batched = weight_rows(weights, n_samples)
+        count = weighted_bincount(ids, size, w, rows)
+        sum_x = weighted_bincount(ids, size, w, rows, x)
+        sum_t = weighted_bincount(ids, size, w, rows, target)
+        out = np.asarray(reduce(count, sum_x, sum_t, w.sum(axis=1)), dtype=np.float64)
+        return out if batched else float(out[0])
+
+    return g

@@ -19,6 +19,7 @@ from calbench.metrics.binning import (
     BINNINGS,
     bin_ids,
     bin_sums,
+    onevsrest_binner,
     top_label,
     width_bin_ids,
     width_edges,
@@ -57,6 +58,18 @@ def error_from_sums(
     if norm == "l2":
         return float(np.sqrt(np.dot(w, gap * gap)))
     return float(gap.max())
+
+
+def errors_from_sums(count, sum_x, sum_t, total, norm: str = "l1") -> np.ndarray:
+    """:func:`error_from_sums` over leading axes: ``count``, ``sum_x``, ``sum_t`` of shape
+    ``(..., B)`` and ``total`` (the sample count, ``(...)``) give an array ``(...)``."""
+    gap = _gaps(count, sum_x, sum_t)
+    if norm == "max":
+        return gap.max(axis=-1)
+    w = count / np.asarray(total, dtype=np.float64)[..., None]
+    if norm == "l1":
+        return np.sum(w * gap, axis=-1)
+    return np.sqrt(np.sum(w * gap * gap, axis=-1))
 
 
 def calibration_error_1d(
@@ -109,45 +122,17 @@ def classwise_binner(p: np.ndarray, y: np.ndarray, n_bins: int):
 
     Returns ``sums(weights=None) -> (count, sum_conf, sum_label)``, each ``(K, n_bins)``, for
     column j binned against ``1[y == j]``; ``weights`` are per-sample multiplicities (a
-    bootstrap resample is ``np.bincount(idx, minlength=N)``), ``None`` meaning all ones.
+    bootstrap resample is ``np.bincount(idx, minlength=N)``), ``None`` meaning all ones; an
+    ``(r, N)`` array of ``r`` resamples gives ``(r, K, n_bins)`` sums
+    (:func:`calbench.metrics.binning.onevsrest_binner`).
 
     Only entries >= 1/M (at most M per row, usually one or two) are binned explicitly; bin 0 of
     each class is the column total minus the other bins, so the cost is a few passes over the
-    array and no ``(N, K)`` integer temporaries; a weighted call costs one matrix-vector product.
+    array and no ``(N, K)`` integer temporaries; a chunk of resamples costs one matrix product.
     """
-    n, k = p.shape
     edges = width_edges(n_bins)
-    p = np.ascontiguousarray(p)
-    flat = np.flatnonzero(p >= edges[1]) if n_bins > 1 else np.empty(0, np.int64)
-    rows = flat // k
-    vals = p.reshape(-1)[flat].astype(np.float64)
-    key = (flat - rows * k) * n_bins + width_bin_ids(vals, n_bins)
-    # the label indicator is 1 only at (i, y_i): bin those N entries
-    label_key = y * n_bins + width_bin_ids(p[np.arange(n), y].astype(np.float64), n_bins)
-    size = k * n_bins
-
-    def sums(weights=None):
-        if weights is None:
-            total = float(n)
-            w_rows = None
-            col = p.sum(axis=0, dtype=np.float64)
-            count = np.bincount(key, minlength=size).astype(np.float64)
-            sum_conf = np.bincount(key, weights=vals, minlength=size)
-        else:
-            w = np.asarray(weights, dtype=np.float64)
-            total = float(w.sum())
-            w_rows = w[rows]
-            col = w @ p
-            count = np.bincount(key, weights=w_rows, minlength=size)
-            sum_conf = np.bincount(key, weights=w_rows * vals, minlength=size)
-        count = count.astype(np.float64, copy=False).reshape(k, n_bins)
-        sum_conf = sum_conf.astype(np.float64, copy=False).reshape(k, n_bins)
-        count[:, 0] = total - count[:, 1:].sum(axis=1)
-        sum_conf[:, 0] = col - sum_conf[:, 1:].sum(axis=1)
-        sum_label = np.bincount(label_key, weights=weights, minlength=size)
-        return count, sum_conf, sum_label.astype(np.float64, copy=False).reshape(k, n_bins)
-
-    return sums
+    threshold = float(edges[1]) if n_bins > 1 else 1.0
+    return onevsrest_binner(p, y, n_bins, lambda v: width_bin_ids(v, n_bins), threshold)
 
 
 def classwise_sums(
@@ -159,20 +144,28 @@ def classwise_sums(
 
 
 def classwise_from_sums(count, sum_conf, sum_label) -> float:
-    """cwECE (eq. 8) from one-vs-rest bin sums."""
+    """cwECE (eq. 8) from one-vs-rest bin sums ``(K, B)`` (a float), or ``(r, K, B)`` sums of
+    ``r`` resamples (an ``(r,)`` array)."""
     gap = _gaps(count, sum_conf, sum_label)
-    return float(np.mean(np.sum(count * gap, axis=1) / count[0].sum()))
+    n = count[..., 0, :].sum(axis=-1)[..., None]
+    return _scalar(np.mean(np.sum(count * gap, axis=-1) / n, axis=-1))
+
+
+def _scalar(x):
+    """A 0-d result as a float; arrays (one value per resample) unchanged."""
+    return float(x) if np.ndim(x) == 0 else x
 
 
 def marginal_from_sums(count, sum_conf, sum_label, power=2.0, debiased=False) -> float:
-    """Marginal l_p calibration error from one-vs-rest bin sums."""
-    n = count[0].sum()
+    """Marginal l_p calibration error from one-vs-rest bin sums ``(K, B)`` (a float), or
+    ``(r, K, B)`` sums of ``r`` resamples (an ``(r,)`` array)."""
+    n = count[..., 0, :].sum(axis=-1)[..., None, None]
     if debiased:
         per_class = np.maximum(_debiased_sq(count, sum_conf, sum_label, n), 0.0)
     else:
         gap = _gaps(count, sum_conf, sum_label)
-        per_class = np.sum(count / n * gap**power, axis=1)
-    return float(np.mean(per_class) ** (1.0 / power))
+        per_class = np.sum(count / n * gap**power, axis=-1)
+    return _scalar(np.mean(per_class, axis=-1) ** (1.0 / power))
 
 
 def classwise_ece(probs, labels, n_bins: int = 15) -> float:

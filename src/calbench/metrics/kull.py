@@ -33,7 +33,7 @@ from __future__ import annotations
 import numpy as np
 
 from calbench._checks import check_probs_labels
-from calbench.metrics.binning import top_label
+from calbench.metrics.binning import onevsrest_binner, top_label
 
 #: Bins of every Kull-convention metric (their ``bins = 15``).
 KULL_BINS = 15
@@ -92,45 +92,24 @@ def kull_classwise_binner(p: np.ndarray, y: np.ndarray, n_bins: int = KULL_BINS)
     """One-vs-rest bin sums of every class under :func:`kull_class_bin_ids` (validated input).
 
     Returns ``sums(weights=None) -> (count, sum_p, sum_label)``, each ``(K, n_bins)``;
-    ``weights`` are per-sample multiplicities (bootstrap), ``None`` all ones.  Entries at or
-    above the first inner edge are binned explicitly (at most ``n_bins - 1`` per row); bin 0 of
-    each class is the column total minus the other bins.
+    ``weights`` are per-sample multiplicities (bootstrap), ``None`` all ones, or an ``(r, N)``
+    array of ``r`` resamples giving ``(r, K, n_bins)`` sums
+    (:func:`calbench.metrics.binning.onevsrest_binner`).  Entries at or above the first inner
+    edge are binned explicitly (at most ``n_bins - 1`` per row); bin 0 of each class is the
+    column total minus the other bins.
     """
-    n, k = p.shape
-    p = np.ascontiguousarray(p)
-    first_edge = np.linspace(0.0, 1.0, n_bins)[1]
-    flat = np.flatnonzero(p >= first_edge)
-    rows = flat // k
-    vals = p.reshape(-1)[flat].astype(np.float64)
-    key = (flat - rows * k) * n_bins + kull_class_bin_ids(vals, n_bins)
-    label_key = y * n_bins + kull_class_bin_ids(p[np.arange(n), y].astype(np.float64), n_bins)
-    size = k * n_bins
-
-    def sums(weights=None):
-        if weights is None:
-            total, w_rows = float(n), None
-            col = p.sum(axis=0, dtype=np.float64)
-        else:
-            w = np.asarray(weights, dtype=np.float64)
-            total, w_rows = float(w.sum()), w[rows]
-            col = w @ p
-        count = np.bincount(key, weights=w_rows, minlength=size).astype(np.float64)
-        wv = vals if w_rows is None else w_rows * vals
-        sum_p = np.bincount(key, weights=wv, minlength=size).astype(np.float64)
-        count, sum_p = count.reshape(k, n_bins), sum_p.reshape(k, n_bins)
-        count[:, 0] = total - count[:, 1:].sum(axis=1)
-        sum_p[:, 0] = col - sum_p[:, 1:].sum(axis=1)
-        sum_label = np.bincount(label_key, weights=weights, minlength=size).astype(np.float64)
-        return count, sum_p, sum_label.reshape(k, n_bins)
-
-    return sums
+    first_edge = float(np.linspace(0.0, 1.0, n_bins)[1])
+    return onevsrest_binner(p, y, n_bins, lambda v: kull_class_bin_ids(v, n_bins), first_edge)
 
 
 def cwece_kull_from_sums(count, sum_p, sum_label) -> float:
-    """``sum_j sum_b (n_b / N) |mean p - mean label|`` (sum over classes, 2019 convention)."""
+    """``sum_j sum_b (n_b / N) |mean p - mean label|`` (sum over classes, 2019 convention) from
+    sums ``(K, B)`` (a float), or ``(r, K, B)`` sums of ``r`` resamples (an ``(r,)`` array)."""
     safe = np.maximum(count, 1.0)
     gap = np.where(count > 0, np.abs(sum_p / safe - sum_label / safe), 0.0)
-    return float(np.sum(count * gap) / count[0].sum())
+    if count.ndim == 2:
+        return float(np.sum(count * gap) / count[0].sum())
+    return np.sum(count * gap, axis=(-2, -1)) / count[..., 0, :].sum(axis=-1)
 
 
 def cwece_kull(probs, labels) -> float:
