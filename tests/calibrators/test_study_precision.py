@@ -160,6 +160,46 @@ def test_softmax32_is_scipy_softmax_bit_for_bit(k):
     np.testing.assert_array_equal(ours("uncalibrated", z, np.zeros(500, int), z), ref)
 
 
+def extreme_logits(n: int, k: int, dtype) -> np.ndarray:
+    """Random logits with rows of extreme values: ties, +-3e38, huge gaps, one dominant class."""
+    rng = np.random.default_rng(7)
+    z = rng.normal(0, 30, (n, k)).astype(dtype)
+    z[0] = 0.0  # all tied
+    z[1] = np.finfo(np.float32).max  # all at the float32 maximum
+    z[2, ::2], z[2, 1::2] = np.finfo(np.float32).max, -np.finfo(np.float32).max  # shift -> -inf
+    z[3] = -1e30
+    z[3, 5] = 1e30  # one class carries everything
+    z[4] = rng.normal(0, 1e-6, k)  # nearly tied
+    z[5] = np.arange(k) * 88.0  # exp underflows for all but the top few
+    return z
+
+
+def test_softmax32_is_scipy_softmax_bit_for_bit_on_a_large_array_with_extreme_logits():
+    # odd sizes, so numpy's vectorised loops have remainders
+    z = extreme_logits(2053, 1001, np.float32)
+    keep = z.copy()
+    with np.errstate(over="ignore"):  # row 2: max - (-max) overflows to inf, in scipy too
+        ref = scipy.special.softmax(z, axis=1)
+        got = softmax32(z)
+        z64 = extreme_logits(2053, 1001, np.float64)
+        ref64 = scipy.special.softmax(z64.astype(np.float32), axis=1)
+        got64 = softmax32(z64)
+    assert got.dtype == np.float32
+    np.testing.assert_array_equal(got, ref)
+    np.testing.assert_array_equal(z, keep)  # the input is not modified
+    np.testing.assert_array_equal(got64, ref64)
+    np.testing.assert_array_equal(z64, extreme_logits(2053, 1001, np.float64))
+    # a non-contiguous view and integer logits take the same route
+    with np.errstate(over="ignore"):
+        np.testing.assert_array_equal(
+            softmax32(z[:, ::2]), scipy.special.softmax(z[:, ::2], axis=1)
+        )
+    zi = np.arange(12).reshape(3, 4)
+    np.testing.assert_array_equal(
+        softmax32(zi), scipy.special.softmax(zi.astype(np.float32), axis=1)
+    )
+
+
 @pytest.mark.parametrize("k", [10, 100])
 def test_binning_calibrators_equal_the_study(k):
     zv, yv, zt, yt = make_logits(k)
