@@ -255,3 +255,68 @@ def test_every_calibration_error_gets_the_basic_interval():
     assert set(METRICS) - S.CALIBRATION_ERRORS == smooth
     assert S.NO_INTERVAL <= S.CALIBRATION_ERRORS
     assert {S.interval_method(METRICS[m]) for m in S.CALIBRATION_ERRORS} == {"basic"}
+
+
+# --- chunked (weighted) resampling equals the resample-by-resample loop -----------------------
+BATCHED = ["ece", "mce", "cwece", "marginal_ce", "cwece_kull", "ece_kull", "mce_kull"]
+
+
+def edge_probs(n, k, seed):
+    """Random probabilities, half of the rows with their top entry exactly on a bin edge."""
+    p, y = random_probs(n, k, seed)
+    rng = np.random.default_rng(seed + 100)
+    edges = np.concatenate([np.linspace(0, 1, 16), np.linspace(0, 1, 15)])
+    edges = edges[edges >= 1.0 / k]
+    for i in range(0, n, 2):
+        e = edges[rng.integers(len(edges))]
+        p[i] = (1.0 - e) / (k - 1)
+        p[i, rng.integers(k)] = e
+    return p, y
+
+
+def loop_metric(name):
+    """The registry metric as a plain callable: resampled row by row on probs[idx]."""
+    metric = METRICS[name]
+    return lambda p, y: metric(p, y)
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+@pytest.mark.parametrize("name", BATCHED)
+def test_chunked_bootstrap_equals_the_loop(name, dtype, monkeypatch):
+    probs, labels = edge_probs(150, 5, 11)
+    probs = probs.astype(dtype)
+    monkeypatch.setattr(S, "_CHUNK_ENTRIES", 150 * 16)  # several chunks, the last one short
+    method = S.interval_method(name)
+    fast = bootstrap_ci(name, probs, labels, n_resamples=70, seed=4)
+    slow = bootstrap_ci(loop_metric(name), probs, labels, n_resamples=70, seed=4, method=method)
+    assert fast.estimate == slow.estimate  # the plug-in value is computed as before
+    np.testing.assert_allclose(
+        [fast.low, fast.high, fast.center], [slow.low, slow.high, slow.center], rtol=1e-12
+    )
+    assert fast == bootstrap_ci(name, probs, labels, n_resamples=70, seed=4)  # deterministic
+
+
+@pytest.mark.parametrize("name", BATCHED)
+def test_chunked_paired_bootstrap_equals_the_loop(name, monkeypatch):
+    probs, labels = edge_probs(160, 4, 12)
+    other = sharpen(probs, 1.3)
+    monkeypatch.setattr(S, "_CHUNK_ENTRIES", 160 * 32)
+    method = S.interval_method(name)
+    fast = paired_bootstrap(name, probs, other, labels, n_resamples=99, seed=6)
+    slow = paired_bootstrap(
+        loop_metric(name), probs, other, labels, n_resamples=99, seed=6, method=method
+    )
+    assert fast.difference == slow.difference
+    np.testing.assert_allclose([fast.low, fast.high], [slow.low, slow.high], rtol=1e-12)
+    assert fast.p_value == slow.p_value
+    assert fast == paired_bootstrap(name, probs, other, labels, n_resamples=99, seed=6)
+
+
+def test_chunked_resamples_equal_one_resample_at_a_time():
+    # the values of every resample, not just the quantiles: record them through _prepare
+    probs, labels = edge_probs(120, 6, 13)
+    idx = np.concatenate(list(S.resample_indices(120, 50, 9)))
+    for name in BATCHED:
+        _, f = S._prepare(METRICS[name], probs, labels)
+        want = [METRICS[name](probs[row], labels[row]) for row in idx]
+        np.testing.assert_allclose(f(idx), want, rtol=1e-12, atol=1e-15)
