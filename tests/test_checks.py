@@ -102,3 +102,20 @@ def test_blocked_scan_gives_numpy_argmax_and_catches_problems_in_any_block(monke
     bad[20, 1] = np.nan
     with pytest.raises(ValueError, match="NaN or infinite"):
         check_probs(bad)
+
+
+def test_check_logits_finds_a_non_finite_value_in_any_block_and_allows_huge_finite_ones():
+    # the finiteness scan sums blocks of rows; overflow of finite values must not count
+    z = np.full((4000, 300), np.finfo(np.float64).max)
+    z[::2] *= -1
+    assert check_logits(z) is z
+    z32 = np.zeros((5000, 257), dtype=np.float32)
+    for r, c, v in [(0, 0, np.nan), (2500, 100, np.inf), (4999, 256, -np.inf)]:
+        bad = z32.copy()
+        bad[r, c] = v
+        with pytest.raises(ValueError, match="contain 1 NaN or infinite"):
+            check_logits(bad)
+    big = np.full((10, 3), np.finfo(np.float64).max)
+    big[7, 1] = np.inf
+    with pytest.raises(ValueError, match="contain 1 NaN or infinite"):
+        check_logits(big)

@@ -34,10 +34,27 @@ def _as_2d_float(x, what: str) -> np.ndarray:
     return arr
 
 
+def _all_finite(arr: np.ndarray) -> bool:
+    """Whether every entry of a floating 2-D array is finite, without an (N, K) temporary.
+
+    Blocks of rows are summed in float64: a NaN or infinity makes the sum non-finite, and a
+    finite sum proves every entry finite. A non-finite sum of finite float64 entries (overflow)
+    is settled by ``np.isfinite`` on that block alone.
+    """
+    n, k = arr.shape
+    rows = max(1, _BLOCK_BYTES // (k * arr.itemsize))
+    with np.errstate(over="ignore", invalid="ignore"):
+        for start in range(0, n, rows):
+            blk = arr[start : start + rows]
+            if not np.isfinite(blk.sum(dtype=np.float64)) and not np.all(np.isfinite(blk)):
+                return False
+    return True
+
+
 def check_logits(logits, name: str = "logits") -> np.ndarray:
     """Return ``logits`` as a finite floating (N, K) array (float32 and float64 kept as they are)."""
     arr = _as_2d_float(logits, name)
-    if not np.all(np.isfinite(arr)):
+    if not _all_finite(arr):
         bad = int(np.size(arr) - np.count_nonzero(np.isfinite(arr)))
         raise ValueError(
             f"{name} contain {bad} NaN or infinite values; fix the model output or drop those rows"

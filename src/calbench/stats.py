@@ -167,18 +167,19 @@ def multiplicities(idx: np.ndarray, n: int) -> np.ndarray:
     return counts.reshape(r, n).astype(np.float64)
 
 
-def _prepare(metric, probs, labels):
+def _prepare(metric, probs, labels, checked: tuple | None = None):
     """Return ``(estimate, f)`` where ``f(idx_chunk) -> values`` evaluates resamples.
 
     Metrics with a ``weighted`` form evaluate a whole chunk from its multiplicities in one call
     (their estimate still comes from ``stats``/``reduce`` when they have one, else from the
     unweighted call); plain means index their per-sample array; other decomposed metrics and
-    plain callables are re-evaluated resample by resample.
+    plain callables are re-evaluated resample by resample. ``checked``: ``(p, y)`` already
+    validated from ``probs, labels`` by the caller.
     """
     dtype = getattr(probs, "dtype", None)
     stats = getattr(metric, "stats", None)
     reduce = getattr(metric, "reduce", None)
-    p, y = check_probs_labels(probs, labels)
+    p, y = check_probs_labels(probs, labels) if checked is None else checked
     n = p.shape[0]
     weighted = getattr(metric, "weighted", None)
     if stats is not None and reduce is not None:
@@ -287,9 +288,9 @@ def paired_bootstrap(
             f"probs_a has shape {pa.shape} but probs_b has shape {pb.shape}; "
             "pass both calibrators' probabilities for the same samples and classes"
         )
-    check_labels(labels, pa.shape[0], pa.shape[1])
-    est_a, fa = _prepare(metric, probs_a, labels)
-    est_b, fb = _prepare(metric, probs_b, labels)
+    y = check_labels(labels, pa.shape[0], pa.shape[1])
+    est_a, fa = _prepare(metric, probs_a, labels, (pa, y))
+    est_b, fb = _prepare(metric, probs_b, labels, (pb, y))
     diffs = np.concatenate(
         [fa(idx) - fb(idx) for idx in resample_indices(pa.shape[0], n_resamples, seed)]
     )

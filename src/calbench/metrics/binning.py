@@ -216,12 +216,19 @@ def weighted_bincount(
     step = max(1, _PAIRS_PER_PASS // max(m, 1))
     for start in range(0, r, step):
         w = weights[start : start + step]
-        w = w if rows is None else w[:, rows]
-        if values is not None:
-            w = w * values
         g = w.shape[0]
-        offset = (np.arange(g, dtype=np.int64) * size)[:, None]
-        flat = np.bincount((keys + offset).ravel(), weights=w.ravel(), minlength=g * size)
+        offset = np.arange(g, dtype=np.int64) * size
+        if rows is None:  # (g, m) layout, contiguous as given
+            flat_keys = keys[None, :] + offset[:, None]
+            if values is not None:
+                w = w * values
+        else:  # gather whole rows of the transposed weights: (m, g), contiguous
+            w = np.ascontiguousarray(w.T)[rows]
+            if values is not None:
+                w *= values[:, None]
+            flat_keys = keys[:, None] + offset[None, :]
+        # bin i * size + b collects the entries of resample i in increasing e in both layouts
+        flat = np.bincount(flat_keys.ravel(), weights=w.ravel(), minlength=g * size)
         out[start : start + g] = flat.reshape(g, size)
     return out
 
