@@ -1,12 +1,33 @@
 """Time every calbench metric on 50,000 x 1,000 probabilities and compare top-label ECE with
 torchmetrics and netcal.
 
-Run: ``python bench/bench_metrics.py [--n 50000] [--k 1000] [--repeats 3]``.
+Run: ``python bench/bench_metrics.py [--n 50000] [--k 1000] [--repeats 3]``;
+``--bootstrap`` times the bootstrap and the float32 softmax instead (below).
 Prints figures only: best of ``--repeats`` runs, wall-clock and CPU (process) time taken
 separately (on a shared machine CPU time is the steadier figure); nothing is asserted.
 Targets: every metric well under 1 s; ECE >= 5x faster than torchmetrics'
 ``multiclass_calibration_error`` and >= 2x faster than ``netcal.metrics.ECE``.
 ``torch.set_num_threads(2)`` is set first (this machine has 2 cores).
+
+``--bootstrap`` (``--n 25000 --k 1000``: an ImageNet-sized half, float32 probabilities): 100
+bootstrap resamples of every metric with a chunked weighted form, a 1,000-resample paired
+bootstrap of ECE on 5,000 samples (the default study's test half) and ``softmax32``. Figures on
+the 2-core VM (OMP_NUM_THREADS=1, best of 3, wall s; "before" is the resample-by-resample
+bootstrap and the three-temporary softmax of commit 5b8fe2a)::
+
+    bootstrap_ci, 100 resamples, 25000 x 1000 float32   before    after
+      cwece                                             BEFORE_CWECE
+      marginal_ce                                       BEFORE_MARG
+      cwece_kull                                        BEFORE_KULL
+      ece                                               BEFORE_ECE
+      mce                                               BEFORE_MCE
+    paired_bootstrap(ece), 1000 resamples, 5000 x 1000  BEFORE_PAIRED
+    softmax32, 25000 x 1000 float32 logits              BEFORE_SOFTMAX
+
+The two CLI commands of the profile (``calbench evaluate`` with accuracy, ece, cwece, mce, nll,
+brier on both halves and 100 resamples; ``calbench compare`` of two calibrators on ece and nll
+with 200 resamples; 25,000 x 1,000 float32 logits per half), ``/usr/bin/time`` wall / user /
+sys s: CLI_FIGURES
 """
 
 from __future__ import annotations
@@ -52,12 +73,39 @@ def ratio(slow: tuple[float, float], fast: tuple[float, float]) -> str:
     return f"{slow[0] / fast[0]:.1f}x wall, {slow[1] / fast[1]:.1f}x cpu"
 
 
+def bootstrap_figures(n: int, k: int, repeats: int) -> None:
+    """Time the chunked bootstrap of the weighted metrics and ``softmax32`` (float32 input)."""
+    from calbench.calibrators.precision import softmax32
+    from calbench.stats import paired_bootstrap
+
+    probs, labels = make_data(n, k)
+    p32 = probs.astype(np.float32)
+    p32 /= p32.sum(axis=1, keepdims=True)
+    print(f"bootstrap_ci, 100 resamples, {n} x {k} float32 probabilities, best of {repeats}:")
+    for name in ("cwece", "marginal_ce", "cwece_kull", "ece", "mce"):
+        t = best_time(lambda m=name: bootstrap_ci(m, p32, labels, n_resamples=100), repeats)
+        print(f"  {name:38s} {fmt(t)}")
+    m = min(n, 5000)
+    sharp = p32[:m] ** 1.5
+    sharp /= sharp.sum(axis=1, keepdims=True)
+    t = best_time(
+        lambda: paired_bootstrap("ece", p32[:m], sharp, labels[:m], n_resamples=1000), repeats
+    )
+    print(f"{f'paired_bootstrap(ece), 1000 resamples, {m} x {k}':40s} {fmt(t)}")
+    z = np.log(np.maximum(p32, 1e-30)).astype(np.float32)
+    print(f"{f'softmax32, {n} x {k} float32 logits':40s} {fmt(best_time(lambda: softmax32(z), repeats))}")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--n", type=int, default=50_000)
     ap.add_argument("--k", type=int, default=1_000)
     ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--bootstrap", action="store_true", help="time the bootstrap and softmax32")
     args = ap.parse_args()
+    if args.bootstrap:
+        bootstrap_figures(args.n, args.k, args.repeats)
+        return
     try:
         import torch
 

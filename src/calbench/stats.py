@@ -210,11 +210,14 @@ def _prepare(metric, probs, labels, checked: tuple | None = None):
 
 
 def _batched(g, n: int):
-    """``f(idx_chunk)`` of a ``weighted`` form: one call on the chunk's multiplicities."""
+    """``f(idx_chunk, weights=None)`` of a ``weighted`` form: one call on the chunk's
+    multiplicities (``weights``, when the caller already has them)."""
 
-    def f(idx):
-        return np.asarray(g(multiplicities(idx, n)), dtype=np.float64).reshape(idx.shape[0])
+    def f(idx, weights=None):
+        w = multiplicities(idx, n) if weights is None else weights
+        return np.asarray(g(w), dtype=np.float64).reshape(idx.shape[0])
 
+    f.uses_weights = True
     return f
 
 
@@ -291,9 +294,15 @@ def paired_bootstrap(
     y = check_labels(labels, pa.shape[0], pa.shape[1])
     est_a, fa = _prepare(metric, probs_a, labels, (pa, y))
     est_b, fb = _prepare(metric, probs_b, labels, (pb, y))
-    diffs = np.concatenate(
-        [fa(idx) - fb(idx) for idx in resample_indices(pa.shape[0], n_resamples, seed)]
-    )
+    shared = getattr(fa, "uses_weights", False) and getattr(fb, "uses_weights", False)
+    diffs = []
+    for idx in resample_indices(pa.shape[0], n_resamples, seed):
+        if shared:  # both sides evaluate the chunk from the same multiplicities
+            w = multiplicities(idx, pa.shape[0])
+            diffs.append(fa(idx, w) - fb(idx, w))
+        else:
+            diffs.append(fa(idx) - fb(idx))
+    diffs = np.concatenate(diffs)
     d = est_a - est_b
     low, high = _interval(diffs, level)
     if method == "basic":

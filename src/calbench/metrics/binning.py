@@ -174,8 +174,6 @@ def reliability_bins(
 # --------------------------------------------------------------------------------------------
 # weighted (bootstrap) bin sums: one pass for a whole chunk of resamples
 # --------------------------------------------------------------------------------------------
-#: Largest number of (resample, entry) pairs one :func:`weighted_bincount` pass handles at once.
-_PAIRS_PER_PASS = 1 << 22
 #: Bytes of the float64 buffer :func:`weighted_column_sums` casts float32 probabilities into.
 _CAST_BUFFER_BYTES = 1 << 23
 
@@ -206,31 +204,18 @@ def weighted_bincount(
 
     ``weights`` is ``(r, n)``; entry ``e`` belongs to sample ``rows[e]`` (``rows=None``: entry
     ``e`` is sample ``e``) and carries ``values[e]`` (``None``: 1). Returns a float64 ``(r, size)``
-    array. Each row is the ``np.bincount(keys, weights=weights[i, rows] * values)`` of that
-    resample alone, accumulated in the same order, so the rows equal one-resample calls bit for
-    bit; the rows of a chunk share one ``np.bincount`` over offset keys.
+    array: row ``i`` is ``np.bincount(keys, weights=weights[i, rows] * values, minlength=size)``
+    of that resample alone, up to rounding. All rows come from one sparse-dense product
+    ``S @ weights.T`` with ``S[keys[e], rows[e]] = values[e]`` (``size x n``, one nonzero per
+    entry), which sums each bin's entries in increasing ``e`` as ``np.bincount`` does.
     """
-    r = weights.shape[0]
+    from scipy import sparse
+
     m = keys.shape[0]
-    out = np.empty((r, size), dtype=np.float64)
-    step = max(1, _PAIRS_PER_PASS // max(m, 1))
-    for start in range(0, r, step):
-        w = weights[start : start + step]
-        g = w.shape[0]
-        offset = np.arange(g, dtype=np.int64) * size
-        if rows is None:  # (g, m) layout, contiguous as given
-            flat_keys = keys[None, :] + offset[:, None]
-            if values is not None:
-                w = w * values
-        else:  # gather whole rows of the transposed weights: (m, g), contiguous
-            w = np.ascontiguousarray(w.T)[rows]
-            if values is not None:
-                w *= values[:, None]
-            flat_keys = keys[:, None] + offset[None, :]
-        # bin i * size + b collects the entries of resample i in increasing e in both layouts
-        flat = np.bincount(flat_keys.ravel(), weights=w.ravel(), minlength=g * size)
-        out[start : start + g] = flat.reshape(g, size)
-    return out
+    cols = np.arange(m) if rows is None else rows
+    data = np.ones(m) if values is None else np.asarray(values, dtype=np.float64)
+    s = sparse.csr_matrix((data, (keys, cols)), shape=(size, weights.shape[1]))
+    return np.ascontiguousarray((s @ weights.T).T, dtype=np.float64)
 
 
 def weighted_column_sums(weights: np.ndarray, p: np.ndarray) -> np.ndarray:
@@ -266,7 +251,7 @@ def onevsrest_binner(p: np.ndarray, y: np.ndarray, n_bins: int, ids, threshold: 
     Only entries >= ``threshold`` (few per row) are binned explicitly; bin 0 of each class is
     the column total minus the other bins, so the cost is a few passes over the array and no
     ``(N, K)`` integer temporaries; a chunk of resamples costs one matrix product
-    (:func:`weighted_column_sums`) and a few ``np.bincount`` calls.
+    (:func:`weighted_column_sums`) and three sparse products (:func:`weighted_bincount`).
     """
     n, k = p.shape
     p = np.ascontiguousarray(p)
