@@ -33,10 +33,11 @@ through those arrays, fully vectorised. Metrics with a ``weighted`` form (cwECE,
 CE, and the top-label errors whose bins do not depend on the sample set: equal-width ECE and MCE,
 Kull et al.'s ECE and MCE) are evaluated for a whole chunk at once from the per-sample
 multiplicities ``bincount(idx)`` (:func:`multiplicities`): one matrix product for the column
-totals and a few ``bincount`` calls. Other decomposed metrics (equal-mass bins, KS, sbECE, ...)
-are re-evaluated on their per-sample arrays resample by resample, and any other callable
-``metric(probs, labels) -> float`` on ``probs[idx], labels[idx]``. All routes give the same
-values up to rounding.
+totals and a few sparse products for the bin sums (:mod:`calbench.metrics.binning`); a paired
+bootstrap shares a chunk's multiplicities between its two inputs. Other decomposed metrics
+(equal-mass bins, KS, sbECE, ...) are re-evaluated on their per-sample arrays resample by
+resample, and any other callable ``metric(probs, labels) -> float`` on ``probs[idx],
+labels[idx]``. All routes give the same values up to rounding.
 """
 
 from __future__ import annotations
