@@ -37,7 +37,9 @@ Modules: :mod:`calbench.plots.reliability` (diagrams), :mod:`calbench.plots.grid
 per calibrator), :mod:`calbench.plots.curves` (reliability curves, ECE vs temperature,
 calibration maps), :mod:`calbench.plots.ranks` (critical-difference diagram) and
 :mod:`calbench.plots.save` (writing); every public name is importable from ``calbench.plots``.
-matplotlib is imported only when a figure is drawn.
+matplotlib is imported only when a figure is drawn. The reliability diagrams and grids drawn in
+their own figure have a fixed layout computed from their shape (:mod:`calbench.plots._layout`;
+constrained layout cost more than the drawing); the other figures use constrained layout.
 """
 
 from __future__ import annotations

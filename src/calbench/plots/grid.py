@@ -16,8 +16,16 @@ from calbench.plots._base import (
     _check_style,
     _check_title,
     _ece,
-    _new_figure,
     format_ece,
+)
+from calbench.plots._layout import (
+    MARGINS,
+    TITLE_OVERHANG,
+    fit_text,
+    new_figure,
+    place,
+    title_space,
+    title_tokens,
 )
 from calbench.plots.reliability import _draw_coursework, _draw_guo
 
@@ -37,7 +45,9 @@ def reliability_grid(
     ``"name: ECE = x.xx%"``; for ``"guo"`` each panel has its confidence histogram beneath, so the
     figure holds ``2 * len(probs_by_method)`` axes (``len`` for ``"coursework"``). Panels fill
     ``ncols`` columns row by row (default: ``n`` up to 3 panels, else ``min(4, ceil(sqrt(n)))``,
-    so 12 calibrators make a 4 x 3 grid).
+    so 12 calibrators make a 4 x 3 grid). The layout is fixed from the grid's shape
+    (:mod:`calbench.plots._layout`): every panel has the same size, a title wider than its panel
+    is broken at spaces (the ECE part kept whole) and its row grows to hold it.
     """
     _check_mapping(probs_by_method, "probs_by_method")
     n_bins = check_n_bins(n_bins)
@@ -57,26 +67,28 @@ def reliability_grid(
         except ValueError as exc:
             raise ValueError(f"method {name!r}: {exc}") from None
     nrows = math.ceil(n / ncols)
-    panel_h = 4.2 if style == "guo" else 3.4
-    fig = _new_figure((3.6 * ncols, panel_h * nrows + (0.4 if title else 0.0)))
-    fig.get_layout_engine().set(w_pad=0.08, wspace=0.04)
-    if style == "guo":
-        gs = fig.add_gridspec(2 * nrows, ncols, height_ratios=[3, 1] * nrows)
-    else:
-        gs = fig.add_gridspec(nrows, ncols)
-    first = None
+    fig = new_figure((3.6 * ncols, 4.0 * nrows))  # resized below once the titles are measured
+    renderer = fig.canvas.get_renderer()
+    panels, title_heights, first = [], [], None
     for i, (name, (p, y)) in enumerate(checked.items()):
-        r, c = divmod(i, ncols)
+        c = i % ncols
         b = _bins(p, y, n_bins, binning=binning)
         ece_value = _ece(p, y, n_bins, binning=binning)
+        ax = fig.add_axes((0.0, 0.0, 1.0, 1.0), sharey=first)
+        hist_ax = None
         if style == "guo":
-            ax = fig.add_subplot(gs[2 * r, c], sharey=first)
-            hist_ax = fig.add_subplot(gs[2 * r + 1, c], sharex=ax)
+            hist_ax = fig.add_axes((0.0, 0.0, 1.0, 1.0), sharex=ax)
             _draw_guo(
-                ax, hist_ax, b, ece_value, ylabel="Accuracy", ece_in_corner=False, hist_lines=True
+                ax,
+                hist_ax,
+                b,
+                ece_value,
+                ylabel="Accuracy",
+                ece_in_corner=False,
+                hist_lines=True,
+                legend=i == 0,
             )
         else:
-            ax = fig.add_subplot(gs[r, c], sharey=first)
             _draw_coursework(
                 ax,
                 b,
@@ -84,17 +96,61 @@ def reliability_grid(
                 ylabel="Confidence, accuracy, bin weight",
                 ece_in_corner=False,
                 acc_label="Accuracy",
+                legend=i == 0,
             )
         first = first or ax
-        ax.set_title(f"{name}: {format_ece(ece_value)} ({n_bins} bins)", fontsize=10)
         if c > 0:
             ax.set_ylabel("")
-            if style == "guo":
+            if hist_ax is not None:
                 hist_ax.set_ylabel("")
-        if i > 0 and ax.get_legend() is not None:
-            ax.get_legend().remove()
-        if style == "guo" and i > 0 and hist_ax.get_legend() is not None:
-            hist_ax.get_legend().remove()
-    if title is not None:
-        fig.suptitle(title)
+        text = ax.set_title("", fontsize=10, y=1.0)  # a fixed y: no search for tick labels above
+        tokens = title_tokens(f"{name}:", f"{format_ece(ece_value)} ({n_bins} bins)")
+        title_heights.append(fit_text(text, tokens, _PANEL_W + TITLE_OVERHANG, renderer))
+        panels.append((ax, hist_ax))
+    row_titles = [
+        title_space(max(title_heights[r * ncols : (r + 1) * ncols])) for r in range(nrows)
+    ]
+    _place_grid(fig, panels, ncols, style, row_titles, title, renderer)
     return fig
+
+
+#: Axes sizes of one panel in inches: width; diagram and histogram heights (3:1, "guo"); the
+#: diagram's height ("coursework").
+_PANEL_W = 2.9
+_GUO_H = (2.45, 0.82)
+_COURSEWORK_H = 2.69
+#: Space above a figure title (``suptitle``) in inches.
+_SUPTITLE_PAD = 0.1
+
+
+def _place_grid(fig, panels, ncols, style, row_titles, title, renderer) -> None:
+    """Fixed layout of the grid (:mod:`calbench.plots._layout`): rows of panels, each row the
+    height of its tallest title (``row_titles``, inches), the axes and the x labels beneath; the
+    figure title, if any, on top."""
+    m = MARGINS
+    width = m["left"] + ncols * _PANEL_W + (ncols - 1) * m["wspace"] + m["right"]
+    axes_h = _GUO_H[0] + m["inner"] + _GUO_H[1] if style == "guo" else _COURSEWORK_H
+    top = 0.0
+    sup = None
+    if title is not None:
+        sup = fig.suptitle("", va="top")
+        tokens = title_tokens(title)
+        top = _SUPTITLE_PAD + fit_text(sup, tokens, width - 0.2, renderer) + 0.05
+    row_tops = [
+        top + sum(row_titles[:r]) + r * (axes_h + m["bottom"]) for r in range(len(row_titles))
+    ]
+    height = row_tops[-1] + row_titles[-1] + axes_h + m["bottom"]
+    rects = []
+    for i, (ax, hist_ax) in enumerate(panels):
+        r, c = divmod(i, ncols)
+        x0 = m["left"] + c * (_PANEL_W + m["wspace"])
+        axes_top = height - row_tops[r] - row_titles[r]
+        if hist_ax is None:
+            rects.append((ax, x0, axes_top - _COURSEWORK_H, _PANEL_W, _COURSEWORK_H))
+        else:
+            y0 = axes_top - _GUO_H[0]
+            rects.append((ax, x0, y0, _PANEL_W, _GUO_H[0]))
+            rects.append((hist_ax, x0, y0 - m["inner"] - _GUO_H[1], _PANEL_W, _GUO_H[1]))
+    place(fig, rects, (width, height))
+    if sup is not None:
+        sup.set_y(1.0 - _SUPTITLE_PAD / height)

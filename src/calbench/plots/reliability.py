@@ -24,10 +24,18 @@ from calbench.plots._base import (
     _corner_text,
     _ece,
     _legend,
-    _new_figure,
     _root_figure,
     _setup_unit_axes,
     format_ece,
+)
+from calbench.plots._layout import (
+    MARGINS,
+    TITLE_OVERHANG,
+    fit_text,
+    new_figure,
+    place,
+    title_space,
+    title_tokens,
 )
 
 
@@ -49,7 +57,7 @@ def _mark_sparse_bins(ax, bars, left, width, acc, count) -> None:
                 handle.set_alpha(None)
 
 
-def _draw_guo(ax, hist_ax, b, ece_value, *, ylabel, ece_in_corner, hist_lines):
+def _draw_guo(ax, hist_ax, b, ece_value, *, ylabel, ece_in_corner, hist_lines, legend=True):
     left, width, conf, acc, count = _bin_arrays(b)
     keep = count > 0
     _setup_unit_axes(ax, "" if hist_ax is not None else "Confidence", ylabel)
@@ -78,7 +86,8 @@ def _draw_guo(ax, hist_ax, b, ece_value, *, ylabel, ece_in_corner, hist_lines):
         label="Gap",
         zorder=3,
     )
-    _legend(ax, ece_in_corner)  # before fading: the legend keys keep the full colour
+    if legend:
+        _legend(ax, ece_in_corner)  # before fading: the legend keys keep the full colour
     _mark_sparse_bins(ax, outputs, left[keep], width[keep], acc[keep], count[keep])
     if ece_in_corner:
         _corner_text(ax, format_ece(ece_value))
@@ -105,13 +114,14 @@ def _draw_guo(ax, hist_ax, b, ece_value, *, ylabel, ece_in_corner, hist_lines):
         mean_conf = float(np.sum(conf * count) / n)
         hist_ax.axvline(mean_acc, color="black", ls="--", lw=1.5, label="Accuracy")
         hist_ax.axvline(mean_conf, color=_GAP_COLOR, ls=":", lw=2.0, label="Avg. confidence")
-        hist_ax.legend(
-            handles=hist_ax.lines[-2:], loc="best", fontsize=7, framealpha=0.9, borderpad=0.3
-        )
+        if legend:
+            hist_ax.legend(
+                handles=hist_ax.lines[-2:], loc="best", fontsize=7, framealpha=0.9, borderpad=0.3
+            )
     ax.tick_params(labelbottom=False)
 
 
-def _draw_coursework(ax, b, ece_value, *, ylabel, ece_in_corner, acc_label):
+def _draw_coursework(ax, b, ece_value, *, ylabel, ece_in_corner, acc_label, legend=True):
     left, width, conf, acc, count = _bin_arrays(b)
     keep = count > 0
     _setup_unit_axes(ax, "Confidence", ylabel)
@@ -136,6 +146,8 @@ def _draw_coursework(ax, b, ece_value, *, ylabel, ece_in_corner, acc_label):
         )
     # The coursework bars fill both upper corners (tall first-bin weights in one-vs-rest
     # diagrams, tall top-bin confidences), so the ECE heads a legend placed where bars leave room.
+    if not legend:
+        return
     ax.legend(
         loc="best",
         fontsize=9,
@@ -167,15 +179,12 @@ def _diagram(probs, labels, n_bins, style, title, ax, class_index, binning):
     b = _bins(p, y, n_bins, class_index, binning)
     ece_value = _ece(p, y, n_bins, class_index, binning)
 
-    if ax is None:
+    own_figure = ax is None
+    if own_figure:
+        fig = new_figure(_SINGLE_SIZE[style])
+        ax = fig.add_axes((0.0, 0.0, 1.0, 1.0))
         if style == "guo":
-            fig = _new_figure((4.6, 5.6))
-            gs = fig.add_gridspec(2, 1, height_ratios=[3, 1])
-            ax = fig.add_subplot(gs[0])
-            hist_ax = fig.add_subplot(gs[1], sharex=ax)
-        else:
-            fig = _new_figure((5.2, 4.4))
-            ax = fig.add_subplot()
+            hist_ax = fig.add_axes((0.0, 0.0, 1.0, 1.0), sharex=ax)
     else:
         fig = _root_figure(ax)
         if style == "guo" and hist_ax is None:
@@ -204,8 +213,37 @@ def _diagram(probs, labels, n_bins, style, title, ax, class_index, binning):
         xlabel = f"Predicted probability of class {class_index}"
         (hist_ax if hist_ax is not None else ax).set_xlabel(xlabel)
     if title is not None:
-        ax.set_title(title)
+        # in its own figure at a fixed y (nothing drawn above the axes: no search for tick labels)
+        ax.set_title(title, **({"y": 1.0} if own_figure else {}))
+    if own_figure:
+        _place_single(fig, ax, hist_ax, title is not None)
     return fig
+
+
+#: Figure sizes (inches) of a single diagram per style.
+_SINGLE_SIZE = {"guo": (4.6, 5.6), "coursework": (5.2, 4.4)}
+
+
+def _place_single(fig, ax, hist_ax, titled: bool) -> None:
+    """Fixed layout of a single diagram (:mod:`calbench.plots._layout`): the title, if any,
+    broken into lines as wide as the axes; the histogram a third of the diagram's height."""
+    m = MARGINS
+    width, height = _SINGLE_SIZE["guo" if hist_ax is not None else "coursework"]
+    axes_w = width - m["left"] - m["right"]
+    title_h = None
+    if titled:
+        text, renderer = ax.title, fig.canvas.get_renderer()
+        title_h = fit_text(text, title_tokens(text.get_text()), axes_w + TITLE_OVERHANG, renderer)
+    axes_h = height - title_space(title_h) - m["bottom"]
+    if hist_ax is None:
+        place(fig, [(ax, m["left"], m["bottom"], axes_w, axes_h)], (width, height))
+        return
+    hist_h = (axes_h - m["inner"]) / 4.0
+    rects = [
+        (hist_ax, m["left"], m["bottom"], axes_w, hist_h),
+        (ax, m["left"], m["bottom"] + hist_h + m["inner"], axes_w, 3.0 * hist_h),
+    ]
+    place(fig, rects, (width, height))
 
 
 # --------------------------------------------------------------------------------------------

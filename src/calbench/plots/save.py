@@ -31,8 +31,10 @@ def save_figure(fig, path: str | os.PathLike, dpi: int = 150, close: bool = True
             f"cannot infer the image format of {str(path)!r}; use one of the suffixes "
             + ", ".join(f".{s}" for s in sorted(supported))
         )
+    # no matplotlib version stamped into a PNG: its bytes depend on the figure alone
+    metadata = {"Software": None} if fmt == "png" else None
     with atomic_path(path) as tmp:
-        fig.savefig(tmp, format=fmt, dpi=dpi)
+        fig.savefig(tmp, format=fmt, dpi=dpi, metadata=metadata)
     if close and "matplotlib.pyplot" in sys.modules:
         sys.modules["matplotlib.pyplot"].close(fig)
     return path

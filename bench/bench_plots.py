@@ -1,0 +1,88 @@
+"""CPU seconds of the workflow's reliability-diagram figures, each drawn in a fresh process.
+
+Run: ``python bench/bench_plots.py [--n 5000] [--k 10] [--panels 1,4,7,12] [--repeats 3]``.
+Every workflow job is its own process, so each figure is timed in a new Python process (as
+``calbench plot-reliability --grid`` and ``calbench evaluate --plot`` draw it): from the first
+``calbench.plots`` call to the written PNG, lazy matplotlib imports included. Printed: the
+floor (``import matplotlib.figure`` alone), one single diagram (``reliability_diagram`` +
+``save_figure``, dpi 100 as the CLI) per style, and one grid per style and panel count
+(``reliability_grid``). Probabilities: ``softmax(z / T)`` of synthetic ``n x k`` logits (a
+CIFAR-10-shaped test half by default), one temperature per panel. CPU (process) time, best of
+``--repeats`` processes; figures only, nothing is asserted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+SRC = str(Path(__file__).resolve().parents[1] / "src")
+
+CHILD = textwrap.dedent(
+    """
+    import json, sys, tempfile, time
+    sys.path.insert(0, {src!r})
+    import numpy as np
+    from calbench.functional import softmax
+    what, style, panels, n, k = {what!r}, {style!r}, {panels}, {n}, {k}
+    rng = np.random.default_rng(0)
+    z = (rng.normal(size=(n, k)) * 4.0).astype(np.float32)
+    y = rng.integers(0, k, n)
+    y[: n // 2] = z[: n // 2].argmax(1)
+    probs = {{f"Method {{i}} (variant)": softmax(z / (0.5 + 0.4 * i)) for i in range(panels)}}
+    out = tempfile.mktemp(suffix=".png")
+    c = time.process_time()
+    if what == "import":
+        import matplotlib.figure  # noqa: F401
+    else:
+        from calbench import plots
+        if what == "grid":
+            fig = plots.reliability_grid(probs, y, n_bins=10, style=style)
+        else:
+            fig = plots.reliability_diagram(probs["Method 0 (variant)"], y, style=style,
+                                            title="Method 0 (variant)")
+        plots.save_figure(fig, out, dpi=100)
+    print(json.dumps(time.process_time() - c))
+    """
+)
+
+
+def cpu_seconds(what: str, style: str, panels: int, n: int, k: int, repeats: int) -> float:
+    """Best CPU seconds of ``repeats`` fresh processes drawing one figure."""
+    code = CHILD.format(src=SRC, what=what, style=style, panels=panels, n=n, k=k)
+    best = float("inf")
+    for _ in range(repeats):
+        done = subprocess.run(
+            [sys.executable, "-c", code], capture_output=True, text=True, check=True
+        )
+        best = min(best, json.loads(done.stdout.strip().splitlines()[-1]))
+    return best
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("--n", type=int, default=5_000, help="samples (default 5000, a test half)")
+    ap.add_argument("--k", type=int, default=10, help="classes (default 10)")
+    ap.add_argument("--panels", default="1,4,7,12", help="grid panel counts (default 1,4,7,12)")
+    ap.add_argument("--styles", default="guo,coursework")
+    ap.add_argument("--repeats", type=int, default=3)
+    args = ap.parse_args()
+    panels = [int(p) for p in args.panels.split(",")]
+    styles = args.styles.split(",")
+    r, n, k = args.repeats, args.n, args.k
+    print(f"CPU seconds per figure, fresh process each, best of {r}; {n} x {k} probabilities")
+    print(f"{'import matplotlib.figure (floor)':40s} {cpu_seconds('import', '', 0, n, k, r):6.3f}")
+    for style in styles:
+        t = cpu_seconds("single", style, 1, n, k, r)
+        print(f"{'single diagram, ' + style:40s} {t:6.3f}")
+        for p in panels:
+            t = cpu_seconds("grid", style, p, n, k, r)
+            print(f"{f'grid of {p} panels, ' + style:40s} {t:6.3f}")
+
+
+if __name__ == "__main__":
+    main()
