@@ -95,7 +95,9 @@ def test_grid_text_inside_figure_and_apart(style, n):
 @pytest.mark.parametrize("style", plots.STYLES)
 def test_grid_figure_title_and_very_long_names(style):
     names = ["A calibrator with a very long display name indeed", "b", "c"]
-    title = "CIFAR-10, ResNet-110 (stochastic depth): every calibrator fitted on the validation half"
+    title = (
+        "CIFAR-10, ResNet-110 (stochastic depth): every calibrator fitted on the validation half"
+    )
     fig = plots.reliability_grid(
         {name: HAND_PROBS for name in names}, HAND_LABELS, style=style, title=title, ncols=1
     )
