@@ -1,9 +1,11 @@
 """CPU seconds of the workflow's reliability-diagram figures, each drawn in a fresh process.
 
-Run: ``python bench/bench_plots.py [--n 5000] [--k 10] [--panels 1,4,7,12] [--repeats 3]``.
-Every workflow job is its own process, so each figure is timed in a new Python process (as
-``calbench plot-reliability --grid`` and ``calbench evaluate --plot`` draw it): from the first
-``calbench.plots`` call to the written PNG, lazy matplotlib imports included. Printed: the
+Run: ``python bench/bench_plots.py [--n 5000] [--k 10] [--panels 1,4,7,12] [--repeats 3]
+[--src DIR]``. Every workflow job is its own process, so each figure is timed in a new Python
+process as ``calbench plot-reliability --grid`` and ``calbench evaluate --plot`` draw it: from
+the first plotting import (``preload_matplotlib`` where the code has it, as the CLI verbs) to
+the written PNG, lazy matplotlib imports included. ``--src`` times another checkout's
+``src`` (e.g. the code before a change) with the same script. Printed: the
 floor (``import matplotlib.figure`` alone), one single diagram (``reliability_diagram`` +
 ``save_figure``, dpi 100 as the CLI) per style, and one grid per style and panel count
 (``reliability_grid``). Probabilities: ``softmax(z / T)`` of synthetic ``n x k`` logits (a
@@ -27,7 +29,9 @@ CHILD = textwrap.dedent(
     import json, sys, tempfile, time
     sys.path.insert(0, {src!r})
     import numpy as np
+    import calbench
     from calbench.functional import softmax
+    assert calbench.__file__.startswith({src!r}), calbench.__file__
     what, style, panels, n, k = {what!r}, {style!r}, {panels}, {n}, {k}
     rng = np.random.default_rng(0)
     z = (rng.normal(size=(n, k)) * 4.0).astype(np.float32)
@@ -39,6 +43,12 @@ CHILD = textwrap.dedent(
     if what == "import":
         import matplotlib.figure  # noqa: F401
     else:
+        try:
+            from calbench.plots._layout import preload_matplotlib
+        except ImportError:
+            pass
+        else:
+            preload_matplotlib()
         from calbench import plots
         if what == "grid":
             fig = plots.reliability_grid(probs, y, n_bins=10, style=style)
@@ -51,9 +61,11 @@ CHILD = textwrap.dedent(
 )
 
 
-def cpu_seconds(what: str, style: str, panels: int, n: int, k: int, repeats: int) -> float:
+def cpu_seconds(
+    what: str, style: str, panels: int, n: int, k: int, repeats: int, src: str
+) -> float:
     """Best CPU seconds of ``repeats`` fresh processes drawing one figure."""
-    code = CHILD.format(src=SRC, what=what, style=style, panels=panels, n=n, k=k)
+    code = CHILD.format(src=src, what=what, style=style, panels=panels, n=n, k=k)
     best = float("inf")
     for _ in range(repeats):
         done = subprocess.run(
@@ -70,17 +82,22 @@ def main() -> None:
     ap.add_argument("--panels", default="1,4,7,12", help="grid panel counts (default 1,4,7,12)")
     ap.add_argument("--styles", default="guo,coursework")
     ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument(
+        "--src", default=SRC, help="the calbench src folder to time (default: this one)"
+    )
     args = ap.parse_args()
     panels = [int(p) for p in args.panels.split(",")]
     styles = args.styles.split(",")
-    r, n, k = args.repeats, args.n, args.k
+    r, n, k, src = args.repeats, args.n, args.k, args.src
     print(f"CPU seconds per figure, fresh process each, best of {r}; {n} x {k} probabilities")
-    print(f"{'import matplotlib.figure (floor)':40s} {cpu_seconds('import', '', 0, n, k, r):6.3f}")
+    print(f"code: {src}")
+    floor = cpu_seconds("import", "", 0, n, k, r, src)
+    print(f"{'import matplotlib.figure (floor)':40s} {floor:6.3f}")
     for style in styles:
-        t = cpu_seconds("single", style, 1, n, k, r)
+        t = cpu_seconds("single", style, 1, n, k, r, src)
         print(f"{'single diagram, ' + style:40s} {t:6.3f}")
         for p in panels:
-            t = cpu_seconds("grid", style, p, n, k, r)
+            t = cpu_seconds("grid", style, p, n, k, r, src)
             print(f"{f'grid of {p} panels, ' + style:40s} {t:6.3f}")
 
 
