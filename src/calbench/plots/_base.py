@@ -47,9 +47,11 @@ def _root_figure(ax):
 
 
 def _check_ax(ax, what: str = "ax"):
+    if ax is None:  # nothing to check: matplotlib is imported where the figure is made
+        return None
     from matplotlib.axes import Axes
 
-    if ax is not None and not isinstance(ax, Axes):
+    if not isinstance(ax, Axes):
         raise ValueError(
             f"{what} must be a matplotlib Axes or None, got {type(ax).__name__}; "
             "pass fig.add_subplot() or leave it out"
