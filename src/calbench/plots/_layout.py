@@ -27,6 +27,17 @@ MARGINS = {
     "wspace": 0.6,
     "inner": 0.22,
 }
+
+
+def margins() -> dict[str, float]:
+    """:data:`MARGINS` grown with matplotlib's ``font.size`` above its default 10 points (a style
+    with larger text gets wider margins; the axes keep their size)."""
+    import matplotlib
+
+    scale = max(1.0, float(matplotlib.rcParams["font.size"]) / 10.0)
+    return {key: value * scale for key, value in MARGINS.items()}
+
+
 #: How much wider than its axes a title may be (inches): half of it reaches out on each side,
 #: less than the right margin and half of ``wspace``.
 TITLE_OVERHANG = 0.35
@@ -83,7 +94,7 @@ def title_tokens(name: str, tail: str | None = None) -> list[str]:
 def title_space(title_height_in: float | None) -> float:
     """Inches above an axes that hold its title (or only the top margin without one)."""
     if title_height_in is None:
-        return MARGINS["top"]
+        return margins()["top"]
     return _TITLE_PAD + title_height_in + _TITLE_ROOM
 
 

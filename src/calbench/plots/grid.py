@@ -19,9 +19,9 @@ from calbench.plots._base import (
     format_ece,
 )
 from calbench.plots._layout import (
-    MARGINS,
     TITLE_OVERHANG,
     fit_text,
+    margins,
     new_figure,
     place,
     title_space,
@@ -127,7 +127,7 @@ def _place_grid(fig, panels, ncols, style, row_titles, title, renderer) -> None:
     """Fixed layout of the grid (:mod:`calbench.plots._layout`): rows of panels, each row the
     height of its tallest title (``row_titles``, inches), the axes and the x labels beneath; the
     figure title, if any, on top."""
-    m = MARGINS
+    m = margins()
     width = m["left"] + ncols * _PANEL_W + (ncols - 1) * m["wspace"] + m["right"]
     axes_h = _GUO_H[0] + m["inner"] + _GUO_H[1] if style == "guo" else _COURSEWORK_H
     top = 0.0

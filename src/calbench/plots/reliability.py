@@ -29,9 +29,9 @@ from calbench.plots._base import (
     format_ece,
 )
 from calbench.plots._layout import (
-    MARGINS,
     TITLE_OVERHANG,
     fit_text,
+    margins,
     new_figure,
     place,
     title_space,
@@ -227,7 +227,7 @@ _SINGLE_SIZE = {"guo": (4.6, 5.6), "coursework": (5.2, 4.4)}
 def _place_single(fig, ax, hist_ax, titled: bool) -> None:
     """Fixed layout of a single diagram (:mod:`calbench.plots._layout`): the title, if any,
     broken into lines as wide as the axes; the histogram a third of the diagram's height."""
-    m = MARGINS
+    m = margins()
     width, height = _SINGLE_SIZE["guo" if hist_ax is not None else "coursework"]
     axes_w = width - m["left"] - m["right"]
     title_h = None
