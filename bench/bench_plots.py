@@ -3,8 +3,7 @@
 Run: ``python bench/bench_plots.py [--n 5000] [--k 10] [--panels 1,4,7,12] [--repeats 3]
 [--src DIR]``. Every workflow job is its own process, so each figure is timed in a new Python
 process as ``calbench plot-reliability --grid`` and ``calbench evaluate --plot`` draw it: from
-the first plotting import (``preload_matplotlib`` where the code has it, as the CLI verbs) to
-the written PNG, lazy matplotlib imports included. ``--src`` times another checkout's
+the first plotting import to the written PNG, lazy matplotlib imports included. ``--src`` times another checkout's
 ``src`` (e.g. the code before a change) with the same script. Printed: the
 floor (``import matplotlib.figure`` alone), one single diagram (``reliability_diagram`` +
 ``save_figure``, dpi 100 as the CLI) per style, and one grid per style and panel count
@@ -43,12 +42,6 @@ CHILD = textwrap.dedent(
     if what == "import":
         import matplotlib.figure  # noqa: F401
     else:
-        try:
-            from calbench.plots._layout import preload_matplotlib
-        except ImportError:
-            pass
-        else:
-            preload_matplotlib()
         from calbench import plots
         if what == "grid":
             fig = plots.reliability_grid(probs, y, n_bins=10, style=style)

@@ -273,12 +273,12 @@ def preload() -> None:
     import torch.optim  # noqa: F401
 
     import calbench.calibrators  # noqa: F401
-    import calbench.logits_sources  # noqa: F401
-    import calbench.training  # noqa: F401
     import calbench.cli
     import calbench.evaluation  # noqa: F401
+    import calbench.logits_sources  # noqa: F401
     import calbench.metrics  # noqa: F401
     import calbench.plots  # noqa: F401
+    import calbench.training  # noqa: F401
 
     calbench.cli.build_parser()  # imports every verb module
 
