@@ -184,21 +184,21 @@ def write_mirror(cfg: dict, mirror: Path) -> dict[str, int]:
     (none for a folder read with ``targets: class_blocks``). Returns {dataset: files}."""
     import torch
 
-    labels: dict[str, np.ndarray] = {}
+    labels: dict[str, np.ndarray] = {}  # one test set per dataset, whatever the folder
     counts: dict[str, int] = {}
     for i, entry in enumerate(cfg["models"].values()):
-        src = entry["logits"]
-        n, k, _ = SHAPES[entry["dataset"]]
+        src, dataset = entry["logits"], entry["dataset"]
+        n, k, _ = SHAPES[dataset]
         folder = mirror / src.get("folder", "")
         folder.mkdir(parents=True, exist_ok=True)
-        key = str(folder)
-        if key not in labels:
+        if dataset not in labels:
             if src.get("targets") == "class_blocks":
-                labels[key] = np.repeat(np.arange(k), n // k)
+                labels[dataset] = np.repeat(np.arange(k), n // k)
             else:
-                labels[key] = np.random.default_rng(len(labels)).integers(0, k, n)
-                (folder / "targets.txt").write_text("\n".join(map(str, labels[key])))
-        y = labels[key]
+                labels[dataset] = np.random.default_rng(len(labels)).integers(0, k, n)
+        y = labels[dataset]
+        if src.get("targets") != "class_blocks" and not (folder / "targets.txt").exists():
+            (folder / "targets.txt").write_text("\n".join(map(str, y)))
         rng = np.random.default_rng(1000 + i)
         z = rng.standard_normal((n, k), dtype=np.float32)
         z[np.arange(n), y] += 2.5
