@@ -210,11 +210,13 @@ def test_killing_the_caller_kills_its_warm_job(data, warm, tmp_path):
 
 
 @pytest.mark.skipif(not Path("/proc").is_dir(), reason="reads /proc")
-def test_sigterm_is_passed_on_and_sets_the_status(data, warm, tmp_path):
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
+def test_a_signal_is_passed_on_and_sets_the_status(data, warm, tmp_path, sig):
+    """The shell's status of a new process stopped by the signal: 128 + its number."""
     proc, pid = _long_evaluate(data, warm, tmp_path)
     time.sleep(0.3)
-    proc.send_signal(signal.SIGTERM)
-    assert proc.wait(20) == 128 + signal.SIGTERM
+    proc.send_signal(sig)
+    assert proc.wait(20) == 128 + sig
     _wait(lambda: not _alive(pid), "the warm job to end", 20)
     assert not (tmp_path / "e.csv").exists()
 

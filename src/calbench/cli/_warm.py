@@ -124,7 +124,10 @@ def run(argv: list[str]) -> int | None:
         return None
     if not _one_thread(os.environ):
         return None
-    conn = _connect(where)
+    try:
+        conn = _connect(where)
+    except OSError:  # e.g. the working folder was removed: let the verb report it
+        return None
     if conn is None:
         _start(where)
         return None
@@ -174,17 +177,19 @@ def _request(conn: socket.socket, argv: list[str]) -> int | None:
         answer = _read(conn, 1)
     except OSError:
         return None
-    if answer != b"+":  # refused (other code): run it here
+    if answer != b"+":  # refused (other code), or no job started: run it here
         return None
-    pid = struct.unpack("!i", _read(conn, 4))[0]
+    head = _read(conn, 4)
+    pid = struct.unpack("!i", head)[0] if len(head) == 4 else 0
     received: list[int] = []
 
     def relay(signum, _frame):
         received.append(signum)
-        try:
-            os.kill(pid, signum)
-        except OSError:
-            pass
+        if pid > 0:  # never 0: that would signal this process's own group
+            try:
+                os.kill(pid, signum)
+            except OSError:
+                pass
 
     for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
         signal.signal(sig, relay)
@@ -401,6 +406,8 @@ def _child(conn: socket.socket, request: dict, fds: list[int]) -> None:  # pragm
         from calbench.cli import run_verb
 
         rc = run_verb(request["argv"])
+    except KeyboardInterrupt:  # SIGINT relayed by the caller: the status of a new process
+        rc = 128 + signal.SIGINT
     except SystemExit as exc:  # argparse's --help and usage errors
         code = exc.code
         rc = code if isinstance(code, int) else (0 if code is None else 1)
