@@ -208,3 +208,19 @@ def test_fit_settings_do_not_change_the_fitted_parameters(kind):
     params = {k: torch.from_numpy(v) for k, v in fast.items()}
     logp = torch.log_softmax(apply_scaling(torch.from_numpy(z), params), dim=1)
     assert int(((logp < -87.3) & (logp > -103.9)).sum()) > 100  # the case is really exercised
+
+
+def test_ts_on_logits_that_do_not_predict_the_labels_is_an_error():
+    """Signal-free logits give a <= 0 (T < 0 or infinite): a mismatch, reported at fit time,
+    not a calibrator file that cannot be loaded later."""
+    from calbench.calibrators import get_calibrator
+
+    rng = np.random.default_rng(1)  # a = -0.025 for this draw
+    z = rng.standard_normal((500, 10)).astype(np.float32)
+    y = rng.integers(0, 10, 500)
+    cal = get_calibrator("ts")
+    with pytest.raises(ValueError, match=r"no positive temperature .* same order"):
+        cal.fit(z, y)
+    assert cal.params_ is None
+    z[np.arange(500), y] += 1.0  # with signal: fits
+    assert get_calibrator("ts").fit(z, y).temperature_ > 0

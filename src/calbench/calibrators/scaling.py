@@ -325,6 +325,19 @@ class TemperatureScaling(_LogitScaling):
     name = "ts"
     kind = "ts"
 
+    def _fit(self, logits: np.ndarray, labels: np.ndarray) -> None:
+        super()._fit(logits, labels)
+        a = float(self.params_["a"][0])
+        if not a > 0.0:
+            self.params_ = None
+            acc = float(np.mean(np.argmax(logits, axis=1) == labels))
+            raise ValueError(
+                f"temperature scaling found no positive temperature (a = 1/T = {a:.3g}): the "
+                f"logits do not predict these labels (accuracy {acc:.1%} on {len(labels)} "
+                "samples); check that logits and labels come from the same samples in the same "
+                "order"
+            )
+
     @property
     def temperature_(self) -> float:
         """Fitted temperature ``T = 1 / a``."""
