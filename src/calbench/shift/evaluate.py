@@ -54,30 +54,19 @@ COMPARISONS = (("ts_vs_uncalibrated", "ts", "uncalibrated"), ("best_vs_ts", "bes
 def resample_weights(n: int, n_resamples: int, seed: int) -> np.ndarray:
     """Multiplicities ``(n_resamples, n)`` of the bootstrap resamples of
     :func:`calbench.stats.resample_indices` (same draws for the same arguments)."""
-    from calbench.stats import resample_indices
+    from calbench.stats import multiplicities, resample_indices
 
-    rows = []
-    for idx in resample_indices(n, n_resamples, seed):
-        b = idx.shape[0]
-        flat = (idx + np.arange(b)[:, None] * n).ravel()
-        rows.append(np.bincount(flat, minlength=b * n).reshape(b, n))
-    return np.concatenate(rows).astype(np.float64)
+    return np.concatenate([multiplicities(idx, n) for idx in resample_indices(n, n_resamples, seed)])
 
 
 def resampled_metric(name: str, probs: np.ndarray, labels: np.ndarray, weights: np.ndarray):
-    """Values of metric ``name`` on each resample given by ``weights`` (multiplicities)."""
+    """Values of metric ``name`` on each resample given by ``weights`` (multiplicities): ECE
+    through its weighted form (:mod:`calbench.metrics`), a mean metric as a weighted mean."""
     from calbench.metrics import METRICS
-    from calbench.metrics.binning import top_label, width_bin_ids
 
     n = labels.shape[0]
     if name == "ece":
-        conf, correct = top_label(probs, labels)
-        ids = width_bin_ids(conf, 15)
-        feats = np.zeros((n, 30))
-        feats[np.arange(n), ids] = conf
-        feats[np.arange(n), 15 + ids] = correct
-        sums = weights @ feats
-        return np.abs(sums[:, 15:] - sums[:, :15]).sum(axis=1) / n
+        return METRICS["ece"].weighted(probs, labels, probs.dtype)(weights)
     metric = METRICS.get(name)
     if metric is None or not metric.is_mean:
         raise ValueError(
