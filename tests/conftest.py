@@ -7,6 +7,26 @@ the caller chose otherwise. Set before any test module imports numpy or torch; s
 """
 
 import os
+from pathlib import Path
+
+import pytest
 
 for _var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
     os.environ.setdefault(_var, "1")
+
+
+#: Fashion-MNIST as Debian's dataset-fashion-mnist package installs it (scripts/setup.sh)
+DEBIAN_FMNIST = Path("/usr/share/datasets/fashion-mnist")
+
+
+@pytest.fixture(scope="session")
+def fmnist_root(tmp_path_factory):
+    """Fashion-MNIST prepared from the Debian package into a temporary data root (skips the
+    test when the package is not installed)."""
+    if not (DEBIAN_FMNIST / "t10k-labels-idx1-ubyte.gz").is_file():
+        pytest.skip("Debian package dataset-fashion-mnist is not installed")
+    from calbench.data import fashion_mnist
+
+    root = tmp_path_factory.mktemp("fm")
+    fashion_mnist.prepare(root, mirrors=[DEBIAN_FMNIST], urls=())
+    return root

@@ -1,4 +1,3 @@
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -9,8 +8,6 @@ from calbench.data import order_hash
 from calbench.logits import cache_logits, compute_logits, load_logits, save_logits
 from calbench.models import build_from_spec
 from calbench.models.trained import save_checkpoint
-
-DEBIAN = Path("/usr/share/datasets/fashion-mnist")
 
 
 def _pre(batch):
@@ -77,17 +74,6 @@ def test_save_and_load_refuse_bad_content(tmp_path):
         load_logits(tmp_path / "junk.npz")
     with pytest.raises(FileNotFoundError, match="run calbench cache-logits"):
         load_logits(tmp_path / "none.npz")
-
-
-@pytest.fixture(scope="module")
-def fmnist_root(tmp_path_factory):
-    if not (DEBIAN / "t10k-labels-idx1-ubyte.gz").is_file():
-        pytest.skip("Debian package dataset-fashion-mnist is not installed")
-    from calbench.data import fashion_mnist
-
-    root = tmp_path_factory.mktemp("fm")
-    fashion_mnist.prepare(root, mirrors=[DEBIAN], urls=())
-    return root
 
 
 def test_cache_logits_keeps_the_first_samples_in_dataset_order(fmnist_root, tmp_path):

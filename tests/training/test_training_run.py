@@ -1,24 +1,10 @@
 """Tests of calbench.training.run: training a Fashion-MNIST spec (the Debian dataset package)."""
 
-from pathlib import Path
 
 import pytest
 import torch
 
 from calbench.training import train_from_spec, validation_metrics
-
-DEBIAN = Path("/usr/share/datasets/fashion-mnist")
-
-
-@pytest.fixture(scope="module")
-def fmnist_root(tmp_path_factory):
-    if not (DEBIAN / "t10k-labels-idx1-ubyte.gz").is_file():
-        pytest.skip("Debian package dataset-fashion-mnist is not installed")
-    from calbench.data import fashion_mnist
-
-    root = tmp_path_factory.mktemp("fm")
-    fashion_mnist.prepare(root, mirrors=[DEBIAN], urls=())
-    return root
 
 
 def test_train_from_spec_on_a_fashion_mnist_subset(fmnist_root):
