@@ -107,13 +107,18 @@ def local_cpus():
 # A local run never starts more jobs than the machine has CPUs: the steps are single-threaded,
 # so `--cores 8` on a 2-core machine would only time-share them (measured: training CPU time
 # rose from 157 to 252 s). Cluster runs (--jobs, an executor plugin) are not affected.
+def is_local_run():
+    """True unless jobs go to a cluster (--jobs N, an executor plugin: Snakemake's _nodes)."""
+    res = workflow.global_resources
+    return "_nodes" not in res or res["_nodes"].value is None
+
+
 def cap_local_cores():
     from snakemake.resources import Resource
 
     res = workflow.global_resources
     cores = res["_cores"].value if "_cores" in res else None
-    nodes = res["_nodes"].value if "_nodes" in res else None
-    if nodes is None and isinstance(cores, int) and cores > local_cpus():
+    if is_local_run() and isinstance(cores, int) and cores > local_cpus():
         res["_cores"] = Resource("_cores", local_cpus())
         print(
             f"calbench: --cores {cores} capped to the {local_cpus()} CPUs of this machine "
@@ -131,8 +136,7 @@ cap_local_cores()
 # outputs. Cluster runs start every job cold. CALBENCH_WARM=0 turns it off (e.g. to read each
 # job's own CPU time in benchmarks/, which counts only the calling process's tree).
 def warm_folder():
-    res = workflow.global_resources
-    if "_nodes" in res and res["_nodes"].value is not None:
+    if not is_local_run():
         return None
     from calbench.cli._warm import enable
 
