@@ -124,7 +124,10 @@ def format_summary(summary: dict, cores: int | None = None) -> str:
         lines.append(
             f"CPU of the jobs / ({cores} cores x span): {summary['cpu_s'] / (cores * wall):.0%}"
         )
-    if os.environ.get("CALBENCH_WARM", "").strip().lower() not in {"0", "off", "false", "no"}:
+    from calbench.cli._warm import OFF_VALUES
+
+    # the workflow turns warm start on unless CALBENCH_WARM is set to an off value
+    if os.environ.get("CALBENCH_WARM", "on").strip().lower() not in OFF_VALUES:
         lines.append(
             "warm start was on (calbench.cli._warm): the short verbs ran in children of the "
             "warm process, which Snakemake's benchmarks do not count; their 'cpu s' is the "

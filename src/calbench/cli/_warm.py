@@ -51,6 +51,8 @@ import socket
 import struct
 import sys
 
+from calbench._device import THREAD_VARIABLES
+
 #: Verbs served by a warm process: the workflow's per-model steps that import torch or
 #: matplotlib (when run with one thread).
 WARM_VERBS = frozenset(
@@ -66,11 +68,9 @@ WARM_VERBS = frozenset(
 )
 #: Seconds a warm process waits for a request before it exits.
 IDLE_SECONDS = 60.0
-#: Environment variables that give one BLAS/OpenMP thread when set to "1" (OpenBLAS reads its
-#: own variable first, then OMP's; MKL likewise).
-_THREAD_VARS = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
 _SOCK, _LOCK, _LOG = "warm.sock", "warm.lock", "warm.log"
-_OFF = {"", "0", "off", "false", "no"}
+#: Values of ``CALBENCH_WARM`` that turn warm start off.
+OFF_VALUES = frozenset({"", "0", "off", "false", "no"})
 
 
 # --------------------------------------------------------------------------------------------
@@ -79,7 +79,7 @@ _OFF = {"", "0", "off", "false", "no"}
 def folder() -> str | None:
     """The warm folder named by ``CALBENCH_WARM``, or None when warm start is off."""
     value = os.environ.get("CALBENCH_WARM", "").strip()
-    if value.lower() in _OFF:
+    if value.lower() in OFF_VALUES:
         return None
     return os.path.abspath(value)
 
@@ -112,8 +112,10 @@ def fingerprint() -> str:
 
 def _one_thread(env) -> bool:
     """True when a new process with ``env`` would run numpy's BLAS and OpenMP on one thread."""
-    omp = env.get("OMP_NUM_THREADS")
-    return omp == "1" and all(env.get(v, "1") == "1" for v in _THREAD_VARS[1:])
+    # OpenBLAS and MKL read their own variable first, then OMP_NUM_THREADS (which must be set)
+    return env.get("OMP_NUM_THREADS") == "1" and all(
+        env.get(v, "1") == "1" for v in THREAD_VARIABLES
+    )
 
 
 def run(argv: list[str]) -> int | None:
@@ -231,7 +233,7 @@ def _start(where: str) -> None:
         if st.st_uid != os.getuid() or st.st_mode & 0o077:
             return
         env = dict(os.environ)
-        env.update({v: "1" for v in _THREAD_VARS})
+        env.update({v: "1" for v in THREAD_VARIABLES})
         with open(os.path.join(where, _LOG), "ab") as log:
             subprocess.Popen(
                 [sys.executable, "-m", "calbench.cli._warm", "serve", where],
