@@ -1,19 +1,25 @@
 #!/usr/bin/env bash
-# Set up calbench on a Debian/Ubuntu machine: system packages (apt) and the Python package (pip).
+# Set up calbench on a Debian/Ubuntu machine: system packages (apt) and the Python package, in
+# the project's own virtual environment .venv (never the system Python).
 #   scripts/setup.sh          what the workflow needs (Fashion-MNIST from Debian, calbench[workflow])
 #   scripts/setup.sh --test   also the test dependencies (SLURM + munge for the cluster test,
 #                             headless Chromium for tests/report/test_report_browser.py)
+# Then `. .venv/bin/activate` puts calbench, snakemake and pytest on PATH.
 # Runs apt-get through sudo when not root; skips apt when it is unavailable (then install the
-# listed packages yourself). Idempotent.
+# listed packages yourself). Idempotent; prints nothing but errors and its last line.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 extra="workflow"
 apt_pkgs=(dataset-fashion-mnist)
-if [[ "${1:-}" == "--test" ]]; then
-    extra="test"
-    apt_pkgs+=(munge slurmctld slurmd slurm-client chromium)  # chromium: report browser test
-fi
+case "${1:-}" in
+    "") ;;
+    --test)
+        extra="test"
+        apt_pkgs+=(munge slurmctld slurmd slurm-client chromium)  # chromium: report browser test
+        ;;
+    *) echo "setup: unknown option '$1'; use no option (workflow) or --test" >&2; exit 2 ;;
+esac
 
 missing=()
 for p in "${apt_pkgs[@]}"; do
@@ -25,11 +31,18 @@ if ((${#missing[@]})); then
         [[ $(id -u) -eq 0 ]] || sudo="sudo"
         export DEBIAN_FRONTEND=noninteractive
         $sudo apt-get update -qq
-        $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"
+        # debconf's notes about a missing terminal are not errors: keep apt's output to a log
+        if ! $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >.apt-setup.log 2>&1; then
+            cat .apt-setup.log >&2
+            exit 1
+        fi
+        rm -f .apt-setup.log
     else
         echo "setup: apt-get not found; install these system packages yourself: ${missing[*]}" >&2
     fi
 fi
 
-python3 -m pip install -q --disable-pip-version-check -e ".[${extra}]"
-echo "setup: calbench installed with extra [${extra}]"
+[[ -x .venv/bin/python ]] || python3 -m venv .venv
+.venv/bin/python -m pip install -q --disable-pip-version-check --upgrade pip
+.venv/bin/python -m pip install -q --disable-pip-version-check -e ".[${extra}]"
+echo "setup: calbench installed in .venv with extra [${extra}]; run '. .venv/bin/activate'"
