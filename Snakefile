@@ -12,15 +12,19 @@ if not workflow.overwrite_configfiles:
     configfile: "config.yaml"
 
 
-# Fail before any job runs: a typo or a wrong type names the key (additionalProperties: false),
-# in one line (calbench.config_check.schema_error_line); names the schema cannot check (unknown
-# calibrators, metrics, losses, architectures, calibrator params) fail in common.smk.
+# One validator, before any job runs: the schema (a typo or a wrong type names the key, in one
+# line: calbench.config_check.schema_error_line), then one semantic check in the library (names
+# the library must know: calibrators and their params, metrics, losses, architectures; and
+# references between sections): calbench.config_check.validate.
+from calbench.config_check import schema_error_line, validate as check_config
+
 try:
     validate(config, "workflow/schemas/config.schema.yaml")
+    check_config(config)
 except WorkflowError as exc:
-    from calbench.config_check import schema_error_line
-
     raise WorkflowError(schema_error_line(exc)) from None
+except ValueError as exc:
+    raise WorkflowError(str(exc)) from None
 
 
 # `snakemake --report report.zip`: workflow description; rules mark their key outputs report()
@@ -32,7 +36,6 @@ include: "workflow/rules/data.smk"
 include: "workflow/rules/models.smk"
 include: "workflow/rules/logits.smk"
 include: "workflow/rules/calibrate.smk"
-include: "workflow/rules/plots.smk"
 include: "workflow/rules/report.smk"
 include: "workflow/rules/shift.smk"
 include: "workflow/rules/replication.smk"

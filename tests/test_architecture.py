@@ -35,8 +35,8 @@ def _table(heading: str) -> list[list[str]]:
 
 
 def _constants() -> dict[str, list[str]]:
-    """The ``NAME = [...]`` string-list constants of common.smk (e.g. REPLICATION_OUTPUTS)."""
-    text = (RULES / "common.smk").read_text()
+    """The ``NAME = [...]`` string-list constants of the rule files (e.g. REPLICATION_OUTPUTS)."""
+    text = "\n".join(p.read_text() for p in sorted(RULES.glob("*.smk")))
     out = {}
     for m in re.finditer(r"^([A-Z_]+) = (\[[^\]]*\])", text, re.M):
         try:
@@ -101,8 +101,8 @@ def test_every_verb_has_a_rule_or_is_documented_as_hand_only():
         assert module_file(library) is not None
 
 
-#: cli modules that are not a stage: shared argument helpers, warm start (how a verb is run)
-CLI_INFRASTRUCTURE = {"_args", "_warm"}
+#: cli modules that are not a stage: the shared argument helpers
+CLI_INFRASTRUCTURE = {"_args"}
 
 
 def test_every_cli_module_is_a_stage():
@@ -123,7 +123,7 @@ def _imports(path: Path) -> set[str]:
 
 def test_verb_modules_import_only_the_library_and_the_shared_argument_helpers():
     for path in CLI.glob("*.py"):
-        if path.stem in {"__init__", "_warm"}:  # the entry point and how it runs a verb
+        if path.stem == "__init__":  # the entry point
             continue
         other = {
             m for m in _imports(path) if m.startswith("calbench.cli") and m != "calbench.cli._args"

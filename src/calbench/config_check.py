@@ -53,7 +53,9 @@ def loss_names() -> list[str]:
                         and isinstance(getattr(stmt, "value", None), ast.Constant)
                         and any(
                             isinstance(t, ast.Name) and t.id == "name"
-                            for t in (stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target])
+                            for t in (
+                                stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
+                            )
                         )
                     ):
                         names[node.name] = stmt.value.value
@@ -86,7 +88,9 @@ def _calibrator_problems(config: Mapping) -> list[str]:
         method = entry.get("method", key)
         where = f"calibrators.{key}" + (".method" if "method" in entry else "")
         if method not in REGISTRY:
-            problems.append(f"{where}: unknown calibrator {method!r}; choose one of {sorted(REGISTRY)}")
+            problems.append(
+                f"{where}: unknown calibrator {method!r}; choose one of {sorted(REGISTRY)}"
+            )
             continue
         try:
             get_calibrator(method, **(entry.get("params") or {}))
@@ -129,7 +133,9 @@ def _model_problems(config: Mapping) -> list[str]:
                     f"models.{name}.dataset: no architecture zoo to train on {entry.get('dataset')!r}"
                 )
             elif arch not in zoo:
-                problems.append(f"models.{name}.arch: unknown architecture {arch!r}; choose one of {zoo}")
+                problems.append(
+                    f"models.{name}.arch: unknown architecture {arch!r}; choose one of {zoo}"
+                )
             training = entry.get("training") or {}
             try:
                 parse_training(training)
@@ -137,7 +143,9 @@ def _model_problems(config: Mapping) -> list[str]:
                 problems.append(f"models.{name}.training: {exc}")
             loss = training.get("loss", "ce")
             if loss not in losses:
-                problems.append(f"models.{name}.training.loss: unknown loss {loss!r}; choose one of {losses}")
+                problems.append(
+                    f"models.{name}.training.loss: unknown loss {loss!r}; choose one of {losses}"
+                )
             secondary = training.get("secondary") or {}
             if isinstance(secondary, Mapping) and secondary.get("name") not in (None, *losses):
                 problems.append(
@@ -147,16 +155,35 @@ def _model_problems(config: Mapping) -> list[str]:
         elif source == "checkpoint" and arch is not None:
             package = package if package is not None else package_architectures()
             if arch not in package:
-                problems.append(f"models.{name}.arch: unknown architecture {arch!r}; choose one of {package}")
+                problems.append(
+                    f"models.{name}.arch: unknown architecture {arch!r}; choose one of {package}"
+                )
     return problems
 
 
 def check_config(config: Mapping) -> list[str]:
-    """Every fault of ``config`` (a parsed workflow configuration) as ``"key: problem; fix"``."""
-    return _calibrator_problems(config) + _metric_problems(config) + _model_problems(config)
+    """Every fault of ``config`` (a parsed workflow configuration, already valid against its
+    JSON schema) as ``"key: problem; fix"``: names the library must know, then references
+    between sections (:func:`_reference_problems`)."""
+    return (
+        _calibrator_problems(config)
+        + _metric_problems(config)
+        + _model_problems(config)
+        + _reference_problems(config)
+    )
 
 
-def schema_error_line(exc: BaseException, schema: str = "workflow/schemas/config.schema.yaml") -> str:
+def validate(config: Mapping) -> None:
+    """The workflow's one semantic check, run once before any job (after the schema): raise
+    one ``ValueError`` naming every fault of :func:`check_config`."""
+    problems = check_config(config)
+    if problems:
+        raise ValueError("invalid config: " + "; ".join(problems))
+
+
+def schema_error_line(
+    exc: BaseException, schema: str = "workflow/schemas/config.schema.yaml"
+) -> str:
     """One line for a config that fails its JSON schema: the failing key's path and the
     validator's message (not the schema dump ``str(ValidationError)`` carries).
 
@@ -171,3 +198,88 @@ def schema_error_line(exc: BaseException, schema: str = "workflow/schemas/config
     path = ".".join(str(p) for p in err.absolute_path) or "(top level)"
     message = " ".join(str(err.message).split())
     return f"invalid config at {path}: {message}; fix the key or its value (schema: {schema})"
+
+
+def _reference_problems(config: Mapping) -> list[str]:
+    """References between config sections that the schema cannot express: a model's dataset, the
+    metrics the report and comparisons name, the baselines, the Guo / Kull and shift sections."""
+    from calbench.logits_sources import check_entry as check_logits_entry
+    from calbench.logits_sources import is_presplit
+
+    problems = []
+    models, calibrators = config["models"], config["calibrators"]
+    for m, v in models.items():
+        if v["dataset"] not in config["datasets"]:
+            problems.append(f"models.{m}.dataset: {v['dataset']!r} is not a key of datasets")
+        if v["source"] == "logits":
+            try:
+                check_logits_entry(m, v)
+            except ValueError as exc:
+                problems.append(f"models.{m}.logits: {exc}")
+            else:
+                if m == "split" and is_presplit(v):
+                    problems.append(
+                        "models.split: a model with its own split cannot be named split"
+                    )
+    ev = config["evaluation"]
+    evaluated = set(ev["metrics"])
+    named = [(f"report.{k}", config["report"][k]) for k in ("table_metrics", "losses_metrics")]
+    named += [("compare.metrics", config["compare"]["metrics"])]
+    named += [("evaluation.ci_metrics", ev.get("ci_metrics") or [])]
+    for key, metrics in named:
+        problems += [
+            f"{key}: {x!r} is not in evaluation.metrics" for x in metrics if x not in evaluated
+        ]
+    for half in ev.get("ci_halves") or []:
+        if half not in ev["halves"]:
+            problems.append(f"evaluation.ci_halves: {half!r} is not in evaluation.halves")
+    if "test" not in ev["halves"]:
+        problems.append("evaluation.halves must include test (the tables report the test half)")
+    for base in config["compare"]["baselines"]:
+        if base not in calibrators:
+            problems.append(f"compare.baselines: {base!r} is not a key of calibrators")
+    g = config["report"].get("guo_kull") or {}
+    if g.get("summary_model") and g["summary_model"] not in models:
+        problems.append(
+            f"report.guo_kull.summary_model: {g['summary_model']!r} is not a key of models"
+        )
+    for c in [*(g.get("summary_calibrators") or []), *(g.get("expected_to_differ") or [])]:
+        if c not in calibrators:
+            problems.append(f"report.guo_kull: calibrator {c!r} is not a key of calibrators")
+    for q, metric in (g.get("metric_map") or {}).items():
+        if metric not in evaluated:
+            problems.append(
+                f"report.guo_kull.metric_map.{q}: {metric!r} is not in evaluation.metrics"
+            )
+    if g.get("curve") and not g["curve"]["start"] < g["curve"]["stop"]:
+        problems.append("report.guo_kull.curve: start must be below stop")
+    return problems + _shift_problems(config)
+
+
+def _shift_problems(config: Mapping) -> list[str]:
+    cfg = config.get("shift")
+    if not cfg:
+        return []
+    problems = []
+    for m in cfg.get("models") or []:
+        if m not in config["models"]:
+            problems.append(f"shift.models: {m!r} is not a key of models")
+        elif config["models"][m]["source"] == "logits":
+            problems.append(f"shift.models: {m!r} has source logits (no images to corrupt)")
+    if cfg.get("source", "generate") == "generate":
+        from calbench.shift.corruptions import CORRUPTIONS as known
+    else:
+        from calbench.shift.datasets import PUBLISHED_CORRUPTIONS as known
+    problems += [
+        f"shift.corruptions: {c!r} is not one of {sorted(known)}"
+        for c in cfg["corruptions"]
+        if c not in known
+    ]
+    for metric in ("accuracy", "ece", "nll"):
+        if metric not in cfg.get("metrics", ["accuracy", "ece", "nll"]):
+            problems.append(f"shift.metrics must include {metric} (the report's box plots)")
+    if cfg.get("compare_metrics", ["ece", "nll"]):
+        for c in ("ts", "uncalibrated"):
+            if c not in config["calibrators"]:
+                problems.append(f"shift.compare_metrics needs calibrator {c!r} in calibrators")
+    return problems

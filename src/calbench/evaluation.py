@@ -360,7 +360,9 @@ def plot_reliability(
     if half not in HALVES:
         raise ValueError(f"--half must be test or val, got {half!r}")
     if not grid and len(calibrator_paths) != 1:
-        raise ValueError("plot-reliability draws one calibrator per figure; pass --grid for several")
+        raise ValueError(
+            "plot-reliability draws one calibrator per figure; pass --grid for several"
+        )
     _check_plot_options(plot_options)
     data = load_halves(logits_path, split_path)
     z, y = data[half]
@@ -417,3 +419,172 @@ def compare(
         seed=seed,
     )
     write_long_csv(out, rows, COMPARE_COLUMNS)
+
+
+# --------------------------------------------------------------------------------------------
+# one model, every calibrator: the workflow's calibration step
+# --------------------------------------------------------------------------------------------
+#: keys of the ``calibrate`` spec (a JSON file the workflow writes from the config) and of its
+#: sections; every key is required, so a spec written by another version fails here, by name
+CALIBRATE_SPEC = {
+    "calibrators": None,  # {key: {"method": str, "params": {...}, "display": str}}
+    "evaluation": ("metrics", "halves", "n_bootstrap", "level", "seed", "ci_halves", "ci_metrics"),
+    "compare": ("metrics", "baselines", "n_bootstrap"),
+    "plots": ("n_bins", "style"),
+}
+_CALIBRATOR_KEYS = {"method", "params", "display"}
+
+
+def check_calibrate_spec(spec: dict) -> dict:
+    """The ``calibrate`` spec checked for missing and unknown keys (one error naming them)."""
+    if not isinstance(spec, dict):
+        raise ValueError(f"the calibrate spec must be a JSON object, got {type(spec).__name__}")
+    problems = []
+    for section, keys in CALIBRATE_SPEC.items():
+        if section not in spec:
+            problems.append(f"missing section {section!r}")
+        elif keys is not None:
+            have = set(spec[section])
+            problems += [f"{section}: missing key {k!r}" for k in keys if k not in have]
+            problems += [f"{section}: unknown key {k!r}" for k in sorted(have - set(keys))]
+    problems += [f"unknown section {k!r}" for k in sorted(set(spec) - set(CALIBRATE_SPEC))]
+    cals = spec.get("calibrators")
+    if not problems:
+        if not isinstance(cals, dict) or not cals:
+            problems.append("calibrators must map at least one key to its entry")
+        else:
+            for key, entry in cals.items():
+                bad = sorted(set(entry) - _CALIBRATOR_KEYS) if isinstance(entry, dict) else None
+                if bad is None or bad or "method" not in entry:
+                    problems.append(
+                        f"calibrators.{key} must be an object with 'method' and optional "
+                        f"'params', 'display' (got {entry!r})"
+                    )
+    if problems:
+        raise ValueError(
+            "invalid calibrate spec: " + "; ".join(problems) + " (write it with the workflow's "
+            "common.smk calibrate_spec(), or by hand with these keys)"
+        )
+    return spec
+
+
+def calibrate(
+    logits_path,
+    split_path,
+    spec: dict,
+    *,
+    calibrators_dir,
+    metrics_dir,
+    plots_dir,
+    compare_out,
+    dataset: str | None = None,
+    model: str | None = None,
+) -> list[Path]:
+    """Every configured calibrator of one model, in one process: the workflow's calibration step.
+
+    For each entry ``key`` of ``spec["calibrators"]`` (in order): fit ``method`` with ``params``
+    on the validation half (:func:`fit_calibrator`'s protocol) -> ``calibrators_dir/key.json``;
+    its metrics on both halves (:func:`evaluate_rows`, ``spec["evaluation"]``) ->
+    ``metrics_dir/key.csv``; its reliability diagram on the test half -> ``plots_dir/key.png``.
+    Then the paired comparisons (:func:`compare_rows`, ``spec["compare"]``) -> ``compare_out``
+    and the grid of every calibrator's diagram -> ``plots_dir/grid.png``. Each file equals what
+    the single-step verbs (``fit-calibrator``, ``evaluate``, ``compare``, ``plot-reliability
+    --grid``) write from the same inputs; the predictions come from the calibrator as saved, so
+    the JSON is what every downstream step reads.
+
+    One process per model instead of one per (model, calibrator) and step: the interpreter and
+    library imports (~1.5 s) are paid once per model. An error names the calibrator; on any
+    error every file written so far is removed (no partial output). Returns the written paths.
+    """
+    from calbench.calibrators import get_calibrator, save_calibrator
+    from calbench.report.tables import METRIC_COLUMNS, write_long_csv
+
+    spec = check_calibrate_spec(spec)
+    ev, cmp, plot = spec["evaluation"], spec["compare"], dict(spec["plots"])
+    check_bootstrap(ev["n_bootstrap"], ev["level"])
+    check_bootstrap(cmp["n_bootstrap"], ev["level"])
+    if cmp["n_bootstrap"] < 1:
+        raise ValueError("compare.n_bootstrap must be >= 1")
+    half_names = list(ev["halves"] or HALVES)
+    bad = [h for h in half_names if h not in HALVES]
+    if bad or "test" not in half_names:
+        raise ValueError(f"evaluation.halves must name test (and optionally val), got {half_names}")
+    chosen = select_metrics(ev["metrics"])
+    compared = select_metrics(cmp["metrics"])
+    ci_halves = check_subset(ev["ci_halves"], half_names, "evaluation.ci_halves", "halves")
+    ci_metrics = check_subset(ev["ci_metrics"], list(chosen), "evaluation.ci_metrics", "metrics")
+    _check_plot_options(plot)
+    calibrators = spec["calibrators"]
+    for base in cmp["baselines"]:
+        if base not in calibrators:
+            raise ValueError(f"compare.baselines names {base!r}, which is not a calibrator key")
+    # every calibrator constructed before any work: an unknown method or parameter fails first
+    fitters = {}
+    for key, entry in calibrators.items():
+        try:
+            fitters[key] = get_calibrator(entry["method"], **(entry.get("params") or {}))
+        except ValueError as exc:
+            raise ValueError(f"calibrator {key!r} (method {entry['method']!r}): {exc}") from None
+
+    data = load_halves(logits_path, split_path)
+    apply_names(data, dataset, model)
+    meta = data["meta"]
+    dirs = {"cal": Path(calibrators_dir), "met": Path(metrics_dir), "plot": Path(plots_dir)}
+    written: list[Path] = []
+    try:
+        test_probs, val_probs = {}, {}
+        for key, cal in fitters.items():
+            try:
+                cal.fit(*data["val"])
+                cal.set_fitted_on(meta["order_hash"], meta["logits_sha256"])
+                path = dirs["cal"] / f"{key}.json"
+                save_calibrator(cal, path)
+                written.append(path)
+                saved = load_checked_calibrator(path, data)
+                probs = {
+                    h: saved.predict_proba(data[h][0]) for h in dict.fromkeys([*half_names, "val"])
+                }
+                rows = evaluate_rows(
+                    data,
+                    probs,
+                    key,
+                    chosen,
+                    half_names=half_names,
+                    n_bootstrap=ev["n_bootstrap"],
+                    level=ev["level"],
+                    seed=ev["seed"],
+                    ci_halves=ci_halves,
+                    ci_metrics=ci_metrics,
+                )
+                title = str(calibrators[key].get("display") or key)
+                png = dirs["plot"] / f"{key}.png"
+                _draw({key: probs["test"]}, data["test"][1], png, grid=False, title=title, **plot)
+                written.append(png)
+                csv = dirs["met"] / f"{key}.csv"
+                write_long_csv(csv, rows, METRIC_COLUMNS)
+                written.append(csv)
+            except ValueError as exc:
+                raise ValueError(
+                    f"calibrator {key!r} (method {calibrators[key]['method']!r}): {exc}"
+                ) from None
+            test_probs[key], val_probs[key] = probs["test"], probs["val"]
+        rows = compare_rows(
+            data,
+            test_probs,
+            compared,
+            list(cmp["baselines"]),
+            val_probs_by_method=val_probs,
+            n_bootstrap=cmp["n_bootstrap"],
+            level=ev["level"],
+            seed=ev["seed"],
+        )
+        write_long_csv(compare_out, rows, COMPARE_COLUMNS)
+        written.append(Path(compare_out))
+        grid = dirs["plot"] / "grid.png"
+        _draw(test_probs, data["test"][1], grid, grid=True, **plot)
+        written.append(grid)
+    except BaseException:
+        for path in written:
+            path.unlink(missing_ok=True)
+        raise
+    return written

@@ -279,7 +279,7 @@ def test_every_job_goes_through_sbatch_and_matches_the_local_run(slurm_cluster, 
     # grouping (profiles/slurm: groups) puts the small CPU jobs together: fewer SLURM jobs than
     # workflow jobs, and group jobs among them
     comments = [slurm_jobs(workdir)[j]["Comment"] for j in submitted]
-    assert any(c.startswith("rule_calib_") for c in comments), comments
+    assert any(c.startswith("rule_calibrate") for c in comments), comments
     assert any(c.startswith("rule_train_model") for c in comments), comments
     assert_same_results(runs["local"], workdir)
 
@@ -316,7 +316,7 @@ def _wait_running(
 
 def test_cancelled_job_is_rerun_cleanly(slurm_cluster, runs):
     workdir, profile, local = runs["cluster"], runs["profile"], runs["local"]
-    # One calibrator of one model, as if never run: its calibration group and the report rerun.
+    # One calibrator of one model, as if never run: its model's calibration job and the report rerun.
     fitted = sorted((workdir / "results" / "calibrators").glob("*/*/*.json"))
     cheap = [p for p in fitted if p.stem == "uncalibrated"]
     target = (cheap or fitted)[0]
@@ -340,13 +340,13 @@ def test_cancelled_job_is_rerun_cleanly(slurm_cluster, runs):
     try:
         job_id = _wait_running(
             workdir,
-            "rule_calib_",
+            "rule_calibrate",
             limit=RUN_LIMIT - 60,
             exclude=before,
-            mentions=f"fit_calibrator:dataset={dataset},model={model},calibrator={method}",
+            mentions=f"calibrate:dataset={dataset},model={model}",
         )
-        assert job_id is not None, "the calibration group never started running"
-        time.sleep(2)  # mid-run: the group job is executing its first member
+        assert job_id is not None, "the calibration job never started running"
+        time.sleep(2)  # mid-run: the job is fitting its calibrators
         subprocess.run(["scancel", str(job_id)], check=True, timeout=30)
         out, _ = proc.communicate(timeout=RUN_LIMIT)
     finally:
@@ -360,8 +360,8 @@ def test_cancelled_job_is_rerun_cleanly(slurm_cluster, runs):
     while slurm_jobs(workdir)[job_id]["JobState"] != "CANCELLED" and time.monotonic() < deadline:
         time.sleep(0.5)
     assert slurm_jobs(workdir)[job_id]["JobState"] == "CANCELLED"
-    # the cancel interrupted the group (members that had finished keep their complete outputs)
-    assert not all(path.exists() for path in removed), "the group finished before the cancel"
+    # the cancel interrupted the job: its outputs are not all there
+    assert not all(path.exists() for path in removed), "the job finished before the cancel"
     assert_nothing_partial(local, workdir)
 
     rerun = run_snakemake(workdir, *profile_args(profile))
@@ -369,6 +369,6 @@ def test_cancelled_job_is_rerun_cleanly(slurm_cluster, runs):
     submitted = assert_all_through_sbatch(rerun, workdir, slurm_cluster)
     assert job_id not in submitted
     comments = {slurm_jobs(workdir)[j]["Comment"] for j in submitted}
-    assert any(c.startswith("rule_calib_") for c in comments), comments
+    assert any(c.startswith("rule_calibrate") for c in comments), comments
     assert all(path.exists() for path in removed)
     assert_same_results(local, workdir)

@@ -139,8 +139,8 @@ def test_outputs(run):
             == len(s["test_idx"])
             == cfg["datasets"]["fashion_mnist"]["limit"] // 2
         )
-    assert (run / "logs" / "evaluate" / "fashion_mnist" / models[0] / "ts.log").is_file()
-    assert (run / "benchmarks" / "evaluate" / "fashion_mnist" / models[0] / "ts.tsv").is_file()
+    assert (run / "logs" / "calibrate" / "fashion_mnist" / f"{models[0]}.log").is_file()
+    assert (run / "benchmarks" / "calibrate" / "fashion_mnist" / f"{models[0]}.tsv").is_file()
     assert not [p for p in (run / "results").rglob(".*.tmp*")]  # no temporary files left
 
 
@@ -174,14 +174,10 @@ def test_adding_a_model_plans_only_its_jobs(run, where):
         else:
             cfg["models"] = {"tiny_mlp_seed1": extra, **cfg["models"]}
 
-    n_cal = len(yaml.safe_load((run / "config.yaml").read_text())["calibrators"])
     assert planned(run, *_with_config(run, edit, f"more_models_{where}.yaml")) == {
         "train_model": 1,
         "cache_logits": 1,
-        "fit_calibrator": n_cal,
-        "evaluate": n_cal,
-        "plot_reliability_grid": 1,
-        "compare": 1,
+        "calibrate": 1,
         "aggregate": 1,
         "render_report": 1,
         "all": 1,
@@ -193,12 +189,9 @@ def test_adding_a_calibrator_plans_only_its_jobs(run):
         cfg["calibrators"]["ts_f64"] = {"method": "ts", "params": {"dtype": "float64"}}
 
     n_models = len(yaml.safe_load((run / "config.yaml").read_text())["models"])
-    # the grid and the paired comparison of every model include the new calibrator
+    # one calibration job per model: its grid and paired comparisons include the new calibrator
     assert planned(run, *_with_config(run, edit, "more_cals.yaml")) == {
-        "fit_calibrator": n_models,
-        "evaluate": n_models,
-        "plot_reliability_grid": n_models,
-        "compare": n_models,
+        "calibrate": n_models,
         "aggregate": 1,
         "render_report": 1,
         "all": 1,
@@ -209,14 +202,10 @@ def test_editing_one_model_reruns_only_that_model(run):
     def edit(cfg):
         cfg["models"]["tiny_mlp_fl2"]["training"]["lr"] = 0.01
 
-    n_cal = len(yaml.safe_load((run / "config.yaml").read_text())["calibrators"])
     assert planned(run, *_with_config(run, edit, "one_model.yaml")) == {
         "train_model": 1,
         "cache_logits": 1,
-        "fit_calibrator": n_cal,
-        "evaluate": n_cal,
-        "plot_reliability_grid": 1,
-        "compare": 1,
+        "calibrate": 1,
         "aggregate": 1,
         "render_report": 1,
         "all": 1,
@@ -276,7 +265,7 @@ def test_library_edit_reruns_exactly_the_jobs_that_run_it(run, module):
         restore()
     assert got == expected
     if module == "_torch.py":  # the scaling fits import it: every fit reruns, training does not
-        assert got["fit_calibrator"] == 8 and "train_model" not in got
+        assert got["calibrate"] == 8 and "train_model" not in got
     if module == "split.py":  # everything downstream of the split, not the models
         assert got.get("split") == 1 and "train_model" not in got and "cache_logits" not in got
 
@@ -319,14 +308,9 @@ def test_display_names_with_braces_are_text(run):
 
 def test_two_clean_runs_are_byte_identical(run, tmp_path):
     """Every file under results/ and reports/ (models, histories, logits, tables, figures,
-    report) is identical between two runs from scratch: the first with warm start (the
-    default), the second with every job in its own process (CALBENCH_WARM=0)."""
-    warm_log = run / ".snakemake" / "calbench" / "warm" / "warm.log"
-    served = {ln.split()[-1] for ln in warm_log.read_text().splitlines() if ln.startswith("job ")}
-    assert {"fit-calibrator", "evaluate", "compare", "plot-reliability"} <= served, served
+    report) is identical between two runs from scratch, and no process outlives the run."""
     root = _copy_sources(run, tmp_path / "again")
-    smk(root, env={"CALBENCH_WARM": "0"})
-    assert not (root / ".snakemake" / "calbench" / "warm").exists()
+    smk(root)
     for sub in ("results", "reports"):
         a = {p.relative_to(run): p.read_bytes() for p in sorted((run / sub).rglob("*")) if p.is_file()}
         b = {p.relative_to(root): p.read_bytes() for p in sorted((root / sub).rglob("*")) if p.is_file()}
@@ -414,7 +398,7 @@ def test_bench_workflow_totals_the_benchmark_files(run, capsys):
     files = list((run / "benchmarks").rglob("*.tsv"))
     assert sum(len(v) for v in by_rule.values()) == len(files)
     cfg = yaml.safe_load((run / "config.yaml").read_text())
-    assert len(by_rule["evaluate"]) == len(cfg["models"]) * len(cfg["calibrators"])
+    assert len(by_rule["calibrate"]) == len(cfg["models"])
     cpu = 0.0
     for f in files:
         header, values = f.read_text().splitlines()[:2]
@@ -427,7 +411,7 @@ def test_bench_workflow_totals_the_benchmark_files(run, capsys):
     assert longest <= summary["wall_s"] + 1e-6
     assert bench.main(["--root", str(run)]) == 0
     out = capsys.readouterr().out
-    assert "evaluate" in out and "jobs' span" in out
+    assert "calibrate" in out and "jobs' span" in out
 
 
 def test_bench_workflow_known_span(tmp_path):

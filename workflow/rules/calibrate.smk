@@ -1,107 +1,66 @@
-# Calibration: fit on the validation half; evaluate both halves and draw the reliability
-# diagram (test half); paired comparisons per model.
+# Calibration: one job per (dataset, model) fits every configured calibrator on the validation
+# half, evaluates each on both halves with its reliability diagram (test half), compares them
+# (paired tests) and draws the model's grid of diagrams. One process per model instead of one
+# per (model, calibrator) and step: the ~1.5 s of interpreter and library start-up is paid once
+# per model, and a cluster gets one job per model instead of hundreds of one-second jobs. The
+# outputs stay one file per calibrator, so every later step reads what it always read.
 
 
-rule fit_calibrator:
+def per_calibrator(pattern):
+    """``pattern`` (with ``{calibrator}``) for every configured calibrator; the model wildcards stay."""
+    return [pattern.replace("{calibrator}", c) for c in config["calibrators"]]
+
+
+def calibrate_spec():
+    """The calibrate step's slice of the config as a file (calbench.evaluation.CALIBRATE_SPEC):
+    every calibrator, the evaluation, the comparisons and the diagrams' settings."""
+    ev = config["evaluation"]
+    spec = {
+        "calibrators": {
+            c: {"method": calibrator_method(c), "params": (e or {}).get("params", {}),
+                "display": str((e or {}).get("display", c))}
+            for c, e in config["calibrators"].items()
+        },
+        "evaluation": {k: ev.get(k) for k in
+                       ("metrics", "halves", "n_bootstrap", "level", "seed", "ci_halves", "ci_metrics")},
+        "compare": {k: config["compare"][k] for k in ("metrics", "baselines", "n_bootstrap")},
+        "plots": {k: config["plots"][k] for k in ("n_bins", "style")},
+    }
+    return spec_file("calibrate", json.dumps(spec, sort_keys=False))
+
+
+rule calibrate:
     output:
-        calibrator="results/calibrators/{dataset}/{model}/{calibrator}.json",
-    input:
-        logits="results/logits/{dataset}/{model}.npz",
-        split=split_file,
-        lib=lib_sources("fit-calibrator"),
-    params:
-        method=lambda wildcards: calibrator_method(wildcards.calibrator),
-        params=calibrator_params,
-    log:
-        "logs/fit_calibrator/{dataset}/{model}/{calibrator}.log",
-    benchmark:
-        "benchmarks/fit_calibrator/{dataset}/{model}/{calibrator}.tsv"
-    threads: 1
-    resources:
-        mem_mb=2000,
-        runtime=30,
-    conda:
-        "../../envs/calbench.yaml"
-    shell:
-        "OMP_NUM_THREADS={threads} calbench fit-calibrator --logits {input.logits}"
-        " --split {input.split} --method {params.method} --params {params.params:q} --threads {threads}"
-        " --out {output.calibrator} > {log} 2>&1"
-
-
-rule evaluate:
-    # one job per (model, calibrator) computes its metrics and draws its reliability diagram:
-    # both read the same calibrated probabilities, and one process instead of two halves the
-    # start-up cost (interpreter, numpy, calbench) of the study's most numerous step
-    output:
-        metrics="results/metrics/{dataset}/{model}/{calibrator}.csv",
-        png=report(
-            "results/plots/{dataset}/{model}/{calibrator}.png",
+        calibrators=per_calibrator("results/calibrators/{dataset}/{model}/{calibrator}.json"),
+        metrics=per_calibrator("results/metrics/{dataset}/{model}/{calibrator}.csv"),
+        plots=report(
+            per_calibrator("results/plots/{dataset}/{model}/{calibrator}.png"),
             caption="../report/reliability.rst",
             category="Reliability diagrams",
             subcategory="{model}",
-            labels={"model": "{model}", "calibrator": "{calibrator}"},
+            labels=lambda wildcards, path: {"model": wildcards.model, "calibrator": Path(path).stem},
         ),
-    input:
-        logits="results/logits/{dataset}/{model}.npz",
-        split=split_file,
-        calibrator="results/calibrators/{dataset}/{model}/{calibrator}.json",
-        lib=lib_sources("evaluate"),
-    params:
-        metrics=",".join(ev("metrics")),
-        halves=",".join(ev("halves")),
-        n_bootstrap=ev("n_bootstrap"),
-        level=ev("level"),
-        seed=ev("seed"),
-        ci=ci_args(),
-        n_bins=config["plots"]["n_bins"],
-        style=config["plots"]["style"],
-        title=lambda wildcards: str(
-            (config["calibrators"][wildcards.calibrator] or {}).get("display", wildcards.calibrator)
-        ),
-    log:
-        "logs/evaluate/{dataset}/{model}/{calibrator}.log",
-    benchmark:
-        "benchmarks/evaluate/{dataset}/{model}/{calibrator}.tsv"
-    threads: 1
-    resources:
-        mem_mb=2000,
-        runtime=30,
-    conda:
-        "../../envs/calbench.yaml"
-    shell:
-        "OMP_NUM_THREADS={threads} calbench evaluate --logits {input.logits} --split {input.split}"
-        " --calibrator {input.calibrator} --metrics {params.metrics} --halves {params.halves}"
-        " --n-bootstrap {params.n_bootstrap} --level {params.level} --seed {params.seed}"
-        " {params.ci} --plot {output.png} --n-bins {params.n_bins} --style {params.style}"
-        " --title {params.title:q} --out {output.metrics} > {log} 2>&1"
-
-
-rule compare:
-    output:
         compare="results/compare/{dataset}/{model}.csv",
+        grid="results/plots/{dataset}/{model}/grid.png",
     input:
         logits="results/logits/{dataset}/{model}.npz",
         split=split_file,
-        calibrators=calibrator_files,
-        lib=lib_sources("compare"),
-    params:
-        metrics=",".join(config["compare"]["metrics"]),
-        baselines=",".join(config["compare"]["baselines"]),
-        n_bootstrap=config["compare"]["n_bootstrap"],
-        level=ev("level"),
-        seed=ev("seed"),
+        spec=calibrate_spec(),
+        lib=lib_sources("calibrate"),
     log:
-        "logs/compare/{dataset}/{model}.log",
+        "logs/calibrate/{dataset}/{model}.log",
     benchmark:
-        "benchmarks/compare/{dataset}/{model}.tsv"
+        "benchmarks/calibrate/{dataset}/{model}.tsv"
     threads: 1
     resources:
-        mem_mb=2000,
-        runtime=30,
+        mem_mb=4000,
+        runtime=60,
     conda:
         "../../envs/calbench.yaml"
     shell:
-        "OMP_NUM_THREADS={threads} calbench compare --logits {input.logits} --split {input.split}"
-        " --calibrators {input.calibrators} --metrics {params.metrics}"
-        " --baselines {params.baselines} --n-bootstrap {params.n_bootstrap}"
-        " --level {params.level} --seed {params.seed} --out {output.compare} > {log} 2>&1"
+        "OMP_NUM_THREADS={threads} calbench calibrate --logits {input.logits} --split {input.split}"
+        " --spec @{input.spec} --threads {threads}"
+        " --calibrators-dir results/calibrators/{wildcards.dataset}/{wildcards.model}"
+        " --metrics-dir results/metrics/{wildcards.dataset}/{wildcards.model}"
+        " --plots-dir results/plots/{wildcards.dataset}/{wildcards.model}"
+        " --compare {output.compare} > {log} 2>&1"

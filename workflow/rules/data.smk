@@ -2,15 +2,24 @@
 # what this rule would write).
 
 
+def download_args(wildcards):
+    d = dataset_cfg(wildcards.dataset)
+    args = [f"--dataset {d.get('name', wildcards.dataset)}"]
+    args += [f"--mirror {m}" for m in [*d.get("mirrors", []), *(config.get("mirrors") or [])]]
+    if not d.get("default_mirrors", True):
+        args.append("--no-default-mirrors")
+    return " ".join(args)
+
+
 rule download_dataset:
     output:
         manifest="resources/datasets/{dataset}/manifest.json",
     input:
         lib=lib_sources("download-dataset"),
+        dataset=dataset_spec,
     params:
         args=download_args,
         root=lambda wildcards: data_root(wildcards.dataset),
-        dataset=dataset_spec,
     log:
         "logs/download_dataset/{dataset}.log",
     benchmark:
@@ -22,5 +31,5 @@ rule download_dataset:
     conda:
         "../../envs/calbench.yaml"
     shell:
-        "calbench download-dataset {params.args} --root {params.root} --spec {params.dataset:q}"
+        "calbench download-dataset {params.args} --root {params.root} --spec @{input.dataset}"
         " --manifest {output.manifest} > {log} 2>&1"

@@ -9,6 +9,34 @@
 # The wildcard constraints list the models each rule serves; cache_logits serves the others.
 
 
+def _names_regex(names):
+    """A wildcard constraint matching exactly ``names`` (slugs), or nothing when empty."""
+    return "|".join(sorted(names, key=len, reverse=True)) if names else "(?!)"
+
+
+IMPORTED_MODELS = _names_regex(
+    [m for m, v in config["models"].items() if v["source"] == "logits" and not presplit(m)]
+)
+PRESPLIT_MODELS = _names_regex([m for m in config["models"] if presplit(m)])
+STRICT = "--strict-checksums" if config.get("strict_checksums") else ""
+
+
+def split_source(wildcards):
+    """The split is a function of N only. It is computed from the logits of one model of the
+    dataset that takes the study split, marked ancient: retraining or adding models does not
+    rebuild it (and so does not rerun every other model's steps); a change of the dataset entry
+    (e.g. limit) does, through its spec. The model is the one the existing split records it was
+    made from (calbench.split.split_made_from) while that model is configured, else the
+    dataset's first such model: adding a model in front of the others keeps the split. Every
+    step that reads logits with the split checks that they agree (N, sample order)."""
+    from calbench.split import split_made_from
+
+    models = [m for m in models_of(wildcards.dataset) if not presplit(m)]
+    candidates = [f"results/logits/{wildcards.dataset}/{m}.npz" for m in models]
+    recorded = split_made_from(f"results/split/{wildcards.dataset}/split.npz")
+    return ancient(recorded if recorded in candidates else candidates[0])
+
+
 ruleorder: import_logits_presplit > import_logits > cache_logits
 
 
@@ -18,12 +46,11 @@ rule import_logits:
         provenance="results/logits/{dataset}/{model}.source.json",
     input:
         lib=lib_sources("import-logits"),
+        spec=model_spec,
     wildcard_constraints:
         model=IMPORTED_MODELS,
     params:
-        spec=model_spec,
         mirrors=global_mirror_args,
-        strict="--strict-checksums" if config.get("strict_checksums") else "",
     log:
         "logs/import_logits/{dataset}/{model}.log",
     benchmark:
@@ -35,8 +62,8 @@ rule import_logits:
     conda:
         "../../envs/calbench.yaml"
     shell:
-        "OMP_NUM_THREADS={threads} calbench import-logits --spec {params.spec:q} --out {output.logits}"
-        " --provenance {output.provenance} --resources resources {params.mirrors} {params.strict}"
+        "OMP_NUM_THREADS={threads} calbench import-logits --spec @{input.spec} --out {output.logits}"
+        " --provenance {output.provenance} --resources resources {params.mirrors} {STRICT}"
         " > {log} 2>&1"
 
 
@@ -47,12 +74,11 @@ rule import_logits_presplit:
         split="results/split/{dataset}/{model}.npz",
     input:
         lib=lib_sources("import-logits"),
+        spec=model_spec,
     wildcard_constraints:
         model=PRESPLIT_MODELS,
     params:
-        spec=model_spec,
         mirrors=global_mirror_args,
-        strict="--strict-checksums" if config.get("strict_checksums") else "",
     log:
         "logs/import_logits/{dataset}/{model}.log",
     benchmark:
@@ -64,9 +90,9 @@ rule import_logits_presplit:
     conda:
         "../../envs/calbench.yaml"
     shell:
-        "OMP_NUM_THREADS={threads} calbench import-logits --spec {params.spec:q} --out {output.logits}"
+        "OMP_NUM_THREADS={threads} calbench import-logits --spec @{input.spec} --out {output.logits}"
         " --split-out {output.split} --provenance {output.provenance} --resources resources"
-        " {params.mirrors} {params.strict} > {log} 2>&1"
+        " {params.mirrors} {STRICT} > {log} 2>&1"
 
 
 rule cache_logits:
@@ -76,11 +102,11 @@ rule cache_logits:
         manifest="resources/datasets/{dataset}/manifest.json",
         weights=weights_input,
         lib=lib_sources("cache-logits"),
-    params:
         spec=model_spec,
+        dataset=dataset_spec,
+    params:
         root=lambda wildcards: data_root(wildcards.dataset),
         limit=limit_arg,
-        dataset=dataset_spec,
     log:
         "logs/cache_logits/{dataset}/{model}.log",
     benchmark:
@@ -94,9 +120,9 @@ rule cache_logits:
     conda:
         "../../envs/calbench.yaml"
     shell:
-        "OMP_NUM_THREADS={threads} calbench cache-logits --spec {params.spec:q} --threads {threads}"
+        "OMP_NUM_THREADS={threads} calbench cache-logits --spec @{input.spec} --threads {threads}"
         " --no-progress --checkpoint {input.weights} --data-root {params.root} {params.limit}"
-        " --dataset-spec {params.dataset:q} --out {output.logits} > {log} 2>&1"
+        " --dataset-spec @{input.dataset} --out {output.logits} > {log} 2>&1"
 
 
 rule split:
@@ -105,8 +131,7 @@ rule split:
     input:
         logits=split_source,
         lib=lib_sources("split"),
-    params:
-        dataset=dataset_spec,
+        dataset=dataset_spec,  # a changed dataset entry (e.g. limit) rebuilds the split
     log:
         "logs/split/{dataset}.log",
     benchmark:

@@ -9,8 +9,8 @@ rule train_model:
     input:
         manifest="resources/datasets/{dataset}/manifest.json",
         lib=lib_sources("train-model"),
-    params:
         spec=model_spec,
+    params:
         root=lambda wildcards: data_root(wildcards.dataset),
     log:
         "logs/train_model/{dataset}/{model}.log",
@@ -27,7 +27,7 @@ rule train_model:
     conda:
         "../../envs/calbench.yaml"
     shell:
-        "OMP_NUM_THREADS={threads} calbench train-model --spec {params.spec:q} --threads {threads}"
+        "OMP_NUM_THREADS={threads} calbench train-model --spec @{input.spec} --threads {threads}"
         " --data-root {params.root} --out {output.model} --history {output.history} > {log} 2>&1"
 
 
@@ -36,10 +36,10 @@ rule download_checkpoint:
         checkpoint="resources/checkpoints/{dataset}/{model}/checkpoint.pt",
     input:
         lib=lib_sources("download-checkpoint"),
-    params:
         spec=model_spec,
+    params:
         mirrors=global_mirror_args,
-        strict=strict_arg(),
+        strict="--strict-checksums" if config.get("strict_checksums") else "",
     log:
         "logs/download_checkpoint/{dataset}/{model}.log",
     benchmark:
@@ -51,5 +51,5 @@ rule download_checkpoint:
     conda:
         "../../envs/calbench.yaml"
     shell:
-        "calbench download-checkpoint --spec {params.spec:q} --out {output.checkpoint}"
+        "calbench download-checkpoint --spec @{input.spec} --out {output.checkpoint}"
         " --resources resources {params.mirrors} {params.strict} > {log} 2>&1"

@@ -1,7 +1,70 @@
 # Dataset shift (docs/workflow.md "Dataset shift"; calbench.shift): corrupted copies of each
 # dataset's test set at severities 1-5, every shifted model's logits on their test half, the
 # clean-fitted calibrators evaluated on them, and the report section. Active when the config has
-# a shift: section. Its helpers (shift_* functions, check_shift) live in common.smk.
+# a shift: section (checked with the rest of the config by calbench.config_check).
+
+
+def shift_cfg():
+    return config.get("shift") or None
+
+
+def shift_models():
+    """Models of the shift study (shift.models, default every model that reads images)."""
+    cfg = shift_cfg()
+    if not cfg:
+        return []
+    wanted = cfg.get("models") or [m for m, v in config["models"].items()]
+    return [m for m in wanted if config["models"][m]["source"] != "logits"]
+
+
+def shift_datasets():
+    used = {model_cfg(m)["dataset"] for m in shift_models()}
+    return [d for d in config["datasets"] if d in used]
+
+
+def shift_corrupted(dataset):
+    return [f"resources/corrupted/{dataset}/{c}.npy" for c in shift_cfg()["corruptions"]]
+
+
+def shift_model_paths(pattern):
+    return [pattern.format(dataset=model_cfg(m)["dataset"], model=m) for m in shift_models()]
+
+
+def shift_targets():
+    if not shift_models():
+        return []
+    return ["results/shift/section.html", "results/shift/mean_ece.csv"]
+
+
+def shift_sections():
+    """The report's extra section files (render_report --sections)."""
+    return ["results/shift/section.html"] if shift_models() else []
+
+
+def shift_report_spec():
+    """Labels and the confidence level of the shift section (JSON, results/specs/shift_report.json)."""
+    return json.dumps(report_specs.shift_report_spec(config), sort_keys=False)
+
+
+def shift_archive_args(wildcards):
+    """``--archive @<spec file>`` with the dataset's published-archive entry, if any."""
+    entry = (shift_cfg().get("archives") or {}).get(wildcards.dataset)
+    if not entry:
+        return ""
+    return f"--archive @{spec_file(f'archive_{wildcards.dataset}', json.dumps(entry, sort_keys=True))}"
+
+
+def shift_corrupt_inputs(wildcards):
+    files = {"manifest": f"resources/datasets/{wildcards.dataset}/manifest.json"}
+    if shift_cfg().get("source", "generate") == "published":
+        files["archive"] = f"resources/corrupted/{wildcards.dataset}/published.tar"
+    return files
+
+
+def shift_corrupt_args(wildcards, input):
+    if shift_cfg().get("source", "generate") == "published":
+        return f"--source published --archive-file {input.archive} {shift_archive_args(wildcards)}"
+    return f"--source generate --seed {shift_cfg().get('seed', 0)}"
 
 
 rule download_corrupted:
@@ -34,10 +97,10 @@ rule corrupt_dataset:
     input:
         unpack(shift_corrupt_inputs),
         lib=lib_sources("corrupt-dataset"),
+        dataset=dataset_spec,
     params:
         root=lambda wildcards: data_root(wildcards.dataset),
         limit=limit_arg,
-        dataset=dataset_spec,
         source=shift_corrupt_args,
     log:
         "logs/corrupt_dataset/{dataset}/{corruption}.log",
@@ -52,7 +115,7 @@ rule corrupt_dataset:
     shell:
         "OMP_NUM_THREADS={threads} calbench corrupt-dataset --dataset {wildcards.dataset}"
         " --corruption {wildcards.corruption} {params.source} --data-root {params.root}"
-        " {params.limit} --dataset-spec {params.dataset:q} --out {output.images} > {log} 2>&1"
+        " {params.limit} --dataset-spec @{input.dataset} --out {output.images} > {log} 2>&1"
 
 
 rule shift_logits:
@@ -64,7 +127,6 @@ rule shift_logits:
         split=split_file,
         weights=weights_input,
         lib=lib_sources("shift-logits"),
-    params:
         spec=model_spec,
         dataset=dataset_spec,
     log:
@@ -81,9 +143,9 @@ rule shift_logits:
     conda:
         "../../envs/calbench.yaml"
     shell:
-        "OMP_NUM_THREADS={threads} calbench shift-logits --spec {params.spec:q} --threads {threads}"
+        "OMP_NUM_THREADS={threads} calbench shift-logits --spec @{input.spec} --threads {threads}"
         " --checkpoint {input.weights} --logits {input.clean} --split {input.split}"
-        " --corrupted {input.corrupted} --dataset-spec {params.dataset:q}"
+        " --corrupted {input.corrupted} --dataset-spec @{input.dataset}"
         " --out {output.logits} > {log} 2>&1"
 
 
@@ -101,8 +163,8 @@ rule evaluate_shift:
         metrics=lambda wildcards: ",".join(shift_cfg().get("metrics", ["accuracy", "ece", "nll"])),
         compare=lambda wildcards: ",".join(shift_cfg().get("compare_metrics", ["ece", "nll"])),
         n_bootstrap=lambda wildcards: shift_cfg().get("n_bootstrap", 200),
-        level=ev("level"),
-        seed=ev("seed"),
+        level=config["evaluation"]["level"],
+        seed=config["evaluation"]["seed"],
     log:
         "logs/evaluate_shift/{dataset}/{model}.log",
     benchmark:

@@ -42,17 +42,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """``calbench <verb> ...``: in a warm child when one can take it (:mod:`calbench.cli._warm`,
-    on only when ``CALBENCH_WARM`` is set), else in this process."""
-    from calbench.cli import _warm
-
+    """``calbench <verb> ...``: parse ``argv`` and run its verb; user errors are one line,
+    status 2."""
     argv = sys.argv[1:] if argv is None else list(argv)
-    rc = _warm.run(argv)
-    return run_verb(argv) if rc is None else rc
-
-
-def run_verb(argv: list[str]) -> int:
-    """Parse ``argv`` and run its verb in this process; user errors are one line, status 2."""
     parser = build_parser()
     args = parser.parse_args(argv)
     try:

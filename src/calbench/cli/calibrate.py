@@ -1,4 +1,5 @@
-"""Verbs ``fit-calibrator``, ``evaluate`` and ``compare``: the post-hoc calibration protocol.
+"""Verbs ``calibrate`` (the workflow's step: every calibrator of one model), and the single
+steps ``fit-calibrator``, ``evaluate`` and ``compare`` for work by hand.
 
 Each verb parses its arguments and calls one function of :mod:`calbench.evaluation`, where the
 protocol is described. Heavy libraries are imported by the library functions that use them.
@@ -16,6 +17,28 @@ from calbench.cli._args import (
     parse_list,
     plot_options,
 )
+
+
+def _cmd_calibrate(args: argparse.Namespace) -> int:
+    from calbench.evaluation import calibrate
+
+    spec = parse_json_arg(args.spec, "--spec")
+    if args.threads:
+        from calbench._device import set_threads
+
+        set_threads(args.threads, torch_now=False)  # before a scaling fit imports torch
+    calibrate(
+        args.logits,
+        args.split,
+        spec,
+        calibrators_dir=args.calibrators_dir,
+        metrics_dir=args.metrics_dir,
+        plots_dir=args.plots_dir,
+        compare_out=args.compare,
+        dataset=args.dataset,
+        model=args.model,
+    )
+    return 0
 
 
 def _cmd_fit(args: argparse.Namespace) -> int:
@@ -94,6 +117,29 @@ def _bootstrap(p: argparse.ArgumentParser, n: int) -> None:
 
 
 def register(sub) -> None:
+    p = sub.add_parser(
+        "calibrate",
+        help="every calibrator of one model: fit, metrics, diagrams, comparisons, grid",
+        description="Fit every calibrator of the spec on the validation half, evaluate each on "
+        "both halves with its reliability diagram, compare them (paired tests) and draw the grid: "
+        "DIR/<key>.json, DIR/<key>.csv, DIR/<key>.png, the comparison CSV and DIR/grid.png. The "
+        "files equal those of fit-calibrator, evaluate, compare and plot-reliability --grid.",
+    )
+    add_logits_split(p)
+    _naming(p)
+    p.add_argument(
+        "--spec",
+        required=True,
+        help="@file.json with calibrators, evaluation, compare and plots sections "
+        "(calbench.evaluation.CALIBRATE_SPEC; the workflow writes it under results/specs/)",
+    )
+    p.add_argument("--threads", type=int, default=0, help="CPU threads for torch-based fits")
+    p.add_argument("--calibrators-dir", required=True, help="folder of the calibrator JSONs")
+    p.add_argument("--metrics-dir", required=True, help="folder of the metric CSVs")
+    p.add_argument("--plots-dir", required=True, help="folder of the diagrams and grid.png")
+    p.add_argument("--compare", required=True, help="comparison .csv to write")
+    p.set_defaults(func=_cmd_calibrate)
+
     p = sub.add_parser(
         "fit-calibrator",
         help="fit a calibrator on the validation half of a model's logits",

@@ -50,7 +50,9 @@ def register(sub) -> None:
         help="logits + labels of a source: logits model from its file (download, verify, convert)",
     )
     p.add_argument("--spec", default=None, help="the model's config entry as JSON (workflow form)")
-    p.add_argument("--config", default=None, help="workflow configuration YAML (by hand, with --model)")
+    p.add_argument(
+        "--config", default=None, help="workflow configuration YAML (by hand, with --model)"
+    )
     p.add_argument("--model", default=None, help="model name in --config")
     p.add_argument(
         "--out", default=None, help="logits file (default results/logits/{dataset}/{model}.npz)"
@@ -149,7 +151,9 @@ def cmd_import_logits(args) -> int:
         strict=args.strict_checksums,
     )
     for f in s["files"]:
-        print(f"{f['path']}: sha256 {f['sha256'][:16]} {f['size']} bytes, {f['status']} ({f['origin']})")
+        print(
+            f"{f['path']}: sha256 {f['sha256'][:16]} {f['size']} bytes, {f['status']} ({f['origin']})"
+        )
     extra = f", own split {s['split']['val']} / {s['split']['test']}" if "split" in s else ""
     print(
         f"{out}: {s['n']} x {s['classes']} logits ({s['format']}), accuracy {s['accuracy']:.4f}{extra}"

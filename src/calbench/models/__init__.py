@@ -55,6 +55,8 @@ def parse_spec(text: str) -> dict:
     if not isinstance(text, str) or not text.strip():
         raise ValueError("--spec is empty; pass the model's config entry as JSON or a file path")
     src = text.strip()
+    if src.startswith("@"):  # @file, as the other verbs' JSON arguments take it
+        src = src[1:]
     if not src.startswith("{"):
         if not os.path.isfile(src):
             raise FileNotFoundError(

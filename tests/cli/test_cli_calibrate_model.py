@@ -1,0 +1,223 @@
+"""The workflow's calibration step ``calbench calibrate``: one process per model writes exactly
+the files the single-step verbs (fit-calibrator, evaluate, compare, plot-reliability --grid)
+write from the same inputs, and nothing when anything fails."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from calbench.functional import softmax
+from calbench.split import save_split, study_split
+
+N, K = 300, 4
+CALIBRATORS = {
+    "uncalibrated": {"method": "uncalibrated", "params": {}, "display": "Uncalibrated"},
+    "ts": {"method": "ts", "params": {}, "display": "T-scaling"},
+    "hist": {"method": "hist", "params": {"n_bins": 5}, "display": "Hist {5}"},
+}
+SPEC = {
+    "calibrators": CALIBRATORS,
+    "evaluation": {
+        "metrics": ["accuracy", "ece", "cwece", "nll"],
+        "halves": ["test", "val"],
+        "n_bootstrap": 20,
+        "level": 0.9,
+        "seed": 3,
+        "ci_halves": ["test"],
+        "ci_metrics": ["ece", "nll"],
+    },
+    "compare": {"metrics": ["ece", "nll"], "baselines": ["uncalibrated", "ts"], "n_bootstrap": 50},
+    "plots": {"n_bins": 10, "style": "guo"},
+}
+
+
+def _main(argv):
+    from calbench.cli import main
+
+    return main([str(a) for a in argv])
+
+
+@pytest.fixture(scope="module")
+def data(tmp_path_factory):
+    d = tmp_path_factory.mktemp("calibrate")
+    rng = np.random.default_rng(1)
+    z = (rng.normal(size=(N, K)) * 4.0).astype(np.float32)
+    y = np.array([rng.choice(K, p=row) for row in softmax(z / 3.0)], dtype=np.int64)
+    np.savez(d / "logits.npz", logits=z, labels=y, order_hash="abc", model="mod", dataset="ds")
+    save_split(d / "split.npz", *study_split(N))
+    return d
+
+
+def _calibrate(data, out, spec=SPEC):
+    spec_path = out / "spec.json"
+    out.mkdir(parents=True, exist_ok=True)
+    spec_path.write_text(json.dumps(spec))
+    return _main(
+        [
+            "calibrate",
+            "--logits",
+            data / "logits.npz",
+            "--split",
+            data / "split.npz",
+            "--spec",
+            f"@{spec_path}",
+            "--calibrators-dir",
+            out / "cal",
+            "--metrics-dir",
+            out / "met",
+            "--plots-dir",
+            out / "plot",
+            "--compare",
+            out / "compare.csv",
+        ]
+    )
+
+
+def test_calibrate_equals_the_single_step_verbs(data, tmp_path):
+    assert _calibrate(data, tmp_path / "batch") == 0
+    one = tmp_path / "one"
+    common = ["--logits", data / "logits.npz", "--split", data / "split.npz"]
+    ev = SPEC["evaluation"]
+    for key, entry in CALIBRATORS.items():
+        cal = one / "cal" / f"{key}.json"
+        assert (
+            _main(
+                [
+                    "fit-calibrator",
+                    *common,
+                    "--method",
+                    entry["method"],
+                    "--params",
+                    json.dumps(entry["params"]),
+                    "--out",
+                    cal,
+                ]
+            )
+            == 0
+        )
+        assert (
+            _main(
+                [
+                    "evaluate",
+                    *common,
+                    "--calibrator",
+                    cal,
+                    "--metrics",
+                    ",".join(ev["metrics"]),
+                    "--halves",
+                    ",".join(ev["halves"]),
+                    "--n-bootstrap",
+                    ev["n_bootstrap"],
+                    "--level",
+                    ev["level"],
+                    "--seed",
+                    ev["seed"],
+                    "--ci-halves",
+                    "test",
+                    "--ci-metrics",
+                    "ece,nll",
+                    "--plot",
+                    one / "plot" / f"{key}.png",
+                    "--n-bins",
+                    10,
+                    "--style",
+                    "guo",
+                    "--title",
+                    entry["display"],
+                    "--out",
+                    one / "met" / f"{key}.csv",
+                ]
+            )
+            == 0
+        )
+    cals = [one / "cal" / f"{k}.json" for k in CALIBRATORS]
+    assert (
+        _main(
+            [
+                "compare",
+                *common,
+                "--calibrators",
+                *cals,
+                "--metrics",
+                "ece,nll",
+                "--baselines",
+                "uncalibrated,ts",
+                "--n-bootstrap",
+                50,
+                "--level",
+                0.9,
+                "--seed",
+                3,
+                "--out",
+                one / "compare.csv",
+            ]
+        )
+        == 0
+    )
+    assert (
+        _main(
+            [
+                "plot-reliability",
+                "--grid",
+                *common,
+                "--calibrator",
+                *cals,
+                "--n-bins",
+                10,
+                "--style",
+                "guo",
+                "--out",
+                one / "plot" / "grid.png",
+            ]
+        )
+        == 0
+    )
+    batch = {
+        p.relative_to(tmp_path / "batch"): p.read_bytes()
+        for p in (tmp_path / "batch").rglob("*")
+        if p.is_file() and p.name != "spec.json"
+    }
+    single = {p.relative_to(one): p.read_bytes() for p in one.rglob("*") if p.is_file()}
+    assert sorted(batch) == sorted(single)
+    assert len(batch) == 3 * len(CALIBRATORS) + 2
+    assert [k for k in batch if batch[k] != single[k]] == []
+
+
+@pytest.mark.parametrize(
+    "edit, message",
+    [
+        (
+            lambda s: s["calibrators"]["hist"].update(params={"n_binz": 5}),
+            "calibrator 'hist' (method 'hist')",
+        ),
+        (lambda s: s["calibrators"].update(nope={"method": "nope"}), "calibrator 'nope'"),
+        (lambda s: s["compare"].update(baselines=["vs"]), "compare.baselines names 'vs'"),
+        (lambda s: s["evaluation"].pop("seed"), "evaluation: missing key 'seed'"),
+        (lambda s: s.update(extra=1), "unknown section 'extra'"),
+        (lambda s: s["evaluation"].update(metrics=["ecee"]), "unknown metrics ['ecee']"),
+    ],
+)
+def test_bad_spec_is_one_line_and_writes_nothing(data, tmp_path, capsys, edit, message):
+    spec = json.loads(json.dumps(SPEC))
+    edit(spec)
+    assert _calibrate(data, tmp_path, spec) == 2
+    err = capsys.readouterr().err.strip()
+    assert message in err and len(err.splitlines()) == 1, err
+    assert sorted(p.name for p in tmp_path.rglob("*") if p.is_file()) == ["spec.json"]
+
+
+def test_a_failing_calibrator_names_itself_and_leaves_no_file(data, tmp_path, capsys):
+    """The third calibrator fails at fit time: the files of the first two are removed too."""
+    spec = json.loads(json.dumps(SPEC))
+    spec["calibrators"]["platt"] = {
+        "method": "platt",
+        "params": {},
+        "display": "Platt",
+    }  # binary only
+    assert _calibrate(data, tmp_path, spec) == 2
+    err = capsys.readouterr().err.strip()
+    assert "calibrator 'platt' (method 'platt')" in err and len(err.splitlines()) == 1, err
+    assert sorted(p.name for p in tmp_path.rglob("*") if p.is_file()) == ["spec.json"]
