@@ -226,9 +226,13 @@ def _reference_problems(config: Mapping) -> list[str]:
     named = [(f"report.{k}", config["report"][k]) for k in ("table_metrics", "losses_metrics")]
     named += [("compare.metrics", config["compare"]["metrics"])]
     named += [("evaluation.ci_metrics", ev.get("ci_metrics") or [])]
+    from calbench.metrics import METRICS  # names the library does not know are reported above
+
     for key, metrics in named:
         problems += [
-            f"{key}: {x!r} is not in evaluation.metrics" for x in metrics if x not in evaluated
+            f"{key}: {x!r} is not in evaluation.metrics"
+            for x in metrics
+            if x not in evaluated and x in METRICS
         ]
     for half in ev.get("ci_halves") or []:
         if half not in ev["halves"]:
