@@ -83,7 +83,9 @@ def _scan_rows(arr: np.ndarray, want_argmax: bool):
     return sums, lo, pred
 
 
-def check_probs(probs, name: str = "probs", atol: float = ROW_SUM_ATOL, *, _argmax: list | None = None) -> np.ndarray:
+def check_probs(
+    probs, name: str = "probs", atol: float = ROW_SUM_ATOL, *, _argmax: list | None = None
+) -> np.ndarray:
     """Return ``probs`` as a floating (N, K) array after checking it holds probabilities.
 
     float32 and float64 inputs are returned as they are (no copy). One cache-blocked pass over

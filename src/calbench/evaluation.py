@@ -477,6 +477,7 @@ def calibrate(
     metrics_dir,
     plots_dir,
     compare_out,
+    robustness_out=None,
     dataset: str | None = None,
     model: str | None = None,
 ) -> list[Path]:
@@ -487,7 +488,10 @@ def calibrate(
     its metrics on both halves (:func:`evaluate_rows`, ``spec["evaluation"]``) ->
     ``metrics_dir/key.csv``; its reliability diagram on the test half -> ``plots_dir/key.png``.
     Then the paired comparisons (:func:`compare_rows`, ``spec["compare"]``) -> ``compare_out``
-    and the grid of every calibrator's diagram -> ``plots_dir/grid.png``. Each file equals what
+    and the grid of every calibrator's diagram -> ``plots_dir/grid.png``; with ``robustness_out``
+    the calibrators' ranks under other ECE variants and their
+    bootstrap first-place probabilities (:func:`calbench.robustness.robustness_rows`,
+    ``evaluation.n_bootstrap`` resamples, ``evaluation.seed``) -> that CSV. Each file equals what
     the single-step verbs (``fit-calibrator``, ``evaluate``, ``compare``, ``plot-reliability
     --grid``) write from the same inputs; the predictions come from the calibrator as saved, so
     the JSON is what every downstream step reads.
@@ -583,6 +587,19 @@ def calibrate(
         grid = dirs["plot"] / "grid.png"
         _draw(test_probs, data["test"][1], grid, grid=True, **plot)
         written.append(grid)
+        if robustness_out is not None:
+            from calbench.robustness import ROBUSTNESS_COLUMNS, robustness_rows
+
+            rows = robustness_rows(
+                test_probs,
+                data["test"][1],
+                dataset=meta["dataset"],
+                model=meta["model"],
+                n_resamples=ev["n_bootstrap"],
+                seed=ev["seed"],
+            )
+            write_long_csv(robustness_out, rows, ROBUSTNESS_COLUMNS)
+            written.append(Path(robustness_out))
     except BaseException:
         for path in written:
             path.unlink(missing_ok=True)

@@ -19,7 +19,9 @@ def atomic_path(path: str | os.PathLike) -> Iterator[Path]:
     """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.stem}.", suffix=f".tmp{path.suffix}")
+    fd, tmp = tempfile.mkstemp(
+        dir=path.parent, prefix=f".{path.stem}.", suffix=f".tmp{path.suffix}"
+    )
     os.close(fd)
     tmp_path = Path(tmp)
     try:
@@ -67,7 +69,9 @@ def read_npz(path: str | os.PathLike, what: str, fix: str) -> dict:
             return {k: z[k] for k in z.files}
     except (OSError, ValueError, EOFError, KeyError, zipfile.BadZipFile) as exc:
         reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-        raise ValueError(f"cannot read {what} {path}: damaged or truncated ({reason}); {fix}") from None
+        raise ValueError(
+            f"cannot read {what} {path}: damaged or truncated ({reason}); {fix}"
+        ) from None
 
 
 def torch_load_reason(exc: BaseException) -> str:

@@ -196,7 +196,9 @@ def stage(
                 from calbench.logits_sources import obtain
 
                 staged_logits.add(name)
-                obtain(name, get_entry(doc, name), resources, mirrors, timeout=timeout, strict=strict)
+                obtain(
+                    name, get_entry(doc, name), resources, mirrors, timeout=timeout, strict=strict
+                )
             elif kind == "checkpoint":
                 stage_model(
                     name, get_entry(doc, name), resources, mirrors, timeout=timeout, strict=strict

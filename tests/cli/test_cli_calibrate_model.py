@@ -4,12 +4,14 @@ write from the same inputs, and nothing when anything fails."""
 
 from __future__ import annotations
 
+import csv
 import json
 
 import numpy as np
 import pytest
 
 from calbench.functional import softmax
+from calbench.robustness import VARIANTS
 from calbench.split import save_split, study_split
 
 N, K = 300, 4
@@ -72,6 +74,8 @@ def _calibrate(data, out, spec=SPEC):
             out / "plot",
             "--compare",
             out / "compare.csv",
+            "--robustness",
+            out / "robustness.csv",
         ]
     )
 
@@ -178,12 +182,15 @@ def test_calibrate_equals_the_single_step_verbs(data, tmp_path):
     batch = {
         p.relative_to(tmp_path / "batch"): p.read_bytes()
         for p in (tmp_path / "batch").rglob("*")
-        if p.is_file() and p.name != "spec.json"
+        if p.is_file() and p.name not in ("spec.json", "robustness.csv")
     }
     single = {p.relative_to(one): p.read_bytes() for p in one.rglob("*") if p.is_file()}
     assert sorted(batch) == sorted(single)
     assert len(batch) == 3 * len(CALIBRATORS) + 2
     assert [k for k in batch if batch[k] != single[k]] == []
+    rows = list(csv.DictReader(open(tmp_path / "batch" / "robustness.csv")))
+    assert {r["method"] for r in rows} == set(CALIBRATORS)
+    assert {r["variant"] for r in rows} == set(VARIANTS)
 
 
 @pytest.mark.parametrize(

@@ -42,6 +42,7 @@ rule calibrate:
         ),
         compare="results/compare/{dataset}/{model}.csv",
         grid="results/plots/{dataset}/{model}/grid.png",
+        robustness="results/robustness/{dataset}/{model}.csv",
     input:
         logits="results/logits/{dataset}/{model}.npz",
         split=split_file,
@@ -63,4 +64,4 @@ rule calibrate:
         " --calibrators-dir results/calibrators/{wildcards.dataset}/{wildcards.model}"
         " --metrics-dir results/metrics/{wildcards.dataset}/{wildcards.model}"
         " --plots-dir results/plots/{wildcards.dataset}/{wildcards.model}"
-        " --compare {output.compare} > {log} 2>&1"
+        " --compare {output.compare} --robustness {output.robustness} > {log} 2>&1"

@@ -60,7 +60,11 @@ def to_jsonable(value: Any) -> Any:
     round trip; Python's float repr is exact for float64 and therefore for float32 too.
     """
     if isinstance(value, np.ndarray):
-        return {"__ndarray__": value.tolist(), "dtype": str(value.dtype), "shape": list(value.shape)}
+        return {
+            "__ndarray__": value.tolist(),
+            "dtype": str(value.dtype),
+            "shape": list(value.shape),
+        }
     if isinstance(value, np.generic):
         return value.item()
     if isinstance(value, dict):
@@ -106,8 +110,13 @@ class Field:
             if not isinstance(value, list) or len(value) != k:
                 return f"must be a list of {k} arrays (one per class)"
             for j, part in enumerate(value):
-                why = Field(shape=(None,), integer=self.integer, low=self.low, high=self.high,
-                            low_open=self.low_open).check(part, k)
+                why = Field(
+                    shape=(None,),
+                    integer=self.integer,
+                    low=self.low,
+                    high=self.high,
+                    low_open=self.low_open,
+                ).check(part, k)
                 if why:
                     return f"[{j}] {why}"
             return None
@@ -117,7 +126,9 @@ class Field:
         if not (np.issubdtype(arr.dtype, np.number)):
             return f"must be numeric, got dtype {arr.dtype}"
         want = tuple(k if d == "K" else k + 1 if d == "K+1" else d for d in self.shape)
-        if arr.ndim != len(want) or any(w is not None and w != s for w, s in zip(want, arr.shape, strict=True)):
+        if arr.ndim != len(want) or any(
+            w is not None and w != s for w, s in zip(want, arr.shape, strict=True)
+        ):
             shown = tuple("*" if w is None else w for w in want)
             return f"has shape {arr.shape}, expected {shown} for K={k}"
         if arr.size == 0:
@@ -135,7 +146,9 @@ class Field:
 
 
 def _why(cls_name: str, where: str, detail: str) -> ValueError:
-    return ValueError(f"{where}: {detail}; refit the {cls_name} calibrator (calbench fit-calibrator)")
+    return ValueError(
+        f"{where}: {detail}; refit the {cls_name} calibrator (calbench fit-calibrator)"
+    )
 
 
 class Calibrator:
@@ -221,7 +234,9 @@ class Calibrator:
         order hash stored in it and the file's SHA-256 (checked by :meth:`check_fitted_on`)."""
         self.fitted_on_ = {"order_hash": str(order_hash), "logits_sha256": str(logits_sha256)}
 
-    def check_fitted_on(self, order_hash: str, logits_sha256: str, where: str = "calibrator") -> None:
+    def check_fitted_on(
+        self, order_hash: str, logits_sha256: str, where: str = "calibrator"
+    ) -> None:
         """Raise a one-line ``ValueError`` when the calibrator records being fitted on other
         logits than those identified by ``order_hash`` / ``logits_sha256``."""
         rec = self.fitted_on_
@@ -262,7 +277,11 @@ class Calibrator:
         state = None
         if self.n_classes_ is not None:
             state = {"n_classes": self.n_classes_, **self._get_state()}
-        out = {"method": self.name, "params": to_jsonable(self._params), "state": to_jsonable(state)}
+        out = {
+            "method": self.name,
+            "params": to_jsonable(self._params),
+            "state": to_jsonable(state),
+        }
         if self.fitted_on_:
             out["fitted_on"] = dict(self.fitted_on_)
         return out
@@ -281,14 +300,18 @@ class Calibrator:
             )
         unknown = sorted(set(data) - {"method", "params", "state", "fitted_on"})
         if unknown:
-            raise ValueError(f"{where}: unknown top-level key(s) {unknown}; expected method, params, state")
+            raise ValueError(
+                f"{where}: unknown top-level key(s) {unknown}; expected method, params, state"
+            )
         method = data.get("method")
         if cls is Calibrator:
             target = REGISTRY.get(method) if isinstance(method, str) else None
         else:
             target = cls
         if target is None:
-            raise ValueError(f"{where}: unknown calibrator method {method!r}; known: {sorted(REGISTRY)}")
+            raise ValueError(
+                f"{where}: unknown calibrator method {method!r}; known: {sorted(REGISTRY)}"
+            )
         if target.name != method:
             raise ValueError(f"{where}: dict is for method {method!r}, not {target.name!r}")
         params = data.get("params")
@@ -309,7 +332,9 @@ class Calibrator:
             if not isinstance(fitted_on, dict) or not all(
                 isinstance(fitted_on.get(k), str) for k in ("order_hash", "logits_sha256")
             ):
-                raise _why(method, where, "fitted_on must hold the strings order_hash and logits_sha256")
+                raise _why(
+                    method, where, "fitted_on must hold the strings order_hash and logits_sha256"
+                )
             obj.fitted_on_ = {k: fitted_on[k] for k in ("order_hash", "logits_sha256")}
         return obj
 
@@ -317,7 +342,9 @@ class Calibrator:
     def _validated_state(cls, raw: Any, where: str) -> tuple[int, dict[str, Any]]:
         """``(K, state)`` from a JSON state object, checked against :attr:`state_schema`."""
         if not isinstance(raw, dict):
-            raise _why(cls.name, where, f"state must be an object or null, got {type(raw).__name__}")
+            raise _why(
+                cls.name, where, f"state must be an object or null, got {type(raw).__name__}"
+            )
         k = raw.get("n_classes")
         if isinstance(k, bool) or not isinstance(k, int) or k < 2:
             raise _why(cls.name, where, f"state.n_classes must be an integer >= 2, got {k!r}")
@@ -329,7 +356,11 @@ class Calibrator:
         if missing:
             raise _why(cls.name, where, f"state.{missing[0]} is missing (fields: {list(schema)})")
         if extra:
-            raise _why(cls.name, where, f"state.{extra[0]} is not a field of {cls.name} (fields: {list(schema)})")
+            raise _why(
+                cls.name,
+                where,
+                f"state.{extra[0]} is not a field of {cls.name} (fields: {list(schema)})",
+            )
         state: dict[str, Any] = {}
         for key, field in schema.items():
             try:
@@ -385,11 +416,15 @@ def load_calibrator(path: str | os.PathLike) -> Calibrator:
     """Read a calibrator written by :func:`save_calibrator`, validating every field."""
     path = Path(path)
     if not path.is_file():
-        raise FileNotFoundError(f"calibrator file {path} does not exist; run calbench fit-calibrator")
+        raise FileNotFoundError(
+            f"calibrator file {path} does not exist; run calbench fit-calibrator"
+        )
     try:
         data = json.loads(path.read_text())
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise ValueError(f"{path} is not valid calibrator JSON ({exc}); delete it and refit") from None
+        raise ValueError(
+            f"{path} is not valid calibrator JSON ({exc}); delete it and refit"
+        ) from None
     return Calibrator.from_dict(data, where=str(path))
 
 

@@ -188,8 +188,10 @@ class _ODIRCrossValidated(Calibrator):
     def _predict_proba(self, logits: np.ndarray) -> np.ndarray:
         if self._params["precision"] == "float32":
             x = np.asarray(self._features(logits), dtype=np.float32)
-            probs = [softmax32(x @ w.astype(np.float32) + b.astype(np.float32))
-                     for w, b in zip(self.W_, self.b_, strict=True)]
+            probs = [
+                softmax32(x @ w.astype(np.float32) + b.astype(np.float32))
+                for w, b in zip(self.W_, self.b_, strict=True)
+            ]
             return np.mean(probs, axis=0, dtype=np.float32)
         x = np.asarray(self._features(logits), dtype=np.float64)
         out = np.zeros(x.shape, dtype=np.float64)

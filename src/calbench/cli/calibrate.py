@@ -35,6 +35,7 @@ def _cmd_calibrate(args: argparse.Namespace) -> int:
         metrics_dir=args.metrics_dir,
         plots_dir=args.plots_dir,
         compare_out=args.compare,
+        robustness_out=args.robustness,
         dataset=args.dataset,
         model=args.model,
     )
@@ -138,6 +139,10 @@ def register(sub) -> None:
     p.add_argument("--metrics-dir", required=True, help="folder of the metric CSVs")
     p.add_argument("--plots-dir", required=True, help="folder of the diagrams and grid.png")
     p.add_argument("--compare", required=True, help="comparison .csv to write")
+    p.add_argument(
+        "--robustness",
+        help="also write the calibrators' ranks under other ECE variants to this .csv",
+    )
     p.set_defaults(func=_cmd_calibrate)
 
     p = sub.add_parser(

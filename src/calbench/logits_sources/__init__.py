@@ -58,6 +58,7 @@ from calbench.logits_sources.fetch import obtain
 
 __all__ = ["check_entry", "describe_source", "import_logits", "is_presplit", "obtain", "plan_files"]
 
+
 def labels_order_hash(labels: np.ndarray) -> str:
     """The ``order_hash`` of imported logits: the labels' content hash (the images are unknown);
     models of one folder share their ``targets.txt`` and so their order hash."""
@@ -93,15 +94,20 @@ def import_logits(
             f"results/split/{entry['dataset']}/{name}.npz"
         )
     if not presplit and split_out is not None:
-        raise ValueError(
-            f"model {name} uses the study split (split: study); drop --split-out"
-        )
+        raise ValueError(f"model {name} uses the study split (split: study); drop --split-out")
     got = obtain(
         name, entry, resources, mirrors, local_file=local_file, timeout=timeout, strict=strict
     )
-    synth = lg["format"] == "coursework" and lg.get("targets") == "class_blocks" and got["targets"] is None
+    synth = (
+        lg["format"] == "coursework"
+        and lg.get("targets") == "class_blocks"
+        and got["targets"] is None
+    )
     imp = formats.read(
-        lg["format"], got["logits"], targets=got["targets"], synthesise_targets=synth,
+        lg["format"],
+        got["logits"],
+        targets=got["targets"],
+        synthesise_targets=synth,
         use_split=presplit,
     )
     ohash = labels_order_hash(imp.labels)
@@ -120,8 +126,14 @@ def import_logits(
     if presplit:
         val, test = imp.split
         summary["split"] = {"val": int(val.size), "test": int(test.size), "source": lg["format"]}
-        save_split(split_out, val, test, order_hash=np.str_(ohash), n=np.int64(imp.labels.size),
-                   source=np.str_(lg["format"]))
+        save_split(
+            split_out,
+            val,
+            test,
+            order_hash=np.str_(ohash),
+            n=np.int64(imp.labels.size),
+            source=np.str_(lg["format"]),
+        )
     if provenance_out is not None:
         atomic_write_text(provenance_out, json.dumps(summary, indent=1, sort_keys=True) + "\n")
     return summary
@@ -144,7 +156,7 @@ def plan_files(name: str, entry: Mapping, resources="resources") -> list[dict]:
         key = lock_key(mdir / f, resources)
         if lg.get("local_path"):
             pin = "local"
-        elif (lg.get("sha256") if f == lg["file"] else lg.get("targets_sha256")):
+        elif lg.get("sha256") if f == lg["file"] else lg.get("targets_sha256"):
             pin = "pinned"
         elif lock_file.get(key):
             pin = "lock"

@@ -108,13 +108,21 @@ def obtain(
 
     def done(path: Path, targets: Path | None, origin: str) -> dict:
         recs = [
-            _verify(path, key, sha256=lg.get("sha256"), size=lg.get("size"), lock=lock_file,
-                    origin=origin, pin=pin)
+            _verify(
+                path,
+                key,
+                sha256=lg.get("sha256"),
+                size=lg.get("size"),
+                lock=lock_file,
+                origin=origin,
+                pin=pin,
+            )
         ]
         if targets is not None:
             recs.append(
-                _verify(targets, tkey, sha256=t_sha, size=None, lock=lock_file, origin=origin,
-                        pin=pin)
+                _verify(
+                    targets, tkey, sha256=t_sha, size=None, lock=lock_file, origin=origin, pin=pin
+                )
             )
         elif needs_targets and lg.get("targets", "file") == "file":
             raise FileNotFoundError(
@@ -136,7 +144,9 @@ def obtain(
         if found is not None:
             return done(*found, origin=f"mirror {m}")
     dest, tdest = mdir / fname, mdir / TARGETS_FILE
-    if dest.is_file() and (not needs_targets or tdest.is_file() or lg.get("targets") == "class_blocks"):
+    if dest.is_file() and (
+        not needs_targets or tdest.is_file() or lg.get("targets") == "class_blocks"
+    ):
         return done(dest, tdest if tdest.is_file() else None, origin="resources")
     if not _has_service(lg):
         raise FileNotFoundError(
@@ -180,7 +190,9 @@ def _download(name, lg, dest: Path, tdest: Path, lock_file, key, tkey, timeout):
     urls = list(lg.get("urls") or [])
     cands += S.url_candidates(urls)
     if lg["format"] == "coursework":  # targets.txt beside each mirror URL
-        tcands += S.url_candidates(u.rsplit("/", 1)[0] + "/" + TARGETS_FILE for u in urls if "/" in u)
+        tcands += S.url_candidates(
+            u.rsplit("/", 1)[0] + "/" + TARGETS_FILE for u in urls if "/" in u
+        )
     sha, size = _expected(lg, lock_file, key, listed)
     got = S.fetch_verified(dest, cands, sha256=sha, size=size, timeout=timeout)
     targets = None

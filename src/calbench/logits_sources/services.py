@@ -56,12 +56,15 @@ def get_json(url: str, *, data=None, headers=None, timeout: float = 60.0):
         with _request(url, data=data, headers=headers, timeout=timeout) as resp:
             body = resp.read()
     except OSError as exc:  # HTTPError, URLError, timeouts
-        raise DownloadError(f"{url.split('?')[0]} failed ({exc}); check the address, the "
-                            "public key or your network") from None
+        raise DownloadError(
+            f"{url.split('?')[0]} failed ({exc}); check the address, the public key or your network"
+        ) from None
     try:
         return json.loads(body)
     except ValueError:
-        raise DownloadError(f"{url.split('?')[0]} did not answer with JSON ({body[:60]!r})") from None
+        raise DownloadError(
+            f"{url.split('?')[0]} did not answer with JSON ({body[:60]!r})"
+        ) from None
 
 
 # --------------------------------------------------------------------------- verified fetch
@@ -75,7 +78,9 @@ class Candidate:
     resolve: Callable[[], tuple[str, dict]]
 
 
-def _stream(url: str, headers: dict, tmp: Path, size: int | None, timeout: float) -> tuple[str, int]:
+def _stream(
+    url: str, headers: dict, tmp: Path, size: int | None, timeout: float
+) -> tuple[str, int]:
     h, n = hashlib.sha256(), 0
     with _request(url, headers=headers, timeout=timeout) as resp, open(tmp, "wb") as out:
         while block := resp.read(_CHUNK):
@@ -111,10 +116,14 @@ def fetch_verified(
                 if size is not None and n != size:
                     raise DownloadError(f"{n} bytes, expected {size}")
                 if sha256 and digest != sha256:
-                    raise DownloadError(f"sha256 {digest[:12]} does not match the pinned {sha256[:12]}")
+                    raise DownloadError(
+                        f"sha256 {digest[:12]} does not match the pinned {sha256[:12]}"
+                    )
             return {"sha256": digest, "size": n, "origin": cand.label}
         except (OSError, ValueError) as exc:  # HTTP/URL errors, timeouts, mismatches
-            errors.append(f"{cand.label}: {str(exc).splitlines()[0] if str(exc) else type(exc).__name__}")
+            errors.append(
+                f"{cand.label}: {str(exc).splitlines()[0] if str(exc) else type(exc).__name__}"
+            )
     raise DownloadError(
         f"could not obtain a verified {dest.name} ({'; '.join(errors) or 'no source configured'}); "
         "download it by hand and pass it with local_path or a mirrors: directory"
@@ -274,7 +283,9 @@ def _folder_matches(dir_parts: tuple[str, ...], folder: str) -> bool:
     return any("_".join(low[i:]) == key for i in range(len(low)))
 
 
-def find_in_tree(tree: list[Entry], folder: str, name: str, where: str) -> tuple[Entry, Entry | None]:
+def find_in_tree(
+    tree: list[Entry], folder: str, name: str, where: str
+) -> tuple[Entry, Entry | None]:
     """``(file, targets.txt or None)`` for ``folder/name`` in ``tree`` (see module docstring).
 
     ``targets.txt`` is looked for in the file's folder, then its parent (the zips' layout keeps

@@ -97,7 +97,9 @@ def read_pt_zip(path) -> np.ndarray:
         try:
             raw = zf.read(member)
         except (KeyError, zipfile.BadZipFile) as exc:
-            raise ValueError(f"{path}: damaged torch container ({exc}); download it again") from None
+            raise ValueError(
+                f"{path}: damaged torch container ({exc}); download it again"
+            ) from None
     flat = np.frombuffer(raw, dtype=ref.storage.dtype)
     (n, k), (s0, s1), off = ref.size, ref.stride, ref.offset
     if flat.size != ref.storage.numel or min(n, k, s0, s1, off) < 0:

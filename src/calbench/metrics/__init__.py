@@ -279,7 +279,10 @@ METRICS: dict[str, Metric] = {
         Metric("cwece_kull", _cwece_kull_core, weighted=_cwece_kull_weighted),
         _decomposed("brier_kull", _brier_kull_stats, _mean, is_mean=True),
         _decomposed(
-            "nll_kull", lambda p, y, dtype=None: (nll_per_sample(p, y, "study"),), _mean, is_mean=True
+            "nll_kull",
+            lambda p, y, dtype=None: (nll_per_sample(p, y, "study"),),
+            _mean,
+            is_mean=True,
         ),
     ]
 }

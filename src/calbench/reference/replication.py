@@ -12,7 +12,16 @@ from __future__ import annotations
 from pathlib import Path
 
 #: columns of the accuracy check CSV
-ACCURACY_COLUMNS = ("model", "dataset", "n", "ours", "expected", "difference", "tolerance", "status")
+ACCURACY_COLUMNS = (
+    "model",
+    "dataset",
+    "n",
+    "ours",
+    "expected",
+    "difference",
+    "tolerance",
+    "status",
+)
 
 
 def write_replication_tables(

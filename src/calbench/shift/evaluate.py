@@ -56,7 +56,9 @@ def resample_weights(n: int, n_resamples: int, seed: int) -> np.ndarray:
     :func:`calbench.stats.resample_indices` (same draws for the same arguments)."""
     from calbench.stats import multiplicities, resample_indices
 
-    return np.concatenate([multiplicities(idx, n) for idx in resample_indices(n, n_resamples, seed)])
+    return np.concatenate(
+        [multiplicities(idx, n) for idx in resample_indices(n, n_resamples, seed)]
+    )
 
 
 def resampled_metric(name: str, probs: np.ndarray, labels: np.ndarray, weights: np.ndarray):

@@ -1,0 +1,114 @@
+"""calbench.robustness: rankings under other evaluation choices (Nixon et al. 2019)."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from calbench.functional import softmax
+from calbench.robustness import (
+    DEFAULT_VARIANT,
+    VARIANTS,
+    first_place_probability,
+    ranks,
+    robustness_rows,
+    summarise,
+)
+
+
+def _ece_loop(p, y, n_bins):
+    """Independent top-label ECE: equal-width bins [a, b), confidence 1 in the last bin."""
+    conf, pred = p.max(1), p.argmax(1)
+    ids = np.minimum((conf * n_bins).astype(int), n_bins - 1)
+    total = 0.0
+    for b in range(n_bins):
+        sel = ids == b
+        if sel.any():
+            total += sel.sum() / len(y) * abs((pred[sel] == y[sel]).mean() - conf[sel].mean())
+    return total
+
+
+@pytest.fixture(scope="module")
+def probs():
+    """Three prediction sets on the same labels: calibrated, over-confident, under-confident."""
+    rng = np.random.default_rng(0)
+    z = rng.normal(size=(2000, 5)) * 2.0
+    p_true = softmax(z)
+    y = (p_true.cumsum(1) > rng.random((2000, 1))).argmax(1)
+    return {"good": p_true, "over": softmax(3 * z), "under": softmax(z / 3)}, y
+
+
+def test_ranks_known_answers():
+    assert ranks([0.3, 0.1, 0.2]).tolist() == [3.0, 1.0, 2.0]
+    assert ranks([0.1, 0.1, 0.2]).tolist() == [1.5, 1.5, 3.0]
+    assert ranks([float("nan"), 0.1]).tolist() == [2.0, 1.0]
+
+
+def test_values_equal_an_independent_binned_ece(probs):
+    by, y = probs
+    rows = robustness_rows(by, y, dataset="d", model="m", n_resamples=20)
+    for r in rows:
+        if r["variant"] in ("ece_w10", "ece_w15", "ece_w20"):
+            bins = int(r["variant"][-2:])
+            assert r["value"] == pytest.approx(_ece_loop(by[r["method"]], y, bins), abs=1e-12)
+    assert {r["variant"] for r in rows} == set(VARIANTS)
+    assert len(rows) == len(VARIANTS) * 3
+
+
+def test_calibrated_model_ranks_first_everywhere_and_summary_says_robust(probs):
+    by, y = probs
+    rows = robustness_rows(by, y, dataset="d", model="m", n_resamples=50)
+    assert all(r["rank"] == 1.0 for r in rows if r["method"] == "good")
+    p_first = {r["method"]: r["p_first"] for r in rows if r["variant"] == DEFAULT_VARIANT}
+    assert p_first["good"] > 0.9 and sum(p_first.values()) == pytest.approx(1.0)
+    assert all(math.isnan(r["p_first"]) for r in rows if r["variant"] != DEFAULT_VARIANT)
+    s = summarise(rows)
+    assert s["headline"] == ["good"] and s["robust"] and s["models"] == 1
+
+
+def test_first_place_probability_equals_a_resample_loop(probs):
+    """Same seed, same resampled indices: the vectorised count equals a plain loop."""
+    from calbench.stats import resample_indices
+
+    by, y = probs
+    got = first_place_probability(by, y, n_resamples=30, seed=4)
+    wins = dict.fromkeys(by, 0.0)
+    for idx in resample_indices(len(y), 30, 4):
+        for row in idx:
+            vals = {m: _ece_loop(p[row], y[row], 15) for m, p in by.items()}
+            best = min(vals.values())
+            firsts = [m for m, v in vals.items() if abs(v - best) <= 1e-12]
+            for m in firsts:
+                wins[m] += 1 / len(firsts)
+    assert got == pytest.approx({m: w / 30 for m, w in wins.items()}, abs=1e-12)
+
+
+def test_summary_reports_a_flip():
+    """A ranking that flips under one variant is not robust, and the summary names where."""
+    rows = []
+    for variant in (DEFAULT_VARIANT, "ece_w10"):
+        for method, rank in (("a", 1.0), ("b", 2.0)):
+            if variant == "ece_w10":
+                rank = 3.0 - rank
+            rows.append(
+                {
+                    "dataset": "d",
+                    "model": "m",
+                    "method": method,
+                    "variant": variant,
+                    "value": rank / 10,
+                    "rank": rank,
+                    "p_first": 0.5 if variant == DEFAULT_VARIANT else float("nan"),
+                }
+            )
+    s = summarise(rows)
+    assert s["headline"] == ["a"] and s["survives"] == [DEFAULT_VARIANT] and not s["robust"]
+
+
+def test_bad_input():
+    with pytest.raises(ValueError, match="at least one calibrator"):
+        robustness_rows({}, np.array([0, 1, 0]), dataset="d", model="m")
+    with pytest.raises(ValueError, match="n_resamples must be >= 1"):
+        first_place_probability({"a": np.full((3, 2), 0.5)}, np.array([0, 1, 0]), n_resamples=0)
