@@ -51,12 +51,26 @@ def _rules() -> dict[str, dict]:
     out = {}
     for smk in sorted(RULES.glob("*.smk")):
         text = smk.read_text()
-        for m in re.finditer(r"^rule (\w+):\n(.*?)(?=^rule |^ruleorder|\Z)", text, re.S | re.M):
+        # `use rule base as name with:` inherits base's shell (its verb) and overrides outputs
+        for m in re.finditer(
+            r"^use rule (\w+) as (\w+) with:\n(.*?)(?=^rule |^use rule |\Z)", text, re.S | re.M
+        ):
+            base = re.search(
+                rf"^rule {m.group(1)}:\n(.*?)(?=^rule |^use rule |\Z)", text, re.S | re.M
+            )
+            text += (
+                f"\nrule {m.group(2)}:\n{m.group(3)}    shell:{base.group(1).split('shell:', 1)[1]}"
+            )
+        for m in re.finditer(
+            r"^rule (\w+):\n(.*?)(?=^rule |^ruleorder|^use rule |^#|\Z)", text, re.S | re.M
+        ):
             body = m.group(2)
             block = re.search(r"^    output:\n(.*?)(?=^    \w+:)", body, re.S | re.M)
             outputs = set()
             if block:
-                outputs |= set(re.findall(r'"((?:results|resources|reports)/[^"]+)"', block.group(1)))
+                outputs |= set(
+                    re.findall(r'"((?:results|resources|reports)/[^"]+)"', block.group(1))
+                )
                 for name, i in re.findall(r"([A-Z_]+)\[(\d)\]", block.group(1)):
                     outputs.add(consts[name][int(i)])
             verb = re.search(r"calbench ([a-z][a-z-]+)", body.split("shell:", 1)[-1])

@@ -51,6 +51,7 @@ rule import_logits:
         model=IMPORTED_MODELS,
     params:
         mirrors=global_mirror_args,
+        split_out="",
     log:
         "logs/import_logits/{dataset}/{model}.log",
     benchmark:
@@ -63,36 +64,21 @@ rule import_logits:
         "../../envs/calbench.yaml"
     shell:
         "OMP_NUM_THREADS={threads} calbench import-logits --spec @{input.spec} --out {output.logits}"
-        " --provenance {output.provenance} --resources resources {params.mirrors} {STRICT}"
-        " > {log} 2>&1"
+        " {params.split_out} --provenance {output.provenance} --resources resources"
+        " {params.mirrors} {STRICT} > {log} 2>&1"
 
 
-rule import_logits_presplit:
+# The same step for files that carry their own split: it also writes the model's split.
+use rule import_logits as import_logits_presplit with:
     output:
         logits="results/logits/{dataset}/{model}.npz",
         provenance="results/logits/{dataset}/{model}.source.json",
         split="results/split/{dataset}/{model}.npz",
-    input:
-        lib=lib_sources("import-logits"),
-        spec=model_spec,
     wildcard_constraints:
         model=PRESPLIT_MODELS,
     params:
         mirrors=global_mirror_args,
-    log:
-        "logs/import_logits/{dataset}/{model}.log",
-    benchmark:
-        "benchmarks/import_logits/{dataset}/{model}.tsv"
-    threads: 1
-    resources:
-        mem_mb=2000,
-        runtime=30,
-    conda:
-        "../../envs/calbench.yaml"
-    shell:
-        "OMP_NUM_THREADS={threads} calbench import-logits --spec @{input.spec} --out {output.logits}"
-        " --split-out {output.split} --provenance {output.provenance} --resources resources"
-        " {params.mirrors} {STRICT} > {log} 2>&1"
+        split_out=lambda wildcards, output: f"--split-out {output.split}",
 
 
 rule cache_logits:
