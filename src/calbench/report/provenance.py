@@ -206,10 +206,11 @@ def run_view(run: Mapping | None) -> list[dict]:
     for i, c in enumerate(configs):
         rows.append(
             {
-                "field": f"Config {c['path']}, SHA-256",
+                "field": "Config SHA-256",
                 "value": c["sha256"],
                 "code": True,
                 "id": f"run-config-{i}",
+                "note": c["path"],
             }
         )
     if not configs:
