@@ -56,7 +56,11 @@ def test_critical_difference_diagram_groups_sides_and_svg():
     )
     assert spans == [(1.9, 3.0), (3.0, 3.6)] and unit > 0.25
     # the CD bar is cd long, from rank 1
-    cd_bar = [ln for ln in ax.lines if ln.get_linewidth() == 1.5 and ln.get_ydata()[0] == ln.get_ydata()[1]]
+    cd_bar = [
+        ln
+        for ln in ax.lines
+        if ln.get_linewidth() == 1.5 and ln.get_ydata()[0] == ln.get_ydata()[1]
+    ]
     (bar,) = cd_bar
     assert [round(rank(v), 6) for v in bar.get_xdata()] == [1.0, 2.2]
     svg = plots.figure_svg(fig)

@@ -185,19 +185,33 @@ def test_rendered_report_cites_only_listed_works(tmp_path):
             for metric in ("accuracy", "ece", "nll"):
                 v = 0.5 + 0.01 * len(c) + 0.03 * ord(m) % 7
                 rows.append(
-                    {"dataset": "d", "model": m, "method": c, "half": "test", "metric": metric,
-                     "value": v, "ci_low": v - 0.01, "ci_high": v + 0.01}
+                    {
+                        "dataset": "d",
+                        "model": m,
+                        "method": c,
+                        "half": "test",
+                        "metric": metric,
+                        "value": v,
+                        "ci_low": v - 0.01,
+                        "ci_high": v + 0.01,
+                    }
                 )
     spec = {
         "title": "t",
         "protocol": {"n_bins": 15, "plot_bins": 10, "n_bootstrap": 10, "level": 0.95},
         "datasets": {"d": {"display": "D"}},
         "models": {m: {"dataset": "d", "display": {}} for m in "abc"},
-        "calibrators": {c: {"display": c.upper(), "method": c}
-                        for c in ("uncalibrated", "ts", "hist", "iso", "ts_sbece")},
+        "calibrators": {
+            c: {"display": c.upper(), "method": c}
+            for c in ("uncalibrated", "ts", "hist", "iso", "ts_sbece")
+        },
         "table_metrics": ["accuracy", "ece", "nll"],
     }
-    prov = {"config": "", "packages": {}, "run": P.run_provenance(None, env={"SOURCE_DATE_EPOCH": "0"})}
+    prov = {
+        "config": "",
+        "packages": {},
+        "run": P.run_provenance(None, env={"SOURCE_DATE_EPOCH": "0"}),
+    }
     ctx = render.build_context(rows=rows, compare=[], spec=spec, grids={}, provenance=prov)
     html = render.render_html(template, ctx)
     body = re.sub(r"<[^>]+>", " ", html.split('id="bibliography"')[0])
@@ -236,12 +250,28 @@ def test_render_report_run_info_option(tmp_path, monkeypatch, capsys):
     config = tmp_path / "config.yaml"
     config.write_text("study: {title: t}\n")
     run = tmp_path / "run.json"
-    run.write_text(json.dumps({"command": ["snakemake", "-c2"], "snakemake_version": "9.9.9",
-                               "config_files": [str(config)]}))
+    run.write_text(
+        json.dumps(
+            {
+                "command": ["snakemake", "-c2"],
+                "snakemake_version": "9.9.9",
+                "config_files": [str(config)],
+            }
+        )
+    )
     monkeypatch.setenv("SOURCE_DATE_EPOCH", "1622550896")
     out = tmp_path / "report.html"
-    argv = ["render-report", "--template", str(template), "--metrics", str(metrics),
-            "--spec", json.dumps(spec), "--out", str(out)]
+    argv = [
+        "render-report",
+        "--template",
+        str(template),
+        "--metrics",
+        str(metrics),
+        "--spec",
+        json.dumps(spec),
+        "--out",
+        str(out),
+    ]
     assert main([*argv, "--run-info", str(run)]) == 0
     html = out.read_text()
     digest = hashlib.sha256(config.read_bytes()).hexdigest()

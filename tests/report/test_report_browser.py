@@ -540,7 +540,9 @@ def test_screenshots_at_desktop_and_phone_width(report):
         shot = report["dir"] / f"report-{name}.png"
         frame = report["dir"] / f"shot-{name}.html"
         src = report["page"].name + (f"#{anchor}" if anchor else "")
-        frame.write_text(FRAME.format(src=src, width=width).replace("height:900px", f"height:{height}px"))
+        frame.write_text(
+            FRAME.format(src=src, width=width).replace("height:900px", f"height:{height}px")
+        )
         window = max(width, 500)  # the narrowest headless window; the frame is the phone
         res = _chromium(
             [

@@ -80,7 +80,9 @@ def critical_difference_diagram(
     if not all(math.isfinite(r) for r, _ in items):
         raise ValueError("average_ranks must map method names to finite ranks")
     if isinstance(cd, bool) or not (isinstance(cd, int | float) and math.isfinite(cd) and cd > 0):
-        raise ValueError(f"cd must be a positive number (the Nemenyi critical difference), got {cd!r}")
+        raise ValueError(
+            f"cd must be a positive number (the Nemenyi critical difference), got {cd!r}"
+        )
     if n_models is not None and (
         isinstance(n_models, bool) or not isinstance(n_models, int) or n_models < 1
     ):
@@ -139,7 +141,7 @@ def critical_difference_diagram(
     for a, b in groups:  # a bar goes in the first lane where it keeps clear of the last one
         start, end = x(ranks[a]) - _BAR_OVERHANG, x(ranks[b]) + _BAR_OVERHANG
         lane = next((j for j, e in enumerate(lanes) if e + 0.08 < start), len(lanes))
-        lanes[lane:lane + 1] = [end]
+        lanes[lane : lane + 1] = [end]
         y_bars.append(y_axis + 0.12 + _BAR_PITCH * lane)
     y_rows = max(y_bars, default=y_axis) + 0.12 + text_h / 2
     n_rows = max(len(left), len(right))

@@ -48,9 +48,13 @@ def read_run_info(path: str | os.PathLike) -> dict:
     try:
         info = json.loads(p.read_text())
     except FileNotFoundError:
-        raise ValueError(f"run-info file {p} does not exist; pass the JSON the workflow wrote") from None
+        raise ValueError(
+            f"run-info file {p} does not exist; pass the JSON the workflow wrote"
+        ) from None
     except json.JSONDecodeError as exc:
-        raise ValueError(f"run-info file {p} is not JSON ({exc.msg}); write it with json.dump") from None
+        raise ValueError(
+            f"run-info file {p} is not JSON ({exc.msg}); write it with json.dump"
+        ) from None
     return check_run_info(info, str(p))
 
 
@@ -120,10 +124,10 @@ def run_time(env: Mapping[str, str] | None = None) -> dict:
                 f"SOURCE_DATE_EPOCH must be whole seconds since 1970-01-01 UTC, got {raw!r}; "
                 "unset it or give an integer"
             ) from None
-        when = _dt.datetime.fromtimestamp(seconds, _dt.timezone.utc)
+        when = _dt.datetime.fromtimestamp(seconds, _dt.UTC)
         source = "SOURCE_DATE_EPOCH"
     else:
-        when = _dt.datetime.now(_dt.timezone.utc).replace(microsecond=0)
+        when = _dt.datetime.now(_dt.UTC).replace(microsecond=0)
         source = "clock"
     return {"iso": when.strftime("%Y-%m-%dT%H:%M:%SZ"), "source": source}
 
@@ -138,7 +142,9 @@ def run_provenance(run_info: Mapping | None = None, env: Mapping[str, str] | Non
     for path in info.get("config_files") or []:
         p = Path(path)
         if not p.is_file():
-            raise ValueError(f"config file {p} named in the run info does not exist; pass existing paths")
+            raise ValueError(
+                f"config file {p} named in the run info does not exist; pass existing paths"
+            )
         configs.append({"path": str(path), "sha256": file_digest(p)})
     return {
         "git": git_state(info.get("workflow_dir") or "."),
@@ -157,7 +163,14 @@ def run_view(run: Mapping | None) -> list[dict]:
     missing = "not recorded (calbench render-report --run-info FILE)"
     if not run:
         return [
-            {"field": "Run", "value": missing, "code": False, "id": "run-missing", "note": "", "warn": False}
+            {
+                "field": "Run",
+                "value": missing,
+                "code": False,
+                "id": "run-missing",
+                "note": "",
+                "warn": False,
+            }
         ]
     git = run.get("git") or {}
     rows = [
@@ -193,7 +206,9 @@ def run_view(run: Mapping | None) -> list[dict]:
     cmd = run.get("command")
     if isinstance(cmd, list):
         cmd = shlex.join(cmd)
-    rows.append({"field": "Command", "value": cmd or missing, "code": bool(cmd), "id": "run-command"})
+    rows.append(
+        {"field": "Command", "value": cmd or missing, "code": bool(cmd), "id": "run-command"}
+    )
     rows.append(
         {
             "field": "Snakemake",
@@ -214,8 +229,11 @@ def run_view(run: Mapping | None) -> list[dict]:
             }
         )
     if not configs:
-        rows.append({"field": "Config file SHA-256", "value": missing, "code": False, "id": "run-config"})
+        rows.append(
+            {"field": "Config file SHA-256", "value": missing, "code": False, "id": "run-config"}
+        )
     return [{"note": "", "warn": False, **r} for r in rows]
+
 
 #: Distributions whose versions the provenance section lists (read from metadata, not imported).
 PACKAGES = (

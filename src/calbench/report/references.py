@@ -131,6 +131,8 @@ def bibliography(
             cited_for.setdefault(ref, []).append(labels.get(metric, metric))
     unknown = sorted(set(cited_for) - set(REFERENCES))
     if unknown:
-        raise ValueError(f"no reference for {unknown}; add them to calbench.report.references.REFERENCES")
+        raise ValueError(
+            f"no reference for {unknown}; add them to calbench.report.references.REFERENCES"
+        )
     keys = sorted(cited_for, key=lambda k: k.replace("š", "s").lower())
     return {k: REFERENCES[k] for k in keys}, {k: cited_for[k] for k in keys}
