@@ -151,6 +151,7 @@ def test_every_calibrator_and_metric_has_a_reference():
     assert set(B.METRIC_REFERENCES) == set(METRICS)
     cited = [k for refs in B.CALIBRATOR_REFERENCES.values() for k in refs]
     cited += [k for refs in B.METRIC_REFERENCES.values() for k in refs] + list(B.TEXT_CITATIONS)
+    cited += [k for refs in B.SECTION_CITATIONS.values() for k in refs]
     assert set(cited) <= set(B.REFERENCES)
     # the methods the brief names: histogram binning, isotonic, soft-binned ECE objectives
     assert B.CALIBRATOR_REFERENCES["hist"] == ("Zadrozny & Elkan 2001",)
@@ -169,7 +170,11 @@ def test_bibliography_of_a_report():
     assert cited_for["Naeini et al. 2015"] == ["ECE"]  # once, not per repeat
     assert "Karandikar et al. 2021" not in refs  # ts_sbece not in this report
     assert set(B.TEXT_CITATIONS) <= set(refs)
-    assert list(refs)[:2] == ["Bohdal et al. 2021", "Davison & Hinkley 1997"]  # sorted by key
+    assert list(refs)[:2] == ["Davison & Hinkley 1997", "Demšar 2006"]  # sorted by key
+    assert "Bohdal et al. 2021" not in refs  # no DECE, no history section
+    refs, cited_for = B.bibliography({}, ["dece"], sections=["dece_history"])
+    assert cited_for["Bohdal et al. 2021"] == ["dece"]
+    assert list(refs).index("Bohdal et al. 2021") == 0
     assert list(refs).index("Demšar 2006") < list(refs).index("Guo et al. 2017")
 
 

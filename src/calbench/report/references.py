@@ -53,9 +53,8 @@ REFERENCES = {
     "accurate multiclass probability estimates. KDD 2002.",
 }
 
-#: Works the report's fixed text cites (protocol, intervals, ranks, comparisons, studies).
+#: Works the report's fixed text cites (protocol, intervals, ranks, comparisons).
 TEXT_CITATIONS = (
-    "Bohdal et al. 2021",
     "Davison & Hinkley 1997",
     "Demšar 2006",
     "Guo et al. 2017",
@@ -110,19 +109,28 @@ METRIC_REFERENCES: dict[str, tuple[str, ...]] = {
 }
 
 
+#: Works cited by an optional section of the report, when it is shown.
+SECTION_CITATIONS = {"dece_history": ("Bohdal et al. 2021",)}
+
+
 def bibliography(
     calibrators: Mapping[str, str] | None = None,
     metrics: Iterable[str] = (),
     labels: Mapping[str, str] | None = None,
+    sections: Iterable[str] = (),
 ) -> tuple[dict[str, str], dict[str, list[str]]]:
     """The works one report cites, sorted by key, and what each is cited for.
 
     ``calibrators`` maps the report's calibrator keys to registry names (an unregistered name
     adds nothing); ``metrics`` are the metric names shown; ``labels`` the names to show for
-    calibrator keys and metrics. Returns ``({key: reference}, {key: [what it is cited for]})``.
+    calibrator keys and metrics; ``sections`` the optional sections shown
+    (:data:`SECTION_CITATIONS`). Returns ``({key: reference}, {key: [what it is cited for]})``.
     """
     labels = labels or {}
     cited_for: dict[str, list[str]] = {key: [] for key in TEXT_CITATIONS}
+    for section in sections:
+        for ref in SECTION_CITATIONS.get(section, ()):
+            cited_for.setdefault(ref, [])
     for key, method in (calibrators or {}).items():
         for ref in CALIBRATOR_REFERENCES.get(method, ()):
             cited_for.setdefault(ref, []).append(labels.get(key, key))

@@ -63,7 +63,8 @@ def build_context(**kwargs) -> dict:
     methods = {k: str((cal_spec.get(k) or {}).get("method") or k) for k in keys}
     metrics = list(dict.fromkeys(r["metric"] for r in rows))
     labels = {**{m: metric_name(m) for m in metrics}, **calibrator_labels(spec)}
-    ctx["bibliography"], ctx["cited_for"] = bibliography(methods, metrics, labels)
+    sections = ["dece_history"] if (ctx.get("studies") or {}).get("dece") else []
+    ctx["bibliography"], ctx["cited_for"] = bibliography(methods, metrics, labels, sections)
     return ctx
 
 
