@@ -343,7 +343,9 @@ def _result_files(root: Path) -> dict[str, bytes]:
             continue
         if p.is_file() and p.suffix in (".csv", ".json", ".png", ".md", ".html", ".tex"):
             out[str(p.relative_to(root))] = p.read_bytes()
-    out["reports/report.html"] = (root / "reports" / "report.html").read_bytes()
+    # the run's date and time is the one field allowed to differ (SOURCE_DATE_EPOCH pins it)
+    html = (root / "reports" / "report.html").read_bytes()
+    out["reports/report.html"] = re.sub(rb'(<tr id="run-date">).*?(</tr>)', rb"\1\2", html)
     return out
 
 

@@ -10,6 +10,12 @@ The *study spec* (``--spec``, JSON) is the slice of the configuration the tables
      "table_metrics": [...], "losses_metrics": [...],
      "reference": {"tolerances": {metric: tol}, "units": "fraction" | "display",
                    "rename": {"models": {...}, "methods": {...}, "metrics": {...}, "datasets": {...}}}}
+
+The *run info* (``render-report --run-info FILE``, JSON, every key optional) is what only the
+workflow knows (:data:`calbench.report.provenance.RUN_INFO_KEYS`)::
+
+    {"command": ["snakemake", "--cores", "8"], "snakemake_version": "9.1.1",
+     "config_files": ["config.yaml"], "workflow_dir": "/path/to/calbench"}
 """
 
 from __future__ import annotations
@@ -39,7 +45,10 @@ def _cmd_render(args: argparse.Namespace) -> int:
     from calbench.report.build import render_report
 
     spec = parse_json_arg(args.spec, "--spec")
+    from calbench.report.provenance import read_run_info
+
     config = parse_json_arg(args.config, "--config") if args.config else None
+    run_info = read_run_info(args.run_info) if args.run_info else None
     render_report(
         args.template,
         args.metrics,
@@ -55,6 +64,7 @@ def _cmd_render(args: argparse.Namespace) -> int:
         sections=args.sections,
         plots=args.plots,
         ts_files=args.ts_files,
+        run_info=run_info,
     )
     return 0
 
@@ -106,6 +116,11 @@ def register(sub) -> None:
         nargs="*",
         default=[],
         help=".../{dataset}/{model}/ts.json fitted temperature scaling (temperature table)",
+    )
+    p.add_argument(
+        "--run-info",
+        help="JSON file of what the workflow knows of the run: command, snakemake_version, "
+        "config_files, workflow_dir (calbench.report.provenance.RUN_INFO_KEYS; all optional)",
     )
     p.add_argument("--out", required=True, help="report .html to write")
     p.set_defaults(func=_cmd_render)

@@ -197,9 +197,12 @@ def render_report(
     sections=(),
     plots=(),
     ts_files=(),
+    run_info=None,
 ) -> None:
     """Render the HTML report to ``out``; ``reference_table`` is the ours-versus-published CSV
-    :func:`aggregate` wrote (``results/tables/reference.csv``), read rather than recomputed."""
+    :func:`aggregate` wrote (``results/tables/reference.csv``), read rather than recomputed;
+    ``run_info`` what the workflow knows of the run
+    (:data:`calbench.report.provenance.RUN_INFO_KEYS`)."""
     from calbench.io import atomic_write_text
     from calbench.report import render
     from calbench.report import tables as T
@@ -210,7 +213,10 @@ def render_report(
     reference = T.read_reference_table(reference_table) if reference_table else None
     import yaml
 
+    from calbench.report.provenance import run_provenance
+
     provenance = {
+        "run": run_provenance(run_info),
         "config": yaml.safe_dump(config, sort_keys=False) if config is not None else "",
         "packages": render.package_versions(),
         **data_provenance(manifests, logits, splits),

@@ -1,15 +1,239 @@
-"""The provenance section of the report: package versions and the data's fingerprints.
+"""The provenance section of the report: the run, package versions and the data's fingerprints.
+
+:func:`run_provenance` records how the report was made: the git commit of the workflow and
+whether its working tree had uncommitted changes (``"not a git checkout"`` outside git, never an
+error), the date and time of the run (``SOURCE_DATE_EPOCH`` when set, as reproducible-build
+checks expect, https://reproducible-builds.org/specs/source-date-epoch/), and what only the
+workflow knows, passed as a small JSON file (:data:`RUN_INFO_KEYS`, ``calbench render-report
+--run-info FILE``): the command line, the Snakemake version and the configuration files, whose
+SHA-256 is computed here. The library never imports snakemake.
 
 :func:`package_versions` reads installed versions from metadata (nothing imported);
-:func:`provenance_view` shows the logits and split hashes with repeated values once and every
-dataset manifest field with what it means (:data:`MANIFEST_FIELDS`).
+:func:`provenance_view` shows the run as a compact field/value table, the logits and split
+hashes with repeated values once and every dataset manifest field with what it means
+(:data:`MANIFEST_FIELDS`).
 """
 
 from __future__ import annotations
 
+import datetime as _dt
 import json
+import os
 import platform
+import subprocess
 from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+#: The keys of the run-info JSON file (``calbench render-report --run-info FILE``), what the
+#: workflow knows and the library does not. Every key is optional; no other key is accepted.
+#: Example: ``{"command": ["snakemake", "--cores", "8"], "snakemake_version": "9.1.1",
+#: "config_files": ["config.yaml"], "workflow_dir": "/home/me/calbench"}``.
+RUN_INFO_KEYS = {
+    "command": "the command line that ran the workflow: a list of arguments (shell-quoted "
+    "when shown) or one string",
+    "snakemake_version": "the version of Snakemake that ran the workflow (snakemake.__version__)",
+    "config_files": "paths of the configuration files, in the order Snakemake read them; their "
+    "SHA-256 is computed when the report is rendered",
+    "workflow_dir": "the workflow's directory (where the Snakefile is): the git commit is read "
+    "there; default the current directory",
+}
+
+#: The text shown for the commit outside a git working tree (a tarball, a copied folder).
+NOT_GIT = "not a git checkout"
+
+
+def read_run_info(path: str | os.PathLike) -> dict:
+    """The run-info JSON file (:data:`RUN_INFO_KEYS`), checked; a one-line error otherwise."""
+    p = Path(path)
+    try:
+        info = json.loads(p.read_text())
+    except FileNotFoundError:
+        raise ValueError(
+            f"run-info file {p} does not exist; pass the JSON the workflow wrote"
+        ) from None
+    except json.JSONDecodeError as exc:
+        raise ValueError(
+            f"run-info file {p} is not JSON ({exc.msg}); write it with json.dump"
+        ) from None
+    return check_run_info(info, str(p))
+
+
+def check_run_info(info, where: str = "run info") -> dict:
+    """``info`` checked against :data:`RUN_INFO_KEYS` (types and names); returns a copy."""
+    if not isinstance(info, Mapping):
+        raise ValueError(f"{where} must be a JSON object with keys {sorted(RUN_INFO_KEYS)}")
+    unknown = sorted(set(info) - set(RUN_INFO_KEYS))
+    if unknown:
+        raise ValueError(f"{where}: unknown keys {unknown}; use only {sorted(RUN_INFO_KEYS)}")
+    out = dict(info)
+    cmd = out.get("command")
+    if cmd is not None and not (
+        isinstance(cmd, str) or (isinstance(cmd, list) and all(isinstance(a, str) for a in cmd))
+    ):
+        raise ValueError(f"{where}: command must be a string or a list of strings, got {cmd!r}")
+    for key in ("snakemake_version", "workflow_dir"):
+        if out.get(key) is not None and not isinstance(out[key], str):
+            raise ValueError(f"{where}: {key} must be a string, got {out[key]!r}")
+    files = out.get("config_files")
+    if files is not None and not (
+        isinstance(files, list) and all(isinstance(f, str) for f in files)
+    ):
+        raise ValueError(f"{where}: config_files must be a list of paths, got {files!r}")
+    return out
+
+
+def git_state(directory: str | os.PathLike = ".") -> dict:
+    """``{"commit": sha | None, "dirty": bool | None, "text": ...}`` of the git working tree
+    holding ``directory``: ``dirty`` when tracked files differ from the commit or untracked
+    files that git does not ignore exist. Outside git, or without git, ``commit`` is None and
+    ``text`` says so (never an error)."""
+
+    def git(*args: str) -> str:
+        return subprocess.run(
+            ["git", "-C", str(directory), *args],
+            capture_output=True,
+            text=True,
+            check=True,
+            timeout=30,
+            env={**os.environ, "GIT_OPTIONAL_LOCKS": "0", "LC_ALL": "C"},
+        ).stdout
+
+    try:
+        if git("rev-parse", "--is-inside-work-tree").strip() != "true":
+            raise subprocess.CalledProcessError(1, "git")
+        commit = git("rev-parse", "--verify", "HEAD").strip()
+        dirty = bool(git("status", "--porcelain", "--untracked-files=normal").strip())
+    except FileNotFoundError:
+        return {"commit": None, "dirty": None, "text": f"{NOT_GIT} (git is not installed)"}
+    except (subprocess.CalledProcessError, subprocess.TimeoutExpired, OSError):
+        return {"commit": None, "dirty": None, "text": NOT_GIT}
+    text = commit + (" with uncommitted changes" if dirty else " (clean working tree)")
+    return {"commit": commit, "dirty": dirty, "text": text}
+
+
+def run_time(env: Mapping[str, str] | None = None) -> dict:
+    """Date and time of the run in UTC, ``{"iso": "2026-01-02T03:04:05Z", "source": ...}``:
+    ``SOURCE_DATE_EPOCH`` (seconds since 1970, UTC) when set, else the clock."""
+    env = os.environ if env is None else env
+    raw = env.get("SOURCE_DATE_EPOCH")
+    if raw is not None and raw != "":
+        try:
+            seconds = int(raw)
+        except ValueError:
+            raise ValueError(
+                f"SOURCE_DATE_EPOCH must be whole seconds since 1970-01-01 UTC, got {raw!r}; "
+                "unset it or give an integer"
+            ) from None
+        when = _dt.datetime.fromtimestamp(seconds, _dt.UTC)
+        source = "SOURCE_DATE_EPOCH"
+    else:
+        when = _dt.datetime.now(_dt.UTC).replace(microsecond=0)
+        source = "clock"
+    return {"iso": when.strftime("%Y-%m-%dT%H:%M:%SZ"), "source": source}
+
+
+def run_provenance(run_info: Mapping | None = None, env: Mapping[str, str] | None = None) -> dict:
+    """How this report was made: git state, run time, command, Snakemake version, config files
+    with their SHA-256 (``run_info``: :data:`RUN_INFO_KEYS`, or None when not given)."""
+    from calbench.io import file_digest
+
+    info = check_run_info(run_info or {})
+    configs = []
+    for path in info.get("config_files") or []:
+        p = Path(path)
+        if not p.is_file():
+            raise ValueError(
+                f"config file {p} named in the run info does not exist; pass existing paths"
+            )
+        configs.append({"path": str(path), "sha256": file_digest(p)})
+    return {
+        "git": git_state(info.get("workflow_dir") or "."),
+        "time": run_time(env),
+        "command": info.get("command"),
+        "snakemake_version": info.get("snakemake_version"),
+        "config_files": configs,
+        "given": run_info is not None,
+    }
+
+
+def run_view(run: Mapping | None) -> list[dict]:
+    """The run as rows ``{"field", "value", "code", "id"}`` (one line each in the report)."""
+    import shlex
+
+    missing = "not recorded (calbench render-report --run-info FILE)"
+    if not run:
+        return [
+            {
+                "field": "Run",
+                "value": missing,
+                "code": False,
+                "id": "run-missing",
+                "note": "",
+                "warn": False,
+            }
+        ]
+    git = run.get("git") or {}
+    rows = [
+        {
+            "field": "Workflow commit",
+            "value": git.get("commit") or git.get("text") or NOT_GIT,
+            "code": bool(git.get("commit")),
+            "id": "run-commit",
+        }
+    ]
+    if git.get("commit"):
+        rows.append(
+            {
+                "field": "Working tree",
+                "value": "uncommitted changes: the results may not match this commit"
+                if git.get("dirty")
+                else "clean (no uncommitted changes)",
+                "code": False,
+                "id": "run-dirty",
+                "warn": bool(git.get("dirty")),
+            }
+        )
+    time = run.get("time") or {}
+    rows.append(
+        {
+            "field": "Run date (UTC)",
+            "value": time.get("iso", ""),
+            "code": False,
+            "id": "run-date",
+            "note": "from SOURCE_DATE_EPOCH" if time.get("source") == "SOURCE_DATE_EPOCH" else "",
+        }
+    )
+    cmd = run.get("command")
+    if isinstance(cmd, list):
+        cmd = shlex.join(cmd)
+    rows.append(
+        {"field": "Command", "value": cmd or missing, "code": bool(cmd), "id": "run-command"}
+    )
+    rows.append(
+        {
+            "field": "Snakemake",
+            "value": run.get("snakemake_version") or missing,
+            "code": False,
+            "id": "run-snakemake",
+        }
+    )
+    configs = run.get("config_files") or []
+    for i, c in enumerate(configs):
+        rows.append(
+            {
+                "field": "Config SHA-256",
+                "value": c["sha256"],
+                "code": True,
+                "id": f"run-config-{i}",
+                "note": c["path"],
+            }
+        )
+    if not configs:
+        rows.append(
+            {"field": "Config file SHA-256", "value": missing, "code": False, "id": "run-config"}
+        )
+    return [{"note": "", "warn": False, **r} for r in rows]
+
 
 #: Distributions whose versions the provenance section lists (read from metadata, not imported).
 PACKAGES = (
@@ -79,6 +303,7 @@ def provenance_view(provenance: Mapping) -> dict:
                 )
         manifests.append({"path": d["path"], "fields": fields, "content": d["content"]})
     return {
+        "run_rows": run_view(provenance.get("run")),
         "checksums": provenance.get("checksums") or {},
         "logits": logits,
         "shared_order": shared_order,

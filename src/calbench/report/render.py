@@ -21,9 +21,8 @@ import os
 from collections.abc import Mapping
 from pathlib import Path
 
+from calbench.report import context as _context
 from calbench.report.context import (  # noqa: F401  (re-exported)
-    BIBLIOGRAPHY,
-    build_context,
     build_tables,
     fitted_temperature,
     study_sections,
@@ -32,8 +31,12 @@ from calbench.report.display import model_label  # noqa: F401  (re-exported)
 from calbench.report.provenance import (  # noqa: F401  (re-exported)
     MANIFEST_FIELDS,
     PACKAGES,
+    RUN_INFO_KEYS,
     package_versions,
+    run_provenance,
 )
+from calbench.report.references import REFERENCES as BIBLIOGRAPHY  # noqa: F401
+from calbench.report.references import bibliography
 from calbench.report.views import (  # noqa: F401  (re-exported)
     compare_view,
     csv_data_uri,
@@ -44,6 +47,25 @@ from calbench.report.views import (  # noqa: F401  (re-exported)
     table_view,
     temperature_view,
 )
+
+
+def build_context(**kwargs) -> dict:
+    """:func:`calbench.report.context.build_context` with the bibliography of this report:
+    the works its text cites and those of the calibrators and metrics in ``rows``
+    (:func:`calbench.report.references.bibliography`), each with what it is cited for."""
+    from calbench.report.display import calibrator_labels
+    from calbench.report.summary import metric_name
+
+    ctx = _context.build_context(**kwargs)
+    rows, spec = kwargs["rows"], kwargs["spec"]
+    cal_spec = spec.get("calibrators") or {}
+    keys = list(dict.fromkeys(r["method"] for r in rows))
+    methods = {k: str((cal_spec.get(k) or {}).get("method") or k) for k in keys}
+    metrics = list(dict.fromkeys(r["metric"] for r in rows))
+    labels = {**{m: metric_name(m) for m in metrics}, **calibrator_labels(spec)}
+    sections = ["dece_history"] if (ctx.get("studies") or {}).get("dece") else []
+    ctx["bibliography"], ctx["cited_for"] = bibliography(methods, metrics, labels, sections)
+    return ctx
 
 
 def render_html(template_path: str | os.PathLike, context: Mapping) -> str:

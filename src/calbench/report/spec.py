@@ -27,7 +27,11 @@ def ece_bins() -> int:
 
 
 def _calibrators(config: Mapping) -> dict:
-    return {c: {"display": (v or {}).get("display", c)} for c, v in config["calibrators"].items()}
+    """Each calibrator's display name and registry method (the report cites the method)."""
+    return {
+        c: {"display": (v or {}).get("display", c), "method": (v or {}).get("method", c)}
+        for c, v in config["calibrators"].items()
+    }
 
 
 def _datasets(config: Mapping) -> dict:
