@@ -41,6 +41,25 @@ def all_plots():
     return files
 
 
+def run_info():
+    """What only the workflow knows of this run, for the report's provenance
+    (calbench.report.provenance.RUN_INFO_KEYS): the command line, Snakemake's version, the
+    config files and the workflow's folder (for its git commit). An input of render_report
+    marked ancient: another command line alone does not rerun the report."""
+    import sys
+
+    import snakemake
+
+    files = [str(p) for p in workflow.configfiles] or ["config.yaml"]
+    info = {
+        "command": ["snakemake", *sys.argv[1:]],
+        "snakemake_version": snakemake.__version__,
+        "config_files": files,
+        "workflow_dir": str(workflow.basedir),
+    }
+    return ancient(write_if_changed("results/specs/run_info.json", json.dumps(info, indent=1)))
+
+
 def split_files():
     """Every split file of the configured models, once each (the report's provenance)."""
     files = [
@@ -156,6 +175,7 @@ rule render_report:
         lib=lib_sources("render-report"),
         spec=spec_file("render_report", report_spec()),
         config=spec_file("config", json.dumps(config, sort_keys=False)),
+        run_info=run_info(),
     params:
         reference=lambda wildcards, input: (
             f"--reference-table {input.reference_table[0]}" if input.reference_table else ""
@@ -175,5 +195,5 @@ rule render_report:
         " --compare {input.compare} --spec @{input.spec} --config @{input.config}"
         " --grids {input.grids} --manifests {input.manifests} --logits {input.logits}"
         " --splits {input.splits} {params.reference} --sections {input.sections}"
-        " --plots {input.plots} --ts-files {input.ts_files}"
+        " --plots {input.plots} --ts-files {input.ts_files} --run-info {input.run_info}"
         " --out {output.report} > {log} 2>&1"
