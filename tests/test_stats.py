@@ -254,7 +254,18 @@ def test_every_calibration_error_gets_the_basic_interval():
     smooth = {"accuracy", "brier", "brier_kull", "nll", "nll_kull", "nll_modern", "debiased_ece"}
     assert set(METRICS) - S.CALIBRATION_ERRORS == smooth
     assert S.NO_INTERVAL <= S.CALIBRATION_ERRORS
-    assert {S.interval_method(METRICS[m]) for m in S.CALIBRATION_ERRORS} == {"basic"}
+    assert S.NO_INTERVAL == {"mce", "mce_kull"}
+    assert {S.interval_method(METRICS[m]) for m in S.CALIBRATION_ERRORS - S.NO_INTERVAL} <= {
+        "basic",
+        "upper",
+    }
+
+
+def test_metric_without_interval_refuses_a_default_one():
+    probs, labels = random_probs(100, 3, 0)
+    with pytest.raises(ValueError, match="has no interval: the largest bin gap"):
+        bootstrap_ci("mce", probs, labels, n_resamples=10)
+    assert bootstrap_ci("mce", probs, labels, n_resamples=10, method="basic").method == "basic"
 
 
 # --- chunked (weighted) resampling equals the resample-by-resample loop -----------------------
@@ -286,14 +297,14 @@ def test_chunked_bootstrap_equals_the_loop(name, dtype, monkeypatch):
     probs, labels = edge_probs(150, 5, 11)
     probs = probs.astype(dtype)
     monkeypatch.setattr(S, "_CHUNK_ENTRIES", 150 * 16)  # several chunks, the last one short
-    method = S.interval_method(name)
-    fast = bootstrap_ci(name, probs, labels, n_resamples=70, seed=4)
+    method = S.interval_method(name) or "basic"
+    fast = bootstrap_ci(name, probs, labels, n_resamples=70, seed=4, method=method)
     slow = bootstrap_ci(loop_metric(name), probs, labels, n_resamples=70, seed=4, method=method)
     assert fast.estimate == slow.estimate  # the plug-in value is computed as before
     np.testing.assert_allclose(
         [fast.low, fast.high, fast.center], [slow.low, slow.high, slow.center], rtol=1e-12
     )
-    assert fast == bootstrap_ci(name, probs, labels, n_resamples=70, seed=4)  # deterministic
+    assert fast == bootstrap_ci(name, probs, labels, n_resamples=70, seed=4, method=method)
 
 
 @pytest.mark.parametrize("name", BATCHED)
@@ -301,15 +312,17 @@ def test_chunked_paired_bootstrap_equals_the_loop(name, monkeypatch):
     probs, labels = edge_probs(160, 4, 12)
     other = sharpen(probs, 1.3)
     monkeypatch.setattr(S, "_CHUNK_ENTRIES", 160 * 32)
-    method = S.interval_method(name)
-    fast = paired_bootstrap(name, probs, other, labels, n_resamples=99, seed=6)
+    method = S.interval_method(name) or "basic"
+    fast = paired_bootstrap(name, probs, other, labels, n_resamples=99, seed=6, method=method)
     slow = paired_bootstrap(
         loop_metric(name), probs, other, labels, n_resamples=99, seed=6, method=method
     )
     assert fast.difference == slow.difference
     np.testing.assert_allclose([fast.low, fast.high], [slow.low, slow.high], rtol=1e-12)
     assert fast.p_value == slow.p_value
-    assert fast == paired_bootstrap(name, probs, other, labels, n_resamples=99, seed=6)
+    assert fast == paired_bootstrap(
+        name, probs, other, labels, n_resamples=99, seed=6, method=method
+    )
 
 
 def test_chunked_resamples_equal_one_resample_at_a_time():

@@ -134,10 +134,11 @@ def evaluate_rows(
     interval (:func:`calbench.stats.bootstrap_ci` with its default construction: basic for
     calibration errors, percentile otherwise; ``n_bootstrap`` resamples of the half's samples,
     confidence ``level``, ``seed``) is computed for the halves in ``ci_halves`` and the metrics
-    in ``ci_metrics`` (``None``: all of them) except :data:`calbench.stats.NO_INTERVAL` (MCE);
+    in ``ci_metrics`` (``None``: all of them) except those whose registry entry has no interval
+    (``Metric.interval is None``, :data:`calbench.stats.NO_INTERVAL`: MCE);
     other rows carry NaN bounds, as do all rows when ``n_bootstrap`` is 0.
     """
-    from calbench.stats import NO_INTERVAL, bootstrap_ci
+    from calbench.stats import bootstrap_ci, interval_method
 
     ci_halves = set(half_names if ci_halves is None else ci_halves)
     ci_metrics = set(metrics if ci_metrics is None else ci_metrics)
@@ -148,7 +149,8 @@ def evaluate_rows(
         for name, fn in metrics.items():
             value = float(fn(probs, y))
             lo = hi = float("nan")
-            if n_bootstrap > 0 and half in ci_halves and name in ci_metrics - NO_INTERVAL:
+            has_ci = interval_method(fn) is not None
+            if n_bootstrap > 0 and half in ci_halves and name in ci_metrics and has_ci:
                 res = bootstrap_ci(fn, probs, y, n_resamples=n_bootstrap, level=level, seed=seed)
                 lo, hi = float(res.low), float(res.high)
             rows.append(
@@ -190,7 +192,6 @@ def compare_rows(
     basic interval for calibration errors, percentile otherwise). p-values are per comparison;
     the report adjusts them for multiplicity (Holm 1979).
     """
-    from calbench.report.tables import HIGHER_IS_BETTER
     from calbench.stats import interval_method, paired_bootstrap
 
     _, y = halves["test"]
@@ -211,8 +212,9 @@ def compare_rows(
             selected_on = "val"
         else:
             chosen, selected_on = values, "test"
-        pick = max if name in HIGHER_IS_BETTER else min
-        worst = -math.inf if name in HIGHER_IS_BETTER else math.inf
+        higher = bool(getattr(fn, "higher_is_better", False))
+        pick = max if higher else min
+        worst = -math.inf if higher else math.inf
         best = pick(chosen, key=lambda m: chosen[m] if math.isfinite(chosen[m]) else worst)
         for base in baselines:
             if base == best:

@@ -49,33 +49,50 @@ from dataclasses import dataclass
 import numpy as np
 
 from calbench._checks import check_labels, check_probs, check_probs_labels
+from calbench.metrics import INTERVALS, METRICS, Metric
 
 _CHUNK_ENTRIES = 2**21
 
-#: Interval constructions of :func:`bootstrap_ci` and :func:`paired_bootstrap`.
-INTERVAL_METHODS = ("percentile", "basic")
+#: Interval constructions of :func:`bootstrap_ci` and :func:`paired_bootstrap`
+#: (:data:`calbench.metrics.INTERVALS`).
+INTERVAL_METHODS = INTERVALS
 
 #: Metrics whose plug-in estimate is biased upward (an absolute or squared gap, binned or
-#: cumulative); their intervals default to the basic bootstrap (see the module docstring).
+#: cumulative): those whose registry interval is not the percentile one (``Metric.interval``).
 CALIBRATION_ERRORS = frozenset(
-    {"ece", "mce", "cwece", "ace", "ece_l2_mass", "marginal_ce", "ece_sweep", "ks", "sbece", "dece"}
-    | {"ece_kull", "mce_kull", "cwece_kull"}
+    n for n, m in METRICS.items() if m.interval != "percentile" and not m.higher_is_better
 )
 
-#: Metrics reported without an interval: the maximum bin gap (MCE) is a non-smooth extreme whose
-#: bootstrap is inconsistent (coverage 40-50% in the simulation of docs/statistics.md).
-NO_INTERVAL = frozenset({"mce", "mce_kull"})
+#: Metrics reported without an interval (``Metric.interval is None``; the reason is
+#: ``Metric.no_interval_reason``), e.g. the maximum bin gap (MCE), a non-smooth extreme whose
+#: bootstrap is inconsistent.
+NO_INTERVAL = frozenset(n for n, m in METRICS.items() if m.interval is None)
 
 
-def interval_method(metric) -> str:
-    """Default interval construction for a metric name or a :data:`calbench.metrics.METRICS`
-    entry: ``"basic"`` for :data:`CALIBRATION_ERRORS`, ``"percentile"`` otherwise."""
-    name = metric
-    if not isinstance(metric, str):
-        from calbench.metrics import METRICS
+def _registry_entry(metric):
+    if isinstance(metric, str):
+        return METRICS.get(metric)
+    return metric if isinstance(metric, Metric) else None
 
-        name = next((k for k, v in METRICS.items() if v is metric), None)
-    return "basic" if name in CALIBRATION_ERRORS else "percentile"
+
+def interval_method(metric) -> str | None:
+    """The interval construction of a metric name or :data:`calbench.metrics.METRICS` entry
+    (``Metric.interval``): ``None`` when the metric has no interval; ``"percentile"`` for a
+    plain callable or a metric that declares none."""
+    m = _registry_entry(metric)
+    if m is None:
+        return "percentile"
+    if m.interval is None or m.interval in INTERVALS:
+        return m.interval
+    return "percentile"
+
+
+def no_interval_reason(metric) -> str:
+    """Why ``metric`` gets no interval (empty when it has one)."""
+    m = _registry_entry(metric)
+    if m is None or m.interval is not None:
+        return ""
+    return m.no_interval_reason
 
 
 @dataclass(frozen=True)
@@ -229,7 +246,13 @@ def _interval(values: np.ndarray, level: float) -> tuple[float, float]:
 
 def _check_method(method, metric) -> str:
     if method is None:
-        return interval_method(metric)
+        method = interval_method(metric)
+        if method is None:
+            raise ValueError(
+                f"metric {getattr(metric, 'name', metric)!r} has no interval: "
+                f"{no_interval_reason(metric)}; pass method='basic' to compute one anyway"
+            )
+        return method
     if method not in INTERVAL_METHODS:
         raise ValueError(f"method must be one of {list(INTERVAL_METHODS)} or None, got {method!r}")
     return method
@@ -260,6 +283,11 @@ def bootstrap_ci(
     low, high = _interval(values, level)
     if method == "basic":
         low, high = max(0.0, 2.0 * estimate - high), max(0.0, 2.0 * estimate - low)
+        center = max(0.0, 2.0 * estimate - float(np.median(values)))
+    elif method == "upper":
+        # one-sided: P(theta <= 2 t - q_{1 - level}) ~ level (basic bound), lower bound 0
+        q = float(np.quantile(values, 1.0 - level))
+        low, high = 0.0, max(0.0, 2.0 * estimate - q)
         center = max(0.0, 2.0 * estimate - float(np.median(values)))
     else:
         center = estimate
@@ -306,7 +334,7 @@ def paired_bootstrap(
     diffs = np.concatenate(diffs)
     d = est_a - est_b
     low, high = _interval(diffs, level)
-    if method == "basic":
+    if method in ("basic", "upper"):
         low, high = 2.0 * d - high, 2.0 * d - low
         null, ref = diffs - d, d  # H0 distribution centred at 0, compared with d
     else:
