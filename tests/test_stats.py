@@ -333,3 +333,119 @@ def test_chunked_resamples_equal_one_resample_at_a_time():
         _, f = S._prepare(METRICS[name], probs, labels)
         want = [METRICS[name](probs[row], labels[row]) for row in idx]
         np.testing.assert_allclose(f(idx), want, rtol=1e-12, atol=1e-15)
+
+
+# --- paired tests -----------------------------------------------------------------------------
+def test_mcnemar_exact_known_answer_and_scipy():
+    from scipy.stats import binomtest
+
+    # 8 samples a gets right and b wrong, 2 the reverse, 90 concordant
+    a = np.array([1] * 8 + [0] * 2 + [1] * 50 + [0] * 40, dtype=bool)
+    b = np.array([0] * 8 + [1] * 2 + [1] * 50 + [0] * 40, dtype=bool)
+    res = S.mcnemar_exact(a, b)
+    assert res.p_value == pytest.approx(2 * (1 + 10 + 45) / 1024)  # 2 P(X <= 2), n = 10
+    assert res.p_value == pytest.approx(binomtest(8, 10, 0.5).pvalue)
+    assert res.difference == pytest.approx(0.06) and res.statistic == 8
+    assert res.min_p == pytest.approx(2 / 1024) and res.test == "mcnemar_exact"
+    assert S.mcnemar_exact(a, a).p_value == 1.0
+
+
+def test_paired_t_known_answer_and_scipy():
+    from scipy.stats import t as t_dist
+    from scipy.stats import ttest_rel
+
+    res = S.paired_t([2.0, 4.0, 6.0], [1.0, 2.0, 3.0])  # d = 1, 2, 3: t = 2 / (1 / sqrt 3)
+    assert res.statistic == pytest.approx(2 * np.sqrt(3))
+    assert res.p_value == pytest.approx(2 * t_dist.sf(2 * np.sqrt(3), 2))
+    rng = np.random.default_rng(0)
+    x, z = rng.random(300), rng.random(300) + 0.05
+    ref = ttest_rel(x, z)
+    got = S.paired_t(x, z)
+    assert got.statistic == pytest.approx(ref.statistic) and got.p_value == pytest.approx(
+        ref.pvalue
+    )
+    assert S.paired_t(x, x).p_value == 1.0
+
+
+def test_wilcoxon_known_answer_and_scipy():
+    from scipy.stats import wilcoxon
+
+    res = S.wilcoxon_signed_rank([1.0, 2, 3, 4, 5], [0.0] * 5)  # W+ = 15, mu 7.5, var 13.75
+    assert res.statistic == 15
+    z = 7.5 / np.sqrt(13.75)
+    from scipy.stats import norm
+
+    assert res.p_value == pytest.approx(2 * norm.sf(z))
+    rng = np.random.default_rng(1)
+    x = np.round(rng.normal(size=200), 1)  # ties and zeros
+    z = np.round(rng.normal(size=200) + 0.2, 1)
+    ref = wilcoxon(x, z, zero_method="wilcox", correction=False, method="approx")
+    assert S.wilcoxon_signed_rank(x, z).p_value == pytest.approx(ref.pvalue, rel=1e-9)
+
+
+def test_sign_flip_exact_on_a_tiny_sample():
+    # enumerate all 2^N flips of accuracy for N = 10: the Monte Carlo p-value converges to it
+    import itertools
+
+    y = np.zeros(10, dtype=int)
+    pa = np.tile([0.9, 0.1], (10, 1))  # always right
+    pb = pa.copy()
+    pb[:4] = [0.1, 0.9]  # wrong on 4 samples
+    d = 1.0 - 0.6
+    diffs = []
+    for s in itertools.product([0, 1], repeat=10):
+        s = np.array(s, bool)[:, None]
+        diffs.append(M.accuracy(np.where(s, pb, pa), y) - M.accuracy(np.where(s, pa, pb), y))
+    exact = np.mean(np.abs(diffs) >= d - 1e-12)  # = P(|2 Bin(4, 1/2) - 4| >= 4) = 1/8
+    assert exact == pytest.approx(1 / 8)
+    res = S.sign_flip_test("accuracy", pa, pb, y, n_permutations=20000, seed=1)
+    assert res.p_value == pytest.approx(exact, abs=0.01)
+    assert res.min_p == 1 / 20001 and res.n_permutations == 20000
+    assert S.sign_flip_test("accuracy", pa, pa, y, n_permutations=50).p_value == 1.0
+
+
+@pytest.mark.parametrize(
+    "name", ["ece", "mce", "cwece", "marginal_ce", "ece_kull", "cwece_kull", "ace", "nll"]
+)
+def test_sign_flip_fast_paths_equal_the_generic_path(name):
+    probs, labels = edge_probs(120, 4, 21)
+    other = sharpen(probs, 1.4)
+    fast = S.sign_flip_test(name, probs, other, labels, n_permutations=199, seed=2)
+    metric = METRICS[name]
+    slow = S.sign_flip_test(
+        lambda p, y: metric(p, y), probs, other, labels, n_permutations=199, seed=2
+    )
+    assert fast.difference == pytest.approx(slow.difference, abs=1e-12)
+    assert fast.p_value == slow.p_value
+
+
+def test_permutations_for_family_size():
+    assert S.permutations_for(8, 0.05) == 1599
+    assert S.permutations_for(1, 0.05) == 199
+    assert S.min_adjusted_p(1 / 1600, 8) == pytest.approx(0.005)
+    with pytest.raises(ValueError, match="family_size"):
+        S.permutations_for(0)
+
+
+def test_paired_test_dispatches_on_the_registry():
+    probs, labels = random_probs(200, 3, 4)
+    other = sharpen(probs, 1.5)
+    assert S.paired_test("accuracy", probs, other, labels).test == "mcnemar_exact"
+    assert S.paired_test("nll", probs, other, labels).test == "paired_t"
+    assert S.paired_test("brier", probs, other, labels, test="wilcoxon").test == "wilcoxon"
+    assert S.paired_test("ece", probs, other, labels, n_permutations=99).test == "sign_flip"
+    with pytest.raises(ValueError, match="sign_flip"):
+        S.paired_test("ece", probs, other, labels, test="paired_t")
+
+
+def test_calibrated_versus_overconfident_is_significant_after_holm():
+    # ECE ~0.01 versus ~0.15 on the same 5,000 labels: the sign-flip test with B chosen for a
+    # family of 9 comparisons reaches an adjusted p far below 0.05 (the old bootstrap + Holm
+    # over the whole report could not go below ~0.2)
+    p, y = calibrated(5000, 10, 3)
+    over = sharpen(p, 2.5)
+    assert M.ece(p, y) < 0.03 and M.ece(over, y) > 0.1
+    b = S.permutations_for(9, 0.05)
+    res = S.paired_test("ece", p, over, y, n_permutations=b)
+    adjusted = S.holm([res.p_value] + [1.0] * 8)[0]
+    assert adjusted == pytest.approx(9 / (b + 1)) and adjusted < 0.01

@@ -26,6 +26,8 @@ from calbench.metrics.binning import (
     fixed_bins_weighted,
     reliability_bins,
     top_label,
+    weight_rows,
+    weighted_bincount,
     width_bin_ids,
 )
 from calbench.metrics.ece import (
@@ -258,6 +260,35 @@ def _width_weighted(norm: str, n_bins: int = 15):
     return weighted
 
 
+def _fixed_sums(ids, x, target, size: int, n: int, rows=None):
+    """``sums(weights)`` of a top-label error with fixed bins: ``(count, sum_x, sum_t, total)``
+    with a leading axis of one row per weight vector (``None``: all ones, one row); linear in
+    the weights (``Metric.linear``)."""
+
+    def sums(weights=None):
+        w, _ = weight_rows(np.ones(n) if weights is None else weights, n)
+        return (
+            weighted_bincount(ids, size, w, rows),
+            weighted_bincount(ids, size, w, rows, x),
+            weighted_bincount(ids, size, w, rows, target),
+            w.sum(axis=1),
+        )
+
+    return sums
+
+
+def _width_linear(norm: str, n_bins: int = 15):
+    """``linear`` form of the equal-width top-label error ``norm`` (ECE, MCE)."""
+
+    def linear(p, y, dtype=None):
+        conf, correct = top_label(p, y)
+        ids = width_bin_ids(conf, n_bins)
+        sums = _fixed_sums(ids, conf, correct, n_bins, conf.shape[0])
+        return sums, partial(errors_from_sums, norm=norm)
+
+    return linear
+
+
 def _kull_reduce(count, sum_x, sum_t, total, norm):
     safe = np.maximum(count, 1.0)
     gap = np.where(count > 0, np.abs(sum_t / safe - sum_x / safe), 0.0)
@@ -287,6 +318,27 @@ def _kull_weighted(norm: str):
         )
 
     return weighted
+
+
+def _kull_linear(norm: str):
+    """``linear`` form of Kull et al.'s (lo, hi] top-label ECE / MCE."""
+
+    def linear(p, y, dtype=None):
+        conf, correct = top_label(p, y)
+        upper, width = kull_confidence_bins()
+        rows, ids = [], []
+        for b, u in enumerate(upper):
+            lo = u - width
+            member = np.flatnonzero((conf <= u) & ((conf > lo) | (lo == 0)))
+            rows.append(member)
+            ids.append(np.full(member.shape[0], b, dtype=np.int64))
+        rows_a, ids_a = np.concatenate(rows), np.concatenate(ids)
+        sums = _fixed_sums(
+            ids_a, conf[rows_a], correct[rows_a], len(upper), conf.shape[0], rows_a
+        )
+        return sums, partial(_kull_reduce, norm=norm)
+
+    return linear
 
 
 def _cwece_weighted(p, y, dtype=None):
@@ -364,6 +416,7 @@ METRICS: dict[str, Metric] = {
             _top,
             partial(calibration_error_1d, n_bins=15, norm="l1"),
             weighted=_width_weighted("l1"),
+            linear=_width_linear("l1"),
             display="ECE, % (15 bins)",
             scale=100.0,
             decimals=2,
@@ -376,6 +429,7 @@ METRICS: dict[str, Metric] = {
             _top,
             partial(calibration_error_1d, n_bins=15, norm="max"),
             weighted=_width_weighted("max"),
+            linear=_width_linear("max"),
             display="MCE, % (15 bins)",
             scale=100.0,
             decimals=2,
@@ -524,6 +578,7 @@ METRICS: dict[str, Metric] = {
             _top,
             ece_kull_from_values,
             weighted=_kull_weighted("l1"),
+            linear=_kull_linear("l1"),
             display="ECE (Kull et al. bins)",
             scale=1.0,
             decimals=4,
@@ -536,6 +591,7 @@ METRICS: dict[str, Metric] = {
             _top,
             mce_kull_from_values,
             weighted=_kull_weighted("max"),
+            linear=_kull_linear("max"),
             display="MCE (Kull et al. bins)",
             scale=1.0,
             decimals=4,
