@@ -271,21 +271,49 @@ def bootstrap_ci(
 
     ``metric`` is a callable ``f(probs, labels) -> float`` or a name in
     :data:`calbench.metrics.METRICS`. ``method``: ``"percentile"``, ``"basic"`` (bounds
-    ``2 t - q`` clipped at 0; Kumar et al. 2019) or ``None`` (:func:`interval_method`: basic for
-    calibration errors). Deterministic for a given ``seed``.
+    ``2 t - q`` clipped at 0; Kumar et al. 2019), ``"upper"`` (``[0, 2 t - q_{1 - level}]``)
+    or ``None`` (:func:`interval_method`, the registry's ``Metric.interval``; a metric without
+    an interval raises). Deterministic for a given ``seed``
+    (:func:`interval_from_values`).
     """
     method = _check_method(method, metric)
-    metric = _resolve(metric)
     n_resamples, level, seed = _check_options(n_resamples, level, seed)
+    estimate, values = bootstrap_values(metric, probs, labels, n_resamples, seed)
+    return interval_from_values(estimate, values, level, method)
+
+
+def bootstrap_values(
+    metric, probs, labels, n_resamples: int = 1000, seed: int = 0
+) -> tuple[float, np.ndarray]:
+    """``(estimate, values)``: the plug-in value and the ``n_resamples`` resampled values of
+    :func:`bootstrap_ci` (same indices for the same seed), to build several intervals from one
+    set of resamples (:func:`interval_from_values`)."""
+    metric = _resolve(metric)
+    n_resamples, _, seed = _check_options(n_resamples, 0.95, seed)
     estimate, f = _prepare(metric, probs, labels)
     n = np.shape(labels)[0]
     values = np.concatenate([f(idx) for idx in resample_indices(n, n_resamples, seed)])
+    return estimate, values
+
+
+def interval_from_values(estimate: float, values, level: float, method: str) -> BootstrapCI:
+    """The ``method`` interval (:data:`INTERVAL_METHODS`) from resampled ``values``:
+
+    * ``percentile``: ``[q_lo, q_hi]``, the ``(1 -+ level)/2`` quantiles (Davison & Hinkley
+      1997, eq. 5.18);
+    * ``basic``: ``[2 t - q_hi, 2 t - q_lo]`` clipped at 0 (eq. 5.6);
+    * ``upper``: the one-sided basic bound ``[0, 2 t - q_{1 - level}]`` (eq. 5.6 with one tail):
+      an upper confidence bound at ``level`` that always includes 0, for errors that may be 0.
+    """
+    values = np.asarray(values, dtype=np.float64)
+    if method not in INTERVAL_METHODS:
+        raise ValueError(f"method must be one of {list(INTERVAL_METHODS)}, got {method!r}")
+    n_resamples = int(values.shape[0])
     low, high = _interval(values, level)
     if method == "basic":
         low, high = max(0.0, 2.0 * estimate - high), max(0.0, 2.0 * estimate - low)
         center = max(0.0, 2.0 * estimate - float(np.median(values)))
     elif method == "upper":
-        # one-sided: P(theta <= 2 t - q_{1 - level}) ~ level (basic bound), lower bound 0
         q = float(np.quantile(values, 1.0 - level))
         low, high = 0.0, max(0.0, 2.0 * estimate - q)
         center = max(0.0, 2.0 * estimate - float(np.median(values)))
