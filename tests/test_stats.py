@@ -449,3 +449,23 @@ def test_calibrated_versus_overconfident_is_significant_after_holm():
     res = S.paired_test("ece", p, over, y, n_permutations=b)
     adjusted = S.holm([res.p_value] + [1.0] * 8)[0]
     assert adjusted == pytest.approx(9 / (b + 1)) and adjusted < 0.01
+
+
+def test_interval_constructions_known_answer():
+    values = np.linspace(0.0, 1.0, 101)  # quantiles 0.025, 0.05, 0.975 exactly
+    pct = S.interval_from_values(0.6, values, 0.95, "percentile")
+    assert (pct.low, pct.high) == pytest.approx((0.025, 0.975))
+    basic = S.interval_from_values(0.6, values, 0.95, "basic")
+    assert (basic.low, basic.high, basic.center) == pytest.approx((0.225, 1.175, 0.7))
+    upper = S.interval_from_values(0.6, values, 0.95, "upper")
+    assert (upper.low, upper.high) == pytest.approx((0.0, 1.15))  # [0, 2 t - q_0.05]
+    clipped = S.interval_from_values(0.01, values, 0.95, "basic")
+    assert (clipped.low, clipped.high) == (0.0, pytest.approx(0.0))
+    with pytest.raises(ValueError, match="method must be one of"):
+        S.interval_from_values(0.6, values, 0.95, "bca")
+    # bootstrap_ci is bootstrap_values + interval_from_values
+    p, y = random_probs(200, 3, 8)
+    est, vals = S.bootstrap_values("ece", p, y, 50, seed=2)
+    assert bootstrap_ci("ece", p, y, 50, seed=2, method="upper") == S.interval_from_values(
+        est, vals, 0.95, "upper"
+    )

@@ -123,10 +123,30 @@ def metric_view(table: Table, key: str) -> dict:
         [*table.row_header, *table.col_labels],
         rows,
         n_labels=len(table.row_header),
+        caption=interval_note(table.metric),
         csv_text=G.to_csv(table.grid()),
     )
     view["metric"] = table.metric
     return view
+
+
+def interval_note(metric: str) -> str:
+    """One sentence on the metric's interval (``Metric.interval``), from the registry: why it
+    has none, or that ``[0, U]`` is a one-sided upper bound."""
+    from calbench import stats as S
+
+    if metric not in S.METRICS:
+        return ""
+    method = S.interval_method(metric)
+    if method is None:
+        reason = S.no_interval_reason(metric).rstrip(".")
+        return f"No interval: {reason}."
+    if method == "upper":
+        return (
+            "Brackets give [0, U], a one-sided upper confidence bound: the error may be 0, and "
+            "no two-sided bootstrap interval covered small errors as stated."
+        )
+    return ""
 
 
 def study_view(t) -> dict:
