@@ -347,7 +347,7 @@ def test_compare_best_vs_baselines(data, fitted, tmp_path):
     assert {r["n_resamples"] for r in rows} == {"100"}
     assert {r["family_size"] for r in rows} == {str(len(methods) - 1)}
     first = next(r for r in rows if r["family"] == "best" and r["metric"] == "ece")
-    assert first["method"] == best_ece and first["interval"] == "basic"
+    assert first["method"] == best_ece and first["interval"] == "none"
     assert first["test"] == "sign_flip"
     n_perm = S.permutations_for(len(methods) - 1, 0.05)
     assert int(first["n_permutations"]) == n_perm
@@ -359,7 +359,7 @@ def test_compare_best_vs_baselines(data, fitted, tmp_path):
     )
     assert float(first["difference"]) == pytest.approx(ref.difference, abs=1e-15)
     assert float(first["value"]) == pytest.approx(METRICS["ece"](probs[best_ece], yt))
-    assert float(first["ci_low"]) == pytest.approx(ref.low)
+    assert first["ci_low"] == first["ci_high"] == ""  # no interval for a calibration error
     assert float(first["p_value"]) == pytest.approx(test.p_value)
     assert float(first["min_p_holm"]) == pytest.approx((len(methods) - 1) / (n_perm + 1))
     # Holm within each family of each metric
@@ -370,6 +370,11 @@ def test_compare_best_vs_baselines(data, fitted, tmp_path):
             np.testing.assert_allclose([float(r["p_holm"]) for r in group], want)
     acc = [r for r in rows if r["metric"] == "accuracy"]
     assert all(r["interval"] == "percentile" and r["test"] == "mcnemar_exact" for r in acc)
+    a0 = acc[0]
+    ref = paired_bootstrap(
+        "accuracy", probs[a0["method"]], probs[a0["baseline"]], yt, n_resamples=100, seed=0
+    )
+    assert (float(a0["ci_low"]), float(a0["ci_high"])) == pytest.approx((ref.low, ref.high))
     assert all(r["method"] == best_acc for r in acc if r["family"] == "best")
 
 
