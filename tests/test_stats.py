@@ -40,7 +40,7 @@ def test_degenerate_sample_gives_point_interval():
     # one-sided upper bound [0, 0.2]
     ci = bootstrap_ci(METRICS["ece"], probs, labels, n_resamples=50, method="basic")
     assert ci.low == pytest.approx(0.2) and ci.high == pytest.approx(0.2)
-    ci = bootstrap_ci(METRICS["ece"], probs, labels, n_resamples=50)
+    ci = bootstrap_ci(METRICS["ece"], probs, labels, n_resamples=50, method="upper")
     assert (ci.method, ci.low) == ("upper", 0.0) and ci.high == pytest.approx(0.2)
 
 
@@ -104,13 +104,17 @@ def test_coverage_near_nominal(name):
 
 def test_reproducible_with_seed():
     probs, labels = random_probs(500, 5, 2)
-    a = bootstrap_ci("ece", probs, labels, n_resamples=200, seed=7)
-    b = bootstrap_ci("ece", probs, labels, n_resamples=200, seed=7)
-    c = bootstrap_ci("ece", probs, labels, n_resamples=200, seed=8)
+    a = bootstrap_ci("ece", probs, labels, n_resamples=200, method="basic", seed=7)
+    b = bootstrap_ci("ece", probs, labels, n_resamples=200, method="basic", seed=7)
+    c = bootstrap_ci("ece", probs, labels, n_resamples=200, method="basic", seed=8)
     assert a == b
     assert (a.low, a.high) != (c.low, c.high)
-    pa = paired_bootstrap("ece", probs, sharpen(probs, 2), labels, n_resamples=100, seed=1)
-    pb = paired_bootstrap("ece", probs, sharpen(probs, 2), labels, n_resamples=100, seed=1)
+    pa = paired_bootstrap(
+        "ece", probs, sharpen(probs, 2), labels, n_resamples=100, method="basic", seed=1
+    )
+    pb = paired_bootstrap(
+        "ece", probs, sharpen(probs, 2), labels, n_resamples=100, method="basic", seed=1
+    )
     assert pa == pb
 
 
@@ -135,11 +139,11 @@ def test_paired_uses_the_same_indices_for_both():
 def test_paired_detects_clearly_better_calibrator():
     probs, labels = calibrated(3000, 5, 5)
     over = sharpen(probs, 3.0)  # badly overconfident, same predictions
-    res = paired_bootstrap("ece", probs, over, labels, n_resamples=300, seed=0)
+    res = paired_bootstrap("ece", probs, over, labels, n_resamples=300, method="basic", seed=0)
     assert res.difference == pytest.approx(M.ece(probs, labels) - M.ece(over, labels))
     assert res.difference < 0 and res.high < 0  # CI excludes 0
     assert res.p_value == pytest.approx(2 / 301)  # the smallest p-value 300 resamples give
-    rev = paired_bootstrap("ece", over, probs, labels, n_resamples=300, seed=0)
+    rev = paired_bootstrap("ece", over, probs, labels, n_resamples=300, method="basic", seed=0)
     assert rev.low > 0 and rev.difference == pytest.approx(-res.difference)
 
 
@@ -259,9 +263,9 @@ def test_calibration_errors_get_a_verified_interval_or_none():
     smooth = {"accuracy", "brier", "brier_kull", "nll", "nll_kull", "nll_modern"}
     assert set(METRICS) - S.CALIBRATION_ERRORS == smooth
     assert S.NO_INTERVAL <= S.CALIBRATION_ERRORS
-    # intervals only where bench/bench_coverage.py showed 90-99% coverage (ECE: the one-sided
-    # upper bound); the maximum gap, classwise errors and unverified errors get none
-    assert S.CALIBRATION_ERRORS - S.NO_INTERVAL == {"ece", "ece_kull"}
+    # intervals only where bench/bench_coverage.py showed 90-99% coverage in every scenario:
+    # no construction did for ECE, classwise ECE or MCE; the others are unverified
+    assert S.CALIBRATION_ERRORS == S.NO_INTERVAL
     assert {S.interval_method(METRICS[m]) for m in S.CALIBRATION_ERRORS - S.NO_INTERVAL} <= {
         "basic",
         "upper",
@@ -478,19 +482,18 @@ def test_interval_constructions_known_answer():
     )
 
 
-def test_ece_upper_bound_covers_small_and_zero_errors():
-    # the simulation of bench/bench_coverage.py in small: the one-sided bound [0, 2t - q_0.05]
-    # covers the population ECE of a nearly calibrated model (where the basic interval
-    # under-covers) and, always, the 0 of a calibrated one
-    for gamma, floor in ((1.1, 0.85), (1.0, 1.0)):
-        model = SyntheticModel(gamma=gamma)
-        truth = population_errors(model)["ece"]
-        rng = np.random.default_rng(7)
-        hits = 0
-        for r in range(60):
-            p, y = model.sample(2000, rng)
-            ci = bootstrap_ci("ece", p, y, n_resamples=150, seed=r)
-            assert ci.method == "upper" and ci.low == 0.0
-            hits += ci.low <= truth <= ci.high
-        assert hits / 60 >= floor, (gamma, hits)
-    assert truth < 1e-9  # gamma 1: calibrated
+def test_upper_bound_covers_a_zero_error_and_ece_has_no_default_interval():
+    # the one-sided bound [0, 2t - q_0.05] always covers the 0 of a calibrated model; it is
+    # not ECE's default: in bench/bench_coverage.py it covered 84-98% across scenarios, below
+    # 90% for an over-confident 100-class model at N = 500 (as the basic interval did)
+    model = SyntheticModel(gamma=1.0)
+    assert population_errors(model)["ece"] < 1e-9
+    rng = np.random.default_rng(7)
+    for r in range(20):
+        p, y = model.sample(1000, rng)
+        ci = bootstrap_ci("ece", p, y, n_resamples=100, seed=r, method="upper")
+        assert ci.low == 0.0 <= ci.high and ci.high >= 0.0
+    assert S.interval_method("ece") is None
+    assert "90-99%" in S.no_interval_reason("ece") and "bench_coverage" in S.no_interval_reason(
+        "ece"
+    )

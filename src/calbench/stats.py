@@ -276,8 +276,12 @@ def bootstrap_ci(
     an interval raises). Deterministic for a given ``seed``
     (:func:`interval_from_values`).
     """
-    method = _check_method(method, metric)
     n_resamples, level, seed = _check_options(n_resamples, level, seed)
+    if method is not None:
+        method = _check_method(method, metric)
+    else:
+        check_probs_labels(probs, labels)  # bad input is reported before a missing interval
+        method = _check_method(method, metric)
     estimate, values = bootstrap_values(metric, probs, labels, n_resamples, seed)
     return interval_from_values(estimate, values, level, method)
 
@@ -338,7 +342,7 @@ def paired_bootstrap(
     error metric means ``a`` is better. ``method`` as in :func:`bootstrap_ci` (the basic
     interval of a difference is not clipped). See :class:`PairedBootstrap` for the p-value.
     """
-    method = _check_method(method, metric)
+    metric_arg = metric
     metric = _resolve(metric)
     n_resamples, level, seed = _check_options(n_resamples, level, seed)
     pa = check_probs(probs_a, "probs_a")
@@ -349,6 +353,7 @@ def paired_bootstrap(
             "pass both calibrators' probabilities for the same samples and classes"
         )
     y = check_labels(labels, pa.shape[0], pa.shape[1])
+    method = _check_method(method, metric_arg)
     est_a, fa = _prepare(metric, probs_a, labels, (pa, y))
     est_b, fb = _prepare(metric, probs_b, labels, (pb, y))
     shared = getattr(fa, "uses_weights", False) and getattr(fb, "uses_weights", False)
