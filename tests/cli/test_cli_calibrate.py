@@ -271,6 +271,9 @@ def test_evaluate_bootstrap_intervals_bracket_the_value(data, fitted, tmp_path):
     rows = _read(out)
     assert {r["half"] for r in rows} == {"test"} and {r["method"] for r in rows} == {"temp"}
     for r in rows:
+        if r["metric"] == "ece":  # no interval covered ECE as stated (the registry says why)
+            assert r["ci_low"] == r["ci_high"] == ""
+            continue
         lo, v, hi = float(r["ci_low"]), float(r["value"]), float(r["ci_high"])
         assert lo < hi and lo <= v * 1.5 and hi >= v * 0.5
     first = out.read_bytes()
@@ -352,7 +355,13 @@ def test_compare_best_vs_baselines(data, fitted, tmp_path):
     n_perm = S.permutations_for(len(methods) - 1, 0.05)
     assert int(first["n_permutations"]) == n_perm
     ref = paired_bootstrap(
-        METRICS["ece"], probs[best_ece], probs[first["baseline"]], yt, n_resamples=100, seed=0
+        METRICS["ece"],
+        probs[best_ece],
+        probs[first["baseline"]],
+        yt,
+        n_resamples=100,
+        seed=0,
+        method="basic",
     )
     test = S.paired_test(
         "ece", probs[best_ece], probs[first["baseline"]], yt, n_permutations=n_perm
@@ -449,8 +458,9 @@ def _evaluate_argv(data, calibrator, out, *extra):
 
 
 def test_evaluate_intervals_only_for_the_chosen_halves_and_metrics(data, fitted, tmp_path):
-    """--ci-halves test --ci-metrics ece,brier: exactly those rows get the same interval as
-    with intervals everywhere (same seed), the others keep their value with empty bounds."""
+    """--ci-halves test --ci-metrics nll,brier: exactly those rows get the same interval as
+    with intervals everywhere (same seed), the others keep their value with empty bounds; ECE
+    has no interval anywhere (Metric.interval is None)."""
     from calbench.calibrators import load_calibrator
     from calbench.metrics import METRICS
     from calbench.stats import bootstrap_ci
@@ -458,26 +468,27 @@ def test_evaluate_intervals_only_for_the_chosen_halves_and_metrics(data, fitted,
     full, some = tmp_path / "full.csv", tmp_path / "some.csv"
     assert _main(_evaluate_argv(data, fitted["ts"], full)) == 0
     argv = _evaluate_argv(
-        data, fitted["ts"], some, "--ci-halves", "test", "--ci-metrics", "ece,brier"
+        data, fitted["ts"], some, "--ci-halves", "test", "--ci-metrics", "nll,brier"
     )
     assert _main(argv) == 0
     a = {(r["half"], r["metric"]): r for r in _read(full)}
     b = {(r["half"], r["metric"]): r for r in _read(some)}
     assert sorted(a) == sorted(b) and len(b) == 6
-    with_ci = {("test", "ece"), ("test", "brier")}
+    with_ci = {("test", "nll"), ("test", "brier")}
     for key in b:
         assert b[key]["value"] == a[key]["value"]
         if key in with_ci:
             assert (b[key]["ci_low"], b[key]["ci_high"]) == (a[key]["ci_low"], a[key]["ci_high"])
             assert float(b[key]["ci_low"]) < float(b[key]["ci_high"])
         else:
-            assert b[key]["ci_low"] == b[key]["ci_high"] == "" and a[key]["ci_low"] != ""
+            assert b[key]["ci_low"] == b[key]["ci_high"] == ""
+            assert (a[key]["ci_low"] == "") == (key[1] == "ece")
     # the interval is calbench.stats.bootstrap_ci of the test half's calibrated probabilities
     zt, yt = data["z"][data["test"]], data["y"][data["test"]]
     p = load_calibrator(fitted["ts"]).predict_proba(zt)
-    ref = bootstrap_ci(METRICS["ece"], p, yt, n_resamples=40, seed=0)
-    assert float(b["test", "ece"]["ci_low"]) == pytest.approx(ref.low, rel=1e-12)
-    assert float(b["test", "ece"]["ci_high"]) == pytest.approx(ref.high, rel=1e-12)
+    ref = bootstrap_ci(METRICS["nll"], p, yt, n_resamples=40, seed=0)
+    assert float(b["test", "nll"]["ci_low"]) == pytest.approx(ref.low, rel=1e-12)
+    assert float(b["test", "nll"]["ci_high"]) == pytest.approx(ref.high, rel=1e-12)
 
 
 @pytest.mark.parametrize(
