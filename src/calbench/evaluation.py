@@ -3,9 +3,10 @@
 The protocol is the study's (Vasilev 2021, §4-5): calibrators are fitted on the validation half of
 a model's test-set logits (:func:`calbench.split.load_halves`) and applied to both halves; every
 metric of :data:`calbench.metrics.METRICS` is reported on the test half (and, to show a
-calibrator's over-fit, on the validation half), each with a bootstrap confidence interval
-(:func:`calbench.stats.bootstrap_ci`: basic for calibration errors, percentile otherwise; none
-for MCE, see :data:`calbench.stats.NO_INTERVAL`). :func:`compare_rows` tests, on the *test*
+calibrator's over-fit, on the validation half), with the bootstrap confidence interval its
+registry entry names (``Metric.interval``, :func:`calbench.stats.bootstrap_ci`: percentile for
+accuracy, NLL and Brier score; none for the calibration errors, whose simulated coverage missed
+90-99%, see :data:`calbench.stats.NO_INTERVAL` and docs/statistics.md). :func:`compare_rows` tests, on the *test*
 half, every calibrator against each baseline and the calibrator selected on the *validation*
 half against every other one, each family with Holm's correction
 (:func:`calbench.stats.paired_test`, :func:`calbench.stats.holm`).
@@ -139,11 +140,11 @@ def evaluate_rows(
 
     Every metric of ``metrics`` is computed on every half of ``half_names``, from the
     calibrated probabilities of that half (``probs_by_half[half]``). The bootstrap
-    interval (:func:`calbench.stats.bootstrap_ci` with its default construction: basic for
-    calibration errors, percentile otherwise; ``n_bootstrap`` resamples of the half's samples,
+    interval (:func:`calbench.stats.bootstrap_ci` with the registry's construction,
+    ``Metric.interval``; ``n_bootstrap`` resamples of the half's samples,
     confidence ``level``, ``seed``) is computed for the halves in ``ci_halves`` and the metrics
     in ``ci_metrics`` (``None``: all of them) except those whose registry entry has no interval
-    (``Metric.interval is None``, :data:`calbench.stats.NO_INTERVAL`: MCE);
+    (``Metric.interval is None``, :data:`calbench.stats.NO_INTERVAL`: the calibration errors);
     other rows carry NaN bounds, as do all rows when ``n_bootstrap`` is 0.
     """
     from calbench.stats import bootstrap_ci, interval_method
