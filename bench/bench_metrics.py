@@ -98,13 +98,18 @@ def bootstrap_figures(n: int, k: int, repeats: int) -> None:
     p32 /= p32.sum(axis=1, keepdims=True)
     print(f"bootstrap_ci, 100 resamples, {n} x {k} float32 probabilities, best of {repeats}:")
     for name in ("cwece", "marginal_ce", "cwece_kull", "ece", "mce"):
-        t = best_time(lambda m=name: bootstrap_ci(m, p32, labels, n_resamples=100), repeats)
+        t = best_time(
+            lambda m=name: bootstrap_ci(m, p32, labels, n_resamples=100, method="basic"), repeats
+        )
         print(f"  {name:38s} {fmt(t)}")
     m = min(n, 5000)
     sharp = p32[:m] ** 1.5
     sharp /= sharp.sum(axis=1, keepdims=True)
     t = best_time(
-        lambda: paired_bootstrap("ece", p32[:m], sharp, labels[:m], n_resamples=1000), repeats
+        lambda: paired_bootstrap(
+            "ece", p32[:m], sharp, labels[:m], n_resamples=1000, method="basic"
+        ),
+        repeats,
     )
     print(f"{f'paired_bootstrap(ece), 1000 resamples, {m} x {k}':40s} {fmt(t)}")
     z = np.log(np.maximum(p32, 1e-30)).astype(np.float32)
@@ -150,7 +155,9 @@ def main() -> None:
         print(f"  {name:38s} {fmt(t)}   value {metric(probs, labels):.6f}")
     print(f"{'compute_metrics (all, validated once)':40s} "
           f"{fmt(best_time(lambda: compute_metrics(probs, labels), r))}")  # fmt: skip
-    t_boot = best_time(lambda: bootstrap_ci("ece", probs, labels, n_resamples=1000), 1)
+    t_boot = best_time(
+        lambda: bootstrap_ci("ece", probs, labels, n_resamples=1000, method="basic"), 1
+    )
     print(f"{'bootstrap_ci(ece, 1000 resamples, 1 run)':40s} {fmt(t_boot)}")
 
     t_ece = best_time(lambda: ece(probs, labels), r)

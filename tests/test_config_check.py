@@ -72,6 +72,11 @@ def test_shipped_configs_pass(path):
             "compare.metrics",
             "unknown metric 'nlll'",
         ),
+        (
+            lambda c: c.update(shift={"corruptions": ["gaussian_noise"], "compare_metrics": ["ecce"]}),
+            "shift.compare_metrics",
+            "unknown metric 'ecce'",
+        ),
         (lambda c: c["models"]["tiny_mlp"].update(arch="mlpp"), "models.tiny_mlp.arch", "'mlpp'"),
         (
             lambda c: c["models"]["tiny_mlp"]["training"].update(loss="focall"),

@@ -4,7 +4,8 @@ starts (before any job): every name the config uses must exist in the library.
 * calibrators: each entry's method is registered (:data:`calbench.calibrators.REGISTRY`) and
   its ``params`` construct it (unknown keys name the accepted ones; bad values fail as they
   would in ``fit-calibrator``);
-* metrics: every metric named anywhere is in :data:`calbench.metrics.METRICS`;
+* metrics: every metric named anywhere (evaluation, compare, report, shift) is in
+  :data:`calbench.metrics.METRICS`, the one registry of metric facts;
 * models trained by the workflow: the ``training`` block parses
   (:func:`calbench.training.parse_training`: method, options), the loss and the secondary
   loss are registered (:data:`calbench.losses.LOSSES`) and ``arch`` is in the dataset's zoo;
@@ -110,6 +111,8 @@ def _metric_problems(config: Mapping) -> list[str]:
     report = config.get("report") or {}
     lists.append(("report.table_metrics", report.get("table_metrics") or []))
     lists.append(("report.losses_metrics", report.get("losses_metrics") or []))
+    shift = config.get("shift") or {}
+    lists.append(("shift.compare_metrics", shift.get("compare_metrics") or []))
     for where, names in lists:
         for m in names:
             if m not in METRICS:

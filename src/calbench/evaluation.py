@@ -3,11 +3,13 @@
 The protocol is the study's (Vasilev 2021, §4-5): calibrators are fitted on the validation half of
 a model's test-set logits (:func:`calbench.split.load_halves`) and applied to both halves; every
 metric of :data:`calbench.metrics.METRICS` is reported on the test half (and, to show a
-calibrator's over-fit, on the validation half), each with a bootstrap confidence interval
-(:func:`calbench.stats.bootstrap_ci`: basic for calibration errors, percentile otherwise; none
-for MCE, see :data:`calbench.stats.NO_INTERVAL`). :func:`compare_rows` picks the best calibrator
-of a model on the *validation* half and pairs it with baselines by a paired bootstrap over the
-same resampled *test* samples (:func:`calbench.stats.paired_bootstrap`).
+calibrator's over-fit, on the validation half), with the bootstrap confidence interval its
+registry entry names (``Metric.interval``, :func:`calbench.stats.bootstrap_ci`: percentile for
+accuracy, NLL and Brier score; none for the calibration errors, whose simulated coverage missed
+90-99%, see :data:`calbench.stats.NO_INTERVAL` and docs/statistics.md). :func:`compare_rows` tests, on the *test*
+half, every calibrator against each baseline and the calibrator selected on the *validation*
+half against every other one, each family with Holm's correction
+(:func:`calbench.stats.paired_test`, :func:`calbench.stats.holm`).
 
 One function per workflow step (rule = ``calbench`` verb = function): :func:`fit_calibrator`
 (``fit-calibrator``), :func:`evaluate` (``evaluate``: metrics CSV and, optionally, the
@@ -42,6 +44,13 @@ COMPARE_COLUMNS = (
     "n_resamples",
     "interval",
     "selected_on",
+    "family",
+    "family_size",
+    "test",
+    "n_permutations",
+    "p_holm",
+    "min_p_holm",
+    "alpha",
 )
 
 
@@ -131,13 +140,14 @@ def evaluate_rows(
 
     Every metric of ``metrics`` is computed on every half of ``half_names``, from the
     calibrated probabilities of that half (``probs_by_half[half]``). The bootstrap
-    interval (:func:`calbench.stats.bootstrap_ci` with its default construction: basic for
-    calibration errors, percentile otherwise; ``n_bootstrap`` resamples of the half's samples,
+    interval (:func:`calbench.stats.bootstrap_ci` with the registry's construction,
+    ``Metric.interval``; ``n_bootstrap`` resamples of the half's samples,
     confidence ``level``, ``seed``) is computed for the halves in ``ci_halves`` and the metrics
-    in ``ci_metrics`` (``None``: all of them) except :data:`calbench.stats.NO_INTERVAL` (MCE);
+    in ``ci_metrics`` (``None``: all of them) except those whose registry entry has no interval
+    (``Metric.interval is None``, :data:`calbench.stats.NO_INTERVAL`: the calibration errors);
     other rows carry NaN bounds, as do all rows when ``n_bootstrap`` is 0.
     """
-    from calbench.stats import NO_INTERVAL, bootstrap_ci
+    from calbench.stats import bootstrap_ci, interval_method
 
     ci_halves = set(half_names if ci_halves is None else ci_halves)
     ci_metrics = set(metrics if ci_metrics is None else ci_metrics)
@@ -148,7 +158,8 @@ def evaluate_rows(
         for name, fn in metrics.items():
             value = float(fn(probs, y))
             lo = hi = float("nan")
-            if n_bootstrap > 0 and half in ci_halves and name in ci_metrics - NO_INTERVAL:
+            has_ci = interval_method(fn) is not None
+            if n_bootstrap > 0 and half in ci_halves and name in ci_metrics and has_ci:
                 res = bootstrap_ci(fn, probs, y, n_resamples=n_bootstrap, level=level, seed=seed)
                 lo, hi = float(res.low), float(res.high)
             rows.append(
@@ -166,6 +177,21 @@ def evaluate_rows(
     return rows
 
 
+def comparison_pairs(
+    methods: list[str], baselines: list[str], best: str
+) -> list[tuple[str, str, str]]:
+    """The comparison families of one (dataset, model, metric) as ``(family, method, baseline)``.
+
+    For each baseline ``b``: family ``vs:b``, every other method against ``b`` (does a
+    calibrator improve on no calibration, on temperature scaling?); family ``best``: the
+    validation-selected ``best`` against every other method (is the winner really better?).
+    Holm's correction runs within each family (:func:`compare_rows`).
+    """
+    out = [(f"vs:{b}", m, b) for b in baselines for m in methods if m != b]
+    out += [("best", best, m) for m in methods if m != best]
+    return out
+
+
 def compare_rows(
     halves: dict,
     probs_by_method: dict[str, np.ndarray],
@@ -177,21 +203,37 @@ def compare_rows(
     level: float = 0.95,
     seed: int = 0,
 ) -> list[dict]:
-    """Paired bootstrap of the best method (per metric) against each baseline on the test half.
+    """Paired tests of the calibrators of one model on the test half, in families.
 
-    The best method is selected on the **validation** half (``val_probs_by_method``; the
-    calibrators were fitted there too), so the test half that measures the difference plays no
-    part in picking the winner: the largest accuracy or the smallest value of any other metric,
-    ties to the first in ``probs_by_method`` order. Without validation probabilities the test
-    half selects (``selected_on = "test"``, an optimistic comparison). A baseline that is the
-    selected method itself is skipped (no self-comparisons). ``difference = metric(best) -
-    metric(baseline)`` on the test half; its interval and two-sided p-value come from
-    :func:`calbench.stats.paired_bootstrap` (the same resampled test indices for both methods;
-    basic interval for calibration errors, percentile otherwise). p-values are per comparison;
-    the report adjusts them for multiplicity (Holm 1979).
+    Per metric, the families of :func:`comparison_pairs`: each method against each baseline
+    (``family = "vs:<baseline>"``) and the best method against every other one
+    (``family = "best"``). The best method is selected on the **validation** half
+    (``val_probs_by_method``; the calibrators were fitted there too), so the test half that
+    measures the difference plays no part in picking the winner: the best value by the metric's
+    direction (``Metric.higher_is_better``), ties to the first in ``probs_by_method`` order.
+    Without validation probabilities the test half selects (``selected_on = "test"``, an
+    optimistic comparison).
+
+    ``difference = metric(method) - metric(baseline)`` on the test half. Its p-value comes from
+    the metric's paired test (:func:`calbench.stats.paired_test`: McNemar's exact test for
+    accuracy, the paired t-test for NLL and Brier score, the sign-flip test for calibration
+    errors with ``B = max(n_bootstrap, permutations_for(m, 1 - level))`` flips, so that
+    ``m / (B + 1)`` is ten times below ``alpha = 1 - level``); ``p_holm`` is Holm's (1979)
+    adjustment within the family of ``family_size = m`` comparisons and ``min_p_holm`` the
+    smallest adjusted p-value the test could reach on these samples: above ``alpha`` the
+    comparison cannot be significant whatever the data. The interval of the difference is the
+    paired percentile bootstrap (``n_bootstrap`` resamples, the same resampled test indices for
+    both methods) for metrics with a percentile interval (means: accuracy, NLL, Brier score);
+    differences of calibration errors get none (``interval = "none"``).
     """
-    from calbench.report.tables import HIGHER_IS_BETTER
-    from calbench.stats import interval_method, paired_bootstrap
+    from calbench.stats import (
+        holm,
+        interval_method,
+        min_adjusted_p,
+        paired_bootstrap,
+        paired_test,
+        permutations_for,
+    )
 
     _, y = halves["test"]
     missing = [b for b in baselines if b not in probs_by_method]
@@ -202,6 +244,8 @@ def compare_rows(
         )
     if val_probs_by_method is not None and set(val_probs_by_method) != set(probs_by_method):
         raise ValueError("validation and test probabilities must cover the same calibrators")
+    alpha = 1.0 - level
+    methods = list(probs_by_method)
     rows = []
     for name, fn in metrics.items():
         values = {m: float(fn(p, y)) for m, p in probs_by_method.items()}
@@ -211,40 +255,84 @@ def compare_rows(
             selected_on = "val"
         else:
             chosen, selected_on = values, "test"
-        pick = max if name in HIGHER_IS_BETTER else min
-        worst = -math.inf if name in HIGHER_IS_BETTER else math.inf
+        higher = bool(getattr(fn, "higher_is_better", False))
+        pick = max if higher else min
+        worst = -math.inf if higher else math.inf
         best = pick(chosen, key=lambda m: chosen[m] if math.isfinite(chosen[m]) else worst)
-        for base in baselines:
-            if base == best:
-                continue
-            res = paired_bootstrap(
-                fn,
-                probs_by_method[best],
-                probs_by_method[base],
-                y,
-                n_resamples=n_bootstrap,
-                level=level,
-                seed=seed,
-            )
-            rows.append(
+        pairs = comparison_pairs(methods, list(baselines), best)
+        sizes: dict[str, int] = {}
+        for family, _, _ in pairs:
+            sizes[family] = sizes.get(family, 0) + 1
+        # the difference gets the paired percentile interval when the metric is a mean of
+        # per-sample values; a difference of biased plug-in errors gets none (its coverage is
+        # not verified): the test carries the evidence
+        method_ci = "percentile" if interval_method(fn) == "percentile" else None
+        done: dict[tuple[str, str], tuple] = {}
+        metric_rows = []
+        for family, a, b in pairs:
+            m = sizes[family]
+            n_perm = max(n_bootstrap, permutations_for(m, alpha))
+            key = (a, b, n_perm)
+            if key not in done:
+                rev = done.get((b, a, n_perm))
+                if rev is not None:  # the reversed pair: same p-value, negated difference
+                    t, lo, hi = rev
+                    done[key] = (t, -hi, -lo)
+                else:
+                    t = paired_test(
+                        fn,
+                        probs_by_method[a],
+                        probs_by_method[b],
+                        y,
+                        n_permutations=n_perm,
+                        seed=seed,
+                    )
+                    lo = hi = float("nan")
+                    if method_ci is not None:
+                        ci = paired_bootstrap(
+                            fn,
+                            probs_by_method[a],
+                            probs_by_method[b],
+                            y,
+                            n_resamples=n_bootstrap,
+                            level=level,
+                            seed=seed,
+                            method=method_ci,
+                        )
+                        lo, hi = float(ci.low), float(ci.high)
+                    done[key] = (t, lo, hi)
+            t, lo, hi = done[key]
+            metric_rows.append(
                 {
                     "dataset": halves["meta"]["dataset"],
                     "model": halves["meta"]["model"],
                     "half": "test",
                     "metric": name,
-                    "method": best,
-                    "baseline": base,
-                    "value": values[best],
-                    "baseline_value": values[base],
-                    "difference": float(res.difference),
-                    "ci_low": float(res.low),
-                    "ci_high": float(res.high),
-                    "p_value": float(res.p_value),
+                    "method": a,
+                    "baseline": b,
+                    "value": values[a],
+                    "baseline_value": values[b],
+                    "difference": values[a] - values[b],
+                    "ci_low": lo,
+                    "ci_high": hi,
+                    "p_value": float(t.p_value),
                     "n_resamples": n_bootstrap,
-                    "interval": interval_method(fn),
-                    "selected_on": selected_on,
+                    "interval": method_ci or "none",
+                    "selected_on": selected_on if family == "best" else "",
+                    "family": family,
+                    "family_size": m,
+                    "test": t.test,
+                    "n_permutations": t.n_permutations,
+                    "p_holm": float("nan"),
+                    "min_p_holm": min_adjusted_p(t.min_p, m),
+                    "alpha": alpha,
                 }
             )
+        for family in sizes:
+            members = [r for r in metric_rows if r["family"] == family]
+            for r, p in zip(members, holm([r["p_value"] for r in members]), strict=True):
+                r["p_holm"] = float(p)
+        rows += metric_rows
     return rows
 
 

@@ -271,6 +271,9 @@ def test_evaluate_bootstrap_intervals_bracket_the_value(data, fitted, tmp_path):
     rows = _read(out)
     assert {r["half"] for r in rows} == {"test"} and {r["method"] for r in rows} == {"temp"}
     for r in rows:
+        if r["metric"] == "ece":  # no interval covered ECE as stated (the registry says why)
+            assert r["ci_low"] == r["ci_high"] == ""
+            continue
         lo, v, hi = float(r["ci_low"]), float(r["value"]), float(r["ci_high"])
         assert lo < hi and lo <= v * 1.5 and hi >= v * 0.5
     first = out.read_bytes()
@@ -298,6 +301,7 @@ def test_evaluate_unknown_metric(data, fitted, tmp_path, capsys):
 
 
 def test_compare_best_vs_baselines(data, fitted, tmp_path):
+    from calbench import stats as S
     from calbench.calibrators import load_calibrator
     from calbench.metrics import METRICS
     from calbench.stats import paired_bootstrap
@@ -329,27 +333,58 @@ def test_compare_best_vs_baselines(data, fitted, tmp_path):
     cals = {m: load_calibrator(p) for m, p in fitted.items()}
     probs = {m: c.predict_proba(zt) for m, c in cals.items()}
     val = {m: c.predict_proba(zv) for m, c in cals.items()}
+    methods = list(fitted)
     # the best method is picked on the validation half; the test half measures the difference
     best_ece = min(cals, key=lambda m: METRICS["ece"](val[m], yv))
     best_acc = max(cals, key=lambda m: METRICS["accuracy"](val[m], yv))
-    expected = [("ece", b) for b in ("uncalibrated", "ts") if b != best_ece]
-    expected += [("accuracy", b) for b in ("uncalibrated", "ts") if b != best_acc]
-    assert [(r["metric"], r["baseline"]) for r in rows] == expected  # no self-comparisons
+    expected = []
+    for metric, best in (("ece", best_ece), ("accuracy", best_acc)):
+        expected += [
+            (metric, f"vs:{b}", m, b) for b in ("uncalibrated", "ts") for m in methods if m != b
+        ]
+        expected += [(metric, "best", best, m) for m in methods if m != best]
+    got = [(r["metric"], r["family"], r["method"], r["baseline"]) for r in rows]
+    assert got == expected  # no self-comparisons
     assert all(r["method"] != r["baseline"] for r in rows)
-    assert {r["selected_on"] for r in rows} == {"val"} and {r["n_resamples"] for r in rows} == {
-        "100"
-    }
-    first = rows[0]
-    assert first["method"] == best_ece and first["interval"] == "basic"
+    assert {r["selected_on"] for r in rows if r["family"] == "best"} == {"val"}
+    assert {r["n_resamples"] for r in rows} == {"100"}
+    assert {r["family_size"] for r in rows} == {str(len(methods) - 1)}
+    first = next(r for r in rows if r["family"] == "best" and r["metric"] == "ece")
+    assert first["method"] == best_ece and first["interval"] == "none"
+    assert first["test"] == "sign_flip"
+    n_perm = S.permutations_for(len(methods) - 1, 0.05)
+    assert int(first["n_permutations"]) == n_perm
     ref = paired_bootstrap(
-        METRICS["ece"], probs[best_ece], probs[first["baseline"]], yt, n_resamples=100, seed=0
+        METRICS["ece"],
+        probs[best_ece],
+        probs[first["baseline"]],
+        yt,
+        n_resamples=100,
+        seed=0,
+        method="basic",
+    )
+    test = S.paired_test(
+        "ece", probs[best_ece], probs[first["baseline"]], yt, n_permutations=n_perm
     )
     assert float(first["difference"]) == pytest.approx(ref.difference, abs=1e-15)
     assert float(first["value"]) == pytest.approx(METRICS["ece"](probs[best_ece], yt))
-    assert float(first["ci_low"]) == pytest.approx(ref.low)
-    assert float(first["p_value"]) == pytest.approx(ref.p_value)
+    assert first["ci_low"] == first["ci_high"] == ""  # no interval for a calibration error
+    assert float(first["p_value"]) == pytest.approx(test.p_value)
+    assert float(first["min_p_holm"]) == pytest.approx((len(methods) - 1) / (n_perm + 1))
+    # Holm within each family of each metric
+    for metric in ("ece", "accuracy"):
+        for fam in ("vs:uncalibrated", "vs:ts", "best"):
+            group = [r for r in rows if r["metric"] == metric and r["family"] == fam]
+            want = S.holm([float(r["p_value"]) for r in group])
+            np.testing.assert_allclose([float(r["p_holm"]) for r in group], want)
     acc = [r for r in rows if r["metric"] == "accuracy"]
-    assert all(r["method"] == best_acc and r["interval"] == "percentile" for r in acc)
+    assert all(r["interval"] == "percentile" and r["test"] == "mcnemar_exact" for r in acc)
+    a0 = acc[0]
+    ref = paired_bootstrap(
+        "accuracy", probs[a0["method"]], probs[a0["baseline"]], yt, n_resamples=100, seed=0
+    )
+    assert (float(a0["ci_low"]), float(a0["ci_high"])) == pytest.approx((ref.low, ref.high))
+    assert all(r["method"] == best_acc for r in acc if r["family"] == "best")
 
 
 def test_compare_rows_selects_on_validation_not_test():
@@ -369,10 +404,19 @@ def test_compare_rows_selects_on_validation_not_test():
         val_probs_by_method={"a": good, "b": bad, "c": bad},
         n_bootstrap=20,
     )
-    assert [(r["method"], r["baseline"]) for r in rows] == [("a", "b"), ("a", "c")]
-    assert rows[0]["difference"] > 0  # on the test half the selected method is worse
+    best = [(r["method"], r["baseline"]) for r in rows if r["family"] == "best"]
+    assert best == [("a", "b"), ("a", "c")]
+    assert rows[-2]["difference"] > 0  # on the test half the selected method is worse
+    assert {r["selected_on"] for r in rows if r["family"] == "best"} == {"val"}
     rows = compare_rows(halves, {"a": bad, "b": good}, {"nll": METRICS["nll"]}, ["b"])
-    assert rows == []  # test-half selection picks b, the only baseline: nothing to compare
+    # test-half selection picks b: "best" and "vs:b" are the same single comparison
+    assert [(r["family"], r["method"], r["baseline"]) for r in rows] == [
+        ("vs:b", "a", "b"),
+        ("best", "b", "a"),
+    ]
+    assert rows[1]["selected_on"] == "test"
+    assert rows[0]["p_value"] == rows[1]["p_value"]
+    assert rows[0]["difference"] == -rows[1]["difference"]
 
 
 def test_compare_missing_baseline(data, fitted, tmp_path, capsys):
@@ -414,8 +458,9 @@ def _evaluate_argv(data, calibrator, out, *extra):
 
 
 def test_evaluate_intervals_only_for_the_chosen_halves_and_metrics(data, fitted, tmp_path):
-    """--ci-halves test --ci-metrics ece,brier: exactly those rows get the same interval as
-    with intervals everywhere (same seed), the others keep their value with empty bounds."""
+    """--ci-halves test --ci-metrics nll,brier: exactly those rows get the same interval as
+    with intervals everywhere (same seed), the others keep their value with empty bounds; ECE
+    has no interval anywhere (Metric.interval is None)."""
     from calbench.calibrators import load_calibrator
     from calbench.metrics import METRICS
     from calbench.stats import bootstrap_ci
@@ -423,26 +468,27 @@ def test_evaluate_intervals_only_for_the_chosen_halves_and_metrics(data, fitted,
     full, some = tmp_path / "full.csv", tmp_path / "some.csv"
     assert _main(_evaluate_argv(data, fitted["ts"], full)) == 0
     argv = _evaluate_argv(
-        data, fitted["ts"], some, "--ci-halves", "test", "--ci-metrics", "ece,brier"
+        data, fitted["ts"], some, "--ci-halves", "test", "--ci-metrics", "nll,brier"
     )
     assert _main(argv) == 0
     a = {(r["half"], r["metric"]): r for r in _read(full)}
     b = {(r["half"], r["metric"]): r for r in _read(some)}
     assert sorted(a) == sorted(b) and len(b) == 6
-    with_ci = {("test", "ece"), ("test", "brier")}
+    with_ci = {("test", "nll"), ("test", "brier")}
     for key in b:
         assert b[key]["value"] == a[key]["value"]
         if key in with_ci:
             assert (b[key]["ci_low"], b[key]["ci_high"]) == (a[key]["ci_low"], a[key]["ci_high"])
             assert float(b[key]["ci_low"]) < float(b[key]["ci_high"])
         else:
-            assert b[key]["ci_low"] == b[key]["ci_high"] == "" and a[key]["ci_low"] != ""
+            assert b[key]["ci_low"] == b[key]["ci_high"] == ""
+            assert (a[key]["ci_low"] == "") == (key[1] == "ece")
     # the interval is calbench.stats.bootstrap_ci of the test half's calibrated probabilities
     zt, yt = data["z"][data["test"]], data["y"][data["test"]]
     p = load_calibrator(fitted["ts"]).predict_proba(zt)
-    ref = bootstrap_ci(METRICS["ece"], p, yt, n_resamples=40, seed=0)
-    assert float(b["test", "ece"]["ci_low"]) == pytest.approx(ref.low, rel=1e-12)
-    assert float(b["test", "ece"]["ci_high"]) == pytest.approx(ref.high, rel=1e-12)
+    ref = bootstrap_ci(METRICS["nll"], p, yt, n_resamples=40, seed=0)
+    assert float(b["test", "nll"]["ci_low"]) == pytest.approx(ref.low, rel=1e-12)
+    assert float(b["test", "nll"]["ci_high"]) == pytest.approx(ref.high, rel=1e-12)
 
 
 @pytest.mark.parametrize(

@@ -70,7 +70,105 @@ def random_probs(n=400, k=5, seed=0):
 
 def test_registry_names_and_percent():
     assert list(METRICS) == NAMES
-    assert STUDY_PERCENT == {"accuracy", "ece", "mce", "cwece"}
+    # percent is derived from the scale; the study's own percent metrics are among them
+    assert {"accuracy", "ece", "mce", "cwece"} <= STUDY_PERCENT
+    assert STUDY_PERCENT == {n for n, m in METRICS.items() if m.scale == 100.0}
+    assert not {"nll", "brier", "nll_modern", "ece_kull"} & STUDY_PERCENT
+
+
+@pytest.mark.parametrize("name", list(METRICS))
+def test_every_metric_declares_every_fact(name):
+    """Walks the registry: a metric added with a missing or inconsistent fact fails here."""
+    m = METRICS[name]
+    assert m.name == name
+    assert m.missing_facts() == [], f"{name} lacks or contradicts {m.missing_facts()}"
+    assert m.percent == (m.scale == 100.0)
+    assert m.decimals <= 4 and m.display.strip() == m.display
+    # the printed label, direction and interval are what every consumer reads
+    from calbench import stats as S
+    from calbench.report import display as D
+
+    assert D.display_spec(name) == (m.scale, m.decimals, m.display)
+    assert (name in D.HIGHER_IS_BETTER) == m.higher_is_better
+    assert S.interval_method(name) == m.interval
+    assert (name in S.NO_INTERVAL) == (m.interval is None)
+    if m.interval is None:
+        assert m.no_interval_reason.strip() and "\n" not in m.no_interval_reason
+    # the paired test fits the metric's shape: McNemar for a 0/1 score, per-sample tests for
+    # means of per-sample losses, the sign-flip test (valid for any metric) otherwise
+    if m.paired_test == "mcnemar_exact":
+        assert m.is_mean and m.higher_is_better
+    if m.paired_test in ("paired_t", "wilcoxon"):
+        assert m.is_mean
+    # a metric's display labels are unique (tables and the registry name each other)
+    labels = [x.display for x in METRICS.values()]
+    assert labels.count(m.display) == 1
+
+
+def test_registry_facts_known_values():
+    assert (METRICS["accuracy"].higher_is_better, METRICS["ece"].higher_is_better) == (True, False)
+    assert METRICS["cwece"].decimals == 3 and METRICS["ece"].decimals == 2
+    assert METRICS["nll"].scale == 1.0 and METRICS["ece"].scale == 100.0
+    assert METRICS["mce"].interval is None and METRICS["mce_kull"].interval is None
+    assert METRICS["accuracy"].paired_test == "mcnemar_exact"
+    assert METRICS["nll"].paired_test == METRICS["brier"].paired_test == "paired_t"
+    assert METRICS["ece"].paired_test == "sign_flip"
+
+
+def test_old_constructor_is_caught_by_the_fact_check():
+    """A metric built with the old positional constructor still runs, but the registry check
+    names every fact it lacks (no silent defaults for the label or direction)."""
+    old = M.Metric("old", lambda p, y, dtype=None: 0.5, percent=True)
+    p, y = random_probs()
+    assert old(p, y) == 0.5
+    assert old.scale == 100.0 and old.percent
+    assert set(old.missing_facts()) == {
+        "display",
+        "decimals",
+        "higher_is_better",
+        "interval",
+        "paired_test",
+        "reference",
+    }
+    bare = M.Metric("bare", lambda p, y, dtype=None: 0.5)
+    assert "scale" in bare.missing_facts() and not bare.percent
+    # declared "no interval" needs its reason; an interval with a reason is inconsistent
+    none = M.Metric("x", bare.core, interval=None)
+    assert "no_interval_reason" in none.missing_facts()
+    both = M.Metric("x", bare.core, interval="basic", no_interval_reason="why")
+    assert "no_interval_reason" in both.missing_facts()
+    with pytest.raises(ValueError, match="percent=True contradicts scale"):
+        M.Metric("x", bare.core, percent=True, scale=1.0)
+
+
+def test_a_new_metric_reaches_every_consumer(monkeypatch):
+    """Adding a metric is one registry entry: display, direction and interval follow."""
+    import importlib
+
+    new = M.Metric(
+        "neg_acc",
+        lambda p, y, dtype=None: -float(np.mean(np.argmax(p, 1) == y)),
+        display="Negated accuracy",
+        scale=1.0,
+        decimals=3,
+        higher_is_better=True,
+        interval="percentile",
+        paired_test="sign_flip",
+        reference="a test metric, 2026",
+    )
+    monkeypatch.setitem(METRICS, "neg_acc", new)
+    from calbench import stats as S
+    from calbench.report import display as D
+
+    D2 = importlib.reload(D)
+    try:
+        assert D2.display_spec("neg_acc") == (1.0, 3, "Negated accuracy")
+        assert "neg_acc" in D2.HIGHER_IS_BETTER
+        assert S.interval_method("neg_acc") == "percentile"
+        assert D2.best_mask(np.array([[-0.5, -0.7]]), "neg_acc").tolist() == [[True, False]]
+    finally:
+        monkeypatch.delitem(METRICS, "neg_acc")
+        importlib.reload(D)
 
 
 def test_registry_uses_study_defaults():

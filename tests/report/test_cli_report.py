@@ -233,8 +233,10 @@ def test_aggregate_writes_long_csv_and_tables(study, tmp_path):
     md = (tables / "ece.md").read_text()
     assert md.count("**") >= 2 * 2 + 2  # title + one bold per row
     cmp_rows = _read(out_cmp)
-    # two models x two baselines, less the comparison of the selected method with itself
-    assert len(cmp_rows) == 2 and all(r["method"] != r["baseline"] for r in cmp_rows)
+    # two models x (two calibrators x two baselines: each vs the other baseline, plus the
+    # best against the other one), never a method with itself
+    assert len(cmp_rows) == 6 and all(r["method"] != r["baseline"] for r in cmp_rows)
+    assert sorted({r["family"] for r in cmp_rows}) == ["best", "vs:ts", "vs:uncalibrated"]
 
 
 def test_aggregate_refuses_duplicate_rows(study, tmp_path, capsys):

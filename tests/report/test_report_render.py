@@ -8,6 +8,7 @@ import struct
 import zlib
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from calbench.report import render
@@ -187,14 +188,88 @@ def test_report_opens_on_findings_computed_from_the_rows(tmp_path):
 def test_comparisons_show_display_names_holm_and_small_p(tmp_path):
     ctx = _context(tmp_path)
     view = ctx["compare"]
-    assert view["header"][-2:] == ["p", "p (Holm)"]
+    assert view["header"][-3:] == ["p", "p (Holm within family)", "Verdict"]
     (row,) = view["rows"]
     texts = [c["text"] for c in row]
     assert "T-scaling" in texts and "Uncal" in texts and "ts" not in texts  # no slugs
     assert "ECE, % (15 bins)" in texts
-    assert texts[-2:] == ["< 0.001", "< 0.001"]  # p = 0 prints as "< 0.001", never 0.000
+    # p = 0 prints as "< 0.001", never 0.000; a row without a family is a family of 1
+    assert texts[-3:-1] == ["< 0.001", "< 0.001 (m = 1)"]
     html = render.render_html(TEMPLATE, ctx)
     assert "Holm 1979" in html and "0.000<" not in html
+
+
+def _cmp(p, p_holm, min_p_holm, family="vs:uncalibrated", size=9, **extra):
+    return {
+        "dataset": "ds",
+        "model": "m1",
+        "metric": "ece",
+        "method": "ts",
+        "baseline": "uncalibrated",
+        "value": 0.01,
+        "baseline_value": 0.05,
+        "difference": -0.04,
+        "ci_low": -0.05,
+        "ci_high": -0.03,
+        "p_value": p,
+        "family": family,
+        "family_size": size,
+        "test": "sign_flip",
+        "n_permutations": 1799,
+        "p_holm": p_holm,
+        "min_p_holm": min_p_holm,
+        **extra,
+    }
+
+
+def test_comparison_verdicts_and_family_sizes():
+    from calbench.report import views as V
+
+    spec = _spec()
+    rows = [
+        _cmp(0.001, 0.009, 0.005),
+        _cmp(0.2, 0.4, 0.005),
+        _cmp(0.5, 1.0, 0.2, family="best", size=4, test="mcnemar_exact"),
+    ]
+    view = V.compare_view(rows, spec, 0.95)
+    verdicts = [r[-1]["text"] for r in view["rows"]]
+    assert verdicts == ["significant", "not significant", V.CANNOT_REACH]
+    assert V.CANNOT_REACH == "cannot reach significance: N too small / family too large"
+    assert view["rows"][2][-1]["bad"] and (view["n_cannot"], view["n_significant"]) == (1, 1)
+    assert [r[-2]["text"] for r in view["rows"]] == [
+        "0.009 (m = 9)",
+        "0.400 (m = 9)",
+        "1.000 (m = 4)",
+    ]
+    assert {f["label"]: f["sizes"] for f in view["families"]} == {
+        "each vs Uncal": "9",
+        "best on validation vs rest": "4",
+    }
+    j = view["header"].index("Difference")  # constant label columns are dropped
+    assert view["rows"][0][j]["bold"] and not view["rows"][1][j]["bold"]
+
+
+def test_old_comparison_rows_get_holm_per_model_and_metric():
+    # rows without family columns (files written before families): Holm over each (dataset,
+    # model, metric), and a bootstrap p-value's floor 2 / (B + 1) decides "cannot reach"
+    from calbench.report import views as V
+
+    old = [
+        {
+            k: v
+            for k, v in _cmp(p, None, None).items()
+            if k not in ("family", "family_size", "test", "n_permutations", "p_holm", "min_p_holm")
+        }
+        | {"n_resamples": "1000"}
+        for p in (0.002, 0.01, 0.3)
+    ]
+    fam = V.comparison_families(old)
+    np.testing.assert_allclose([r["p_holm"] for r in fam], [0.006, 0.02, 0.3])
+    assert {r["family_size"] for r in fam} == {3}
+    assert fam[0]["min_p_holm"] == pytest.approx(3 * 2 / 1001)
+    many = [dict(old[0], method=f"c{i}") for i in range(30)]
+    view = V.compare_view(many, _spec(), 0.95)
+    assert {r[-1]["text"] for r in view["rows"]} == {V.CANNOT_REACH}  # 30 * 2/1001 > 0.05
 
 
 def test_every_table_has_a_csv_link_with_its_data(tmp_path):

@@ -15,7 +15,7 @@ over classes, their per-class binning), ``brier_kull`` (divided by K) and ``nll_
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import KW_ONLY, dataclass
 from functools import partial
 
 import numpy as np
@@ -26,6 +26,8 @@ from calbench.metrics.binning import (
     fixed_bins_weighted,
     reliability_bins,
     top_label,
+    weight_rows,
+    weighted_bincount,
     width_bin_ids,
 )
 from calbench.metrics.ece import (
@@ -70,7 +72,10 @@ from calbench.metrics.soft import (
 from calbench.metrics.sweep import ece_sweep, ece_sweep_from_values
 
 __all__ = [
+    "INTERVALS",
     "METRICS",
+    "MISSING",
+    "PAIRED_TESTS",
     "STUDY_PERCENT",
     "Metric",
     "ReliabilityBins",
@@ -97,9 +102,24 @@ __all__ = [
 ]
 
 
+#: Interval constructions a metric may name (:mod:`calbench.stats`): ``"percentile"`` (Davison
+#: & Hinkley 1997, eq. 5.18), ``"basic"`` (eq. 5.6; Kumar, Liang & Ma 2019) and ``"upper"`` (the
+#: one-sided basic bound ``[0, 2 t - q_alpha]``, an upper confidence bound that includes 0).
+INTERVALS = ("percentile", "basic", "upper")
+
+#: Paired tests a metric may name (:func:`calbench.stats.paired_test`): McNemar's exact test of
+#: the discordant pairs (McNemar 1947), the paired t-test and the Wilcoxon signed-rank test of
+#: the per-sample differences (Wilcoxon 1945), and the sign-flip permutation test that swaps the
+#: two calibrators' outputs sample by sample (Good 2005, ch. 3; exact under exchangeability).
+PAIRED_TESTS = ("mcnemar_exact", "paired_t", "wilcoxon", "sign_flip")
+
+#: Marks an interval a metric did not declare (``None`` is a declared "no interval").
+MISSING = "missing"
+
+
 @dataclass(frozen=True, eq=False)
 class Metric:
-    """A named metric with the study's defaults.
+    """A named metric with the study's defaults and every fact the workflow needs about it.
 
     ``core(p, y, dtype)`` computes the value from validated arrays (``dtype`` is the caller's
     input dtype, needed only by the modern NLL rule). When ``stats`` is set, the value equals
@@ -114,6 +134,23 @@ class Metric:
     for the metrics that do not decompose into per-sample arrays (cwECE, the marginal CE) and
     for the top-label metrics whose bins do not depend on the sample set (equal-width ECE and
     MCE, Kull et al.'s ECE and MCE), whose resamples then share the bin ids.
+    ``linear(p, y, dtype)``, when set, returns ``(sums, from_sums)``: ``sums(weights)`` gives
+    a tuple of arrays linear in the per-sample weights (``(r, N)`` weights give arrays with a
+    leading ``r`` axis) and ``from_sums(*sums)`` the metric; the sign-flip test mixes two
+    calibrators' sums with it (cwECE, the marginal CE, Kull et al.'s cwECE).
+
+    The facts every consumer reads (keyword arguments; the registry test
+    ``tests/metrics/test_metrics_registry.py`` fails when one is missing or inconsistent):
+
+    * ``display``: the label printed in tables; ``scale`` (100.0 prints percent; ``percent``
+      is ``scale == 100``, and the old ``percent=True`` argument means ``scale=100``) and
+      ``decimals``;
+    * ``higher_is_better``: ``True`` for scores (accuracy), ``False`` for errors;
+    * ``interval``: the bootstrap interval construction of :data:`INTERVALS`, or ``None`` for no
+      interval, with ``no_interval_reason`` (one sentence the report prints);
+    * ``paired_test``: how two calibrators are compared on the same test samples
+      (:data:`PAIRED_TESTS`);
+    * ``reference``: the paper defining the metric (authors, year, equation).
     """
 
     name: str
@@ -123,20 +160,79 @@ class Metric:
     is_mean: bool = False
     percent: bool = False
     weighted: Callable[..., Callable[..., float]] | None = None
+    _: KW_ONLY
+    display: str | None = None
+    scale: float | None = None
+    decimals: int | None = None
+    higher_is_better: bool | None = None
+    interval: str | None = MISSING
+    no_interval_reason: str = ""
+    paired_test: str | None = None
+    reference: str | None = None
+    linear: Callable[..., tuple] | None = None
+
+    def __post_init__(self) -> None:
+        if self.scale is None and self.percent:
+            object.__setattr__(self, "scale", 100.0)
+        if self.percent and self.scale != 100.0:
+            raise ValueError(
+                f"metric {self.name!r}: percent=True contradicts scale={self.scale!r}; "
+                "pass scale=100.0 alone"
+            )
+        object.__setattr__(self, "percent", self.scale == 100.0)
 
     def __call__(self, probs, labels) -> float:
         dtype = getattr(probs, "dtype", None)
         p, y = check_probs_labels(probs, labels)
         return self.core(p, y, dtype)
 
+    def missing_facts(self) -> list[str]:
+        """Names of the facts this metric does not declare, or declares inconsistently."""
+        out = []
+        if not isinstance(self.display, str) or not self.display:
+            out.append("display")
+        if self.scale not in (1.0, 100.0):
+            out.append("scale")
+        if (
+            isinstance(self.decimals, bool)
+            or not isinstance(self.decimals, int)
+            or self.decimals < 0
+        ):
+            out.append("decimals")
+        if not isinstance(self.higher_is_better, bool):
+            out.append("higher_is_better")
+        if self.interval is not None and self.interval not in INTERVALS:
+            out.append("interval")
+        if self.interval is None and not (self.no_interval_reason or "").strip():
+            out.append("no_interval_reason")
+        if self.interval is not None and self.no_interval_reason:
+            out.append("no_interval_reason")
+        if self.paired_test not in PAIRED_TESTS:
+            out.append("paired_test")
+        if not isinstance(self.reference, str) or not any(c.isdigit() for c in self.reference):
+            out.append("reference")
+        return out
+
+    @property
+    def has_interval(self) -> bool:
+        """Whether the report shows a bootstrap interval for this metric."""
+        return self.interval in INTERVALS
+
 
 def _decomposed(
-    name: str, stats, reduce, *, is_mean: bool = False, percent: bool = False, weighted=None
+    name: str,
+    stats,
+    reduce,
+    *,
+    is_mean: bool = False,
+    percent: bool = False,
+    weighted=None,
+    **facts,
 ) -> Metric:
     def core(p, y, dtype=None):
         return float(reduce(*stats(p, y, dtype)))
 
-    return Metric(name, core, stats, reduce, is_mean, percent, weighted)
+    return Metric(name, core, stats, reduce, is_mean, percent, weighted, **facts)
 
 
 def _mean(x: np.ndarray) -> float:
@@ -166,6 +262,35 @@ def _width_weighted(norm: str, n_bins: int = 15):
         )
 
     return weighted
+
+
+def _fixed_sums(ids, x, target, size: int, n: int, rows=None):
+    """``sums(weights)`` of a top-label error with fixed bins: ``(count, sum_x, sum_t, total)``
+    with a leading axis of one row per weight vector (``None``: all ones, one row); linear in
+    the weights (``Metric.linear``)."""
+
+    def sums(weights=None):
+        w, _ = weight_rows(np.ones(n) if weights is None else weights, n)
+        return (
+            weighted_bincount(ids, size, w, rows),
+            weighted_bincount(ids, size, w, rows, x),
+            weighted_bincount(ids, size, w, rows, target),
+            w.sum(axis=1),
+        )
+
+    return sums
+
+
+def _width_linear(norm: str, n_bins: int = 15):
+    """``linear`` form of the equal-width top-label error ``norm`` (ECE, MCE)."""
+
+    def linear(p, y, dtype=None):
+        conf, correct = top_label(p, y)
+        ids = width_bin_ids(conf, n_bins)
+        sums = _fixed_sums(ids, conf, correct, n_bins, conf.shape[0])
+        return sums, partial(errors_from_sums, norm=norm)
+
+    return linear
 
 
 def _kull_reduce(count, sum_x, sum_t, total, norm):
@@ -199,6 +324,25 @@ def _kull_weighted(norm: str):
     return weighted
 
 
+def _kull_linear(norm: str):
+    """``linear`` form of Kull et al.'s (lo, hi] top-label ECE / MCE."""
+
+    def linear(p, y, dtype=None):
+        conf, correct = top_label(p, y)
+        upper, width = kull_confidence_bins()
+        rows, ids = [], []
+        for b, u in enumerate(upper):
+            lo = u - width
+            member = np.flatnonzero((conf <= u) & ((conf > lo) | (lo == 0)))
+            rows.append(member)
+            ids.append(np.full(member.shape[0], b, dtype=np.int64))
+        rows_a, ids_a = np.concatenate(rows), np.concatenate(ids)
+        sums = _fixed_sums(ids_a, conf[rows_a], correct[rows_a], len(upper), conf.shape[0], rows_a)
+        return sums, partial(_kull_reduce, norm=norm)
+
+    return linear
+
+
 def _cwece_weighted(p, y, dtype=None):
     sums = classwise_binner(p, y, 15)
     return lambda weights=None: classwise_from_sums(*sums(weights))
@@ -230,64 +374,294 @@ def _brier_kull_stats(p, y, dtype=None):
     return (brier_per_sample(p, y) / p.shape[1],)
 
 
+def _cwece_linear(p, y, dtype=None):
+    return classwise_binner(p, y, 15), classwise_from_sums
+
+
+def _marginal_linear(p, y, dtype=None):
+    return classwise_binner(p, y, 15), partial(marginal_from_sums, power=2.0)
+
+
+def _cwece_kull_linear(p, y, dtype=None):
+    return kull_classwise_binner(p, y), cwece_kull_from_sums
+
+
+_MAX_GAP = (
+    "the largest bin gap is a non-smooth extreme whose bootstrap is inconsistent: its basic "
+    "intervals covered the population value 32-64% of the time (bench/bench_coverage.py)"
+)
+_TOP_LABEL = (
+    "no bootstrap interval covered the population ECE in 90-99% of simulated test sets in "
+    "every scenario: the basic interval 48-97% (it excludes a true 0 half the time), the "
+    "one-sided upper bound 84.5-98%, the percentile interval 0-97% (bench/bench_coverage.py)"
+)
+_CLASSWISE = (
+    "no bootstrap interval covered the population classwise error in 90-99% of simulated test "
+    "sets: the basic interval 0-90.5% (its plug-in bias exceeds the error for nearly calibrated "
+    "models and for 100 classes), the one-sided upper bound 89-100% (bench/bench_coverage.py)"
+)
+_UNVERIFIED = (
+    "its coverage is not verified: bench/bench_coverage.py knows the population value of ECE, "
+    "classwise ECE and MCE only, and the bootstrap of a biased plug-in error may miss it"
+)
+_ERROR = {"higher_is_better": False, "paired_test": "sign_flip"}
+_SCORE_MEAN = {"higher_is_better": False, "paired_test": "paired_t", "interval": "percentile"}
+
 METRICS: dict[str, Metric] = {
     m.name: m
     for m in [
-        _decomposed("accuracy", _correct, _mean, is_mean=True, percent=True),
+        _decomposed(
+            "accuracy",
+            _correct,
+            _mean,
+            is_mean=True,
+            display="Accuracy, %",
+            scale=100.0,
+            decimals=2,
+            higher_is_better=True,
+            interval="percentile",
+            paired_test="mcnemar_exact",
+            reference="top-1 accuracy; paired test of McNemar 1947 (Dietterich 1998)",
+        ),
         _decomposed(
             "ece",
             _top,
             partial(calibration_error_1d, n_bins=15, norm="l1"),
-            percent=True,
             weighted=_width_weighted("l1"),
+            linear=_width_linear("l1"),
+            display="ECE, % (15 bins)",
+            scale=100.0,
+            decimals=2,
+            interval=None,
+            no_interval_reason=_TOP_LABEL,
+            reference="Naeini, Cooper & Hauskrecht 2015; Guo et al. 2017, eq. 3",
+            **_ERROR,
         ),
         _decomposed(
             "mce",
             _top,
             partial(calibration_error_1d, n_bins=15, norm="max"),
-            percent=True,
             weighted=_width_weighted("max"),
+            linear=_width_linear("max"),
+            display="MCE, % (15 bins)",
+            scale=100.0,
+            decimals=2,
+            interval=None,
+            no_interval_reason=_MAX_GAP,
+            reference="Naeini, Cooper & Hauskrecht 2015; Guo et al. 2017, eq. 4",
+            **_ERROR,
         ),
-        Metric("cwece", _cwece_core, percent=True, weighted=_cwece_weighted),
-        _decomposed("ace", _top, partial(calibration_error_1d, n_bins=15, binning="mass")),
+        Metric(
+            "cwece",
+            _cwece_core,
+            weighted=_cwece_weighted,
+            linear=_cwece_linear,
+            display="Classwise ECE, % (15 bins)",
+            scale=100.0,
+            decimals=3,
+            interval=None,
+            no_interval_reason=_CLASSWISE,
+            reference="Kull et al. 2019, eq. 8 (classwise ECE, mean over classes)",
+            **_ERROR,
+        ),
+        _decomposed(
+            "ace",
+            _top,
+            partial(calibration_error_1d, n_bins=15, binning="mass"),
+            display="Adaptive ECE, % (15 equal-mass bins)",
+            scale=100.0,
+            decimals=2,
+            interval=None,
+            no_interval_reason=_UNVERIFIED,
+            reference="Nixon, Dusenberry, Zhang, Jerfel & Tran 2019 (adaptive calibration error)",
+            **_ERROR,
+        ),
         _decomposed(
             "ece_l2_mass",
             _top,
             partial(calibration_error_1d, n_bins=15, norm="l2", binning="mass"),
+            display="L2 ECE, % (equal-mass bins)",
+            scale=100.0,
+            decimals=2,
+            interval=None,
+            no_interval_reason=_UNVERIFIED,
+            reference="Kumar, Liang & Ma 2019, sec. 2 (l2 calibration error)",
+            **_ERROR,
         ),
         _decomposed(
-            "nll", lambda p, y, dtype=None: (nll_per_sample(p, y, "study"),), _mean, is_mean=True
+            "nll",
+            lambda p, y, dtype=None: (nll_per_sample(p, y, "study"),),
+            _mean,
+            is_mean=True,
+            display="NLL",
+            scale=1.0,
+            decimals=3,
+            reference="negative log-likelihood, Guo et al. 2017, sec. 2 (scikit-learn <= 1.0 clip)",
+            **_SCORE_MEAN,
         ),
         _decomposed(
             "nll_modern",
             lambda p, y, dtype=None: (nll_per_sample(p, y, "modern", dtype),),
             _mean,
             is_mean=True,
+            display="NLL (unclipped)",
+            scale=1.0,
+            decimals=3,
+            reference="negative log-likelihood, Guo et al. 2017, sec. 2 (machine-epsilon clip)",
+            **_SCORE_MEAN,
         ),
         _decomposed(
-            "brier", lambda p, y, dtype=None: (brier_per_sample(p, y),), _mean, is_mean=True
+            "brier",
+            lambda p, y, dtype=None: (brier_per_sample(p, y),),
+            _mean,
+            is_mean=True,
+            display="Brier score",
+            scale=1.0,
+            decimals=3,
+            reference="Brier 1950 (sum over classes)",
+            **_SCORE_MEAN,
         ),
-        _decomposed("ks", _top, ks_from_values),
-        _decomposed("sbece", _top, sb_ece_from_values),
-        _decomposed("dece", _dece_stats, dece_from_values),
-        _decomposed("debiased_ece", _top, partial(debiased_from_values, n_bins=15)),
-        Metric("marginal_ce", _marginal_core, weighted=_marginal_weighted),
-        _decomposed("ece_sweep", _top, ece_sweep_from_values),
+        _decomposed(
+            "ks",
+            _top,
+            ks_from_values,
+            display="KS error, %",
+            scale=100.0,
+            decimals=2,
+            interval=None,
+            no_interval_reason=_UNVERIFIED,
+            reference="Gupta, Rahimi, Ajanthan, Mensink, Sminchisescu & Hartley 2021, eq. 7",
+            **_ERROR,
+        ),
+        _decomposed(
+            "sbece",
+            _top,
+            sb_ece_from_values,
+            display="SB-ECE, %",
+            scale=100.0,
+            decimals=2,
+            interval=None,
+            no_interval_reason=_UNVERIFIED,
+            reference="Karandikar, Cain, Tran, Lakshminarayanan, Shlens, Mozer & Roelofs 2021",
+            **_ERROR,
+        ),
+        _decomposed(
+            "dece",
+            _dece_stats,
+            dece_from_values,
+            display="DECE, %",
+            scale=100.0,
+            decimals=2,
+            interval=None,
+            no_interval_reason=_UNVERIFIED,
+            reference="Bohdal, Yang & Hospedales 2021 (differentiable ECE)",
+            **_ERROR,
+        ),
+        _decomposed(
+            "debiased_ece",
+            _top,
+            partial(debiased_from_values, n_bins=15),
+            display="Debiased ECE, %",
+            scale=100.0,
+            decimals=2,
+            interval=None,
+            no_interval_reason=_UNVERIFIED,
+            reference="Kumar, Liang & Ma 2019, Theorem 5.4 (debiased l2 error)",
+            **_ERROR,
+        ),
+        Metric(
+            "marginal_ce",
+            _marginal_core,
+            weighted=_marginal_weighted,
+            linear=_marginal_linear,
+            display="Marginal CE, %",
+            scale=100.0,
+            decimals=2,
+            interval=None,
+            no_interval_reason=_CLASSWISE,
+            reference="Kumar, Liang & Ma 2019, sec. 2 (marginal l2 calibration error)",
+            **_ERROR,
+        ),
+        _decomposed(
+            "ece_sweep",
+            _top,
+            ece_sweep_from_values,
+            display="Mean-sweep CE, % (l2, equal-mass)",
+            scale=100.0,
+            decimals=2,
+            interval=None,
+            no_interval_reason=_UNVERIFIED,
+            reference="Roelofs, Cain, Shlens & Mozer 2022, sec. 4 (ECE_sweep)",
+            **_ERROR,
+        ),
         # Kull et al. 2019's conventions (calbench.metrics.kull)
-        _decomposed("ece_kull", _top, ece_kull_from_values, weighted=_kull_weighted("l1")),
-        _decomposed("mce_kull", _top, mce_kull_from_values, weighted=_kull_weighted("max")),
-        Metric("cwece_kull", _cwece_kull_core, weighted=_cwece_kull_weighted),
-        _decomposed("brier_kull", _brier_kull_stats, _mean, is_mean=True),
+        _decomposed(
+            "ece_kull",
+            _top,
+            ece_kull_from_values,
+            weighted=_kull_weighted("l1"),
+            linear=_kull_linear("l1"),
+            display="ECE (Kull et al. bins)",
+            scale=1.0,
+            decimals=4,
+            interval=None,
+            no_interval_reason=_TOP_LABEL,
+            reference="Kull et al. 2019, supplementary (their (lo, hi] bins)",
+            **_ERROR,
+        ),
+        _decomposed(
+            "mce_kull",
+            _top,
+            mce_kull_from_values,
+            weighted=_kull_weighted("max"),
+            linear=_kull_linear("max"),
+            display="MCE (Kull et al. bins)",
+            scale=1.0,
+            decimals=4,
+            interval=None,
+            no_interval_reason=_MAX_GAP,
+            reference="Kull et al. 2019, supplementary (their (lo, hi] bins)",
+            **_ERROR,
+        ),
+        Metric(
+            "cwece_kull",
+            _cwece_kull_core,
+            weighted=_cwece_kull_weighted,
+            linear=_cwece_kull_linear,
+            display="Classwise ECE (Kull et al., sum over classes)",
+            scale=1.0,
+            decimals=4,
+            interval=None,
+            no_interval_reason=_CLASSWISE,
+            reference="Kull et al. 2019, eq. 8 (summed over classes, their binning)",
+            **_ERROR,
+        ),
+        _decomposed(
+            "brier_kull",
+            _brier_kull_stats,
+            _mean,
+            is_mean=True,
+            display="Brier score / K (Kull et al.)",
+            scale=1.0,
+            decimals=4,
+            reference="Brier 1950 divided by K, as Kull et al. 2019 report it",
+            **_SCORE_MEAN,
+        ),
         _decomposed(
             "nll_kull",
             lambda p, y, dtype=None: (nll_per_sample(p, y, "study"),),
             _mean,
             is_mean=True,
+            display="NLL (Kull et al.)",
+            scale=1.0,
+            decimals=4,
+            reference="negative log-likelihood as Kull et al. 2019 report it",
+            **_SCORE_MEAN,
         ),
     ]
 }
 
-#: Metrics the study prints multiplied by 100 (ACC, ECE, MCE, cwECE); NLL and Brier are raw.
+#: Metrics printed multiplied by 100 (``scale == 100``: accuracy and the calibration errors).
 STUDY_PERCENT = frozenset(name for name, m in METRICS.items() if m.percent)
 
 

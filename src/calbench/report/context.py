@@ -3,7 +3,8 @@
 :func:`build_tables` makes the study's tables (:mod:`calbench.report.tables`), :func:`build_context`
 the whole report: findings first (winner counts, average ranks with the Friedman test and a
 critical-difference diagram after Demšar 2006; :mod:`calbench.report.summary`), the result
-tables, fitted temperatures, paired comparisons (Holm 1979), published numbers, the
+tables, fitted temperatures, paired comparisons (families with Holm 1979 within each),
+published numbers, the
 calibration-during-training sections (:func:`study_sections`), reliability diagrams (Guo et al.
 2017, fig. 1) and the provenance (:mod:`calbench.report.provenance`). Views of single tables
 live in :mod:`calbench.report.views`.
@@ -110,8 +111,12 @@ BIBLIOGRAPHY = {
     "with Dirichlet calibration. NeurIPS 2019.",
     "Kumar et al. 2019": "A. Kumar, P. Liang, T. Ma. Verified uncertainty calibration. "
     "NeurIPS 2019.",
+    "McNemar 1947": "Q. McNemar. Note on the sampling error of the difference between correlated "
+    "proportions or percentages. Psychometrika 12, 1947.",
     "Naeini et al. 2015": "M. P. Naeini, G. F. Cooper, M. Hauskrecht. Obtaining well calibrated "
     "probabilities using Bayesian binning. AAAI 2015.",
+    "Phipson & Smyth 2010": "B. Phipson, G. K. Smyth. Permutation p-values should never be "
+    "zero. Statistical Applications in Genetics and Molecular Biology 9, 2010.",
     "Roelofs et al. 2022": "R. Roelofs, N. Cain, J. Shlens, M. C. Mozer. Mitigating bias in "
     "calibration error estimation. AISTATS 2022.",
     "Vasilev 2021": "Post-hoc calibration of neural networks: the protocol this workflow "

@@ -2,7 +2,8 @@
 
 Numbers follow the coursework's tables (Vasilev 2021, §5): accuracy, ECE and MCE in percent
 with two decimals, classwise ECE in percent with three, NLL and Brier score as plain numbers
-with three decimals (:data:`DISPLAY`); a missing value prints as an en dash. The best value of a
+with three decimals (:data:`DISPLAY`, read from each registry
+:class:`calbench.metrics.Metric`); a missing value prints as an en dash. The best value of a
 row (or column) is chosen on the *printed* numbers, so ties are all best (:func:`best_mask`).
 
 Names come from the study spec (``display`` of datasets, models and calibrators; see
@@ -17,30 +18,38 @@ from collections.abc import Mapping
 
 import numpy as np
 
-#: Metrics for which a larger value is better; every other metric is an error (smaller is better).
-HIGHER_IS_BETTER = frozenset({"accuracy"})
+from calbench.metrics import METRICS
 
-#: metric -> (scale, decimals, label) used when printing; unknown metrics print x1 with 4 decimals.
-#: ``error`` (1 - accuracy) and ``temperature`` (fitted T) are derived by the study tables.
-DISPLAY: dict[str, tuple[float, int, str]] = {
-    "accuracy": (100.0, 2, "Accuracy, %"),
-    "ece": (100.0, 2, "ECE, % (15 bins)"),
-    "mce": (100.0, 2, "MCE, % (15 bins)"),
-    "cwece": (100.0, 3, "Classwise ECE, % (15 bins)"),
-    "ace": (100.0, 2, "Adaptive ECE, % (15 equal-mass bins)"),
-    "ece_l2_mass": (100.0, 2, "L2 ECE, % (equal-mass bins)"),
-    "nll": (1.0, 3, "NLL"),
-    "nll_modern": (1.0, 3, "NLL (unclipped)"),
-    "brier": (1.0, 3, "Brier score"),
-    "ks": (100.0, 2, "KS error, %"),
-    "sbece": (100.0, 2, "SB-ECE, %"),
-    "dece": (100.0, 2, "DECE, %"),
-    "debiased_ece": (100.0, 2, "Debiased ECE, %"),
-    "marginal_ce": (100.0, 2, "Marginal CE, %"),
-    "ece_sweep": (100.0, 2, "Mean-sweep CE, % (l2, equal-mass)"),
+#: Table-only quantities derived by the study tables (not metrics of the registry):
+#: ``error`` (1 - accuracy) and ``temperature`` (fitted T): (scale, decimals, label).
+DERIVED: dict[str, tuple[float, int, str]] = {
     "error": (100.0, 2, "Error, %"),
     "temperature": (1.0, 2, "T"),
 }
+
+
+def _display_table() -> dict[str, tuple[float, int, str]]:
+    out = {}
+    for name, m in METRICS.items():
+        if m.display is not None and m.scale is not None and m.decimals is not None:
+            out[name] = (float(m.scale), int(m.decimals), m.display)
+    return {**out, **DERIVED}
+
+
+#: metric -> (scale, decimals, label) used when printing, read from each
+#: :class:`calbench.metrics.Metric` (``display``, ``scale``, ``decimals``) plus :data:`DERIVED`;
+#: unknown metrics print x1 with 4 decimals.
+DISPLAY: dict[str, tuple[float, int, str]] = _display_table()
+
+#: Metrics for which a larger value is better (``Metric.higher_is_better``); every other metric
+#: is an error (smaller is better).
+HIGHER_IS_BETTER = frozenset(n for n, m in METRICS.items() if m.higher_is_better)
+
+
+def higher_is_better(metric: str) -> bool:
+    """Whether a larger value of ``metric`` (a registry name) is better."""
+    m = METRICS.get(metric)
+    return bool(m.higher_is_better) if m is not None else False
 
 
 def display_spec(metric: str) -> tuple[float, int, str]:
@@ -71,7 +80,7 @@ def best_mask(values: np.ndarray, metric: str) -> np.ndarray:
         finite = np.isfinite(row)
         if not finite.any():
             continue
-        best = row[finite].max() if metric in HIGHER_IS_BETTER else row[finite].min()
+        best = row[finite].max() if higher_is_better(metric) else row[finite].min()
         mask[i] = finite & (row == best)
     return mask
 

@@ -252,8 +252,8 @@ def _precision_anomalies(rows, ranks, models, methods) -> list[str]:
         anomalies.append(
             f"{len(outside)} test-half estimates lie above their interval (marked †): the "
             "plug-in calibration error is biased upward by more than its sampling noise, i.e. "
-            "the error is small for this sample size; such intervals also under-cover (see "
-            "Protocol): read these cells as 'small, not measured precisely'."
+            "the error is small for this sample size: read these cells as 'small, not "
+            "measured precisely'."
         )
     return anomalies
 
@@ -282,7 +282,13 @@ def _p_phrase(p: float) -> str:
 
 
 def _overlapping_best(rows, metric, models, methods) -> tuple[int, int] | None:
-    """How many models' best and second-best intervals of ``metric`` overlap, of how many."""
+    """How many models' best and second-best intervals of ``metric`` overlap, of how many;
+    ``None`` for a metric whose intervals are not two-sided (a one-sided ``[0, U]`` bound
+    always overlaps another, which says nothing)."""
+    from calbench.stats import interval_method
+
+    if interval_method(metric) not in ("percentile", "basic"):
+        return None
     vals = {}
     for r in rows:
         if r["metric"] == metric and r.get("half", "test") == "test" and r["method"] in methods:

@@ -123,10 +123,30 @@ def metric_view(table: Table, key: str) -> dict:
         [*table.row_header, *table.col_labels],
         rows,
         n_labels=len(table.row_header),
+        caption=interval_note(table.metric),
         csv_text=G.to_csv(table.grid()),
     )
     view["metric"] = table.metric
     return view
+
+
+def interval_note(metric: str) -> str:
+    """One sentence on the metric's interval (``Metric.interval``), from the registry: why it
+    has none, or that ``[0, U]`` is a one-sided upper bound."""
+    from calbench import stats as S
+
+    if metric not in S.METRICS:
+        return ""
+    method = S.interval_method(metric)
+    if method is None:
+        reason = S.no_interval_reason(metric).rstrip(".")
+        return f"No interval: {reason}."
+    if method == "upper":
+        return (
+            "Brackets give [0, U], a one-sided upper confidence bound: the error may be 0, and "
+            "no two-sided bootstrap interval covered small errors as stated."
+        )
+    return ""
 
 
 def study_view(t) -> dict:
@@ -149,25 +169,116 @@ def study_view(t) -> dict:
     )
 
 
-def compare_view(compare: Sequence[Mapping], spec: Mapping, level: float) -> dict | None:
-    """Paired comparisons with Holm-adjusted p-values over all rows of the report."""
+#: What a comparison row says when its test could not reject whatever the data.
+CANNOT_REACH = "cannot reach significance: N too small / family too large"
+
+#: Printed names of the paired tests (:data:`calbench.stats.PAIRED_TEST_NAMES`).
+TEST_LABELS = {
+    "mcnemar_exact": "McNemar exact",
+    "paired_t": "paired t",
+    "wilcoxon": "Wilcoxon signed-rank",
+    "sign_flip": "sign-flip",
+    "bootstrap": "paired bootstrap",
+}
+
+
+def _float(value, default=math.nan) -> float:
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        return default
+
+
+def family_label(family: str, cl: Mapping[str, str]) -> str:
+    """``vs:ts`` -> ``each vs Temperature scaling``; ``best`` -> ``best on validation vs rest``."""
+    if family.startswith("vs:"):
+        base = family[3:]
+        return f"each vs {cl.get(base, base)}"
+    if family == "best":
+        return "best on validation vs rest"
+    return family or "all"
+
+
+def verdict(p_holm: float, min_p_holm: float, alpha: float) -> str:
+    """``significant``, :data:`CANNOT_REACH` (the smallest attainable adjusted p-value is above
+    ``alpha``) or ``not significant``."""
+    if math.isfinite(p_holm) and p_holm < alpha:
+        return "significant"
+    if math.isfinite(min_p_holm) and min_p_holm > alpha:
+        return CANNOT_REACH
+    return "not significant"
+
+
+def comparison_families(compare: Sequence[Mapping]) -> list[dict]:
+    """The comparison rows with Holm's adjustment within each family.
+
+    Rows of ``calbench compare`` carry ``family``, ``family_size``, ``p_holm`` and
+    ``min_p_holm``; rows without them (older files) form one family per (dataset, model,
+    metric), adjusted here (Holm 1979), with the smallest attainable adjusted p-value of a
+    bootstrap p-value ``m 2 / (B + 1)``. Returns one dict per row with ``p_holm``,
+    ``min_p_holm``, ``family`` and ``family_size`` filled in.
+    """
     from calbench import stats as S
+
+    out = [dict(r) for r in compare]
+    groups: dict[tuple, list[int]] = {}
+    for i, r in enumerate(out):
+        key = (r.get("dataset"), r.get("model"), r.get("metric"), r.get("family") or "")
+        groups.setdefault(key, []).append(i)
+    for idx in groups.values():
+        m = len(idx)
+        need = any(not math.isfinite(_float(out[i].get("p_holm"))) for i in idx)
+        adjusted = S.holm([_float(out[i]["p_value"]) for i in idx]) if need else None
+        for k, i in enumerate(idx):
+            r = out[i]
+            r["family_size"] = int(_float(r.get("family_size"), m))
+            if adjusted is not None:
+                r["p_holm"] = float(adjusted[k])
+            r["p_holm"] = _float(r["p_holm"])
+            if not math.isfinite(_float(r.get("min_p_holm"))):
+                b = _float(r.get("n_resamples"))
+                r["min_p_holm"] = (
+                    min(1.0, r["family_size"] * 2.0 / (b + 1)) if math.isfinite(b) else math.nan
+                )
+                r.setdefault("test", "bootstrap")
+            r["min_p_holm"] = _float(r["min_p_holm"])
+            r["family"] = r.get("family") or ""
+    return out
+
+
+def compare_view(compare: Sequence[Mapping], spec: Mapping, level: float) -> dict | None:
+    """Paired comparisons, Holm-adjusted within each family (:func:`comparison_families`),
+    each with its test, family size and verdict (:func:`verdict`)."""
     from calbench.report.summary import format_p, metric_name
 
     if not compare:
         return None
     ml, cl, _, mdl = spec_labels(spec)
-    holm = S.holm([float(r["p_value"]) for r in compare])
+    alpha = 1.0 - level
     rows = []
-    for r, p_adj in zip(compare, holm, strict=True):
+    families: dict[str, set] = {}
+    n_cannot = n_significant = 0
+    for r in comparison_families(compare):
         m = r["metric"]
         scale = display_spec(m)[0]
-        d, lo, hi = float(r["difference"]), float(r["ci_low"]), float(r["ci_high"])
+        d, lo, hi = float(r["difference"]), _float(r["ci_low"]), _float(r["ci_high"])
+        p_adj, m_size = r["p_holm"], r["family_size"]
+        said = verdict(p_adj, r["min_p_holm"], alpha)
+        n_cannot += said == CANNOT_REACH
+        n_significant += said == "significant"
+        fam = family_label(r["family"], cl)
+        families.setdefault(fam, set()).add(m_size)
+        interval = (
+            f"[{format_value(m, lo)}, {format_value(m, hi)}]"
+            if math.isfinite(lo) and math.isfinite(hi)
+            else "none"
+        )
         rows.append(
             [
                 _cell(mdl.get(r["model"], r["dataset"])),
                 _cell(ml.get(r["model"], r["model"])),
                 _cell(display_spec(m)[2]),
+                _cell(fam),
                 _cell(cl.get(r["method"], r["method"])),
                 _cell(cl.get(r["baseline"], r["baseline"])),
                 _cell(format_value(m, float(r["value"])), float(r["value"]) * scale),
@@ -175,28 +286,46 @@ def compare_view(compare: Sequence[Mapping], spec: Mapping, level: float) -> dic
                     format_value(m, float(r["baseline_value"])),
                     float(r["baseline_value"]) * scale,
                 ),
-                _cell(format_value(m, d), d * scale, bold=bool(p_adj < 1 - level)),
-                _cell(f"[{format_value(m, lo)}, {format_value(m, hi)}]", lo * scale),
+                _cell(format_value(m, d, signed=True), d * scale, bold=said == "significant"),
+                _cell(interval, lo * scale if math.isfinite(lo) else None),
+                _cell(TEST_LABELS.get(r.get("test", ""), r.get("test", ""))),
                 _cell(format_p(float(r["p_value"])), float(r["p_value"])),
-                _cell(format_p(float(p_adj)), float(p_adj)),
+                _cell(f"{format_p(p_adj)} (m = {m_size})", p_adj),
+                _cell(said, bad=said == CANNOT_REACH),
             ]
         )
     header = [
         "Dataset",
         "Model",
         "Metric",
-        "Best on validation",
-        "Baseline",
-        "Best",
-        "Baseline value",
+        "Family",
+        "Calibrator",
+        "Against",
+        "Value",
+        "Against: value",
         "Difference",
         f"{level * 100:g}% interval",
+        "Test",
         "p",
-        "p (Holm)",
+        "p (Holm within family)",
+        "Verdict",
     ]
-    view = table_view("comparisons", "Best calibrator versus baselines", header, rows, n_labels=5)
+    view = table_view(
+        "comparisons", "Paired comparisons on the test half", header, rows, n_labels=6
+    )
     view["n"] = len(rows)
+    view["n_significant"] = n_significant
+    view["n_cannot"] = n_cannot
+    view["alpha"] = f"{alpha:g}"
+    view["cannot_reach"] = CANNOT_REACH
+    view["families"] = [
+        {"label": k, "sizes": ", ".join(str(x) for x in sorted(v))} for k, v in families.items()
+    ]
     view["resamples"] = sorted({str(r.get("n_resamples", "")) for r in compare} - {""})
+    view["permutations"] = sorted(
+        {str(r.get("n_permutations", "")) for r in compare} - {"", "0"}, key=_float
+    )
+    view["tests"] = sorted({TEST_LABELS.get(r.get("test", ""), "") for r in compare} - {""})
     view["metrics"] = sorted({metric_name(r["metric"]) for r in compare})
     view["selected_on"] = sorted({str(r.get("selected_on", "")) for r in compare} - {""})
     return view

@@ -124,11 +124,10 @@ def _load_inputs(shift_logits, clean_logits, split):
 def _best_on_validation(val_probs: dict, y_val, compare_metrics) -> dict[str, str]:
     """The best calibrator per compared metric on the clean validation half (ties: first)."""
     from calbench.metrics import METRICS
-    from calbench.report.tables import HIGHER_IS_BETTER
 
     best = {}
     for m in compare_metrics:
-        higher = m in HIGHER_IS_BETTER
+        higher = bool(METRICS[m].higher_is_better)
         scores = {k: float(METRICS[m](val_probs[k], y_val)) for k in val_probs}
         worst = -math.inf if higher else math.inf
         pick = max if higher else min
