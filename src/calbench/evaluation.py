@@ -218,7 +218,7 @@ def compare_rows(
     the metric's paired test (:func:`calbench.stats.paired_test`: McNemar's exact test for
     accuracy, the paired t-test for NLL and Brier score, the sign-flip test for calibration
     errors with ``B = max(n_bootstrap, permutations_for(m, 1 - level))`` flips, so that
-    ``m / (B + 1)`` is ten times below ``alpha = 1 - level``); ``p_holm`` is Holm's (1979)
+    ``m / (B + 1)`` is four times below ``alpha = 1 - level``); ``p_holm`` is Holm's (1979)
     adjustment within the family of ``family_size = m`` comparisons and ``min_p_holm`` the
     smallest adjusted p-value the test could reach on these samples: above ``alpha`` the
     comparison cannot be significant whatever the data. The interval of the difference is the

@@ -27,7 +27,7 @@ from calbench.metrics.binning import (
     reliability_bins,
     top_label,
     weight_rows,
-    weighted_bincount,
+    weighted_bincounts,
     width_bin_ids,
 )
 from calbench.metrics.ece import (
@@ -269,14 +269,11 @@ def _fixed_sums(ids, x, target, size: int, n: int, rows=None):
     with a leading axis of one row per weight vector (``None``: all ones, one row); linear in
     the weights (``Metric.linear``)."""
 
+    binned = weighted_bincounts([(ids, rows, None), (ids, rows, x), (ids, rows, target)], size, n)
+
     def sums(weights=None):
         w, _ = weight_rows(np.ones(n) if weights is None else weights, n)
-        return (
-            weighted_bincount(ids, size, w, rows),
-            weighted_bincount(ids, size, w, rows, x),
-            weighted_bincount(ids, size, w, rows, target),
-            w.sum(axis=1),
-        )
+        return (*binned(w), w.sum(axis=1))
 
     return sums
 
