@@ -91,6 +91,17 @@ def add_fetch_options(p: argparse.ArgumentParser) -> None:
     )
 
 
+def add_repin(p: argparse.ArgumentParser) -> None:
+    """``--repin``: pin a file without a published checksum on purpose (docs/workflow.md)."""
+    p.add_argument(
+        "--repin",
+        action="store_true",
+        help="pin this file on purpose: record its sha256 in <resources>/checksums.lock even "
+        "where it cannot be proven right (e.g. an expected accuracy not checkable here), "
+        "replacing an existing record (stated on stderr); published checksums are never replaced",
+    )
+
+
 def download_setup(args):
     """``(config document, resources folder, mirror folders)`` from the download options."""
     from calbench.models.pretrained import load_registry

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from calbench.cli._args import add_fetch_options, add_threads_arg, set_threads
+from calbench.cli._args import add_fetch_options, add_repin, add_threads_arg, set_threads
 
 
 def register(sub) -> None:
@@ -64,6 +64,7 @@ def register(sub) -> None:
     p.add_argument("--file", default=None, help="a copy you downloaded (file or folder): no fetch")
     p.add_argument("--resources", default="resources", help="resources folder (downloads, lock)")
     add_fetch_options(p)
+    add_repin(p)
     p.set_defaults(func=cmd_import_logits)
 
 
@@ -147,6 +148,7 @@ def cmd_import_logits(args) -> int:
         local_file=args.file,
         timeout=args.timeout,
         strict=args.strict_checksums,
+        repin=args.repin,
     )
     for f in s["files"]:
         print(f"{f['path']}: sha256 {f['sha256'][:16]} {f['size']} bytes, {f['status']} ({f['origin']})")
