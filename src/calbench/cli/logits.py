@@ -8,7 +8,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from calbench.cli._args import add_fetch_options, add_repin, add_threads_arg, set_threads
+from calbench.cli._args import (
+    add_fetch_options,
+    add_repin,
+    add_threads_arg,
+    batch_size_arg,
+    name_arg,
+    set_threads,
+)
 
 
 def register(sub) -> None:
@@ -18,7 +25,7 @@ def register(sub) -> None:
     p.add_argument("--data-root", required=True, help="dataset root (from download-dataset)")
     p.add_argument("--out", required=True, help="logits file, results/logits/{dataset}/{model}.npz")
     p.add_argument("--name", default=None, help="model name to record (default: the file's stem)")
-    p.add_argument("--batch-size", type=int, default=500, help="inference batch size")
+    p.add_argument("--batch-size", type=batch_size_arg, default=500, help="inference batch size")
     p.add_argument("--device", default="auto", help="auto (GPU if available), cpu or cuda")
     p.add_argument("--limit", type=int, default=None, help="keep only the first N test samples")
     p.add_argument("--no-progress", action="store_true", help="hide the progress bar")
@@ -51,7 +58,7 @@ def register(sub) -> None:
     )
     p.add_argument("--spec", default=None, help="the model's config entry as JSON (workflow form)")
     p.add_argument("--config", default=None, help="workflow configuration YAML (by hand, with --model)")
-    p.add_argument("--model", default=None, help="model name in --config")
+    p.add_argument("--model", type=name_arg, default=None, help="model name in --config")
     p.add_argument(
         "--out", default=None, help="logits file (default results/logits/{dataset}/{model}.npz)"
     )
