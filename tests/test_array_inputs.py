@@ -122,7 +122,11 @@ def test_metric_answer_does_not_depend_on_layout_or_dtype(name, dtype):
     for label, pv, yv, dt in _variants(p, y):
         got = float(METRICS[name](pv, yv))
         np.testing.assert_allclose(
-            got, ref, rtol=RTOL[dt], atol=RTOL[dt] * 1e-2, err_msg=f"{name}: {label} ({dtype.__name__})"
+            got,
+            ref,
+            rtol=RTOL[dt],
+            atol=RTOL[dt] * 1e-2,
+            err_msg=f"{name}: {label} ({dtype.__name__})",
         )
 
 

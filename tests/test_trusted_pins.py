@@ -94,7 +94,9 @@ def test_expected_accuracy_needs_a_pin_on_purpose(tmp_path, good):
     bad.parent.mkdir()
     bad.write_bytes(b"junk")
     with pytest.raises(PinError, match="not proven"):
-        P.download_checkpoint("m", _entry(expected_acc=94.1), tmp_path / "r2", local_file=bad, repin=True)
+        P.download_checkpoint(
+            "m", _entry(expected_acc=94.1), tmp_path / "r2", local_file=bad, repin=True
+        )
 
 
 def test_an_existing_pin_is_never_replaced_silently(tmp_path, good, capsys):
@@ -207,16 +209,17 @@ def test_a_local_logits_file_pins_only_after_it_parses_with_the_entrys_shapes(tm
         obtain("m", _logits_entry(), res, local_file=other)
     assert _lock_text(res) == before
     obtain("m", _logits_entry(), res, local_file=other, repin=True)
-    assert Lock(res / LOCK_NAME).get(key)["sha256"] == hashlib.sha256(other.read_bytes()).hexdigest()
+    assert (
+        Lock(res / LOCK_NAME).get(key)["sha256"] == hashlib.sha256(other.read_bytes()).hexdigest()
+    )
 
 
 # --------------------------------------------------------------------------- corrupted sets
 
 
 def test_a_corrupted_member_is_pinned_only_once_its_labels_match(tmp_path):
-    from shift.test_shift_datasets import md5, write_c_archive, write_cifar_test
-
     from calbench.shift import datasets as D
+    from shift.test_shift_datasets import md5, write_c_archive, write_cifar_test
 
     root = tmp_path / "cifar"
     _, labels, test_md5 = write_cifar_test(root)
@@ -284,7 +287,9 @@ def test_transient_503_is_retried_then_succeeds(flaky, tmp_path):
 
 def test_retries_are_bounded_and_the_error_names_host_and_file(flaky, tmp_path):
     host = flaky.split("//")[1]
-    with pytest.raises(FileNotFoundError, match=rf"{host}: could not get f.bin \(HTTP 503.*3 attempts"):
+    with pytest.raises(
+        FileNotFoundError, match=rf"{host}: could not get f.bin \(HTTP 503.*3 attempts"
+    ):
         fetch(tmp_path / "f.bin", urls=[f"{flaky}/9/f.bin"], sha256="0" * 64, timeout=2)
     assert _Flaky.counts["/9/f.bin"] == 3
     assert not (tmp_path / "f.bin").exists()

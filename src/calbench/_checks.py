@@ -202,6 +202,19 @@ def check_bounded_int(value, name: str, low: int, high: int) -> int:
     return int(value)
 
 
+def check_input_file(path, what: str, fix: str):
+    """Return ``path`` if it is an existing regular file; else a one-line error that says what it
+    is: ``ValueError`` for a directory, ``FileNotFoundError`` for a missing path (``fix`` says
+    how to make it, e.g. "run calbench split first")."""
+    import os
+
+    if os.path.isdir(path):
+        raise ValueError(f"{what} {path} is a directory, not a file; pass the file itself")
+    if not os.path.isfile(path):
+        raise FileNotFoundError(f"{what} {path} does not exist; {fix}")
+    return path
+
+
 def check_choice(value, name: str, choices) -> str:
     """Return ``value`` if it is one of ``choices``."""
     if value not in choices:

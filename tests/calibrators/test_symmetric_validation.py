@@ -56,7 +56,9 @@ def test_fit_on_one_sample_is_an_error_naming_the_calibrator():
 
 def test_too_few_samples_or_one_class_warn_explicitly():
     z, y = _z(n=5, k=4)
-    with pytest.warns(FewSamplesWarning, match=r"calibrator ms_b: 5 samples for 20 fitted parameters"):
+    with pytest.warns(
+        FewSamplesWarning, match=r"calibrator ms_b: 5 samples for 20 fitted parameters"
+    ):
         get_calibrator("ms_b", device="cpu").fit(z, y)
     z, _ = _z(n=50)
     z[:, 0] += 3.0  # the logits favour class 0, the only label

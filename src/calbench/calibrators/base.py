@@ -155,7 +155,13 @@ class Calibrator:
         @functools.wraps(init)
         def checked_init(self, *args: Any, **params: Any) -> None:
             type(self)._reject_unknown(params)
-            init(self, *args, **params)
+            try:
+                init(self, *args, **params)
+            except ValueError as exc:  # a bad hyperparameter: name the calibrator
+                text = str(exc)
+                if text.startswith("calibrator "):
+                    raise
+                raise ValueError(f"calibrator {type(self).name or type(self).__name__}: {text}") from None
 
         checked_init._checks_params = True  # type: ignore[attr-defined]
         cls.__init__ = checked_init  # type: ignore[method-assign]

@@ -9,7 +9,6 @@ import argparse
 import json
 from pathlib import Path
 
-
 #: Bounds of the user-controlled sizes, checked by argparse before any work starts.
 DPI_RANGE = (10, 1200)  # a 6 x 4 inch figure at 1200 dpi is 7200 x 4800 pixels
 BOOTSTRAP_RANGE = (0, 100_000)

@@ -22,8 +22,8 @@ from calbench.cli._args import (
     add_download_options,
     add_repin,
     add_threads_arg,
-    name_arg,
     download_setup,
+    name_arg,
     set_threads,
 )
 

@@ -7,12 +7,10 @@ load; and the report's summary of how every file is trusted (:func:`checksum_pro
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
-from pathlib import Path
-
 import shutil
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from pathlib import Path
 
 from calbench.data.download import ChecksumError, fetch, fetch_origin, verify
 from calbench.io import atomic_path
