@@ -14,8 +14,38 @@ import numpy as np
 ROW_SUM_ATOL = 1e-4
 
 
+def as_numpy(x) -> np.ndarray:
+    """``x`` as a NumPy array: torch tensors (any device, ``requires_grad`` or not) are detached
+    and copied to the CPU; NumPy arrays are returned as they are; other sequences through
+    ``np.asarray``."""
+    mod = type(x).__module__ or ""
+    if mod.startswith("torch") and hasattr(x, "detach"):
+        x = x.detach().cpu()
+        if str(x.dtype) == "torch.bfloat16":  # NumPy has no bfloat16
+            x = x.float()
+        return x.numpy()
+    return np.asarray(x)
+
+
+def numpy_dtype(dtype) -> np.dtype | None:
+    """``dtype`` (a NumPy dtype, a torch dtype such as ``torch.float32``, or None) as a NumPy
+    dtype, or None when it names none."""
+    if dtype is None:
+        return None
+    text = str(dtype)
+    if text.startswith("torch."):
+        text = {"bfloat16": "float32"}.get(text[6:], text[6:])
+    try:
+        return np.dtype(text if isinstance(dtype, str) or text != str(dtype) else dtype)
+    except TypeError:
+        return None
+
+
 def _as_2d_float(x, what: str) -> np.ndarray:
-    arr = np.asarray(x)
+    """A C-contiguous float32 or float64 (N, K) array: every memory layout (Fortran order,
+    strided slices) and float dtype is accepted; float16 is widened to float32 (NumPy's half
+    precision reductions lose too much), integers to float64."""
+    arr = as_numpy(x)
     if arr.dtype == object or not (
         np.issubdtype(arr.dtype, np.floating) or np.issubdtype(arr.dtype, np.integer)
     ):
@@ -31,7 +61,9 @@ def _as_2d_float(x, what: str) -> np.ndarray:
         raise ValueError(f"{what} must have at least 2 classes (columns), got shape {arr.shape}")
     if not np.issubdtype(arr.dtype, np.floating):
         arr = arr.astype(np.float64)
-    return arr
+    elif arr.dtype not in (np.float32, np.float64):
+        arr = arr.astype(np.float32 if arr.dtype.itemsize < 4 else np.float64)
+    return np.ascontiguousarray(arr)
 
 
 def _all_finite(arr: np.ndarray) -> bool:
@@ -83,8 +115,13 @@ def _scan_rows(arr: np.ndarray, want_argmax: bool):
     return sums, lo, pred
 
 
+#: Row-sum tolerance for float16 input: rounding each entry to half precision (relative error
+#: 2**-11) moves a row sum by up to about 5e-4.
+ROW_SUM_ATOL_FLOAT16 = 2e-3
+
+
 def check_probs(
-    probs, name: str = "probs", atol: float = ROW_SUM_ATOL, *, _argmax: list | None = None
+    probs, name: str = "probs", atol: float | None = None, *, _argmax: list | None = None
 ) -> np.ndarray:
     """Return ``probs`` as a floating (N, K) array after checking it holds probabilities.
 
@@ -93,6 +130,9 @@ def check_probs(
     minimum; values above 1 cannot hide, since a row summing to 1 with an entry above 1 has a
     negative entry.
     """
+    half = str(getattr(probs, "dtype", "")) in ("float16", "torch.float16", "torch.bfloat16")
+    if atol is None:
+        atol = ROW_SUM_ATOL_FLOAT16 if half else ROW_SUM_ATOL
     arr = _as_2d_float(probs, name)
     sums, lo, pred = _scan_rows(arr, _argmax is not None)
     if _argmax is not None:
@@ -115,8 +155,9 @@ def check_probs(
 
 
 def check_labels(labels, n: int, k: int, name: str = "labels") -> np.ndarray:
-    """Return ``labels`` as an int64 (N,) array with values in [0, k)."""
-    arr = np.asarray(labels)
+    """Return ``labels`` as a C-contiguous int64 (N,) array with values in [0, k) (any integer
+    dtype, integral floats, NumPy arrays or torch tensors)."""
+    arr = as_numpy(labels)
     if arr.ndim != 1:
         raise ValueError(f"{name} must be a 1-D array of class indices, got shape {arr.shape}")
     if arr.shape[0] != n:
@@ -128,7 +169,11 @@ def check_labels(labels, n: int, k: int, name: str = "labels") -> np.ndarray:
             raise ValueError(f"{name} must be integer class indices, got non-integer floats")
     elif not np.issubdtype(arr.dtype, np.integer):
         raise ValueError(f"{name} must be integer class indices, got dtype {arr.dtype}")
-    arr = arr.astype(np.int64, copy=False)
+    if arr.dtype == np.uint64 and n and int(arr.max()) >= k:  # would wrap to negative int64
+        raise ValueError(
+            f"{name} must lie in [0, {k - 1}] for {k} classes, got maximum {int(arr.max())}"
+        )
+    arr = np.ascontiguousarray(arr.astype(np.int64, copy=False))
     if n and (arr.min() < 0 or arr.max() >= k):
         raise ValueError(
             f"{name} must lie in [0, {k - 1}] for {k} classes, got range [{arr.min()}, {arr.max()}]"
@@ -136,11 +181,40 @@ def check_labels(labels, n: int, k: int, name: str = "labels") -> np.ndarray:
     return arr
 
 
-def check_n_bins(n_bins) -> int:
-    """Return ``n_bins`` as a positive int."""
+#: Largest number of bins anything accepts (plots, metrics, binning calibrators): far beyond
+#: any study's 10-20, small enough that per-bin arrays and figures stay cheap.
+MAX_BINS = 10_000
+
+
+def check_n_bins(n_bins, *, name: str = "n_bins", high: int = MAX_BINS) -> int:
+    """Return ``n_bins`` as an int in [1, ``high``]."""
     if isinstance(n_bins, bool) or not isinstance(n_bins, int | np.integer) or n_bins < 1:
-        raise ValueError(f"n_bins must be an integer >= 1, got {n_bins!r}")
+        raise ValueError(f"{name} must be an integer >= 1, got {n_bins!r}")
+    if n_bins > high:
+        raise ValueError(f"{name} = {n_bins} is too large; use at most {high} bins")
     return int(n_bins)
+
+
+def check_bounded_int(value, name: str, low: int, high: int) -> int:
+    """Return ``value`` as an int in [``low``, ``high``] (a user-controlled size or count)."""
+    if isinstance(value, bool) or not isinstance(value, int | np.integer):
+        raise ValueError(f"{name} must be an integer in [{low}, {high}], got {value!r}")
+    if not low <= value <= high:
+        raise ValueError(f"{name} = {value} is out of range; use an integer in [{low}, {high}]")
+    return int(value)
+
+
+def check_input_file(path, what: str, fix: str):
+    """Return ``path`` if it is an existing regular file; else a one-line error that says what it
+    is: ``ValueError`` for a directory, ``FileNotFoundError`` for a missing path (``fix`` says
+    how to make it, e.g. "run calbench split first")."""
+    import os
+
+    if os.path.isdir(path):
+        raise ValueError(f"{what} {path} is a directory, not a file; pass the file itself")
+    if not os.path.isfile(path):
+        raise FileNotFoundError(f"{what} {path} does not exist; {fix}")
+    return path
 
 
 def check_choice(value, name: str, choices) -> str:

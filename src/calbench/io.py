@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import errno
 import hashlib
 import os
 import tempfile
@@ -18,6 +19,8 @@ def atomic_path(path: str | os.PathLike) -> Iterator[Path]:
     On any exception, including KeyboardInterrupt, the temporary file is removed.
     """
     path = Path(path)
+    if path.is_dir():  # named as the user gave it, not as the hidden temporary file
+        raise IsADirectoryError(errno.EISDIR, "is a directory, not a file", str(path))
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(
         dir=path.parent, prefix=f".{path.stem}.", suffix=f".tmp{path.suffix}"
@@ -28,7 +31,10 @@ def atomic_path(path: str | os.PathLike) -> Iterator[Path]:
         yield tmp_path
         # mkstemp creates 0600; give the result the mode an ordinary open() would (0666 & ~umask)
         os.chmod(tmp_path, 0o666 & ~_umask())
-        os.replace(tmp_path, path)
+        try:
+            os.replace(tmp_path, path)
+        except OSError as exc:  # name the destination, not the temporary file
+            raise type(exc)(exc.errno, exc.strerror, str(path)) from None
     finally:
         tmp_path.unlink(missing_ok=True)
 

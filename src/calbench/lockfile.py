@@ -14,7 +14,11 @@ One mechanism for every download (checkpoints, hub code archives, published logi
     lock = Lock(resources / LOCK_NAME)
     lock.check(key, path, published=None, source=url, strict=False)  # record or verify
 
-The file is updated under an exclusive ``fcntl`` lock, so parallel workflow jobs that download
+A pin on first use must come from the configured source (a download from the entry's own URLs
+or service) or from a file the caller proved right (a checkpoint that loads strictly into its
+architecture, logits that parse in the entry's format and shapes): the callers decide, and
+:meth:`Lock.record` never replaces an existing pin unless told to (``replace=True``: re-pinning on
+purpose, ``--repin``). The file is updated under an exclusive ``fcntl`` lock, so parallel workflow jobs that download
 different files into one ``resources/`` do not lose each other's entries.
 """
 
@@ -93,11 +97,22 @@ class Lock:
             finally:
                 fcntl.flock(fh, fcntl.LOCK_UN)
 
-    def record(self, key: str, path: str | os.PathLike, source: str = "") -> dict:
-        """Pin ``path`` under ``key`` (its digest and size now); return the entry."""
+    def record(
+        self, key: str, path: str | os.PathLike, source: str = "", *, replace: bool = False
+    ) -> dict:
+        """Pin ``path`` under ``key`` (its digest and size now); return the entry.
+
+        An existing pin of other content is kept and :class:`PinError` raised, unless
+        ``replace=True`` (a re-pin on purpose)."""
         entry = {"sha256": file_digest(path), "size": os.path.getsize(path), "source": source}
         with self._exclusive():
             files = self.entries()
+            old = files.get(key)
+            if old is not None and old["sha256"] != entry["sha256"] and not replace:
+                raise PinError(
+                    f"{key} is already pinned to sha256 {old['sha256'][:16]}... in {self.path}; "
+                    "the pin is kept. Re-pin on purpose with --repin if the new file is right"
+                )
             files[key] = entry
             doc = {"version": _VERSION, "files": dict(sorted(files.items()))}
             atomic_write_text(self.path, json.dumps(doc, indent=1, sort_keys=True) + "\n")
@@ -139,7 +154,7 @@ class Lock:
         if entry.get("size") is not None and size != entry["size"]:
             raise PinError(
                 f"{path} has {size} bytes but {self.path} pinned {entry['size']} on first use; "
-                f"delete the file and fetch it again, or delete its '{key}' entry if the source "
+                f"delete the file and fetch it again, or re-pin on purpose (--repin) if the source "
                 "really changed"
             )
         digest = file_digest(path)
@@ -147,7 +162,7 @@ class Lock:
             raise PinError(
                 f"{path} has sha256 {digest[:16]}... but {self.path} pinned "
                 f"{entry['sha256'][:16]}... on first use; delete the file and fetch it again, or "
-                f"delete its '{key}' entry if the source really changed"
+                "re-pin on purpose (--repin) if the source really changed"
             )
         return "first-use"
 

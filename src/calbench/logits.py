@@ -160,10 +160,9 @@ def save_logits(path, logits, labels, *, order_hash: str, model: str, dataset: s
 def load_logits(path: str | os.PathLike) -> dict:
     """Read and validate a logits file; returns ``logits``, ``labels``, ``order_hash``, ``model``,
     ``dataset``."""
-    if not os.path.isfile(path):
-        raise FileNotFoundError(
-            f"logits file {path} does not exist; run calbench cache-logits first"
-        )
+    from calbench._checks import check_input_file
+
+    check_input_file(path, "logits file", "run calbench cache-logits first")
     from calbench.io import read_npz
 
     data = read_npz(path, "logits file", "delete it and cache the logits again")

@@ -94,8 +94,9 @@ def save_split(path, val_idx: np.ndarray, test_idx: np.ndarray, **extra) -> dict
 def load_split(path, n: int, order_hash: str = "") -> tuple[np.ndarray, np.ndarray]:
     """Read a split ``.npz`` and check it partitions ``range(n)``; returns ``(val_idx, test_idx)``."""
     path = Path(path)
-    if not path.is_file():
-        raise FileNotFoundError(f"split file {path} does not exist; run calbench split first")
+    from calbench._checks import check_input_file
+
+    check_input_file(path, "split file", "run calbench split first")
     from calbench.io import read_npz
 
     data = read_npz(path, "split file", "rebuild it with calbench split")

@@ -51,6 +51,7 @@ def setup(tmp_path):
     with zipfile.ZipFile(buf, "w") as zf:  # GitHub archive layout: one top folder
         zf.writestr(f"pytorch-cifar-models-{ref}/hubconf.py", HUBCONF)
         zf.writestr(f"pytorch-cifar-models-{ref}/README.md", "x")
+        zf.comment = ref.encode()  # git archive writes the commit id as the zip's comment
     (mirror / f"chenyaofo_pytorch-cifar-models_{ref}.zip").write_bytes(buf.getvalue())
     reg = {
         "resources": str(tmp_path / "resources"),

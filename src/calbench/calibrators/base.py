@@ -168,7 +168,15 @@ class Calibrator:
         @functools.wraps(init)
         def checked_init(self, *args: Any, **params: Any) -> None:
             type(self)._reject_unknown(params)
-            init(self, *args, **params)
+            try:
+                init(self, *args, **params)
+            except ValueError as exc:  # a bad hyperparameter: name the calibrator
+                text = str(exc)
+                if text.startswith("calibrator "):
+                    raise
+                raise ValueError(
+                    f"calibrator {type(self).name or type(self).__name__}: {text}"
+                ) from None
 
         checked_init._checks_params = True  # type: ignore[attr-defined]
         cls.__init__ = checked_init  # type: ignore[method-assign]
@@ -179,6 +187,8 @@ class Calibrator:
         self.n_classes_: int | None = None
         #: identity of the logits this calibrator was fitted on (see :meth:`set_fitted_on`)
         self.fitted_on_: dict[str, str] | None = None
+        #: whether fit accepted probability rows (allow_probabilities=True); predict_proba follows
+        self.allow_probabilities_: bool = False
 
     @classmethod
     def accepted_params(cls) -> tuple[str, ...]:
@@ -218,16 +228,65 @@ class Calibrator:
         Rows that are already probability vectors (all >= 0, each summing to 1) are refused:
         calibrators take logits, and fitting them on probabilities silently gives a wrong map
         (temperature scaling then fits a far too small T). ``allow_probabilities=True`` accepts
-        such rows for users who really have logits of that form.
+        such rows for users who really have logits of that form; the fitted calibrator then
+        accepts them in :meth:`predict_proba` too (and records so in its JSON).
+
+        Fewer than 2 samples is an error. Labels of a single class, or fewer samples than the
+        calibrator has fitted parameters (:meth:`n_parameters`), give a
+        :class:`FewSamplesWarning`: the parameters are then not identified by the data
+        (regularisation or defaults decide them).
         """
-        z, y = check_logits_labels(logits, labels)
-        if not allow_probabilities:
-            check_not_probabilities(z)
+        try:
+            z, y = check_logits_labels(logits, labels)
+            if not allow_probabilities:
+                check_not_probabilities(z)
+        except ValueError as exc:
+            raise ValueError(f"calibrator {self.name}: {exc}") from None
+        if z.shape[0] < 2:
+            raise ValueError(
+                f"calibrator {self.name}: fit got {z.shape[0]} sample; pass at least 2 "
+                "(a validation set large enough to estimate its parameters)"
+            )
         self.n_classes_ = None  # a failed (re)fit must not leave the object looking fitted
         self.fitted_on_ = None
+        self.allow_probabilities_ = bool(allow_probabilities)
         self._fit(z, y)
         self.n_classes_ = int(z.shape[1])
+        self._warn_few_samples(z.shape[0], y)
         return self
+
+    def n_parameters(self) -> int:
+        """Number of fitted real parameters whose count the data cannot change: the sizes of the
+        state fields declared with a fixed, non-integer shape (a temperature: 1, vector scaling:
+        2 K, matrix scaling: K^2 + K). Data-sized states (bin values, isotonic knots) count 0."""
+        if self.n_classes_ is None or not self.state_schema:
+            return 0
+        state = self._get_state()
+        total = 0
+        for key, field in self.state_schema.items():
+            if field.ragged or field.integer or None in field.shape or key not in state:
+                continue
+            total += int(np.size(state[key]))
+        return total
+
+    def _warn_few_samples(self, n: int, y: np.ndarray) -> None:
+        import warnings
+
+        if not self.state_schema:  # nothing is estimated (uncalibrated)
+            return
+        n_params = self.n_parameters()
+        if np.unique(y).size < 2:
+            why = "all labels are one class"
+        elif n < n_params:
+            why = f"{n} samples for {n_params} fitted parameters"
+        else:
+            return
+        warnings.warn(
+            f"calibrator {self.name}: {why}; the fit is not determined by the data, use a "
+            "larger validation set (or a calibrator with fewer parameters)",
+            FewSamplesWarning,
+            stacklevel=3,
+        )
 
     def set_fitted_on(self, order_hash: str, logits_sha256: str) -> None:
         """Record the identity of the logits file the calibrator was fitted on: the sample
@@ -255,16 +314,29 @@ class Calibrator:
                 "or pass --allow-other-logits if applying it elsewhere is intended"
             )
 
-    def predict_proba(self, logits) -> np.ndarray:
-        """Calibrated probabilities (N, K) for ``logits`` (N, K); rows sum to 1."""
+    def predict_proba(self, logits, *, allow_probabilities: bool | None = None) -> np.ndarray:
+        """Calibrated probabilities (N, K) for ``logits`` (N, K); rows sum to 1.
+
+        The input is validated as in :meth:`fit`: probability rows are refused unless
+        ``allow_probabilities`` (default: what ``fit`` was told) is true.
+        """
         if self.n_classes_ is None:
             raise ValueError(
-                f"{type(self).__name__} is not fitted; call fit(logits, labels) before predict_proba"
+                f"calibrator {self.name} ({type(self).__name__}) is not fitted; call "
+                "fit(logits, labels) before predict_proba"
             )
-        z = check_logits(logits)
+        if allow_probabilities is None:
+            allow_probabilities = getattr(self, "allow_probabilities_", False)
+        try:
+            z = check_logits(logits)
+            if not allow_probabilities:
+                check_not_probabilities(z, what="predict_proba")
+        except ValueError as exc:
+            raise ValueError(f"calibrator {self.name}: {exc}") from None
         if z.shape[1] != self.n_classes_:
             raise ValueError(
-                f"logits have {z.shape[1]} classes but the calibrator was fitted on {self.n_classes_}"
+                f"calibrator {self.name}: logits have {z.shape[1]} classes but the calibrator was fitted on "
+                f"{self.n_classes_}"
             )
         return self._predict_proba(z)
 
@@ -284,6 +356,8 @@ class Calibrator:
         }
         if self.fitted_on_:
             out["fitted_on"] = dict(self.fitted_on_)
+        if getattr(self, "allow_probabilities_", False):
+            out["allow_probabilities"] = True
         return out
 
     @classmethod
@@ -298,7 +372,9 @@ class Calibrator:
                 f"{where} must hold a JSON object with method, params and state, got "
                 f"{'null' if data is None else type(data).__name__}; refit it (calbench fit-calibrator)"
             )
-        unknown = sorted(set(data) - {"method", "params", "state", "fitted_on"})
+        unknown = sorted(
+            set(data) - {"method", "params", "state", "fitted_on", "allow_probabilities"}
+        )
         if unknown:
             raise ValueError(
                 f"{where}: unknown top-level key(s) {unknown}; expected method, params, state"
@@ -336,6 +412,12 @@ class Calibrator:
                     method, where, "fitted_on must hold the strings order_hash and logits_sha256"
                 )
             obj.fitted_on_ = {k: fitted_on[k] for k in ("order_hash", "logits_sha256")}
+        allow = data.get("allow_probabilities", False)
+        if not isinstance(allow, bool):
+            raise _why(
+                method, where, f"allow_probabilities must be true or false, got {allow!r:.40}"
+            )
+        obj.allow_probabilities_ = allow
         return obj
 
     @classmethod
@@ -412,12 +494,43 @@ def save_calibrator(calibrator: Calibrator, path: str | os.PathLike) -> None:
     atomic_write_text(path, json.dumps(calibrator.to_dict(), indent=1, allow_nan=False))
 
 
+#: Largest calibrator JSON read (bytes): a 1000-class Dirichlet map is about 25 MB.
+MAX_JSON_BYTES = 512 << 20
+#: Deepest nesting of a calibrator JSON (written files nest at most 5 levels).
+MAX_JSON_DEPTH = 32
+
+
+def _json_depth_exceeds(value: Any, limit: int) -> bool:
+    """Whether ``value`` nests more than ``limit`` containers deep (iterative: no recursion)."""
+    stack = [(value, 1)]
+    while stack:
+        v, d = stack.pop()
+        if isinstance(v, dict | list):
+            if d > limit:
+                return True
+            stack.extend((c, d + 1) for c in (v.values() if isinstance(v, dict) else v))
+    return False
+
+
 def load_calibrator(path: str | os.PathLike) -> Calibrator:
-    """Read a calibrator written by :func:`save_calibrator`, validating every field."""
+    """Read a calibrator written by :func:`save_calibrator`, validating every field.
+
+    Files larger than :data:`MAX_JSON_BYTES` or nested deeper than :data:`MAX_JSON_DEPTH` are
+    refused before they are decoded further."""
     path = Path(path)
+    if path.is_dir():
+        raise ValueError(
+            f"calibrator file {path} is a directory; pass the .json file fit-calibrator wrote"
+        )
     if not path.is_file():
         raise FileNotFoundError(
             f"calibrator file {path} does not exist; run calbench fit-calibrator"
+        )
+    size = path.stat().st_size
+    if size > MAX_JSON_BYTES:
+        raise ValueError(
+            f"{path} has {size} bytes, more than a calibrator file may ({MAX_JSON_BYTES}); "
+            "is it the right file? refit it (calbench fit-calibrator)"
         )
     try:
         data = json.loads(path.read_text())
@@ -425,17 +538,31 @@ def load_calibrator(path: str | os.PathLike) -> Calibrator:
         raise ValueError(
             f"{path} is not valid calibrator JSON ({exc}); delete it and refit"
         ) from None
+    except RecursionError:
+        data = None
+        deep = True
+    else:
+        deep = _json_depth_exceeds(data, MAX_JSON_DEPTH)
+    if deep:
+        raise ValueError(
+            f"{path} nests deeper than {MAX_JSON_DEPTH} levels, which no calibrator file does; "
+            "delete it and refit (calbench fit-calibrator)"
+        )
     return Calibrator.from_dict(data, where=str(path))
 
 
-def check_not_probabilities(z: np.ndarray, atol: float = ROW_SUM_ATOL) -> None:
+class FewSamplesWarning(UserWarning):
+    """A calibrator was fitted on too few samples (or one class) to estimate its parameters."""
+
+
+def check_not_probabilities(z: np.ndarray, atol: float = ROW_SUM_ATOL, what: str = "fit") -> None:
     """Refuse ``z`` whose rows are all probability vectors (>= 0, summing to 1 within ``atol``)."""
     if float(z.min()) < 0.0:
         return
     sums = z.sum(axis=1, dtype=np.float64)
     if np.all(np.abs(sums - 1.0) <= atol):
         raise ValueError(
-            "fit got probabilities (every row is >= 0 and sums to 1), but calibrators take logits; "
+            f"{what} got probabilities (every row is >= 0 and sums to 1), but calibrators take logits; "
             "pass logits (e.g. np.log(probs)), or allow_probabilities=True "
             "(calbench fit-calibrator --allow-probabilities) if these rows really are logits"
         )

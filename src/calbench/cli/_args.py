@@ -9,17 +9,90 @@ import argparse
 import json
 from pathlib import Path
 
+#: Bounds of the user-controlled sizes, checked by argparse before any work starts.
+DPI_RANGE = (10, 1200)  # a 6 x 4 inch figure at 1200 dpi is 7200 x 4800 pixels
+BOOTSTRAP_RANGE = (0, 100_000)
+BATCH_RANGE = (1, 1 << 16)
+#: Longest model / calibrator / dataset name: names become file names and Snakemake wildcards.
+MAX_NAME = 64
+#: Largest JSON given on the command line or as @file (a spec or a parameter object).
+MAX_JSON_ARG_BYTES = 16 << 20
+
+
+def bounded_int(name: str, low: int, high: int):
+    """An argparse ``type``: an integer in [``low``, ``high``], else a one-line usage error."""
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{name} must be an integer, got {text!r}") from None
+        if not low <= value <= high:
+            raise argparse.ArgumentTypeError(
+                f"{name} = {value} is out of range; use an integer in [{low}, {high}]"
+            )
+        return value
+
+    parse.__name__ = name  # argparse names the type in its messages
+    return parse
+
+
+def n_bins_arg(text: str) -> int:
+    from calbench._checks import MAX_BINS
+
+    return bounded_int("--n-bins", 1, MAX_BINS)(text)
+
+
+def bootstrap_arg(text: str) -> int:
+    return bounded_int("--n-bootstrap", *BOOTSTRAP_RANGE)(text)
+
+
+def batch_size_arg(text: str) -> int:
+    return bounded_int("--batch-size", *BATCH_RANGE)(text)
+
+
+def name_arg(text: str) -> str:
+    """An argparse ``type`` for a model / calibrator name: a slug of at most :data:`MAX_NAME`
+    characters (lowercase letters, digits, '_')."""
+    import re
+
+    if len(text) > MAX_NAME:
+        raise argparse.ArgumentTypeError(
+            f"name {text[:20]!r}... has {len(text)} characters; use at most {MAX_NAME}"
+        )
+    if not re.fullmatch(r"[a-z0-9][a-z0-9_]*", text):
+        raise argparse.ArgumentTypeError(
+            f"name {text!r} is not a slug; use lowercase letters, digits and '_'"
+        )
+    return text
+
 
 def parse_json_arg(text: str, what: str) -> dict:
-    """Parse a JSON object given on the command line (or ``@file.json``)."""
+    """Parse a JSON object given on the command line (or ``@file.json``), at most
+    :data:`MAX_JSON_ARG_BYTES` long and nested at most 64 levels deep."""
     if text.startswith("@"):
-        text = Path(text[1:]).read_text()
+        path = Path(text[1:])
+        if path.is_dir():
+            raise ValueError(f"{what} {path} is a directory; pass a JSON file")
+        if not path.is_file():
+            raise ValueError(f"{what} {path} does not exist; pass an existing JSON file")
+        if path.stat().st_size > MAX_JSON_ARG_BYTES:
+            raise ValueError(f"{what} {path} is larger than {MAX_JSON_ARG_BYTES} bytes; is it the right file?")
+        text = path.read_text()
+    if len(text) > MAX_JSON_ARG_BYTES:
+        raise ValueError(f"{what} is longer than {MAX_JSON_ARG_BYTES} characters; pass a smaller object")
     try:
         value = json.loads(text)
     except json.JSONDecodeError as exc:
         raise ValueError(
             f"{what} is not valid JSON ({exc.msg}); pass an object like '{{}}'"
         ) from exc
+    except RecursionError:
+        raise ValueError(f"{what} nests too deeply; pass a flat JSON object") from None
+    from calbench.calibrators.base import _json_depth_exceeds
+
+    if _json_depth_exceeds(value, 64):
+        raise ValueError(f"{what} nests more than 64 levels deep; pass a flat JSON object")
     if not isinstance(value, dict):
         raise ValueError(f"{what} must be a JSON object, got {type(value).__name__}")
     return value
@@ -47,14 +120,32 @@ def add_allow_other_logits(p: argparse.ArgumentParser) -> None:
 
 def add_plot_options(p: argparse.ArgumentParser) -> None:
     """``--n-bins --style --title --dpi`` of a reliability diagram."""
-    p.add_argument("--n-bins", type=int, default=10, help="bins (default 10, the study's diagrams)")
+    p.add_argument(
+        "--n-bins", type=n_bins_arg, default=10, help="bins (default 10, the study's diagrams)"
+    )
     p.add_argument("--style", default="guo", help="guo or coursework (default guo)")
     p.add_argument("--title", help="figure title")
-    p.add_argument("--dpi", type=int, default=100, help="PNG resolution (default 100)")
+    p.add_argument(
+        "--dpi",
+        type=bounded_int("--dpi", *DPI_RANGE),
+        default=100,
+        help=f"PNG resolution (default 100, at most {DPI_RANGE[1]})",
+    )
 
 
 def plot_options(args: argparse.Namespace) -> dict:
     return {"n_bins": args.n_bins, "style": args.style, "title": args.title, "dpi": args.dpi}
+
+
+def timeout_arg(text: str) -> float:
+    """``--timeout``: seconds in (0, 3600]."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"--timeout must be a number of seconds, got {text!r}") from None
+    if not 0 < value <= 3600:
+        raise argparse.ArgumentTypeError(f"--timeout = {text} is out of range; use (0, 3600] seconds")
+    return value
 
 
 def add_download_options(p: argparse.ArgumentParser, config_required: bool = True) -> None:
@@ -82,12 +173,25 @@ def add_fetch_options(p: argparse.ArgumentParser) -> None:
         metavar="DIR",
         help="directory holding local copies (searched by folder and file name; repeatable)",
     )
-    p.add_argument("--timeout", type=float, default=60.0, help="seconds per download attempt")
+    p.add_argument(
+        "--timeout", type=timeout_arg, default=60.0, help="seconds per download attempt (<= 3600)"
+    )
     p.add_argument(
         "--strict-checksums",
         action="store_true",
         help="refuse files without a published sha256 (default: pin them on first use in "
         "<resources>/checksums.lock; config key strict_checksums)",
+    )
+
+
+def add_repin(p: argparse.ArgumentParser) -> None:
+    """``--repin``: pin a file without a published checksum on purpose (docs/workflow.md)."""
+    p.add_argument(
+        "--repin",
+        action="store_true",
+        help="pin this file on purpose: record its sha256 in <resources>/checksums.lock even "
+        "where it cannot be proven right (e.g. an expected accuracy not checkable here), "
+        "replacing an existing record (stated on stderr); published checksums are never replaced",
     )
 
 

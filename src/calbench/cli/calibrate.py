@@ -13,6 +13,7 @@ from calbench.cli._args import (
     add_allow_other_logits,
     add_logits_split,
     add_plot_options,
+    bootstrap_arg,
     parse_json_arg,
     parse_list,
     plot_options,
@@ -112,7 +113,7 @@ def _naming(p: argparse.ArgumentParser) -> None:
 
 
 def _bootstrap(p: argparse.ArgumentParser, n: int) -> None:
-    p.add_argument("--n-bootstrap", type=int, default=n, help=f"bootstrap resamples (default {n})")
+    p.add_argument("--n-bootstrap", type=bootstrap_arg, default=n, help=f"bootstrap resamples (default {n})")
     p.add_argument("--level", type=float, default=0.95, help="confidence level (default 0.95)")
     p.add_argument("--seed", type=int, default=0, help="bootstrap seed (default 0)")
 

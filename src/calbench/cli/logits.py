@@ -8,7 +8,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from calbench.cli._args import add_fetch_options, add_threads_arg, set_threads
+from calbench.cli._args import (
+    add_fetch_options,
+    add_repin,
+    add_threads_arg,
+    batch_size_arg,
+    name_arg,
+    set_threads,
+)
 
 
 def register(sub) -> None:
@@ -18,7 +25,7 @@ def register(sub) -> None:
     p.add_argument("--data-root", required=True, help="dataset root (from download-dataset)")
     p.add_argument("--out", required=True, help="logits file, results/logits/{dataset}/{model}.npz")
     p.add_argument("--name", default=None, help="model name to record (default: the file's stem)")
-    p.add_argument("--batch-size", type=int, default=500, help="inference batch size")
+    p.add_argument("--batch-size", type=batch_size_arg, default=500, help="inference batch size")
     p.add_argument("--device", default="auto", help="auto (GPU if available), cpu or cuda")
     p.add_argument("--limit", type=int, default=None, help="keep only the first N test samples")
     p.add_argument("--no-progress", action="store_true", help="hide the progress bar")
@@ -53,7 +60,7 @@ def register(sub) -> None:
     p.add_argument(
         "--config", default=None, help="workflow configuration YAML (by hand, with --model)"
     )
-    p.add_argument("--model", default=None, help="model name in --config")
+    p.add_argument("--model", type=name_arg, default=None, help="model name in --config")
     p.add_argument(
         "--out", default=None, help="logits file (default results/logits/{dataset}/{model}.npz)"
     )
@@ -66,6 +73,7 @@ def register(sub) -> None:
     p.add_argument("--file", default=None, help="a copy you downloaded (file or folder): no fetch")
     p.add_argument("--resources", default="resources", help="resources folder (downloads, lock)")
     add_fetch_options(p)
+    add_repin(p)
     p.set_defaults(func=cmd_import_logits)
 
 
@@ -149,6 +157,7 @@ def cmd_import_logits(args) -> int:
         local_file=args.file,
         timeout=args.timeout,
         strict=args.strict_checksums,
+        repin=args.repin,
     )
     for f in s["files"]:
         print(

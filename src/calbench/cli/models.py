@@ -18,7 +18,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from calbench.cli._args import add_download_options, add_threads_arg, download_setup, set_threads
+from calbench.cli._args import (
+    add_download_options,
+    add_repin,
+    add_threads_arg,
+    download_setup,
+    name_arg,
+    set_threads,
+)
 
 
 def register(sub) -> None:
@@ -34,7 +41,8 @@ def register(sub) -> None:
 
     p = sub.add_parser("download-checkpoint", help="fetch and verify one model's published weights")
     add_download_options(p, config_required=False)
-    p.add_argument("--model", default=None, help="model name in --config, e.g. c10_resnet18")
+    add_repin(p)
+    p.add_argument("--model", type=name_arg, default=None, help="model name in --config, e.g. c10_resnet18")
     p.add_argument(
         "--spec", default=None, help="the model's config entry as JSON (the workflow's form)"
     )
@@ -85,6 +93,7 @@ def cmd_download_checkpoint(args) -> int:
         timeout=args.timeout,
         out=args.out,
         strict=args.strict_checksums,
+        repin=args.repin,
     )
     print(path)
     return 0

@@ -8,7 +8,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from calbench.cli._args import parse_json_arg
+from calbench.cli._args import n_bins_arg, parse_json_arg
 
 
 def _floats(text: str, flag: str) -> list[float]:
@@ -72,7 +72,7 @@ def register(sub) -> None:
     p.add_argument("--model", default=None, help="label (default: the logits file's stem)")
     p.add_argument("--temperatures", default="0.5,1,1.5,2", help="diagram temperatures")
     p.add_argument("--curve", default="0.25,4,76", help="curve grid START,STOP,NUM")
-    p.add_argument("--n-bins", type=int, default=15, help="equal-width bins (default 15)")
+    p.add_argument("--n-bins", type=n_bins_arg, default=15, help="equal-width bins (default 15)")
     p.add_argument("--out-grid", required=True, help="PNG: one diagram per temperature")
     p.add_argument("--out-curve", required=True, help="PNG: ECE vs temperature")
     p.add_argument("--out-csv", required=True, help="CSV: model,kind,temperature,ece")

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import argparse
 
-from calbench.cli._args import add_threads_arg, set_threads
+from calbench.cli._args import add_threads_arg, batch_size_arg, bootstrap_arg, set_threads
 
 
 def _options(text: str | None, what: str) -> dict | None:
@@ -162,7 +162,7 @@ def register(sub) -> None:
     p.add_argument("--split", required=True, help="the study's split .npz")
     p.add_argument("--corrupted", nargs="+", required=True, help="<corruption>.npy files")
     p.add_argument("--dataset-spec", help="the dataset's config entry as JSON")
-    p.add_argument("--batch-size", type=int, default=500, help="inference batch size")
+    p.add_argument("--batch-size", type=batch_size_arg, default=500, help="inference batch size")
     p.add_argument("--device", default="auto", help="auto, cpu or cuda")
     p.add_argument("--out", required=True, help="shift logits .npz to write")
     add_threads_arg(p)
@@ -177,7 +177,7 @@ def register(sub) -> None:
     p.add_argument("--calibrators", nargs="+", required=True, help="<method>.json files")
     p.add_argument("--metrics", default="accuracy,ece,nll", help="comma-separated metrics")
     p.add_argument("--compare-metrics", default="ece,nll", help="metrics compared (empty: none)")
-    p.add_argument("--n-bootstrap", type=int, default=200, help="bootstrap resamples")
+    p.add_argument("--n-bootstrap", type=bootstrap_arg, default=200, help="bootstrap resamples")
     p.add_argument("--level", type=float, default=0.95, help="confidence level")
     p.add_argument("--seed", type=int, default=0, help="bootstrap seed")
     p.add_argument("--out-metrics", required=True, help="long metrics CSV to write")

@@ -79,10 +79,11 @@ def import_logits(
     local_file: str | os.PathLike | None = None,
     timeout: float = 60.0,
     strict: bool = False,
+    repin: bool = False,
 ) -> dict:
     """Obtain, verify and read model ``name``'s logits; write ``out`` (and ``split_out`` for
-    pre-split sources, ``provenance_out`` JSON). Returns a summary dict. ``strict``: see
-    :func:`obtain`."""
+    pre-split sources, ``provenance_out`` JSON). Returns a summary dict. ``strict`` and
+    ``repin``: see :func:`obtain`."""
     from calbench.logits import save_logits
     from calbench.split import save_split
 
@@ -96,7 +97,8 @@ def import_logits(
     if not presplit and split_out is not None:
         raise ValueError(f"model {name} uses the study split (split: study); drop --split-out")
     got = obtain(
-        name, entry, resources, mirrors, local_file=local_file, timeout=timeout, strict=strict
+        name, entry, resources, mirrors, local_file=local_file, timeout=timeout, strict=strict,
+        repin=repin,
     )
     synth = (
         lg["format"] == "coursework"

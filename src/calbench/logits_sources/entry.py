@@ -26,6 +26,11 @@ def check_entry(name: str, entry: Mapping) -> dict:
     """Return the model's ``logits:`` mapping after the checks the schema cannot make."""
     if not re.fullmatch(r"[a-z0-9][a-z0-9_]*", str(name)):
         raise ValueError(f"model name {name!r} is not a slug; use lowercase letters, digits, '_'")
+    if len(str(name)) > 64:
+        raise ValueError(
+            f"model name {str(name)[:20]!r}... has {len(str(name))} characters; use at most 64 "
+            "(it names files)"
+        )
     if entry.get("source") != "logits":
         raise ValueError(f"model {name}: source is {entry.get('source')!r}, not logits")
     lg = entry.get("logits")

@@ -16,8 +16,11 @@ from calbench.logits_sources.entry import STATUS, TARGETS_FILE, _has_service, ch
 # --------------------------------------------------------------------------- verification
 
 
-def _verify(path: Path, key: str, *, sha256, size, lock: Lock, origin: str, pin: bool) -> dict:
-    """Check ``path`` against the config's pin, else the lock file (pinning it on first use)."""
+def _verify(
+    path: Path, key: str, *, sha256, size, lock: Lock, origin: str, pin: bool, repin: bool = False
+) -> dict:
+    """Check ``path`` against the config's pin, else the lock file (pinning it on first use;
+    ``repin``: replacing the record on purpose)."""
     actual_size = path.stat().st_size
     if size is not None and actual_size != int(size):
         raise ValueError(
@@ -30,7 +33,11 @@ def _verify(path: Path, key: str, *, sha256, size, lock: Lock, origin: str, pin:
             f"{path}: sha256 {digest[:12]} does not match the pinned {sha256[:12]}; the file is "
             "corrupt or a different version: delete it and fetch it again"
         )
-    status = lock.check(key, path, published=sha256, source=origin, record=pin)
+    if repin and pin and not sha256:
+        lock.record(key, path, origin + " (re-pinned on purpose)", replace=True)
+        status = "first-use"
+    else:
+        status = lock.check(key, path, published=sha256, source=origin, record=pin)
     return {
         "path": str(path),
         "sha256": digest,
@@ -80,12 +87,18 @@ def obtain(
     local_file: str | os.PathLike | None = None,
     timeout: float = 60.0,
     strict: bool = False,
+    repin: bool = False,
 ) -> dict:
     """Find or download model ``name``'s verified files; nothing is fetched if a local copy is
     given or found. Returns ``{"logits": path, "targets": path | None, "files": [provenance]}``.
 
     ``strict`` (config ``strict_checksums``) refuses a downloadable file that has neither a
-    published checksum nor a record in the lock file, before anything is fetched."""
+    published checksum nor a record in the lock file, before anything is fetched.
+
+    A local copy (``local_file``, ``logits.local_path``, a mirror, an unrecorded file already
+    under ``resources/``) of a downloadable file is pinned on first use only after it parses in
+    the entry's format with the entry's ``num_classes`` (:func:`prove_logits`); ``repin`` pins it
+    on purpose, replacing an existing record."""
     lg = check_entry(name, entry)
     fname, fmt = lg["file"], lg["format"]
     needs_targets = fmt == "coursework"
@@ -106,7 +119,12 @@ def obtain(
                     "pin it on first use"
                 )
 
-    def done(path: Path, targets: Path | None, origin: str) -> dict:
+    def done(path: Path, targets: Path | None, origin: str, local: bool = True) -> dict:
+        unrecorded = lock_file.get(key) is None or (
+            targets is not None and not t_sha and lock_file.get(tkey) is None
+        )
+        if local and pin and not lg.get("sha256") and (repin or unrecorded):
+            prove_logits(name, entry, path, targets)  # PinError: nothing pinned
         recs = [
             _verify(
                 path,
@@ -116,12 +134,20 @@ def obtain(
                 lock=lock_file,
                 origin=origin,
                 pin=pin,
+                repin=repin,
             )
         ]
         if targets is not None:
             recs.append(
                 _verify(
-                    targets, tkey, sha256=t_sha, size=None, lock=lock_file, origin=origin, pin=pin
+                    targets,
+                    tkey,
+                    sha256=t_sha,
+                    size=None,
+                    lock=lock_file,
+                    origin=origin,
+                    pin=pin,
+                    repin=repin,
                 )
             )
         elif needs_targets and lg.get("targets", "file") == "file":
@@ -154,7 +180,38 @@ def obtain(
             "logits.local_path, a mirrors: directory, yandex_disk, github_lfs or urls"
         )
     path, targets, got = _download(name, lg, dest, tdest, lock_file, key, tkey, timeout)
-    return done(path, targets, origin=got["origin"])
+    return done(path, targets, origin=got["origin"], local=False)
+
+
+def prove_logits(name: str, entry: Mapping, path: Path, targets: Path | None) -> None:
+    """Raise :class:`PinError` unless ``path`` (with ``targets``) parses in the entry's format
+    and its logits have the entry's ``num_classes`` columns: what a local copy must show before
+    its checksum is pinned on first use."""
+    from calbench.logits_sources import formats
+    from calbench.logits_sources.entry import is_presplit
+
+    lg = entry["logits"]
+    synth = lg["format"] == "coursework" and lg.get("targets") == "class_blocks" and targets is None
+    try:
+        imp = formats.read(
+            lg["format"],
+            path,
+            targets=targets,
+            synthesise_targets=synth,
+            use_split=is_presplit(entry),
+        )
+    except (ValueError, OSError) as exc:
+        reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        raise PinError(
+            f"model {name}: {path} does not parse as {lg['format']} logits ({reason}); nothing "
+            "was pinned"
+        ) from None
+    k = entry.get("num_classes")
+    if k is not None and imp.logits.shape[1] != int(k):
+        raise PinError(
+            f"model {name}: {path} holds logits of {imp.logits.shape[1]} classes, the entry's "
+            f"num_classes is {k}; nothing was pinned. Is it the right file?"
+        )
 
 
 def _expected(lg: Mapping, lock_file: Lock, key: str, listed: S.Entry | None):

@@ -17,7 +17,9 @@
   destination, checks size and SHA-256 while reading, and moves it into place only when it
   matches; a failed candidate leaves nothing behind.
 
-Base URLs are parameters (a test points them at a server on 127.0.0.1).
+Base URLs are parameters (a test points them at a server on 127.0.0.1). Every request has a
+timeout and is retried with backoff on transient failures
+(:func:`calbench.data.download.with_retries`); a failure names the host and the file.
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
+from calbench.data.download import with_retries
 from calbench.io import atomic_path
 
 YANDEX_API = "https://cloud-api.yandex.net"
@@ -52,12 +55,16 @@ def _request(url: str, *, data: bytes | None = None, headers=None, timeout: floa
 
 def get_json(url: str, *, data=None, headers=None, timeout: float = 60.0):
     """The JSON answer of ``url``; any failure is a one-line :class:`DownloadError`."""
-    try:
+
+    def once() -> bytes:
         with _request(url, data=data, headers=headers, timeout=timeout) as resp:
-            body = resp.read()
-    except OSError as exc:  # HTTPError, URLError, timeouts
+            return resp.read()
+
+    try:
+        body = with_retries(once, url.split("?")[0])
+    except OSError as exc:  # NetworkError: host and file named, retries spent
         raise DownloadError(
-            f"{url.split('?')[0]} failed ({exc}); check the address, the public key or your network"
+            f"{exc} (address {url.split('?')[0]}; check it, the public key or your network)"
         ) from None
     try:
         return json.loads(body)
@@ -79,6 +86,13 @@ class Candidate:
 
 
 def _stream(
+    url: str, headers: dict, tmp: Path, size: int | None, timeout: float
+) -> tuple[str, int]:
+    """Download ``url`` to ``tmp`` (retried on transient failures); ``(sha256, bytes)``."""
+    return with_retries(lambda: _stream_once(url, headers, tmp, size, timeout), url.split("?")[0])
+
+
+def _stream_once(
     url: str, headers: dict, tmp: Path, size: int | None, timeout: float
 ) -> tuple[str, int]:
     h, n = hashlib.sha256(), 0

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from calbench._checks import check_choice, check_probs_labels
+from calbench._checks import check_choice, check_probs_labels, numpy_dtype
 
 #: Clipping bound of scikit-learn <= 1.0 ``log_loss`` (its ``eps=1e-15`` default).
 STUDY_EPS = 1e-15
@@ -33,7 +33,7 @@ def nll_per_sample(p: np.ndarray, y: np.ndarray, rule: str = "study", dtype=None
     n = p.shape[0]
     py = p[np.arange(n), y].astype(np.float64)
     if rule == "modern":
-        eps = np.finfo(np.float32 if np.dtype(dtype) == np.float32 else np.float64).eps
+        eps = np.finfo(np.float32 if numpy_dtype(dtype) == np.float32 else np.float64).eps
         return -np.log(np.clip(py, eps, 1.0 - eps))
     # row sums of clip(p): the plain row sums plus the (sparse) changes made by clipping
     k = p.shape[1]

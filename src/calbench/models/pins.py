@@ -7,10 +7,13 @@ load; and the report's summary of how every file is trusted (:func:`checksum_pro
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+import shutil
+import sys
+from collections.abc import Callable, Mapping
 from pathlib import Path
 
-from calbench.data.download import ChecksumError, fetch, verify
+from calbench.data.download import ChecksumError, fetch, fetch_origin, verify
+from calbench.io import atomic_path
 from calbench.lockfile import LOCK_NAME, Lock, PinError, lock_key
 from calbench.models.entries import SOURCES, archive_path, checkpoint_path
 
@@ -50,19 +53,80 @@ def refuse_unpinned(what: str, fix: str) -> PinError:
 
 
 def _fetch_pinned(
-    target: Path, key: str, lock: Lock, pin: str | None, **fetch_kwargs
+    target: Path,
+    key: str,
+    lock: Lock,
+    pin: str | None,
+    *,
+    prove: Callable[[Path], None] | None = None,
+    local_file: Path | None = None,
+    repin: bool = False,
+    **fetch_kwargs,
 ) -> tuple[Path, str]:
-    """:func:`fetch` against the published ``pin``, else the lock file's record of ``key``; a
-    file fetched for the first time without either is recorded (pinned on first use)."""
+    """:func:`fetch` against the published ``pin``, else the lock file's record of ``key``.
+
+    Without either (or with ``repin``, a re-pin on purpose) the file is pinned only when it comes
+    from the configured source (``urls``: downloaded now) or ``prove(path)`` accepts it (a local
+    ``local_file``, a file in a mirror directory, or one already lying at ``target``);
+    ``prove`` raises :class:`PinError` otherwise, and then nothing is placed or pinned. A re-pin
+    replaces an existing record and says so on stderr."""
+    if repin and pin:
+        raise PinError(
+            f"{key} has a published checksum in the config; --repin applies only to files pinned "
+            "on first use (edit the config's sha256 to change a published one)"
+        )
     recorded = None if pin else (lock.get(key) or {}).get("sha256")
-    try:
-        fetched = fetch(target, sha256=pin or recorded, **fetch_kwargs)
-    except (FileNotFoundError, ChecksumError) as exc:
-        if recorded:
-            raise type(exc)(f"{exc} (pinned on first use in {lock.path})") from None
-        raise
-    source = ", ".join(fetch_kwargs.get("urls") or ()) or str(fetch_kwargs.get("filename") or "")
-    return fetched, lock.check(key, fetched, published=pin, source=source)
+    if pin or (recorded and not repin):
+        try:
+            if local_file is not None and not target.exists():
+                fetch_kwargs = {**fetch_kwargs, "mirrors": [local_file.parent], "urls": ()}
+                fetch_kwargs["filename"] = local_file.name
+            fetched = fetch(target, sha256=pin or recorded, **fetch_kwargs)
+            if local_file is not None and target.exists():
+                verify(local_file, sha256=pin or recorded)  # the file the user named, too
+        except (FileNotFoundError, ChecksumError) as exc:
+            if recorded:
+                raise type(exc)(
+                    f"{exc} (pinned on first use in {lock.path}; re-pin on purpose with --repin "
+                    "if the source really changed)"
+                ) from None
+            raise
+        source = ", ".join(fetch_kwargs.get("urls") or ()) or str(fetch_kwargs.get("filename") or "")
+        return fetched, lock.check(key, fetched, published=pin, source=source)
+    # first use, or a re-pin on purpose: where does the file come from?
+    name = fetch_kwargs.get("filename") or target.name
+    local = local_file
+    if local is None and target.is_file():
+        local = target
+    if local is None:
+        for mirror in fetch_kwargs.get("mirrors") or ():
+            if (Path(mirror).expanduser() / name).is_file():
+                local = Path(mirror).expanduser() / name
+                break
+    if local is not None:
+        if prove is None:
+            raise PinError(
+                f"{local} has no published checksum and is not from the configured source; "
+                "nothing was pinned: download it from its URL, or add its sha256 to the config"
+            )
+        prove(local)  # PinError: nothing placed, nothing pinned
+        if Path(os.path.abspath(local)) != Path(os.path.abspath(target)):
+            with atomic_path(target) as tmp:
+                shutil.copyfile(local, tmp)
+        origin = f"local {local}" + (" (re-pinned on purpose)" if repin else " (checked)")
+    else:
+        fetched, origin = fetch_origin(
+            target, **{**fetch_kwargs, "mirrors": ()}, unpinned=True
+        )
+    old = lock.get(key)
+    entry = lock.record(key, target, origin, replace=repin)
+    if old is not None and old["sha256"] != entry["sha256"]:
+        print(
+            f"re-pinned {key}: sha256 {old['sha256'][:16]}... -> {entry['sha256'][:16]}... "
+            f"in {lock.path}",
+            file=sys.stderr,
+        )
+    return target, "first-use"
 
 
 def checksum_provenance(config: Mapping) -> dict:

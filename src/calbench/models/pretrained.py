@@ -119,6 +119,73 @@ def load_weights(model, state_dict: Mapping, *, source: str = "checkpoint"):
     return model
 
 
+# --------------------------------------------------------------------------- proof for pinning
+
+
+def prove_checkpoint(
+    name: str,
+    entry: Mapping,
+    path: str | os.PathLike,
+    *,
+    resources: str | os.PathLike = "resources",
+    on_purpose: bool = False,
+) -> None:
+    """Raise :class:`calbench.lockfile.PinError` unless ``path`` (a local weights file, or the
+    entry's archive) is shown to be model ``name``'s weights, so that it may be pinned on first
+    use: it must load into the configured architecture with ``torch.load(weights_only=True)``
+    and ``load_state_dict(strict=True)`` (every key and shape). An entry with ``expected_acc``
+    is refused unless ``on_purpose`` (``--repin``): reaching that accuracy needs the test set and
+    a pass of inference, which a download does not have at hand.
+    """
+    import tempfile
+
+    from calbench.lockfile import PinError
+    from calbench.models.staging import _extract_member
+
+    ckpt = entry.get("checkpoint") or {}
+    path = Path(path)
+    how = (
+        f"check the file yourself, then pin it on purpose: calbench download-checkpoint "
+        f"--config <config> --model {name} --file {path} --repin"
+    )
+    with tempfile.TemporaryDirectory(prefix="calbench-proof-") as tmp:
+        weights = path
+        try:
+            if ckpt.get("archive_member"):
+                weights = Path(tmp) / "member.pt"
+                _extract_member(path, ckpt["archive_member"], weights)
+            source = entry.get("source")
+            prefix = ckpt.get("strip_prefix")
+            if source == "checkpoint":
+                model = build_architecture(entry["arch"], int(entry["num_classes"]))
+                load_weights(model, read_state_dict(weights, prefix=prefix), source=str(path))
+            elif source == "torchhub":
+                import torch
+
+                code = resolve_hub_dir(entry, resources, (entry.get("hub") or {}).get("dir"))
+                model = torch.hub.load(
+                    str(code), entry["hub"]["entry"], source="local", pretrained=False
+                )
+                load_weights(model, read_state_dict(weights, prefix=prefix), source=str(path))
+            elif source == "timm":
+                build_timm(entry["timm"]["name"], weights, int(entry["num_classes"]))
+            else:
+                raise ValueError(f"source {source!r} has no architecture to load it into")
+        except (ValueError, FileNotFoundError, RuntimeError, ImportError, KeyError) as exc:
+            reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+            raise PinError(
+                f"model {name}: {path} is not proven to be its weights ({reason}); nothing was "
+                f"pinned. Pass the published file, or add its sha256 to the config"
+            ) from None
+    expected = entry.get("expected_acc")
+    if expected is not None and not on_purpose:
+        raise PinError(
+            f"model {name}: {path} loads into {entry.get('arch') or entry.get('source')}, but its "
+            f"expected accuracy ({expected}) cannot be checked at download time (it needs the test "
+            f"set); nothing was pinned. To trust it: {how}"
+        )
+
+
 # --------------------------------------------------------------------------- models
 
 
@@ -240,6 +307,7 @@ __all__ = [
     "load_pretrained",
     "load_registry",
     "load_weights",
+    "prove_checkpoint",
     "read_state_dict",
     "refuse_unpinned",
     "resolve_hub_dir",

@@ -49,6 +49,7 @@ def download_checkpoint(
     timeout: float = 60.0,
     out: str | os.PathLike | None = None,
     strict: bool = False,
+    repin: bool = False,
 ) -> Path:
     """Place the verified weights file of model ``name`` under ``resources`` and return its path.
 
@@ -58,6 +59,13 @@ def download_checkpoint(
     are pinned on first use in ``<resources>/checksums.lock`` and verified against it on every
     later fetch; ``strict=True`` refuses them. ``out`` overrides the destination
     (:func:`checkpoint_path`); shared archives stay under ``resources/archives``.
+
+    A pin on first use comes only from the registry's URLs, or from a local file (``local_file``,
+    a mirror, a file already in place) proven to be the weights
+    (:func:`calbench.models.pretrained.prove_checkpoint`: a strict ``weights_only`` load into the
+    configured architecture; an entry with ``expected_acc`` cannot be proven at download time and
+    needs ``repin``). ``repin=True`` pins such a file on purpose, replacing an existing record
+    (stated on stderr); it still has to load into the architecture.
     """
     if entry.get("source") == "timm" and not entry.get("checkpoint"):
         raise ValueError(
@@ -69,14 +77,15 @@ def download_checkpoint(
         local_file = ckpt["local_path"]
     if local_file is not None:
         local_file = Path(local_file).expanduser()
+        if local_file.is_dir():
+            raise ValueError(
+                f"--file {local_file} is a directory; pass the downloaded {ckpt['filename']} itself"
+            )
         if not local_file.is_file():
             raise FileNotFoundError(
                 f"--file {local_file} does not exist; pass the downloaded {ckpt['filename']}"
             )
-        mirrors = [local_file.parent, *mirrors]
-        filename = local_file.name
-    else:
-        filename = ckpt["filename"]
+    filename = ckpt["filename"]
     dest = Path(out) if out is not None else checkpoint_path(name, entry, resources)
     target = archive_path(entry, resources) if ckpt.get("archive_member") else dest
     pin = ckpt.get("sha256")
@@ -85,11 +94,20 @@ def download_checkpoint(
             f"model {name}: {ckpt['filename']}", "add checkpoint.sha256 to its config entry"
         )
     lock = _lock(resources)
+
+    def prove(path: Path) -> None:
+        from calbench.models.pretrained import prove_checkpoint
+
+        prove_checkpoint(name, entry, path, resources=resources, on_purpose=repin)
+
     fetched, _ = _fetch_pinned(
         target,
         lock_key(target, resources),
         lock,
         pin,
+        prove=prove,
+        local_file=local_file,
+        repin=repin,
         urls=ckpt.get("urls") or (),
         mirrors=mirrors,
         filename=filename,
@@ -98,6 +116,8 @@ def download_checkpoint(
     if ckpt.get("archive_member"):
         # a member of a published-pinned archive is vouched for by the archive's pin
         member_pin = ckpt.get("member_sha256") or pin
+        if repin and not member_pin:
+            dest.unlink(missing_ok=True)  # re-extracted from the re-pinned archive
         if dest.exists():
             verify_file(dest, ckpt.get("member_sha256"), resources=resources)
         else:
@@ -105,8 +125,31 @@ def download_checkpoint(
             if ckpt.get("member_sha256"):
                 verify(dest, sha256=ckpt["member_sha256"])
         source = f"{ckpt['filename']}:{ckpt['archive_member']}"
-        lock.check(lock_key(dest, resources), dest, published=member_pin, source=source)
+        if repin and not member_pin:
+            lock.record(lock_key(dest, resources), dest, source, replace=True)
+        else:
+            lock.check(lock_key(dest, resources), dest, published=member_pin, source=source)
     return dest
+
+
+def prove_hub_archive(path: Path, hub: Mapping) -> None:
+    """Raise :class:`PinError` unless the local zip ``path`` is GitHub's archive of
+    ``hub.repo@hub.ref``: GitHub writes the commit id as the archive's comment, and the code
+    holds ``hubconf.py`` under its one top folder."""
+    from calbench.lockfile import PinError
+
+    try:
+        with zipfile.ZipFile(path) as zf:
+            comment = zf.comment.decode("ascii", "replace").strip()
+            names = zf.namelist()
+    except (zipfile.BadZipFile, OSError) as exc:
+        raise PinError(f"{path} is not a zip archive ({exc}); nothing was pinned") from None
+    if comment != hub["ref"] or not any(n.count("/") == 1 and n.endswith("/hubconf.py") for n in names):
+        raise PinError(
+            f"{path} is not GitHub's archive of {hub['repo']}@{hub['ref']} (its comment names "
+            f"commit {comment[:12] or 'none'}); nothing was pinned. Fetch it from GitHub, or add "
+            "hub.archive_sha256 to the config"
+        )
 
 
 def stage_model(
@@ -119,6 +162,7 @@ def stage_model(
     timeout: float = 60.0,
     out: str | os.PathLike | None = None,
     strict: bool = False,
+    repin: bool = False,
 ) -> Path:
     """Everything model ``name`` needs offline: the verified weights (:func:`download_checkpoint`)
     and, for ``source: torchhub``, the pinned hub code (:func:`stage_hub_code`). The one code path
@@ -137,6 +181,7 @@ def stage_model(
         timeout=timeout,
         out=out,
         strict=strict,
+        repin=repin,
     )
     if entry.get("source") == "torchhub":
         stage_hub_code(entry, resources, mirrors, timeout=timeout, strict=strict)
@@ -166,6 +211,7 @@ def stage_hub_code(
         lock_key(archive, resources),
         _lock(resources),
         hub.get("archive_sha256"),
+        prove=lambda path: prove_hub_archive(path, hub),
         urls=[f"https://github.com/{hub['repo']}/archive/{hub['ref']}.zip"],
         mirrors=mirrors,
         timeout=timeout,

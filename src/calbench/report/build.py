@@ -2,7 +2,10 @@
 ``render-report``.
 
 :func:`aggregate` concatenates the per-(model, calibrator) metric CSVs and per-model comparison
-CSVs into one long CSV each and writes every table (:mod:`calbench.report.tables`);
+CSVs into one long CSV each and writes every table (:mod:`calbench.report.tables`). It is
+strict: a missing, empty, truncated or NaN-holding result file, or a (model, calibrator) of the
+spec without its metrics, is an error naming the file, so a "–" in a table means only "not
+computed by design" (e.g. a metric without an interval);
 :func:`render_report` renders the self-contained HTML report (:mod:`calbench.report.render`) with
 its provenance (:func:`data_provenance`).
 """
@@ -55,6 +58,30 @@ def _load_reference(path, spec: dict) -> list[dict]:
     return rows
 
 
+def _check_complete(rows: list[dict], spec: dict) -> None:
+    """Every (model, calibrator) of the spec has rows, holding every table metric: a missing
+    per-job CSV is an error naming it, never a silent "–" in the tables."""
+    have: dict[tuple[str, str], set[str]] = {}
+    for r in rows:
+        have.setdefault((r["model"], r["method"]), set()).add(r["metric"])
+    wanted = list(spec.get("table_metrics") or [])
+    for model, m in (spec.get("models") or {}).items():
+        dataset = (m or {}).get("dataset", "{dataset}")
+        for method in spec.get("calibrators") or {}:
+            got = have.get((model, method))
+            path = f"results/metrics/{dataset}/{model}/{method}.csv"
+            if got is None:
+                raise ValueError(
+                    f"no metrics for model {model} with calibrator {method}: {path} is not among "
+                    "the inputs; pass it (rerun calbench evaluate if it is missing)"
+                )
+            lost = [x for x in wanted if x not in got]
+            if lost:
+                raise ValueError(
+                    f"{path} lacks the table metric(s) {lost}; rerun calbench evaluate with them"
+                )
+
+
 def aggregate(
     metrics_csvs, compare_csvs, spec: dict, out_csv, out_compare, tables_dir, reference_csv=None
 ) -> list[str]:
@@ -62,7 +89,13 @@ def aggregate(
     from calbench.report import tables as T
     from calbench.report.context import build_tables
 
-    rows = _sort_rows(T.read_long_csv(metrics_csvs), spec)
+    rows = []
+    for path in metrics_csvs:
+        got = T.read_long_csv([path])
+        if not got:
+            raise ValueError(f"{path} holds no rows (an interrupted write?); rerun calbench evaluate")
+        rows += got
+    rows = _sort_rows(rows, spec)
     if not rows:
         raise ValueError("the metrics CSVs hold no rows; rerun calbench evaluate")
     keys = [(r["dataset"], r["model"], r["method"], r["half"], r["metric"]) for r in rows]
@@ -70,6 +103,7 @@ def aggregate(
         raise ValueError(
             "the metrics CSVs repeat a (dataset, model, method, half, metric) row; pass each file once"
         )
+    _check_complete(rows, spec)
     T.write_long_csv(out_csv, rows, T.METRIC_COLUMNS)
     comp = (
         _sort_rows(T.read_long_csv(compare_csvs, required=COMPARE_COLUMNS), spec)

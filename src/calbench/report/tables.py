@@ -52,10 +52,26 @@ def _to_float(text) -> float:
     return float(text)
 
 
-def read_long_csv(paths: Iterable[str | os.PathLike], required=METRIC_COLUMNS) -> list[dict]:
-    """Read and concatenate long-format CSVs; numeric columns become floats (blank -> NaN)."""
+def read_long_csv(
+    paths: Iterable[str | os.PathLike],
+    required=METRIC_COLUMNS,
+    *,
+    blank_ok: Sequence[str] = ("ci_low", "ci_high"),
+) -> list[dict]:
+    """Read and concatenate long-format CSVs; numeric columns become floats.
+
+    Strict, so that a table's "–" means only "not computed by design": a missing file, a
+    directory, a row with too few or too many fields (a truncated or garbled file), a number
+    that does not parse, a ``nan``/``inf`` and a blank numeric cell are one-line ``ValueError``s
+    naming the file and line. Blank is allowed only in the ``blank_ok`` columns (a metric
+    without an interval: ``ci_low`` and ``ci_high``), where it becomes NaN.
+    """
     rows: list[dict] = []
     for path in paths:
+        if os.path.isdir(path):
+            raise ValueError(f"{path} is a directory, not a CSV file; pass the CSV files")
+        if not os.path.isfile(path):
+            raise ValueError(f"{path} does not exist; rerun the step that writes it")
         with open(path, newline="") as fh:
             reader = csv.DictReader(fh)
             missing = [c for c in required if c not in (reader.fieldnames or [])]
@@ -64,11 +80,32 @@ def read_long_csv(paths: Iterable[str | os.PathLike], required=METRIC_COLUMNS) -
                     f"{path} lacks columns {missing}; expected a long-format CSV with {list(required)}"
                 )
             for row in reader:
+                where = f"{path} line {reader.line_num}"
+                if None in row or any(v is None for v in row.values()):
+                    raise ValueError(
+                        f"{where} has a different number of fields than the header "
+                        f"({len(reader.fieldnames)}); the file is truncated or garbled: rerun the "
+                        "step that writes it"
+                    )
                 for key in ("value", "ci_low", "ci_high"):
                     if key in row:
-                        row[key] = _to_float(row[key])
+                        row[key] = _strict_float(row[key], key, where, key in blank_ok)
                 rows.append(row)
     return rows
+
+
+def _strict_float(text: str, key: str, where: str, blank_ok: bool) -> float:
+    if text == "":
+        if blank_ok:
+            return float("nan")
+        raise ValueError(f"{where}: {key} is blank (a result that was not computed); rerun the step that writes it")
+    try:
+        value = float(text)
+    except ValueError:
+        raise ValueError(f"{where}: {key} {text[:20]!r} is not a number; rerun the step that writes it") from None
+    if not math.isfinite(value):
+        raise ValueError(f"{where}: {key} is {text}; a result must be a finite number")
+    return value
 
 
 def write_long_csv(path, rows: Sequence[Mapping], columns: Sequence[str]) -> None:

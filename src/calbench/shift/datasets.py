@@ -16,8 +16,9 @@ Published archives (Zenodo records 2535967 and 3555552): one tar each, ``CIFAR-1
 TensorFlow Datasets lists). No checksum of the single ``.npy`` members is published anywhere
 we found, so each extracted member is *pinned on first use*: the SHA-256 of its array data
 (the uint8 bytes in C order, independent of the ``.npy`` header) is written to
-``pins/<corruption>.npy.sha256`` beside the outputs the first time, and every later extraction
-must reproduce it.
+``pins/<corruption>.npy.sha256`` beside the outputs the first time, once the member is shown to
+belong to the clean test set (its labels equal the test labels in order), and every later
+extraction must reproduce it.
 """
 
 from __future__ import annotations
@@ -297,9 +298,6 @@ def extract_published(
             f"{pub_labels.shape}; expected uint8 (5 N, H, W, C) and (5 N,) labels"
         )
     digest = hashlib.sha256(np.ascontiguousarray(images).tobytes()).hexdigest()
-    pin_status = _pin(
-        Path(out).parent / "pins" / f"{corruption}.npy.sha256", digest, f"{corruption}.npy"
-    )
     n = labels.shape[0]
     if n > n_all:
         raise ValueError(f"{archive} holds {n_all} images per severity, the clean test set {n}")
@@ -310,6 +308,10 @@ def extract_published(
             f"{archive}: the labels of {corruption} do not match the clean {dataset} test labels "
             "in order; the archive is not made from this test set"
         )
+    # pinned only now: the member is shown to belong to this test set (labels in order)
+    pin_status = _pin(
+        Path(out).parent / "pins" / f"{corruption}.npy.sha256", digest, f"{corruption}.npy"
+    )
     return write_corrupted(
         out,
         blocks.reshape(-1, *images.shape[1:]),
