@@ -80,9 +80,15 @@ def check_subset(given: list[str] | None, allowed: list[str], flag: str, of: str
     return given
 
 
+#: most bootstrap resamples (or sign flips) one call may ask for
+MAX_RESAMPLES = 100_000
+
+
 def check_bootstrap(n: int, level: float) -> None:
-    if n < 0:
-        raise ValueError(f"--n-bootstrap must be >= 0 (0 disables intervals), got {n}")
+    if isinstance(n, bool) or not isinstance(n, int) or not 0 <= n <= MAX_RESAMPLES:
+        raise ValueError(
+            f"--n-bootstrap must be an integer in [0, {MAX_RESAMPLES}] (0 disables intervals), got {n!r}"
+        )
     if not 0.0 < level < 1.0:
         raise ValueError(f"--level must lie in (0, 1), e.g. 0.95, got {level}")
 

@@ -205,6 +205,8 @@ def test_calibrate_equals_the_single_step_verbs(data, tmp_path):
         (lambda s: s["evaluation"].pop("seed"), "evaluation: missing key 'seed'"),
         (lambda s: s.update(extra=1), "unknown section 'extra'"),
         (lambda s: s["evaluation"].update(metrics=["ecee"]), "unknown metrics ['ecee']"),
+        (lambda s: s["evaluation"].update(n_bootstrap=10**9), "must be an integer in [0, 100000]"),
+        (lambda s: s["plots"].update(n_bins=10**9), "n_bins"),
     ],
 )
 def test_bad_spec_is_one_line_and_writes_nothing(data, tmp_path, capsys, edit, message):
