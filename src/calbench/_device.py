@@ -8,6 +8,7 @@ Importing this module does not import torch.
 
 from __future__ import annotations
 
+import functools
 import os
 import sys
 
@@ -15,19 +16,28 @@ import sys
 THREAD_VARIABLES = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")
 
 
+@functools.cache
+def _cuda_available() -> bool:
+    """``torch.cuda.is_available()``, asked once per process: on a CUDA build of torch without a
+    GPU every call probes the driver again (about a second each)."""
+    import torch
+
+    return torch.cuda.is_available()
+
+
 def resolve_device(device: str = "auto") -> str:
     """``"auto"`` -> ``"cuda"`` when a GPU is available, else ``"cpu"``; other values are checked."""
     import torch
 
     if device == "auto":
-        return "cuda" if torch.cuda.is_available() else "cpu"
+        return "cuda" if _cuda_available() else "cpu"
     try:
         dev = torch.device(device)
     except (RuntimeError, TypeError):
         raise ValueError(
             f"device {device!r} is not a torch device; use auto, cpu or cuda"
         ) from None
-    if dev.type == "cuda" and not torch.cuda.is_available():
+    if dev.type == "cuda" and not _cuda_available():
         raise ValueError(f"device {device!r} requested but no GPU is available; use --device cpu")
     return str(dev)
 

@@ -195,6 +195,9 @@ def weight_rows(weights, n: int) -> tuple[np.ndarray, bool]:
 
 #: largest ``n x size`` bin matrix :func:`weighted_bincount` builds densely (32 MiB of float64)
 _DENSE_BINS_ENTRIES = 2**22
+#: :func:`weighted_bincounts` multiplies by a dense bin matrix up to this many columns (the
+#: three sums of a top-label error), by a sparse one above (one-vs-rest errors: K x bins)
+_DENSE_BINS_COLUMNS = 64
 
 
 def weighted_bincounts(parts, size: int, n: int):
@@ -202,9 +205,9 @@ def weighted_bincounts(parts, size: int, n: int):
 
     ``parts`` is a sequence of ``(keys, rows, values)`` (``rows``/``values`` may be ``None``, as
     in :func:`weighted_bincount`). Returns ``f(weights) -> list`` of one ``(r, size)`` array per
-    part for ``(r, n)`` weights. The bin matrix of all parts is built once (dense while
-    ``n * size * len(parts)`` is at most :data:`_DENSE_BINS_ENTRIES`, else sparse), so each call
-    costs one matrix product: the route of a bootstrap or sign-flip test's many chunks.
+    part for ``(r, n)`` weights. The bin matrix of all parts is built once (dense up to
+    :data:`_DENSE_BINS_COLUMNS` columns, else sparse), so each call costs one matrix product:
+    the route of a bootstrap or sign-flip test's many chunks.
     """
     total = size * len(parts)
     cols, keys, data = [], [], []
@@ -214,7 +217,7 @@ def weighted_bincounts(parts, size: int, n: int):
         keys.append(k + j * size)
         data.append(np.ones(m) if values is None else np.asarray(values, dtype=np.float64))
     cols, keys, data = np.concatenate(cols), np.concatenate(keys), np.concatenate(data)
-    if n * total <= _DENSE_BINS_ENTRIES:
+    if total <= _DENSE_BINS_COLUMNS:
         dense = np.zeros((n, total), dtype=np.float64)
         np.add.at(dense, (cols, keys), data)
 
@@ -230,7 +233,8 @@ def weighted_bincounts(parts, size: int, n: int):
     s = sparse.csr_matrix((data, (keys, cols)), shape=(total, n))
 
     def f(weights):
-        out = (s @ weights.T).T
+        # a C-ordered (n, r) operand: scipy's product is several times slower on a transposed view
+        out = (s @ np.ascontiguousarray(weights.T)).T
         return [np.ascontiguousarray(out[:, j * size : (j + 1) * size]) for j in range(len(parts))]
 
     return f
@@ -256,7 +260,7 @@ def weighted_bincount(
     n = weights.shape[1]
     cols = np.arange(m) if rows is None else rows
     data = np.ones(m) if values is None else np.asarray(values, dtype=np.float64)
-    if n * size <= _DENSE_BINS_ENTRIES:
+    if size <= _DENSE_BINS_COLUMNS and n * size <= _DENSE_BINS_ENTRIES:
         # a dense (n, size) matrix and one BLAS product: several times faster than the sparse
         # product for the few bins of a top-label or 10-class error (same sums up to rounding)
         dense = np.zeros((n, size), dtype=np.float64)
@@ -265,7 +269,7 @@ def weighted_bincount(
     from scipy import sparse
 
     s = sparse.csr_matrix((data, (keys, cols)), shape=(size, n))
-    return np.ascontiguousarray((s @ weights.T).T, dtype=np.float64)
+    return np.ascontiguousarray((s @ np.ascontiguousarray(weights.T)).T, dtype=np.float64)
 
 
 def weighted_column_sums(weights: np.ndarray, p: np.ndarray) -> np.ndarray:
