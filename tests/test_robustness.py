@@ -112,3 +112,47 @@ def test_bad_input():
         robustness_rows({}, np.array([0, 1, 0]), dataset="d", model="m")
     with pytest.raises(ValueError, match="n_resamples must be >= 1"):
         first_place_probability({"a": np.full((3, 2), 0.5)}, np.array([0, 1, 0]), n_resamples=0)
+
+
+def test_written_rows_read_back_and_bad_files_are_named(probs, tmp_path):
+    from calbench.report.tables import write_long_csv
+    from calbench.robustness import ROBUSTNESS_COLUMNS, read_robustness
+
+    by, y = probs
+    rows = robustness_rows(by, y, dataset="d", model="m", n_resamples=10)
+    path = tmp_path / "m.csv"
+    write_long_csv(path, rows, ROBUSTNESS_COLUMNS)
+    back = read_robustness([path])
+    assert [(r["method"], r["variant"], r["rank"]) for r in back] == [
+        (r["method"], r["variant"], r["rank"]) for r in rows
+    ]
+    with pytest.raises(ValueError, match="is missing"):
+        read_robustness([tmp_path / "nope.csv"])
+    text = path.read_text().splitlines()
+    default_line = next(i for i, t in enumerate(text) if f",{DEFAULT_VARIANT}," in t)
+    text[default_line] = text[default_line].rsplit(",", 1)[0] + ","  # blank p_first
+    path.write_text("\n".join(text) + "\n")
+    with pytest.raises(ValueError, match=rf"m.csv:{default_line + 1}: a value is missing"):
+        read_robustness([path])
+
+
+def test_report_view_says_robust_or_names_the_flip(probs):
+    from calbench.report.render import robustness_view
+
+    by, y = probs
+    spec = {"calibrators": {"good": {"display": "Good"}, "over": {}, "under": {}}}
+    view = robustness_view(robustness_rows(by, y, dataset="d", model="m", n_resamples=10), spec)
+    assert view["sentence"].startswith("Robust: Good has the best average ECE rank under all")
+    assert all(r["same"] for r in view["table"])
+    flipped = [
+        {
+            **r,
+            "rank": 3.0 - r["rank"]
+            if r["variant"] == "ece_w10" and r["method"] != "under"
+            else r["rank"],
+        }
+        for r in robustness_rows(by, y, dataset="d", model="m", n_resamples=10)
+    ]
+    view = robustness_view(flipped, spec)
+    assert view["sentence"].startswith("Not robust: Good has the best average ECE rank under")
+    assert "ECE, 10 equal-width bins" in view["sentence"]

@@ -162,3 +162,40 @@ def summarise(rows: Sequence[Mapping]) -> dict:
         "p_first": {m: float(np.mean(v)) for m, v in p_first.items()},
         "models": len(models),
     }
+
+
+def read_robustness(paths) -> list[dict]:
+    """The rows of ``results/robustness/...`` CSVs, checked: every column present, every value
+    finite, ``p_first`` finite for the default variant (blank elsewhere). An error names the
+    file and line."""
+    import csv
+    from pathlib import Path
+
+    rows = []
+    for path in paths:
+        p = Path(path)
+        if not p.is_file():
+            what = "a directory" if p.is_dir() else "missing"
+            raise ValueError(f"robustness file {p} is {what}; rerun the calibrate step")
+        with open(p, newline="") as fh:
+            reader = csv.DictReader(fh)
+            absent = [c for c in ROBUSTNESS_COLUMNS if c not in (reader.fieldnames or [])]
+            if absent:
+                raise ValueError(f"{p}: missing columns {absent}; rerun the calibrate step")
+            n = 0
+            for line, r in enumerate(reader, start=2):
+                n += 1
+                try:
+                    value, rank = float(r["value"]), float(r["rank"])
+                    p_first = float(r["p_first"]) if r["p_first"] != "" else math.nan
+                except (TypeError, ValueError):
+                    raise ValueError(f"{p}:{line}: a value is not a number") from None
+                default = r["variant"] == DEFAULT_VARIANT
+                if not (math.isfinite(value) and math.isfinite(rank)) or (
+                    default and not math.isfinite(p_first)
+                ):
+                    raise ValueError(f"{p}:{line}: a value is missing or not finite")
+                rows.append({**r, "value": value, "rank": rank, "p_first": p_first})
+            if n == 0:
+                raise ValueError(f"{p} holds no rows; rerun the calibrate step")
+    return rows

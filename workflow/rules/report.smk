@@ -176,6 +176,7 @@ rule render_report:
         spec=spec_file("render_report", report_spec()),
         config=spec_file("config", json.dumps(config, sort_keys=False)),
         run_info=run_info(),
+        robustness=model_paths("results/robustness/{dataset}/{model}.csv"),
     params:
         reference=lambda wildcards, input: (
             f"--reference-table {input.reference_table[0]}" if input.reference_table else ""
@@ -196,4 +197,5 @@ rule render_report:
         " --grids {input.grids} --manifests {input.manifests} --logits {input.logits}"
         " --splits {input.splits} {params.reference} --sections {input.sections}"
         " --plots {input.plots} --ts-files {input.ts_files} --run-info {input.run_info}"
+        " --robustness {input.robustness}"
         " --out {output.report} > {log} 2>&1"

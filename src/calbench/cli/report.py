@@ -64,6 +64,7 @@ def _cmd_render(args: argparse.Namespace) -> int:
         sections=args.sections,
         plots=args.plots,
         ts_files=args.ts_files,
+        robustness=args.robustness,
         run_info=run_info,
     )
     return 0
@@ -116,6 +117,12 @@ def register(sub) -> None:
         nargs="*",
         default=[],
         help=".../{dataset}/{model}/ts.json fitted temperature scaling (temperature table)",
+    )
+    p.add_argument(
+        "--robustness",
+        nargs="*",
+        default=[],
+        help="results/robustness/{dataset}/{model}.csv of every model (robustness section)",
     )
     p.add_argument(
         "--run-info",

@@ -93,7 +93,9 @@ def aggregate(
     for path in metrics_csvs:
         got = T.read_long_csv([path])
         if not got:
-            raise ValueError(f"{path} holds no rows (an interrupted write?); rerun calbench evaluate")
+            raise ValueError(
+                f"{path} holds no rows (an interrupted write?); rerun calbench evaluate"
+            )
         rows += got
     rows = _sort_rows(rows, spec)
     if not rows:
@@ -232,11 +234,14 @@ def render_report(
     plots=(),
     ts_files=(),
     run_info=None,
+    robustness=(),
 ) -> None:
     """Render the HTML report to ``out``; ``reference_table`` is the ours-versus-published CSV
     :func:`aggregate` wrote (``results/tables/reference.csv``), read rather than recomputed;
     ``run_info`` what the workflow knows of the run
-    (:data:`calbench.report.provenance.RUN_INFO_KEYS`)."""
+    (:data:`calbench.report.provenance.RUN_INFO_KEYS`); ``robustness`` the per-model CSVs of
+    :mod:`calbench.robustness` (the section on whether the conclusions survive other evaluation
+    choices)."""
     from calbench.io import atomic_write_text
     from calbench.report import render
     from calbench.report import tables as T
@@ -265,6 +270,7 @@ def render_report(
         reference=reference,
         plots=_plot_files(plots),
         temperatures={_model_of(p): render.fitted_temperature(p) for p in ts_files or []},
+        robustness=_robustness_rows(robustness),
     )
     # extra sections: HTML fragments escaped by the calbench step that wrote them (shift-report)
     from markupsafe import Markup
@@ -272,6 +278,14 @@ def render_report(
     context["extra_sections"] = [Markup(Path(p).read_text()) for p in sections or []]
     _add_sections_to_toc(context)
     atomic_write_text(out, render.render_html(template, context))
+
+
+def _robustness_rows(paths) -> list[dict] | None:
+    if not paths:
+        return None
+    from calbench.robustness import read_robustness
+
+    return read_robustness(paths)
 
 
 def _add_sections_to_toc(context: dict) -> None:

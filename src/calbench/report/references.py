@@ -110,7 +110,10 @@ METRIC_REFERENCES: dict[str, tuple[str, ...]] = {
 
 
 #: Works cited by an optional section of the report, when it is shown.
-SECTION_CITATIONS = {"dece_history": ("Bohdal et al. 2021",)}
+SECTION_CITATIONS = {
+    "dece_history": ("Bohdal et al. 2021",),
+    "robustness": ("Nixon et al. 2019",),
+}
 
 
 def bibliography(

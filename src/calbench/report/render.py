@@ -56,16 +56,66 @@ def build_context(**kwargs) -> dict:
     from calbench.report.display import calibrator_labels
     from calbench.report.summary import metric_name
 
+    robustness = kwargs.pop("robustness", None)
     ctx = _context.build_context(**kwargs)
     rows, spec = kwargs["rows"], kwargs["spec"]
+    ctx["robustness"] = robustness_view(robustness, spec) if robustness else None
+    if ctx["robustness"]:
+        at = next((i for i, e in enumerate(ctx["toc"]) if e["id"] == "diagrams"), len(ctx["toc"]))
+        ctx["toc"].insert(at, {"id": "robustness", "title": "Robustness", "children": []})
+        ctx["findings"]["headlines"].append(ctx["robustness"]["sentence"])
     cal_spec = spec.get("calibrators") or {}
     keys = list(dict.fromkeys(r["method"] for r in rows))
     methods = {k: str((cal_spec.get(k) or {}).get("method") or k) for k in keys}
     metrics = list(dict.fromkeys(r["metric"] for r in rows))
     labels = {**{m: metric_name(m) for m in metrics}, **calibrator_labels(spec)}
     sections = ["dece_history"] if (ctx.get("studies") or {}).get("dece") else []
+    sections += ["robustness"] if ctx["robustness"] else []
     ctx["bibliography"], ctx["cited_for"] = bibliography(methods, metrics, labels, sections)
     return ctx
+
+
+def robustness_view(rows, spec: Mapping) -> dict:
+    """The robustness section (:func:`calbench.robustness.summarise` of the per-model rows):
+    one table row per evaluation choice with the calibrator of best average rank there, and a
+    findings sentence saying whether the default choice's winner survives all of them."""
+    from calbench.report.display import calibrator_labels
+    from calbench.robustness import DEFAULT_VARIANT, summarise
+
+    s = summarise(rows)
+    cl = calibrator_labels(spec)
+    name = lambda keys: " = ".join(cl.get(k, k) for k in keys)  # noqa: E731
+    head = name(s["headline"])
+    table = [
+        {
+            "label": v["label"]
+            + (" (the tables' choice)" if v["variant"] == DEFAULT_VARIANT else ""),
+            "best": name(v["best"]),
+            "rank": v["mean_ranks"].get(s["headline"][0], float("nan")),
+            "same": v["best"] == s["headline"],
+        }
+        for v in s["variants"]
+    ]
+    first = sorted(s["p_first"].items(), key=lambda kv: -kv[1])
+    n_var, n_same = len(s["variants"]), len(s["survives"])
+    if s["robust"]:
+        sentence = (
+            f"Robust: {head} has the best average ECE rank under all {n_var} evaluation choices "
+            f"(bin count, binning scheme, top-label, classwise and smooth ECE; Nixon et al. 2019)."
+        )
+    else:
+        flips = [v["label"] for v in s["variants"] if v["best"] != s["headline"]]
+        sentence = (
+            f"Not robust: {head} has the best average ECE rank under {n_same} of {n_var} "
+            f"evaluation choices; under {', '.join(flips)} another calibrator ranks first."
+        )
+    return {
+        "sentence": sentence,
+        "headline": head,
+        "models": s["models"],
+        "table": table,
+        "p_first": [{"label": cl.get(m, m), "p": p} for m, p in first],
+    }
 
 
 def render_html(template_path: str | os.PathLike, context: Mapping) -> str:

@@ -98,11 +98,15 @@ def _strict_float(text: str, key: str, where: str, blank_ok: bool) -> float:
     if text == "":
         if blank_ok:
             return float("nan")
-        raise ValueError(f"{where}: {key} is blank (a result that was not computed); rerun the step that writes it")
+        raise ValueError(
+            f"{where}: {key} is blank (a result that was not computed); rerun the step that writes it"
+        )
     try:
         value = float(text)
     except ValueError:
-        raise ValueError(f"{where}: {key} {text[:20]!r} is not a number; rerun the step that writes it") from None
+        raise ValueError(
+            f"{where}: {key} {text[:20]!r} is not a number; rerun the step that writes it"
+        ) from None
     if not math.isfinite(value):
         raise ValueError(f"{where}: {key} is {text}; a result must be a finite number")
     return value
