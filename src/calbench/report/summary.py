@@ -250,10 +250,10 @@ def _precision_anomalies(rows, ranks, models, methods) -> list[str]:
     ]
     if outside:
         anomalies.append(
-            f"{len(outside)} test-half estimates lie above their interval (marked †): the "
-            "plug-in calibration error is biased upward by more than its sampling noise, i.e. "
-            "the error is small for this sample size: read these cells as 'small, not "
-            "measured precisely'."
+            f"In {len(outside)} cells (marked †) the printed estimate lies outside its "
+            "interval: the error is too small to measure with this many test samples, so the "
+            "estimate is inflated by its known upward bias; read these values as 'small', "
+            "not exact."
         )
     return anomalies
 
