@@ -2,7 +2,7 @@
 
 Importing this package imports every calibrator module, so :data:`REGISTRY` holds all of
 ``uncalibrated ts vs vs_b ms_b ts_sbece hist iso bbq platt dirichlet dir_odir_cv ms_odir_cv dir_l2_cv
-beta venn_abers ets cir svs sms``.  The modules import only
+beta venn_abers ets cir svs sms spline``.  The modules import only
 numpy at load time; torch and scipy are imported inside the functions that need them.
 """
 
@@ -29,6 +29,7 @@ from calbench.calibrators.scaling import (
     VectorScaling,
     VectorScalingBias,
 )
+from calbench.calibrators.spline import SplineCalibration
 from calbench.calibrators.structured import StructuredMatrixScaling, StructuredVectorScaling
 from calbench.calibrators.uncalibrated import Uncalibrated
 from calbench.calibrators.venn_abers import VennAbers
@@ -48,6 +49,7 @@ __all__ = [
     "MatrixScalingBias",
     "MatrixScalingODIRCV",
     "PlattScaling",
+    "SplineCalibration",
     "StructuredMatrixScaling",
     "StructuredVectorScaling",
     "TemperatureScaling",
