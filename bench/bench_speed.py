@@ -77,9 +77,16 @@ def bench_ts(repeats):
         pz = torch.as_tensor(softmax(z))
         from probmetrics.distributions import CategoricalProbs
 
-        _, ref = timed(lambda pz=pz, y=y: pc.TemperatureScalingCalibrator().fit_torch(
-            CategoricalProbs(pz), torch.as_tensor(y)), repeats)  # fmt: skip
-        row("ts", f"{n}x{k}", ours, ref, "probmetrics TS")
+        def ref_fit(pz=pz, y=y):
+            return pc.TemperatureScalingCalibrator().fit_torch(CategoricalProbs(pz), torch.as_tensor(y))
+
+        threads = torch.get_num_threads()
+        _, ref = timed(ref_fit, repeats)
+        row("ts", f"{n}x{k}", ours, ref, f"probmetrics TS, {threads} torch threads")
+        torch.set_num_threads(1)
+        _, ref1 = timed(ref_fit, repeats)
+        torch.set_num_threads(threads)
+        row("ts", f"{n}x{k}", ours, ref1, "probmetrics TS, 1 torch thread")
 
 
 def bench_ece(repeats):
