@@ -72,13 +72,17 @@ def bench_ts(repeats):
     pc = probmetrics_calibrators()
     for n, k in [(5000, 10), (5000, 100), (50000, 100), (50000, 1000)]:
         z, y = problem(n, k)
-        get_calibrator("ts", device="cpu").fit(z[:100], y[:100])  # torch start-up outside the timing
+        get_calibrator("ts", device="cpu").fit(
+            z[:100], y[:100]
+        )  # torch start-up outside the timing
         _, ours = timed(lambda z=z, y=y: get_calibrator("ts", device="cpu").fit(z, y), repeats)
         pz = torch.as_tensor(softmax(z))
         from probmetrics.distributions import CategoricalProbs
 
         def ref_fit(pz=pz, y=y):
-            return pc.TemperatureScalingCalibrator().fit_torch(CategoricalProbs(pz), torch.as_tensor(y))
+            return pc.TemperatureScalingCalibrator().fit_torch(
+                CategoricalProbs(pz), torch.as_tensor(y)
+            )
 
         threads = torch.get_num_threads()
         _, ref = timed(ref_fit, repeats)
@@ -100,7 +104,9 @@ def bench_ece(repeats):
     p = softmax(z)
     _, ours = timed(lambda: METRICS["ece"](p, y), repeats)
     pt, yt = torch.as_tensor(p), torch.as_tensor(y)
-    _, ref = timed(lambda: multiclass_calibration_error(pt, yt, num_classes=1000, n_bins=15), repeats)
+    _, ref = timed(
+        lambda: multiclass_calibration_error(pt, yt, num_classes=1000, n_bins=15), repeats
+    )
     _, one = timed(lambda: p.max(axis=1), repeats)
     row("ece", "50000x1000", ours, ref, "torchmetrics")
     row("ece", "50000x1000", ours, one, "one pass: probs.max(axis=1)")
@@ -137,25 +143,43 @@ def bench_new(repeats):
     zt, _ = problem(5000, 100, seed=1)
     pt = softmax(zt)
     refs = {
-        "beta": ("betacal", lambda: [betacal.BetaCalibration("abm").fit(p[:, j], y == j) for j in range(100)]),
-        "venn_abers": ("venn_abers", lambda: venn_abers.VennAbersCalibrator().predict_proba(
-            p_cal=p, y_cal=y, p_test=pt, va_type="one_vs_rest")),  # fmt: skip
+        "beta": (
+            "betacal",
+            lambda: [betacal.BetaCalibration("abm").fit(p[:, j], y == j) for j in range(100)],
+        ),
+        "venn_abers": (
+            "venn_abers",
+            lambda: venn_abers.VennAbersCalibrator().predict_proba(
+                p_cal=p, y_cal=y, p_test=pt, va_type="one_vs_rest"
+            ),
+        ),  # fmt: skip
         "svs": ("probmetrics", lambda: pc.get_calibrator("svs").fit(p, y)),
         "sms": ("probmetrics", lambda: pc.get_calibrator("sms").fit(p, y)),
         "ets": ("none installed", None),
         "cir": ("cir_model not installed", None),
     }
     for name, (ref_name, ref_fn) in refs.items():
-        fit = (lambda name=name: get_calibrator(name).fit(z, y).predict_proba(zt)) if name == "venn_abers" \
+        fit = (
+            (lambda name=name: get_calibrator(name).fit(z, y).predict_proba(zt))
+            if name == "venn_abers"
             else (lambda name=name: get_calibrator(name).fit(z, y))
+        )
         _, ours = timed(fit, repeats)
         ref = timed(ref_fn, 1)[1] if ref_fn else float("nan")
-        row(name, "5000x100", ours, ref, ref_name + (" (fit + predict)" if name == "venn_abers" else ""))
+        row(
+            name,
+            "5000x100",
+            ours,
+            ref,
+            ref_name + (" (fit + predict)" if name == "venn_abers" else ""),
+        )
     # spline: 10 classes of the 100 (one-vs-rest; per-class cost), times scaled by 10
     from calbench.calibrators.spline import fit_spline
 
     _, ours = timed(lambda: [fit_spline(p[:, j], y == j) for j in range(10)], 1)
-    _, ref = timed(lambda: [ml_insights.SplineCalib().fit(p[:, j], (y == j).astype(int)) for j in range(10)], 1)
+    _, ref = timed(
+        lambda: [ml_insights.SplineCalib().fit(p[:, j], (y == j).astype(int)) for j in range(10)], 1
+    )
     row("spline", "5000x100", 10 * ours, 10 * ref, "ml_insights SplineCalib, 10 classes x 10")
 
 

@@ -14,7 +14,9 @@ def _nll(q, t):
 
 def test_map_is_eq3_by_hand():
     # a = 2, b = 1, c = ln 3 at s = 0.5: exp(c) s^a / (1-s)^b = 3 * 0.25 / 0.5 = 1.5 -> 1.5 / 2.5
-    assert apply_beta(np.array([2.0, 1.0, np.log(3.0)]), np.array([0.5]))[0] == pytest.approx(0.6, abs=1e-15)
+    assert apply_beta(np.array([2.0, 1.0, np.log(3.0)]), np.array([0.5]))[0] == pytest.approx(
+        0.6, abs=1e-15
+    )
     # a = b = 1, c = 0 is the identity map
     s = np.array([0.1, 0.3, 0.9])
     np.testing.assert_allclose(apply_beta(np.array([1.0, 1.0, 0.0]), s), s, atol=1e-15)

@@ -16,7 +16,9 @@ def test_known_answer():
     # interpolates 0.21 -> 0.375 between x = 2 and 3.5, so f(3) = 0.21 + 0.165 / 1.5 = 0.32
     px, py = fit_cir(np.array([1.0, 2, 3, 4]), np.array([0.01, 0.21, 0.41, 0.34]))
     np.testing.assert_allclose(px, [1, 2, 3.5, 4])
-    np.testing.assert_allclose(np.interp([1, 2, 3, 4], px, py), [0.01, 0.21, 0.32, 0.375], atol=1e-15)
+    np.testing.assert_allclose(
+        np.interp([1, 2, 3, 4], px, py), [0.01, 0.21, 0.32, 0.375], atol=1e-15
+    )
 
 
 def test_flat_stretches_at_zero_and_one_are_kept():
@@ -55,6 +57,10 @@ def test_equals_the_definition(k, problem):
     p, pt = softmax(z), softmax(zt)
     cols = [1] if k == 2 else range(k)
     f = np.stack([_cir_by_definition(p[:, j], (y == j).astype(float), pt[:, j]) for j in cols], 1)
-    ref = np.concatenate([1 - f, f], 1) if k == 2 else np.maximum(f, 1e-30) / np.maximum(f, 1e-30).sum(1, keepdims=True)
+    ref = (
+        np.concatenate([1 - f, f], 1)
+        if k == 2
+        else np.maximum(f, 1e-30) / np.maximum(f, 1e-30).sum(1, keepdims=True)
+    )
     # same points; the interpolation weights round differently: 1e-12
     np.testing.assert_allclose(cal.predict_proba(zt), ref, atol=1e-12)

@@ -13,11 +13,17 @@ from calbench.functional import softmax
 def test_simplex_qp_known_answers():
     g = np.eye(3)
     # min ||w||^2 - 2 c.w on the simplex: interior point w = c + (1 - sum c)/3
-    np.testing.assert_allclose(simplex_qp(g, np.array([0.5, 0.3, 0.2])), [0.5, 0.3, 0.2], atol=1e-14)
+    np.testing.assert_allclose(
+        simplex_qp(g, np.array([0.5, 0.3, 0.2])), [0.5, 0.3, 0.2], atol=1e-14
+    )
     # the unconstrained optimum (2, 0, 0) projects to the vertex (1, 0, 0)
-    np.testing.assert_allclose(simplex_qp(g, np.array([2.0, 0.0, 0.0])), [1.0, 0.0, 0.0], atol=1e-14)
+    np.testing.assert_allclose(
+        simplex_qp(g, np.array([2.0, 0.0, 0.0])), [1.0, 0.0, 0.0], atol=1e-14
+    )
     # an edge: (0.8, 0.6, -1) -> (0.6, 0.4, 0)
-    np.testing.assert_allclose(simplex_qp(g, np.array([0.8, 0.6, -1.0])), [0.6, 0.4, 0.0], atol=1e-14)
+    np.testing.assert_allclose(
+        simplex_qp(g, np.array([0.8, 0.6, -1.0])), [0.6, 0.4, 0.0], atol=1e-14
+    )
 
 
 def test_uninformative_logits_get_the_uniform_component():

@@ -4,7 +4,12 @@ import numpy as np
 import pytest
 
 from calbench.calibrators import get_calibrator
-from calbench.calibrators.spline import choose_knots, fit_penalised_logistic, ncs_basis, stratified_folds
+from calbench.calibrators.spline import (
+    choose_knots,
+    fit_penalised_logistic,
+    ncs_basis,
+    stratified_folds,
+)
 from calbench.functional import softmax
 
 
@@ -35,7 +40,9 @@ def test_folds_are_stratified_and_balanced():
     f = stratified_folds(y)
     assert set(np.unique(f)) == {0, 1, 2, 3, 4}
     for v in (0, 1):
-        np.testing.assert_array_equal(np.bincount(f[y == v].astype(int)), np.full(5, (y == v).sum() // 5))
+        np.testing.assert_array_equal(
+            np.bincount(f[y == v].astype(int)), np.full(5, (y == v).sum() // 5)
+        )
 
 
 def test_knots_include_the_ends_and_the_fixed_grid():
@@ -60,7 +67,10 @@ def _check_against(ref, p, y, cols):
         # 5e-4 on these problems)
         lam_ref = float(b.best_reg_param)
         exact = fit_penalised_logistic(x, yy, w, lam_ref)
-        ours, theirs = penalised_loss(x, yy, w, lam_ref, exact), penalised_loss(x, yy, w, lam_ref, b.basis_coef_vec)
+        ours, theirs = (
+            penalised_loss(x, yy, w, lam_ref, exact),
+            penalised_loss(x, yy, w, lam_ref, b.basis_coef_vec),
+        )
         assert ours <= theirs + 1e-12
         assert theirs - ours < 5e-4
         same.append(lam == lam_ref)

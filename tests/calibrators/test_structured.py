@@ -42,7 +42,12 @@ def _objective(x, y, w, b, lam_b, lam_d, lam_o):
     d = w - np.eye(w.shape[0])
     ls = log_softmax(x @ w.T + b)
     off = d - np.diag(np.diag(d))
-    return -ls[np.arange(y.size), y].mean() + lam_b * b @ b + lam_d * np.sum(np.diag(d) ** 2) + lam_o * np.sum(off**2)
+    return (
+        -ls[np.arange(y.size), y].mean()
+        + lam_b * b @ b
+        + lam_d * np.sum(np.diag(d) ** 2)
+        + lam_o * np.sum(off**2)
+    )
 
 
 @pytest.mark.parametrize("name", ["svs", "sms"])

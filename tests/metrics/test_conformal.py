@@ -30,7 +30,10 @@ def _brute(p, y, method):
     if method == "lac":
         sc = [1 - p[i, y[i]] for i in cal]
     else:
-        sc = [sum(p[i, j] for j in range(p.shape[1]) if (p[i, j], -j) >= (p[i, y[i]], -y[i])) for i in cal]
+        sc = [
+            sum(p[i, j] for j in range(p.shape[1]) if (p[i, j], -j) >= (p[i, y[i]], -y[i]))
+            for i in cal
+        ]
     r = int(np.ceil((len(cal) + 1) * 0.9))
     q = sorted(sc)[r - 1]
     cover, size = [], []

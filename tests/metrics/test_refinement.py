@@ -7,7 +7,12 @@ import numpy as np
 import pytest
 
 from calbench.functional import softmax
-from calbench.metrics.refinement import calib_err_logloss, loss_split, refinement_brier, refinement_logloss
+from calbench.metrics.refinement import (
+    calib_err_logloss,
+    loss_split,
+    refinement_brier,
+    refinement_logloss,
+)
 
 
 def test_calibrated_uniform_predictions_have_no_calibration_error():
@@ -49,8 +54,12 @@ def test_equals_probmetrics():
     p = softmax(z)
     names = ["calib-err_logloss_ts-mix_all", "refinement_logloss_ts-mix_all",
              "calib-err_brier_ts-mix_all", "refinement_brier_ts-mix_all"]  # fmt: skip
-    ref = Metrics.from_names(names).compute_all_from_labels_probs(torch.as_tensor(y), torch.as_tensor(p))
+    ref = Metrics.from_names(names).compute_all_from_labels_probs(
+        torch.as_tensor(y), torch.as_tensor(p)
+    )
     ours = [*loss_split(p, y, "logloss"), *loss_split(p, y, "brier")]
     # probmetrics bisects the inverse temperature to 3e-8; the losses are flat at the optimum: 1e-8
     np.testing.assert_allclose(ours, [float(ref[n]) for n in names], atol=1e-8)
-    assert refinement_brier(p, y) == pytest.approx(float(ref["refinement_brier_ts-mix_all"]), abs=1e-8)
+    assert refinement_brier(p, y) == pytest.approx(
+        float(ref["refinement_brier_ts-mix_all"]), abs=1e-8
+    )

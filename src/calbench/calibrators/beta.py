@@ -41,7 +41,9 @@ def _sigmoid(x):
     return np.exp(-np.logaddexp(0.0, -x))
 
 
-def fit_logistic(x: np.ndarray, t: np.ndarray, *, max_iter: int = 200, tol: float = 1e-12) -> np.ndarray:
+def fit_logistic(
+    x: np.ndarray, t: np.ndarray, *, max_iter: int = 200, tol: float = 1e-12
+) -> np.ndarray:
     """Maximum-likelihood logistic regression ``P(t=1) = sigmoid(x @ w)`` by Newton's method with
     backtracking (``x`` (N, d) includes the intercept column).  Starts from ``w = 0``."""
     n, d = x.shape
@@ -140,7 +142,9 @@ class BetaCalibration(Calibrator):
             q = apply_beta(self.coef_[0], p[:, 1])
             out = np.stack([1.0 - q, q], axis=1)
         else:
-            out = renormalise_rows(np.stack([apply_beta(c, p[:, j]) for j, c in enumerate(self.coef_)], axis=1))
+            out = renormalise_rows(
+                np.stack([apply_beta(c, p[:, j]) for j, c in enumerate(self.coef_)], axis=1)
+            )
         return out.astype(np.float32) if self._params["precision"] == "float32" else out
 
     def _get_state(self) -> dict[str, Any]:

@@ -112,7 +112,9 @@ class EnsembleTemperatureScaling(Calibrator):
     name = "ets"
     state_schema = {
         "temperature": Field(low=T_BOUNDS[0], high=T_BOUNDS[1]),
-        "weights": Field(shape=(3,), low=0.0, high=1.0, note="weights of TS, uncalibrated, uniform"),
+        "weights": Field(
+            shape=(3,), low=0.0, high=1.0, note="weights of TS, uncalibrated, uniform"
+        ),
     }
 
     @classmethod

@@ -75,7 +75,9 @@ def choose_knots(scores: np.ndarray) -> np.ndarray:
     """Knots on the probability scale (module docstring)."""
     u = np.unique(scores)
     if u.size < 3:
-        raise ValueError(f"spline calibration needs at least 3 distinct scores per class, got {u.size}")
+        raise ValueError(
+            f"spline calibration needs at least 3 distinct scores per class, got {u.size}"
+        )
     if u.size > KNOT_SAMPLE:
         inner = u[1:-1].tolist()
         random.Random(SEED).shuffle(inner)
@@ -121,7 +123,10 @@ def fit_penalised_logistic(x, y, w, lam, beta0=None, tol=1e-10, max_iter=100) ->
 
     def loss(b):
         f = x @ b
-        return float(np.sum(w * (y * np.logaddexp(0, -f) + (1 - y) * np.logaddexp(0, f))) / n + lam * b @ b / p)
+        return float(
+            np.sum(w * (y * np.logaddexp(0, -f) + (1 - y) * np.logaddexp(0, f))) / n
+            + lam * b @ b / p
+        )
 
     cur = loss(beta)
     for _ in range(max_iter):
@@ -213,7 +218,9 @@ class SplineCalibration(Calibrator):
         if len(state["coef"]) != n:
             return f"knots has {n} entries but coef {len(state['coef'])}"
         if off.size != problems + 1 or off[0] != 0 or off[-1] != n or np.any(np.diff(off) < 3):
-            return f"offsets must hold {problems + 1} values rising from 0 to len(knots) = {n} by >= 3"
+            return (
+                f"offsets must hold {problems + 1} values rising from 0 to len(knots) = {n} by >= 3"
+            )
         if len(state["eps"]) != problems:
             return f"eps must hold {problems} values"
         return None
@@ -244,11 +251,20 @@ class SplineCalibration(Calibrator):
         o = self.offsets_
         f = np.stack([apply_spline(self.knots_[o[q] : o[q + 1]], self.coef_[o[q] : o[q + 1]], self.eps_[q], p[:, j])
                       for q, j in enumerate(cols)], axis=1)  # fmt: skip
-        out = np.concatenate([1.0 - f, f], axis=1) if p.shape[1] == 2 else f / f.sum(axis=1, keepdims=True)
+        out = (
+            np.concatenate([1.0 - f, f], axis=1)
+            if p.shape[1] == 2
+            else f / f.sum(axis=1, keepdims=True)
+        )
         return out.astype(np.float32) if self._params["precision"] == "float32" else out
 
     def _get_state(self) -> dict[str, Any]:
-        return {"knots": self.knots_, "coef": self.coef_, "offsets": self.offsets_, "eps": self.eps_}
+        return {
+            "knots": self.knots_,
+            "coef": self.coef_,
+            "offsets": self.offsets_,
+            "eps": self.eps_,
+        }
 
     def _set_state(self, state: dict[str, Any]) -> None:
         self.knots_ = np.asarray(state["knots"], dtype=np.float64)

@@ -140,7 +140,9 @@ def _ce_and_residual(s: np.ndarray, labels: np.ndarray) -> tuple[float, np.ndarr
     return loss, s
 
 
-def fit_svs(x: np.ndarray, labels: np.ndarray, lam_b: float, lam_d: float) -> tuple[np.ndarray, np.ndarray]:
+def fit_svs(
+    x: np.ndarray, labels: np.ndarray, lam_b: float, lam_d: float
+) -> tuple[np.ndarray, np.ndarray]:
     """Minimise ``mean CE(x (1 + d) + b) + lam_b ||b||^2 + lam_d ||d||^2``; returns ``(1 + d, b)``."""
     k = x.shape[1]
 
@@ -148,7 +150,9 @@ def fit_svs(x: np.ndarray, labels: np.ndarray, lam_b: float, lam_d: float) -> tu
         d, b = theta[:k], theta[k:]
         loss, g = _ce_and_residual(x * (1.0 + d) + b, labels)
         loss += lam_b * b @ b + lam_d * d @ d
-        grad = np.concatenate([np.einsum("ij,ij->j", g, x) + 2 * lam_d * d, g.sum(0) + 2 * lam_b * b])
+        grad = np.concatenate(
+            [np.einsum("ij,ij->j", g, x) + 2 * lam_d * d, g.sum(0) + 2 * lam_b * b]
+        )
         return loss, grad
 
     theta = _minimise(fun_grad, np.zeros(2 * k))
@@ -179,7 +183,12 @@ def fit_sms(
 
 
 def _check_positive(name: str, value) -> float:
-    if isinstance(value, bool) or not isinstance(value, int | float) or not np.isfinite(value) or value < 0:
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, int | float)
+        or not np.isfinite(value)
+        or value < 0
+    ):
         raise ValueError(f"{name} must be a finite number >= 0, got {value!r}")
     return float(value)
 
@@ -227,7 +236,11 @@ class _Structured(Calibrator):
 
     def _out(self, s: np.ndarray) -> np.ndarray:
         p = softmax(s, axis=1)
-        return p.astype(np.float32) / p.astype(np.float32).sum(1, keepdims=True) if self._params["precision"] == "float32" else p
+        return (
+            p.astype(np.float32) / p.astype(np.float32).sum(1, keepdims=True)
+            if self._params["precision"] == "float32"
+            else p
+        )
 
 
 @register

@@ -86,7 +86,9 @@ def _pooled_value(cw: float, cy: float, p: int, s: int, nw, ny, link) -> float:
             return cy / cw
 
 
-def venn_abers_table(scores: np.ndarray, targets: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def venn_abers_table(
+    scores: np.ndarray, targets: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """``(c, p0, p1)``: distinct calibration scores ``c`` (m,) and the IVAP values ``p0``, ``p1``
     (m + 1,) for a test score at each position among them (module docstring)."""
     order = np.argsort(scores, kind="stable")
@@ -161,7 +163,11 @@ class VennAbers(Calibrator):
             p0s.append(p0)
             p1s.append(p1)
             off.append(off[-1] + c.size)
-        self.scores_, self.p0_, self.p1_ = np.concatenate(cs), np.concatenate(p0s), np.concatenate(p1s)
+        self.scores_, self.p0_, self.p1_ = (
+            np.concatenate(cs),
+            np.concatenate(p0s),
+            np.concatenate(p1s),
+        )
         self.offsets_ = np.asarray(off, dtype=np.int64)
 
     def predict_interval(self, logits) -> tuple[np.ndarray, np.ndarray]:
@@ -184,7 +190,9 @@ class VennAbers(Calibrator):
 
         z = check_logits(logits)
         if z.shape[1] != self.n_classes_:
-            raise ValueError(f"logits have {z.shape[1]} classes but the calibrator was fitted on {self.n_classes_}")
+            raise ValueError(
+                f"logits have {z.shape[1]} classes but the calibrator was fitted on {self.n_classes_}"
+            )
         return z
 
     def _predict_proba(self, logits: np.ndarray) -> np.ndarray:
