@@ -12,6 +12,7 @@ from calbench.calibrators import REGISTRY, get_calibrator, load_calibrator, save
 ALL = [
     "uncalibrated", "ts", "vs", "vs_b", "ms_b", "ts_sbece",
     "hist", "iso", "bbq", "platt", "dirichlet", "dir_odir_cv", "ms_odir_cv", "dir_l2_cv",
+    "beta", "venn_abers", "ets", "cir", "svs", "sms", "spline",
 ]  # fmt: skip
 
 

@@ -1,0 +1,75 @@
+"""Calibration / refinement split of log-loss and Brier score (pure functions).
+
+Berta, Holzmüller, Jordan & Bach 2025 (arXiv:2501.19195, "Rethinking early stopping: refine,
+then calibrate"), sec. 3, eq. (4): a proper loss splits into a refinement error, the loss left
+after the best recalibration, and a calibration error, the rest::
+
+    refinement = L(g*(p), y),     calibration error = L(p, y) - refinement,
+
+with ``g*`` estimated, as ``probmetrics`` reports it ("refinement_<loss>_ts-mix_all",
+"calib-err_<loss>_ts-mix_all"), by temperature scaling with a uniform mixture fitted on the
+evaluated set itself: ``l = max(log p, log tiny32)``, ``a* = argmin_a NLL(softmax(a l))``,
+``g*(p) = (1 - e) softmax(a* l) + e / K`` with ``e = 1 / (n + 1)``.  Log-loss is computed on the
+same clipped log-probabilities (``-log softmax(l)_y``), Brier as ``sum_j (q_j - 1[y = j])^2``
+averaged over samples.  ``a*`` is the exact minimiser (probmetrics bisects on ``log a`` within
+3e-8 of it), see :mod:`calbench.calibrators.structured`.
+
+Facts for the registry: ``calib_err_logloss`` / ``calib_err_brier`` (labels "Cal. err. (NLL)",
+"Cal. err. (Brier)") and ``refinement_logloss`` / ``refinement_brier`` ("Refinement (NLL)",
+"Refinement (Brier)"), scale 1, 4 decimals, lower is better, bootstrap intervals by refitting on
+each resample (the function is not a per-sample mean), reference ``probmetrics``.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from calbench._checks import check_probs_labels
+from calbench.functional import log_softmax
+
+LOSSES = ("logloss", "brier")
+
+
+def _loss(q_log: np.ndarray, y: np.ndarray, loss: str) -> float:
+    ls = log_softmax(q_log, axis=1)
+    if loss == "logloss":
+        return float(-np.mean(ls[np.arange(y.size), y]))
+    q = np.exp(ls)
+    q[np.arange(y.size), y] -= 1.0
+    return float(np.mean(np.einsum("ij,ij->i", q, q)))
+
+
+def loss_split(probs, labels, loss: str = "logloss") -> tuple[float, float]:
+    """``(calibration error, refinement)`` of ``loss`` ("logloss" or "brier") for ``probs``."""
+    from calbench._checks import check_choice
+    from calbench.calibrators.structured import LOG_TINY32, fit_inverse_temperature, ts_mix_probs
+
+    check_choice(loss, "loss", LOSSES)
+    p, y = check_probs_labels(probs, labels)
+    with np.errstate(divide="ignore"):
+        lp = np.maximum(np.log(np.asarray(p, dtype=np.float64)), LOG_TINY32)
+    a = fit_inverse_temperature(lp, y)
+    q = ts_mix_probs(lp, a, 1.0 / (y.size + 1))
+    with np.errstate(divide="ignore"):
+        ref = _loss(np.maximum(np.log(q), LOG_TINY32), y, loss)
+    return _loss(lp, y, loss) - ref, ref
+
+
+def calib_err_logloss(probs, labels) -> float:
+    """Log-loss minus log-loss after TS-mix recalibration (module docstring)."""
+    return loss_split(probs, labels, "logloss")[0]
+
+
+def refinement_logloss(probs, labels) -> float:
+    """Log-loss after TS-mix recalibration on the evaluated set (module docstring)."""
+    return loss_split(probs, labels, "logloss")[1]
+
+
+def calib_err_brier(probs, labels) -> float:
+    """Brier score minus Brier score after TS-mix recalibration (module docstring)."""
+    return loss_split(probs, labels, "brier")[0]
+
+
+def refinement_brier(probs, labels) -> float:
+    """Brier score after TS-mix recalibration on the evaluated set (module docstring)."""
+    return loss_split(probs, labels, "brier")[1]
