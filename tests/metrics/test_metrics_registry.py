@@ -27,6 +27,16 @@ NAMES = [
     "cwece_kull",
     "brier_kull",
     "nll_kull",
+    "calib_err_logloss",
+    "refinement_logloss",
+    "calib_err_brier",
+    "refinement_brier",
+    "aurc",
+    "acc_at_90",
+    "lac_size",
+    "aps_size",
+    "lac_coverage",
+    "aps_coverage",
 ]
 
 PUBLIC = [

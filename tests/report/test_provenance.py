@@ -143,20 +143,44 @@ def test_missing_files_named_in_run_info(tmp_path):
 
 
 def test_every_calibrator_and_metric_has_a_reference():
+    """The registries are the one place: every calibrator class and metric entry carries its
+    reference, and every author-year it cites is in the bibliography (a new calibrator or
+    metric without one, or citing an unlisted work, fails here)."""
+    import re
+
     pytest.importorskip("torch")
     from calbench.calibrators import REGISTRY
     from calbench.metrics import METRICS
 
-    assert set(B.CALIBRATOR_REFERENCES) == set(REGISTRY)
-    assert set(B.METRIC_REFERENCES) == set(METRICS)
-    cited = [k for refs in B.CALIBRATOR_REFERENCES.values() for k in refs]
-    cited += [k for refs in B.METRIC_REFERENCES.values() for k in refs] + list(B.TEXT_CITATIONS)
+    cal, met = B.calibrator_references(), B.metric_references()
+    assert set(cal) == set(REGISTRY) and set(met) == set(METRICS)
+    for name, cls in REGISTRY.items():
+        assert name == "uncalibrated" or cal[name], f"calibrator {name} cites no listed work"
+    for name, m in METRICS.items():
+        years = re.findall(r"(?<!\d)(1[89]\d\d|20\d\d)(?!\d)", m.reference)
+        assert len(met[name]) >= len(set(years)) > 0 or name == "accuracy", (name, m.reference)
+    cited = [k for refs in cal.values() for k in refs]
+    cited += [k for refs in met.values() for k in refs] + list(B.TEXT_CITATIONS)
     cited += [k for refs in B.SECTION_CITATIONS.values() for k in refs]
     assert set(cited) <= set(B.REFERENCES)
     # the methods the brief names: histogram binning, isotonic, soft-binned ECE objectives
-    assert B.CALIBRATOR_REFERENCES["hist"] == ("Zadrozny & Elkan 2001",)
-    assert B.CALIBRATOR_REFERENCES["iso"] == ("Zadrozny & Elkan 2002",)
-    assert B.CALIBRATOR_REFERENCES["ts_sbece"] == ("Karandikar et al. 2021",)
+    assert cal["hist"] == ("Zadrozny & Elkan 2001",)
+    assert cal["iso"] == ("Zadrozny & Elkan 2002",)
+    assert cal["ts_sbece"] == ("Karandikar et al. 2021",)
+    assert met["ece"] == ("Naeini et al. 2015", "Guo et al. 2017")
+
+
+def test_cited_keys_known_answers():
+    assert B.cited_keys("Naeini, Cooper & Hauskrecht 2015; Guo et al. 2017, eq. 3") == (
+        "Naeini et al. 2015",
+        "Guo et al. 2017",
+    )
+    assert B.cited_keys("Brier 1950 divided by K, as Kull et al. 2019 report it") == (
+        "Brier 1950",
+        "Kull et al. 2019",
+    )
+    assert B.cited_keys("Kull et al. 2017") == ("Kull et al. 2017",)  # not the 2019 paper
+    assert B.cited_keys("") == ()
 
 
 def test_bibliography_of_a_report():

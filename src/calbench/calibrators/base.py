@@ -155,6 +155,9 @@ class Calibrator:
     """Common interface of all calibrators (see module docstring)."""
 
     name: ClassVar[str] = ""
+    #: the paper (authors and year, section or equation) the calibrator implements; the report's
+    #: bibliography reads it (calbench.report.references.cited_keys); empty only for softmax
+    reference: ClassVar[str] = ""
     #: Fitted-state entries (see :class:`Field`). Every calibrator of calbench declares one (a
     #: contract test checks); ``None`` (undeclared) loads a state without checking it.
     state_schema: ClassVar[dict[str, Field] | None] = None

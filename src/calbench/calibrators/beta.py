@@ -112,6 +112,7 @@ class BetaCalibration(Calibrator):
     """
 
     name = "beta"
+    reference = "Kull, Silva Filho & Flach 2017, eq. 3 (beta calibration)"
     state_schema = {"coef": Field(shape=(None, 3))}
 
     @classmethod

@@ -169,6 +169,7 @@ class HistogramBinning(Calibrator):
     """
 
     name = "hist"
+    reference = "Zadrozny & Elkan 2001 (histogram binning)"
 
     state_schema = {"theta": Field(shape=("K", None), low=0.0, high=1.0, note="bin frequencies")}
 
@@ -282,6 +283,7 @@ class BBQ(Calibrator):
     """
 
     name = "bbq"
+    reference = "Naeini, Cooper & Hauskrecht 2015 (Bayesian binning into quantiles)"
 
     state_schema = {
         "breaks": Field(ragged=True, low=0.0, high=1.0, note="per-class bin edges"),

@@ -75,6 +75,7 @@ class CenteredIsotonic(Calibrator):
     """
 
     name = "cir"
+    reference = "Oron & Flournoy 2017 (centered isotonic regression)"
     state_schema = {
         "knots_x": Field(shape=(None,), low=0.0, high=1.0),
         "knots_y": Field(shape=(None,), low=0.0, high=1.0),

@@ -46,6 +46,7 @@ class DirichletCalibration(MatrixScalingBias):
     """Dirichlet calibration (Kull et al. 2019): ``softmax(log_softmax(z) @ W + b)`` with ODIR."""
 
     name = "dirichlet"
+    reference = "Kull et al. 2019 (Dirichlet calibration, ODIR)"
     kind = "ms_b"
 
     def __init__(

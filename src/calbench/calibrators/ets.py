@@ -110,6 +110,7 @@ class EnsembleTemperatureScaling(Calibrator):
     """Ensemble temperature scaling (Zhang, Kailkhura & Han 2020, eq. 8)."""
 
     name = "ets"
+    reference = "Zhang, Kailkhura & Han 2020 (ensemble temperature scaling)"
     state_schema = {
         "temperature": Field(low=T_BOUNDS[0], high=T_BOUNDS[1]),
         "weights": Field(

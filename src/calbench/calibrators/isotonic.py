@@ -266,6 +266,7 @@ class IsotonicCalibration(Calibrator):
     """
 
     name = "iso"
+    reference = "Zadrozny & Elkan 2002 (isotonic regression, one-vs-rest)"
 
     state_schema = {
         "knots_x": Field(shape=(None,), low=0.0, high=1.0),

@@ -236,6 +236,7 @@ class DirichletODIRCV(_ODIRCrossValidated):
     """Dir-ODIR with (lambda, mu) by 5-fold CV and fold-averaged predictions (Kull et al. 2019)."""
 
     name = "dir_odir_cv"
+    reference = "Kull et al. 2019 (Dir-ODIR, their cross-validation protocol)"
 
     def _features(self, logits: np.ndarray) -> np.ndarray:
         return kull_log_probs(logits)
@@ -246,6 +247,7 @@ class MatrixScalingODIRCV(_ODIRCrossValidated):
     """MS-ODIR with (lambda, mu) by 5-fold CV and fold-averaged predictions (Kull et al. 2019)."""
 
     name = "ms_odir_cv"
+    reference = "Kull et al. 2019 (MS-ODIR, their cross-validation protocol)"
 
 
 @register
@@ -259,6 +261,7 @@ class DirichletL2CV(_ODIRCrossValidated):
     """
 
     name = "dir_l2_cv"
+    reference = "Kull et al. 2019 (Dir-L2, their cross-validation protocol)"
 
     def __init__(
         self,

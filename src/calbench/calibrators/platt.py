@@ -84,6 +84,7 @@ class PlattScaling(Calibrator):
     """Platt scaling of the binary logit difference ``z_1 - z_0`` (Platt 1999, eq. 1)."""
 
     name = "platt"
+    reference = "Platt 1999 (Platt scaling)"
 
     state_schema = {"coef": Field(), "intercept": Field()}
 

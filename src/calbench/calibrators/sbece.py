@@ -46,6 +46,7 @@ class TemperatureScalingSBECE(Calibrator):
     """TS-SB-ECE (Karandikar et al. 2021): temperature minimising soft-binned ECE."""
 
     name = "ts_sbece"
+    reference = "Karandikar et al. 2021 (temperature fitted to soft-binned ECE)"
     state_schema = {
         "temperature": Field(low=0.0, low_open=True),
         "nll_temperature": Field(low=0.0, low_open=True),

@@ -323,6 +323,7 @@ class TemperatureScaling(_LogitScaling):
     """Temperature scaling (Guo et al. 2017, sec. 4.2): ``softmax(z * a)``, ``T = 1 / a``."""
 
     name = "ts"
+    reference = "Guo et al. 2017, sec. 4.2 (temperature scaling)"
     kind = "ts"
 
     def _fit(self, logits: np.ndarray, labels: np.ndarray) -> None:
@@ -351,6 +352,7 @@ class VectorScaling(_LogitScaling):
     """Vector scaling without bias (study's "V-scaling"): ``softmax(z * v)``."""
 
     name = "vs"
+    reference = "Guo et al. 2017, sec. 4.2 (vector scaling)"
     kind = "vs"
 
 
@@ -359,6 +361,7 @@ class VectorScalingBias(_LogitScaling):
     """Vector scaling with per-class bias (study's "V-scaling-b", Guo 2017): ``softmax(z*v + b)``."""
 
     name = "vs_b"
+    reference = "Guo et al. 2017, sec. 4.2 (vector scaling with bias)"
     kind = "vs_b"
 
 
@@ -370,6 +373,9 @@ class MatrixScalingBias(_LogitScaling):
     """
 
     name = "ms_b"
+    reference = (
+        "Guo et al. 2017, sec. 4.2 (matrix scaling); Kull et al. 2019 (its ODIR regulariser)"
+    )
     kind = "ms_b"
 
     def __init__(self, *, odir: tuple[float, float] | None = None, **kwargs: Any) -> None:

@@ -204,6 +204,7 @@ class SplineCalibration(Calibrator):
     """
 
     name = "spline"
+    reference = "Lucena 2018 (spline calibration)"
     state_schema = {
         "knots": Field(shape=(None,)),
         "coef": Field(shape=(None,)),

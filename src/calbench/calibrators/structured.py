@@ -249,6 +249,7 @@ class StructuredVectorScaling(_Structured):
     TS-mix, then ``softmax(x * v + b)`` with ridge penalties on ``v - 1`` and ``b``."""
 
     name = "svs"
+    reference = "Berta, Holzmueller, Jordan & Bach 2025 (structured vector scaling)"
     state_schema = {
         "a": Field(low=0.0, low_open=True, note="inverse temperature of the TS-mix step"),
         "mix": Field(low=0.0, high=1.0, note="uniform mixture weight 1/(n+1)"),
@@ -277,6 +278,7 @@ class StructuredMatrixScaling(_Structured):
     of ``W`` and ``b``."""
 
     name = "sms"
+    reference = "Berta, Holzmueller, Jordan & Bach 2025 (structured matrix scaling)"
     state_schema = {
         "a": Field(low=0.0, low_open=True, note="inverse temperature of the TS-mix step"),
         "mix": Field(low=0.0, high=1.0, note="uniform mixture weight 1/(n+1)"),

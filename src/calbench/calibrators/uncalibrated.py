@@ -19,6 +19,7 @@ class Uncalibrated(Calibrator):
     """
 
     name = "uncalibrated"
+    reference = ""
     state_schema: dict = {}
 
     def __init__(self, *, precision: str = "float64") -> None:

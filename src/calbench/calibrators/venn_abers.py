@@ -127,6 +127,7 @@ class VennAbers(Calibrator):
     """
 
     name = "venn_abers"
+    reference = "Vovk & Petej 2014 (inductive Venn-Abers, one-vs-all)"
     state_schema = {
         "scores": Field(shape=(None,), low=0.0, high=1.0),
         "p0": Field(shape=(None,), low=0.0, high=1.0),

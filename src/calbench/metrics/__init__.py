@@ -404,6 +404,131 @@ _UNVERIFIED = (
 _ERROR = {"higher_is_better": False, "paired_test": "sign_flip"}
 _SCORE_MEAN = {"higher_is_better": False, "paired_test": "paired_t", "interval": "percentile"}
 
+
+def _plain(fn):
+    """``core`` of a metric computed by a function of validated ``(probs, labels)``."""
+
+    def core(p, y, dtype=None):
+        return float(fn(p, y))
+
+    return core
+
+
+def _plain_metrics() -> list[Metric]:
+    """Metrics that are functions of the whole evaluated set (no per-sample decomposition):
+    the calibration / refinement split of log-loss and Brier score (Berta et al. 2025),
+    selective prediction (Geifman & El-Yaniv 2017) and split-conformal sets (Sadinle et al.
+    2019; Romano et al. 2020). None has a verified interval; compared by the sign-flip test."""
+    from calbench.metrics import conformal, refinement, selective
+
+    unverified = {"interval": None, "no_interval_reason": _UNVERIFIED, "paired_test": "sign_flip"}
+    split = "Berta, Holzmueller, Jordan & Bach 2025, eq. 4 (TS-mix refit, as probmetrics)"
+    return [
+        Metric(
+            "calib_err_logloss",
+            _plain(refinement.calib_err_logloss),
+            display="Calibration error of NLL",
+            scale=1.0,
+            decimals=4,
+            higher_is_better=False,
+            reference=split,
+            **unverified,
+        ),
+        Metric(
+            "refinement_logloss",
+            _plain(refinement.refinement_logloss),
+            display="Refinement error of NLL",
+            scale=1.0,
+            decimals=4,
+            higher_is_better=False,
+            reference=split,
+            **unverified,
+        ),
+        Metric(
+            "calib_err_brier",
+            _plain(refinement.calib_err_brier),
+            display="Calibration error of Brier",
+            scale=1.0,
+            decimals=4,
+            higher_is_better=False,
+            reference=split,
+            **unverified,
+        ),
+        Metric(
+            "refinement_brier",
+            _plain(refinement.refinement_brier),
+            display="Refinement error of Brier",
+            scale=1.0,
+            decimals=4,
+            higher_is_better=False,
+            reference=split,
+            **unverified,
+        ),
+        Metric(
+            "aurc",
+            _plain(selective.aurc),
+            display="AURC",
+            scale=1.0,
+            decimals=4,
+            higher_is_better=False,
+            reference="Geifman & El-Yaniv 2017, sec. 2 (area under the risk-coverage curve)",
+            **unverified,
+        ),
+        Metric(
+            "acc_at_90",
+            _plain(selective.acc_at_90),
+            display="Accuracy at 90% coverage, %",
+            scale=100.0,
+            decimals=2,
+            higher_is_better=True,
+            reference="Geifman & El-Yaniv 2017, sec. 2 (selective accuracy)",
+            **unverified,
+        ),
+        Metric(
+            "lac_size",
+            _plain(conformal.lac_size),
+            display="LAC set size (90% coverage)",
+            scale=1.0,
+            decimals=3,
+            higher_is_better=False,
+            reference="Sadinle, Lei & Wasserman 2019 (LAC sets, split-conformal)",
+            **unverified,
+        ),
+        Metric(
+            "aps_size",
+            _plain(conformal.aps_size),
+            display="APS set size (90% coverage)",
+            scale=1.0,
+            decimals=3,
+            higher_is_better=False,
+            reference="Romano, Sesia & Candes 2020 (APS sets, split-conformal)",
+            **unverified,
+        ),
+        # coverage is a check (near 0.9 by construction), not a score: ranked by closeness to
+        # nothing; higher_is_better only orders the column
+        Metric(
+            "lac_coverage",
+            _plain(conformal.lac_coverage),
+            display="LAC coverage, %",
+            scale=100.0,
+            decimals=2,
+            higher_is_better=True,
+            reference="Sadinle, Lei & Wasserman 2019 (empirical coverage)",
+            **unverified,
+        ),
+        Metric(
+            "aps_coverage",
+            _plain(conformal.aps_coverage),
+            display="APS coverage, %",
+            scale=100.0,
+            decimals=2,
+            higher_is_better=True,
+            reference="Romano, Sesia & Candes 2020 (empirical coverage)",
+            **unverified,
+        ),
+    ]
+
+
 METRICS: dict[str, Metric] = {
     m.name: m
     for m in [
@@ -655,6 +780,9 @@ METRICS: dict[str, Metric] = {
             reference="negative log-likelihood as Kull et al. 2019 report it",
             **_SCORE_MEAN,
         ),
+        # calibration / refinement split, selective prediction, conformal sets
+        # (calbench.metrics.refinement, .selective, .conformal)
+        *_plain_metrics(),
     ]
 }
 

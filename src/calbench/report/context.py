@@ -97,31 +97,6 @@ def build_tables(rows: Sequence[Mapping], spec: Mapping) -> dict:
 
 
 #: The works the report cites (author-year keys in the text); no URLs, the report fetches nothing.
-BIBLIOGRAPHY = {
-    "Davison & Hinkley 1997": "A. C. Davison, D. V. Hinkley. Bootstrap Methods and their "
-    "Application. Cambridge University Press, 1997.",
-    "Demšar 2006": "J. Demšar. Statistical comparisons of classifiers over multiple data sets. "
-    "Journal of Machine Learning Research 7, 2006.",
-    "Guo et al. 2017": "C. Guo, G. Pleiss, Y. Sun, K. Q. Weinberger. On calibration of modern "
-    "neural networks. ICML 2017.",
-    "Holm 1979": "S. Holm. A simple sequentially rejective multiple test procedure. Scandinavian "
-    "Journal of Statistics 6, 1979.",
-    "Kull et al. 2019": "M. Kull, M. Perello-Nieto, M. Kängsepp, T. Silva Filho, H. Song, "
-    "P. Flach. Beyond temperature scaling: obtaining well-calibrated multiclass probabilities "
-    "with Dirichlet calibration. NeurIPS 2019.",
-    "Kumar et al. 2019": "A. Kumar, P. Liang, T. Ma. Verified uncertainty calibration. "
-    "NeurIPS 2019.",
-    "McNemar 1947": "Q. McNemar. Note on the sampling error of the difference between correlated "
-    "proportions or percentages. Psychometrika 12, 1947.",
-    "Naeini et al. 2015": "M. P. Naeini, G. F. Cooper, M. Hauskrecht. Obtaining well calibrated "
-    "probabilities using Bayesian binning. AAAI 2015.",
-    "Phipson & Smyth 2010": "B. Phipson, G. K. Smyth. Permutation p-values should never be "
-    "zero. Statistical Applications in Genetics and Molecular Biology 9, 2010.",
-    "Roelofs et al. 2022": "R. Roelofs, N. Cain, J. Shlens, M. C. Mozer. Mitigating bias in "
-    "calibration error estimation. AISTATS 2022.",
-    "Vasilev 2021": "Post-hoc calibration of neural networks: the protocol this workflow "
-    "reproduces (coursework, Moscow State University, 2021).",
-}
 
 
 def _rank_summaries(rows, tables, spec, model_order, method_order) -> tuple[list, list]:
@@ -242,7 +217,7 @@ def build_context(
         "findings": found,
         "n_outside": n_outside,
         "provenance": {**provenance, **provenance_view(provenance)},
-        "bibliography": BIBLIOGRAPHY,
+        "bibliography": {},  # filled by calbench.report.render.build_context
     }
     ctx["toc"] = _toc(ctx, tables, cl)
     ctx.update(

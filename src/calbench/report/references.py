@@ -1,10 +1,10 @@
 """The report's bibliography, in one place: every work the report cites, the works its fixed
 text cites, and the source of every calibrator and metric.
 
-:data:`CALIBRATOR_REFERENCES` (keyed by the names of :data:`calbench.calibrators.REGISTRY`) and
-:data:`METRIC_REFERENCES` (keyed by the names of :data:`calbench.metrics.METRICS`) name the works
-a method comes from; a test checks that every registered calibrator and metric has an entry, so
-a new one without a reference is caught. :func:`bibliography` gives the works one report cites:
+A calibrator's or metric's works are read from its own registry entry (the calibrator class's
+``reference``, the metric's ``Metric.reference``) by :func:`cited_keys`; a test checks that every
+registered calibrator and metric cites works listed here, so a new one without a reference, or
+citing a work missing from :data:`REFERENCES`, is caught. :func:`bibliography` gives the works one report cites:
 those of its text (:data:`TEXT_CITATIONS`) and those of the calibrators and metrics it shows.
 No URLs: the report fetches nothing.
 """
@@ -36,6 +36,33 @@ REFERENCES = {
     "with Dirichlet calibration. NeurIPS 2019.",
     "Kumar et al. 2019": "A. Kumar, P. Liang, T. Ma. Verified uncertainty calibration. "
     "NeurIPS 2019.",
+    "McNemar 1947": "Q. McNemar. Note on the sampling error of the difference between correlated "
+    "proportions or percentages. Psychometrika 12, 1947.",
+    "Phipson & Smyth 2010": "B. Phipson, G. K. Smyth. Permutation p-values should never be zero: "
+    "calculating exact p-values when permutations are randomly drawn. Statistical Applications "
+    "in Genetics and Molecular Biology 9(1), 2010.",
+    "Kull et al. 2017": "M. Kull, T. Silva Filho, P. Flach. Beta calibration: a well-founded and "
+    "easily implemented improvement on logistic calibration for binary classifiers. AISTATS 2017.",
+    "Vovk & Petej 2014": "V. Vovk, I. Petej. Venn-Abers predictors. UAI 2014.",
+    "Zhang et al. 2020": "J. Zhang, B. Kailkhura, T. Y.-J. Han. Mix-n-Match: ensemble and "
+    "compositional methods for uncertainty calibration in deep learning. ICML 2020.",
+    "Oron & Flournoy 2017": "A. P. Oron, N. Flournoy. Centered isotonic regression: point and "
+    "interval estimation for dose-response studies. Statistics in Biopharmaceutical Research "
+    "9(3), 2017.",
+    "Berta et al. 2025": "E. Berta, D. Holzmüller, M. I. Jordan, F. Bach. Rethinking early "
+    "stopping: refine, then calibrate. arXiv:2501.19195, 2025.",
+    "Lucena 2018": "B. Lucena. Spline-based probability calibration. arXiv:1809.07751, 2018.",
+    "Geifman & El-Yaniv 2017": "Y. Geifman, R. El-Yaniv. Selective classification for deep neural "
+    "networks. NeurIPS 2017.",
+    "Sadinle et al. 2019": "M. Sadinle, J. Lei, L. Wasserman. Least ambiguous set-valued "
+    "classifiers with bounded error levels. Journal of the American Statistical Association "
+    "114(525), 2019.",
+    "Romano et al. 2020": "Y. Romano, M. Sesia, E. J. Candès. Classification with valid and "
+    "adaptive coverage. NeurIPS 2020.",
+    "Blasiok & Nakkiran 2023": "J. Błasiok, P. Nakkiran. Smooth ECE: principled reliability "
+    "diagrams via kernel smoothing. arXiv:2309.12236, 2023.",
+    "Bröcker & Smith 2007": "J. Bröcker, L. A. Smith. Increasing the reliability of reliability "
+    "diagrams. Weather and Forecasting 22(3), 2007.",
     "Naeini et al. 2015": "M. P. Naeini, G. F. Cooper, M. Hauskrecht. Obtaining well calibrated "
     "probabilities using Bayesian binning. AAAI 2015.",
     "Nixon et al. 2019": "J. Nixon, M. W. Dusenberry, L. Zhang, G. Jerfel, D. Tran. Measuring "
@@ -66,47 +93,38 @@ TEXT_CITATIONS = (
     "Vasilev 2021",
 )
 
-#: Calibrator registry name -> the works it comes from (empty: no method to cite).
-CALIBRATOR_REFERENCES: dict[str, tuple[str, ...]] = {
-    "uncalibrated": (),  # the softmax of the logits
-    "ts": ("Guo et al. 2017",),
-    "vs": ("Guo et al. 2017",),
-    "vs_b": ("Guo et al. 2017",),
-    "ms_b": ("Guo et al. 2017", "Kull et al. 2019"),
-    "ts_sbece": ("Karandikar et al. 2021",),
-    "hist": ("Zadrozny & Elkan 2001",),
-    "iso": ("Zadrozny & Elkan 2002",),
-    "bbq": ("Naeini et al. 2015",),
-    "platt": ("Platt 1999",),
-    "dirichlet": ("Kull et al. 2019",),
-    "dir_odir_cv": ("Kull et al. 2019",),
-    "ms_odir_cv": ("Kull et al. 2019",),
-    "dir_l2_cv": ("Kull et al. 2019",),
-}
 
-#: Metric name (:data:`calbench.metrics.METRICS`) -> the works that define it (empty: none).
-METRIC_REFERENCES: dict[str, tuple[str, ...]] = {
-    "accuracy": (),
-    "ece": ("Naeini et al. 2015", "Guo et al. 2017"),
-    "mce": ("Naeini et al. 2015", "Guo et al. 2017"),
-    "cwece": ("Kull et al. 2019",),
-    "ace": ("Nixon et al. 2019",),
-    "ece_l2_mass": ("Kumar et al. 2019",),
-    "nll": ("Guo et al. 2017",),
-    "nll_modern": ("Guo et al. 2017",),
-    "brier": ("Brier 1950",),
-    "ks": ("Gupta et al. 2021",),
-    "sbece": ("Karandikar et al. 2021",),
-    "dece": ("Bohdal et al. 2021",),
-    "debiased_ece": ("Kumar et al. 2019",),
-    "marginal_ce": ("Kumar et al. 2019",),
-    "ece_sweep": ("Roelofs et al. 2022",),
-    "ece_kull": ("Kull et al. 2019",),
-    "mce_kull": ("Kull et al. 2019",),
-    "cwece_kull": ("Kull et al. 2019",),
-    "brier_kull": ("Brier 1950", "Kull et al. 2019"),
-    "nll_kull": ("Kull et al. 2019",),
-}
+def cited_keys(text: str) -> tuple[str, ...]:
+    """The keys of :data:`REFERENCES` that ``text`` (a registry entry's ``reference``) cites: a
+    key "Surname ... Year" is cited when its first author's surname and its year appear in one
+    ``;``-separated part of the text, e.g. "Naeini, Cooper & Hauskrecht 2015; Guo et al. 2017,
+    eq. 3" cites "Naeini et al. 2015" and "Guo et al. 2017"."""
+    import re
+
+    out = []
+    for part in (text or "").split(";"):
+        for key in REFERENCES:
+            surname, year = key.split()[0].rstrip(","), key.split()[-1]
+            pattern = rf"(?<!\w){re.escape(surname)}(?!\w).*?(?<!\d){year}(?!\d)"
+            if re.search(pattern, part) and key not in out:
+                out.append(key)
+    return tuple(out)
+
+
+def calibrator_references() -> dict[str, tuple[str, ...]]:
+    """Calibrator registry name -> the works its class's ``reference`` cites (one place: the
+    calibrator's own module; :data:`calbench.calibrators.REGISTRY`)."""
+    from calbench.calibrators import REGISTRY
+
+    return {name: cited_keys(cls.reference) for name, cls in REGISTRY.items()}
+
+
+def metric_references() -> dict[str, tuple[str, ...]]:
+    """Metric name -> the works its registry entry's ``reference`` cites
+    (:data:`calbench.metrics.METRICS`)."""
+    from calbench.metrics import METRICS
+
+    return {name: cited_keys(m.reference) for name, m in METRICS.items()}
 
 
 #: Works cited by an optional section of the report, when it is shown.
@@ -134,11 +152,12 @@ def bibliography(
     for section in sections:
         for ref in SECTION_CITATIONS.get(section, ()):
             cited_for.setdefault(ref, [])
+    calibrator_refs, metric_refs = calibrator_references(), metric_references()
     for key, method in (calibrators or {}).items():
-        for ref in CALIBRATOR_REFERENCES.get(method, ()):
+        for ref in calibrator_refs.get(method, ()):
             cited_for.setdefault(ref, []).append(labels.get(key, key))
     for metric in dict.fromkeys(metrics):
-        for ref in METRIC_REFERENCES.get(metric, ()):
+        for ref in metric_refs.get(metric, ()):
             cited_for.setdefault(ref, []).append(labels.get(metric, metric))
     unknown = sorted(set(cited_for) - set(REFERENCES))
     if unknown:
