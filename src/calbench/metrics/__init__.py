@@ -58,6 +58,7 @@ from calbench.metrics.kull import (
     mce_kull_from_values,
 )
 from calbench.metrics.scoring import accuracy, brier, brier_per_sample, nll, nll_per_sample
+from calbench.metrics.smooth import smooth_ece_from_values
 from calbench.metrics.soft import (
     dece,
     dece_from_values,
@@ -273,6 +274,7 @@ METRICS: dict[str, Metric] = {
         _decomposed("debiased_ece", _top, partial(debiased_from_values, n_bins=15)),
         Metric("marginal_ce", _marginal_core, weighted=_marginal_weighted),
         _decomposed("ece_sweep", _top, ece_sweep_from_values),
+        _decomposed("smece", _top, smooth_ece_from_values),  # Blasiok & Nakkiran 2023
         # Kull et al. 2019's conventions (calbench.metrics.kull)
         _decomposed("ece_kull", _top, ece_kull_from_values, weighted=_kull_weighted("l1")),
         _decomposed("mce_kull", _top, mce_kull_from_values, weighted=_kull_weighted("max")),
