@@ -56,6 +56,8 @@ SMOOTH_BAND_GID = "smooth-band"
 #: Bootstrap resamples and evaluation points of the smoothed curve.
 SMOOTH_BOOTSTRAP = 100
 SMOOTH_POINTS = 201
+#: Opacity of the gap bar and the band over a sparse bin.
+SPARSE_ALPHA = 0.12
 #: Font size (points) of the sample counts over sparse bins: 11 px at 100 dpi.
 _COUNT_FONT = 8
 
@@ -90,9 +92,11 @@ def _check_layers(bands, smooth, min_count) -> tuple[bool, bool, int]:
     return _check_flag(bands, "bands"), _check_flag(smooth, "smooth"), _check_min_count(min_count)
 
 
-def _draw_band(ax, x, width, band, keep, sparse):
+def _draw_band(ax, x, width, band, keep):
     """The consistency band of every non-empty bin: a grey box from its 5% to its 95% frequency
-    over the bar it belongs to (fainter over sparse bins)."""
+    over the bar it belongs to (:func:`_mark_sparse_bins` fades those of sparse bins)."""
+    from matplotlib.colors import to_rgba
+
     lo, hi = (np.asarray(a)[keep] for a in band)
     boxes = ax.bar(
         x,
@@ -100,15 +104,12 @@ def _draw_band(ax, x, width, band, keep, sparse):
         bottom=lo,
         width=width,
         align="edge",
-        color=_BAND_COLOR,
-        alpha=0.3,
-        linewidth=0,
+        facecolor=to_rgba(_BAND_COLOR, 0.3),
+        edgecolor=_BAND_COLOR,
+        linewidth=0.8,
         label=BAND_LABEL,
         zorder=4,
     )
-    for box, thin in zip(boxes, sparse, strict=True):
-        if thin:
-            box.set_alpha(0.1)
     return boxes
 
 
@@ -142,7 +143,7 @@ def _mark_sparse_bins(ax, bars, left, width, acc, count, min_count, faded=()) ->
             bar.set_alpha(0.3)
             bar.set_hatch("..")
             for other in faded:
-                other[i].set_alpha(0.12)
+                other[i].set_alpha(SPARSE_ALPHA)
             ax.text(
                 x + w / 2,
                 min(a + 0.02, 0.92),
@@ -166,7 +167,6 @@ def _draw_guo(
     layers = layers or Layers(None, None, FEW_SAMPLES)
     left, width, conf, acc, count = _bin_arrays(b)
     keep = count > 0
-    sparse = count[keep] < layers.min_count
     _setup_unit_axes(ax, "" if hist_ax is not None else "Confidence", ylabel)
     outputs = ax.bar(
         left[keep],
@@ -195,7 +195,7 @@ def _draw_guo(
     )
     faded = [gap]
     if layers.band is not None:
-        faded.append(_draw_band(ax, left[keep], width[keep], layers.band, keep, sparse))
+        faded.append(_draw_band(ax, left[keep], width[keep], layers.band, keep))
     if layers.curve is not None:
         _draw_smooth(ax, layers.curve, layers.min_count)
     if legend:
@@ -241,7 +241,6 @@ def _draw_coursework(
     layers = layers or Layers(None, None, FEW_SAMPLES)
     left, width, conf, acc, count = _bin_arrays(b)
     keep = count > 0
-    sparse = count[keep] < layers.min_count
     _setup_unit_axes(ax, "Confidence", ylabel)
     w = width[keep] / 3.0
     x = left[keep]
@@ -268,7 +267,7 @@ def _draw_coursework(
     # the band belongs to the accuracy (middle) bar
     faded = [drawn[0]]
     if layers.band is not None:
-        faded.append(_draw_band(ax, x + w, w, layers.band, keep, sparse))
+        faded.append(_draw_band(ax, x + w, w, layers.band, keep))
     if layers.curve is not None:
         _draw_smooth(ax, layers.curve, layers.min_count)
     # The coursework bars fill both upper corners (tall first-bin weights in one-vs-rest
