@@ -245,3 +245,11 @@ def test_bad_input_is_a_one_line_value_error(call, match):
     with pytest.raises(ValueError, match=match) as info:
         call()
     assert "\n" not in str(info.value)
+
+
+def test_rounding_above_one_is_clipped():
+    f = np.array([1.0 + 5e-7, 0.5, 0.7, 0.2])
+    y = np.array([1.0, 0.0, 1.0, 0.0])
+    assert C.ks_test_1d(f, y) == C.ks_test_1d(np.minimum(f, 1.0), y)
+    with pytest.raises(ValueError, match="lie in"):
+        C.ks_test_1d(f + 1e-3, y)

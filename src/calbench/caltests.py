@@ -80,6 +80,11 @@ def _pairs(probs, labels, target: str) -> tuple[np.ndarray, np.ndarray]:
     return np.asarray(p[:, 1], dtype=np.float64), (y == 1).astype(np.float64)
 
 
+#: How far outside [0, 1] a prediction may lie by rounding (float32 probabilities) and is
+#: clipped.
+_ROUNDING = 1e-6
+
+
 def _check_1d(f, y) -> tuple[np.ndarray, np.ndarray]:
     f = np.asarray(f, dtype=np.float64)
     y = np.asarray(y, dtype=np.float64)
@@ -88,8 +93,9 @@ def _check_1d(f, y) -> tuple[np.ndarray, np.ndarray]:
             f"predictions and outcomes must be non-empty 1-D arrays of one length, got shapes "
             f"{f.shape} and {y.shape}"
         )
-    if not (np.all(np.isfinite(f)) and f.min() >= 0.0 and f.max() <= 1.0):
+    if not (np.all(np.isfinite(f)) and f.min() >= -_ROUNDING and f.max() <= 1.0 + _ROUNDING):
         raise ValueError("predictions must lie in [0, 1]; pass probabilities, not logits")
+    f = np.clip(f, 0.0, 1.0)  # float32 rows may exceed 1 by rounding
     if not np.all((y == 0.0) | (y == 1.0)):
         raise ValueError("outcomes must be 0 or 1; pass correctness (top-label) or a binary label")
     return f, y

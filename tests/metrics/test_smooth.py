@@ -230,3 +230,13 @@ def test_bad_input_is_a_one_line_value_error(call, match):
     with pytest.raises(ValueError, match=match) as info:
         call()
     assert "\n" not in str(info.value)
+
+
+def test_rounding_above_one_is_clipped():
+    # float32 rows may hold an entry a few ulps above 1: clipped, not refused
+    f = np.array([1.0 + 5e-7, 0.5, 0.7], dtype=np.float64)
+    y = np.array([1.0, 0.0, 1.0])
+    assert (
+        smooth_ece_1d(f, y, sigma=0.1).value
+        == smooth_ece_1d(np.minimum(f, 1.0), y, sigma=0.1).value
+    )
