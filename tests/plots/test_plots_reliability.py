@@ -279,9 +279,10 @@ def test_consistency_band_hand_example():
     np.testing.assert_allclose(_lefts(band), HAND_LEFT, atol=1e-12)
     np.testing.assert_allclose(_bottoms(band), lo, atol=1e-12)
     np.testing.assert_allclose(_bottoms(band) + _heights(band), hi, atol=1e-12)
-    # empty bins: no band
-    lo, hi = consistency_band([0.5, 0.7], [0, 10])
+    # empty bins: no band; certain predictions: a band of one point
+    lo, hi = consistency_band([0.5, 0.7, 1.0, 0.0], [0, 10, 7, 5])
     assert np.isnan(lo[0]) and np.isnan(hi[0]) and lo[1] <= 0.7 <= hi[1]
+    np.testing.assert_array_equal([lo[2], hi[2], lo[3], hi[3]], [1.0, 1.0, 0.0, 0.0])
 
 
 def test_consistency_band_equals_binomial_quantiles():

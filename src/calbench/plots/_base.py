@@ -192,8 +192,6 @@ def consistency_band(conf, count, quantiles=BAND_QUANTILES) -> tuple[np.ndarray,
     binomial's ``conf (1 - conf) / count``: the band is slightly conservative (wide). Empty
     bins give NaN.
     """
-    from scipy.special import bdtr
-
     conf = np.asarray(conf, dtype=np.float64)
     count = np.asarray(count, dtype=np.int64)
     lo = np.full(conf.shape, np.nan)
@@ -201,11 +199,27 @@ def consistency_band(conf, count, quantiles=BAND_QUANTILES) -> tuple[np.ndarray,
     for i, (c, n) in enumerate(zip(conf, count, strict=True)):
         if n <= 0:
             continue
-        cdf = bdtr(np.arange(n + 1), n, min(max(c, 0.0), 1.0))
-        cdf[-1] = 1.0  # P(X <= n) = 1 exactly
+        cdf = _binomial_cdf(int(n), min(max(float(c), 0.0), 1.0))
         k = np.searchsorted(cdf, np.asarray(quantiles) - 1e-12, side="left")
         lo[i], hi[i] = k[0] / n, k[1] / n
     return lo, hi
+
+
+def _binomial_cdf(n: int, p: float) -> np.ndarray:
+    """``P(X <= k)`` for ``k = 0..n``, ``X ~ Binomial(n, p)``, from the log-pmf
+    ``log C(n, k) + k log p + (n - k) log(1 - p)`` (numpy only: no scipy import for a figure)."""
+    if p <= 0.0 or p >= 1.0:
+        cdf = np.zeros(n + 1) if p >= 1.0 else np.ones(n + 1)
+        cdf[-1] = 1.0
+        return cdf
+    k = np.arange(n + 1, dtype=np.float64)
+    j = k[1:]
+    log_choose = np.concatenate([[0.0], np.cumsum(np.log(n - j + 1.0) - np.log(j))])
+    log_pmf = log_choose + k * np.log(p) + (n - k) * np.log1p(-p)
+    pmf = np.exp(log_pmf - log_pmf.max())
+    cdf = np.cumsum(pmf) / pmf.sum()
+    cdf[-1] = 1.0
+    return cdf
 
 
 def _check_min_count(min_count) -> int:
