@@ -242,24 +242,29 @@ def smooth_reliability(
         sigma = fixed_point_sigma(_Residuals(f, y).smece_sigma)
     sigma = _check_sigma(sigma)
     n = f.shape[0]
-    # a grid whose nodes include the n_points output points
-    step = int(np.ceil(_intervals(sigma) / (n_points - 1)))
+    # a grid whose nodes include the n_points output points, h <= sigma / 25 (a curve to draw
+    # needs no more: the smooth ECE's 2000-interval floor serves its integral)
+    step = max(1, int(np.ceil(_NODES_PER_SIGMA / sigma / (n_points - 1))))
     intervals = step * (n_points - 1)
     x = f * intervals
     idx = np.minimum(x.astype(np.int64), intervals - 1)
     frac = x - idx
 
+    m = intervals + 1
+
     def curves(weights):  # weights (B, n) -> (numerator, denominator) on the output points
         w = np.atleast_2d(weights)
-        num = np.zeros((w.shape[0], intervals + 1))
-        den = np.zeros_like(num)
-        for b in range(w.shape[0]):
-            num[b] = np.bincount(idx, w[b] * y * (1 - frac), minlength=intervals + 1)
-            num[b] += np.bincount(idx + 1, w[b] * y * frac, minlength=intervals + 1)
-            den[b] = np.bincount(idx, w[b] * (1 - frac), minlength=intervals + 1)
-            den[b] += np.bincount(idx + 1, w[b] * frac, minlength=intervals + 1)
-        sm = reflect_smooth(np.concatenate([num, den]), sigma)[:, ::step]
-        return sm[: w.shape[0]], sm[w.shape[0] :]
+        rows = w.shape[0]
+        ids = (np.arange(rows)[:, None] * m + idx[None, :]).ravel()  # one bincount for all rows
+        out = []
+        for value in (y, 1.0):
+            left = (w * (value * (1 - frac))).ravel()
+            right = (w * (value * frac)).ravel()
+            grid = np.bincount(ids, left, minlength=rows * m)
+            grid += np.bincount(ids + 1, right, minlength=rows * m)
+            out.append(grid.reshape(rows, m))
+        sm = reflect_smooth(np.concatenate(out), sigma)[:, ::step]
+        return sm[:rows], sm[rows:]
 
     num, den = curves(np.ones(n))
     mean = np.divide(num[0], den[0], out=np.full(n_points, np.nan), where=den[0] > 0)
@@ -267,11 +272,16 @@ def smooth_reliability(
     lower = upper = None
     if n_bootstrap:
         rng = np.random.default_rng(seed)
-        weights = rng.multinomial(n, np.full(n, 1.0 / n), size=n_bootstrap).astype(np.float64)
+        draws = rng.integers(0, n, size=(n_bootstrap, n))  # resampled indices, as multiplicities
+        weights = np.stack([np.bincount(d, minlength=n) for d in draws]).astype(np.float64)
         bnum, bden = curves(weights)
         boot = np.divide(bnum, bden, out=np.full(bnum.shape, np.nan), where=bden > 1e-12)
         lower, upper = np.full(n_points, np.nan), np.full(n_points, np.nan)
-        seen = np.any(np.isfinite(boot), axis=0)  # points with no mass in any resample: no band
-        q = np.nanquantile(boot[:, seen], [(1 - level) / 2, (1 + level) / 2], axis=0)
-        lower[seen], upper[seen] = q[0], q[1]
+        qs = [(1 - level) / 2, (1 + level) / 2]
+        full = np.all(np.isfinite(boot), axis=0)
+        if full.any():
+            lower[full], upper[full] = np.quantile(boot[:, full], qs, axis=0)
+        part = ~full & np.any(np.isfinite(boot), axis=0)  # mass in only some resamples
+        if part.any():
+            lower[part], upper[part] = np.nanquantile(boot[:, part], qs, axis=0)
     return SmoothCurve(np.linspace(0.0, 1.0, n_points), mean, lower, upper, n_local, sigma)
