@@ -9,7 +9,9 @@ floor (``import matplotlib.figure`` alone), one single diagram (``reliability_di
 ``save_figure``, dpi 100 as the CLI) per style, and one grid per style and panel count
 (``reliability_grid``). Probabilities: ``softmax(z / T)`` of synthetic ``n x k`` logits (a
 CIFAR-10-shaped test half by default), one temperature per panel. CPU (process) time, best of
-``--repeats`` processes; figures only, nothing is asserted.
+``--repeats`` processes; figures only, nothing is asserted. ``--layers`` adds, for code with the
+uncertainty layers of the reliability diagrams, each figure drawn without the smoothed curve
+(``smooth=False``) and without any layer (``bands=False, smooth=False``), to show their cost.
 """
 
 from __future__ import annotations
@@ -31,7 +33,7 @@ CHILD = textwrap.dedent(
     import calbench
     from calbench.functional import softmax
     assert calbench.__file__.startswith({src!r}), calbench.__file__
-    what, style, panels, n, k = {what!r}, {style!r}, {panels}, {n}, {k}
+    what, style, panels, n, k, extra = {what!r}, {style!r}, {panels}, {n}, {k}, {extra!r}
     rng = np.random.default_rng(0)
     z = (rng.normal(size=(n, k)) * 4.0).astype(np.float32)
     y = rng.integers(0, k, n)
@@ -44,10 +46,10 @@ CHILD = textwrap.dedent(
     else:
         from calbench import plots
         if what == "grid":
-            fig = plots.reliability_grid(probs, y, n_bins=10, style=style)
+            fig = plots.reliability_grid(probs, y, n_bins=10, style=style, **extra)
         else:
             fig = plots.reliability_diagram(probs["Method 0 (variant)"], y, style=style,
-                                            title="Method 0 (variant)")
+                                            title="Method 0 (variant)", **extra)
         plots.save_figure(fig, out, dpi=100)
     print(json.dumps(time.process_time() - c))
     """
@@ -55,10 +57,13 @@ CHILD = textwrap.dedent(
 
 
 def cpu_seconds(
-    what: str, style: str, panels: int, n: int, k: int, repeats: int, src: str
+    what: str, style: str, panels: int, n: int, k: int, repeats: int, src: str, extra=None
 ) -> float:
-    """Best CPU seconds of ``repeats`` fresh processes drawing one figure."""
-    code = CHILD.format(src=src, what=what, style=style, panels=panels, n=n, k=k)
+    """Best CPU seconds of ``repeats`` fresh processes drawing one figure (``extra``: keyword
+    arguments of the plotting call)."""
+    code = CHILD.format(
+        src=src, what=what, style=style, panels=panels, n=n, k=k, extra=dict(extra or {})
+    )
     best = float("inf")
     for _ in range(repeats):
         done = subprocess.run(
@@ -76,6 +81,11 @@ def main() -> None:
     ap.add_argument("--styles", default="guo,coursework")
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument(
+        "--layers",
+        action="store_true",
+        help="also time each figure with smooth=False and with bands=False, smooth=False",
+    )
+    ap.add_argument(
         "--src", default=SRC, help="the calbench src folder to time (default: this one)"
     )
     args = ap.parse_args()
@@ -86,12 +96,20 @@ def main() -> None:
     print(f"code: {src}")
     floor = cpu_seconds("import", "", 0, n, k, r, src)
     print(f"{'import matplotlib.figure (floor)':40s} {floor:6.3f}")
+    variants = [("", {})]
+    if args.layers:
+        variants += [
+            (", no smooth", {"smooth": False}),
+            (", no layers", {"bands": False, "smooth": False}),
+        ]
     for style in styles:
-        t = cpu_seconds("single", style, 1, n, k, r, src)
-        print(f"{'single diagram, ' + style:40s} {t:6.3f}")
+        for tag, extra in variants:
+            t = cpu_seconds("single", style, 1, n, k, r, src, extra)
+            print(f"{'single diagram, ' + style + tag:40s} {t:6.3f}")
         for p in panels:
-            t = cpu_seconds("grid", style, p, n, k, r, src)
-            print(f"{f'grid of {p} panels, ' + style:40s} {t:6.3f}")
+            for tag, extra in variants:
+                t = cpu_seconds("grid", style, p, n, k, r, src, extra)
+                print(f"{f'grid of {p} panels, ' + style + tag:40s} {t:6.3f}")
 
 
 if __name__ == "__main__":

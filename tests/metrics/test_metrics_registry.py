@@ -22,6 +22,7 @@ NAMES = [
     "debiased_ece",
     "marginal_ce",
     "ece_sweep",
+    "smece",
     "ece_kull",
     "mce_kull",
     "cwece_kull",

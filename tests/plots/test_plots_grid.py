@@ -18,6 +18,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 from plot_checks import (  # noqa: E402
     HAND_LABELS,
     HAND_PROBS,
+    _bottoms,
     _container,
     _heights,
     _nonempty,
@@ -67,3 +68,38 @@ def test_reliability_grid_ncols():
     fig.draw_without_rendering()
     xs = {round(ax.get_position().x0, 3) for ax in fig.axes}
     assert len(xs) == 1 and len(fig.axes) == 3
+
+
+def test_grid_keeps_the_given_order_and_highlight_moves_nothing():
+    logits, _, labels = _random_problem(n=600, seed=2)
+    # worst-calibrated first: the grid must not sort the panels by their ECE
+    by_method = {f"T={t}": softmax(logits / t) for t in (0.3, 3.0, 1.0, 0.6, 2.0)}
+    plain = plots.reliability_grid(by_method, labels)
+    marked = plots.reliability_grid(by_method, labels, highlight="T=1.0")
+    for fig in (plain, marked):
+        fig.draw_without_rendering()
+    titles = [ax.get_title().split(":")[0] for ax in marked.axes if ax.get_title()]
+    assert [t.replace(" [best on val.]", "") for t in titles] == list(by_method)
+    assert titles[2] == "T=1.0 [best on val.]"
+    boxes = [tuple(np.round(ax.get_position().bounds, 6)) for ax in plain.axes]
+    assert [tuple(np.round(ax.get_position().bounds, 6)) for ax in marked.axes] == boxes
+    spine = marked.axes[4].spines["left"]  # the third panel's diagram (2 axes per panel)
+    assert spine.get_linewidth() == 2.5
+    assert plain.axes[4].spines["left"].get_linewidth() != 2.5
+    with pytest.raises(ValueError, match="highlight"):
+        plots.reliability_grid(by_method, labels, highlight="T=9")
+
+
+def test_grid_panels_carry_bands():
+    from calbench.plots._base import consistency_band
+    from calbench.plots.reliability import BAND_LABEL
+
+    logits, probs, labels = _random_problem(seed=2)
+    fig = plots.reliability_grid({"a": probs, "b": softmax(logits / 2)}, labels)
+    for ax, p in zip([fig.axes[0], fig.axes[2]], [probs, softmax(logits / 2)], strict=True):
+        b = metrics.reliability_bins(p, labels, n_bins=10)
+        keep = np.asarray(b.count) > 0
+        lo, hi = consistency_band(b.confidence, b.count)
+        band = _container(ax, BAND_LABEL)
+        np.testing.assert_allclose(_bottoms(band), lo[keep], atol=1e-12)
+        np.testing.assert_allclose(_bottoms(band) + _heights(band), hi[keep], atol=1e-12)

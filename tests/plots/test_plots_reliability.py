@@ -250,3 +250,142 @@ def test_classwise_diagram_matches_reliability_bins():
             if np.any(idx == m)
         )
         assert ax.get_legend().get_title().get_text() == plots.format_ece(expected)
+
+
+# --------------------------------------------------------------------------------------------
+# uncertainty: consistency bands, smoothed curve, sparse bins, legibility
+# --------------------------------------------------------------------------------------------
+from calbench.plots._base import consistency_band  # noqa: E402
+from calbench.plots.reliability import (  # noqa: E402
+    BAND_LABEL,
+    SMOOTH_BAND_GID,
+    SMOOTH_LABEL,
+    SPARSE_ALPHA,
+)
+
+
+def test_consistency_band_hand_example():
+    # bins of the hand example: (count, mean confidence) = (1, 0.45), (2, 0.635), (3, 0.94)
+    #   n = 1: P(X = 0) = 0.55 >= 0.05 -> q05 = 0; P(X <= 0) < 0.95 -> q95 = 1  -> [0, 1]
+    #   n = 2: P(X = 0) = 0.365^2 = 0.133 -> q05 = 0; P(X <= 1) = 1 - 0.635^2 = 0.597 -> q95 = 2
+    #   n = 3: P(X <= 1) = 0.06^3 + 3 * 0.94 * 0.06^2 = 0.0104 < 0.05, P(X <= 2) = 1 - 0.94^3
+    #          = 0.169 -> q05 = 2 -> 2/3; q95 = 3 -> [2/3, 1]
+    lo, hi = consistency_band(HAND_CONF, [1, 2, 3])
+    np.testing.assert_allclose(lo, [0.0, 0.0, 2 / 3], atol=1e-12)
+    np.testing.assert_allclose(hi, [1.0, 1.0, 1.0], atol=1e-12)
+    # the diagram draws those boxes over the three non-empty bins
+    fig = plots.reliability_diagram(HAND_PROBS, HAND_LABELS, n_bins=10)
+    band = _container(fig.axes[0], BAND_LABEL)
+    np.testing.assert_allclose(_lefts(band), HAND_LEFT, atol=1e-12)
+    np.testing.assert_allclose(_bottoms(band), lo, atol=1e-12)
+    np.testing.assert_allclose(_bottoms(band) + _heights(band), hi, atol=1e-12)
+    # empty bins: no band; certain predictions: a band of one point
+    lo, hi = consistency_band([0.5, 0.7, 1.0, 0.0], [0, 10, 7, 5])
+    assert np.isnan(lo[0]) and np.isnan(hi[0]) and lo[1] <= 0.7 <= hi[1]
+    np.testing.assert_array_equal([lo[2], hi[2], lo[3], hi[3]], [1.0, 1.0, 0.0, 0.0])
+
+
+def test_consistency_band_equals_binomial_quantiles():
+    stats = pytest.importorskip("scipy.stats")
+    rng = np.random.default_rng(0)
+    conf = rng.uniform(0.05, 0.999, 200)
+    count = rng.integers(1, 3000, 200)
+    lo, hi = consistency_band(conf, count)
+    np.testing.assert_array_equal(np.round(lo * count), stats.binom.ppf(0.05, count, conf))
+    np.testing.assert_array_equal(np.round(hi * count), stats.binom.ppf(0.95, count, conf))
+
+
+def test_consistency_band_covers_calibrated_bins():
+    # a perfectly calibrated bin (confidences spread over [0.6, 0.7], outcomes Bernoulli of
+    # them) lands in its 5-95% band at least 90% of the time (the binomial band is slightly
+    # wider than the Poisson-binomial truth): 2000 seeded bins of 40 samples
+    rng = np.random.default_rng(1)
+    c = rng.uniform(0.6, 0.7, (2000, 40))
+    acc = (rng.random((2000, 40)) < c).mean(axis=1)
+    lo, hi = consistency_band(c.mean(axis=1), np.full(2000, 40))
+    inside = np.mean((acc >= lo - 1e-12) & (acc <= hi + 1e-12))
+    assert 0.9 <= inside < 0.97
+
+
+def test_band_over_the_accuracy_bar_in_coursework_style():
+    fig = plots.reliability_diagram(HAND_PROBS, HAND_LABELS, style="coursework")
+    ax = fig.axes[0]
+    band, acc = _container(ax, BAND_LABEL), _container(ax, "Accuracy")
+    np.testing.assert_allclose(_lefts(band), _lefts(acc), atol=1e-12)
+    np.testing.assert_allclose(_bottoms(band), [0.0, 0.0, 2 / 3], atol=1e-12)
+
+
+def test_smoothed_curve_is_the_smooth_reliability_curve():
+    from calbench.metrics.smooth import smooth_reliability
+
+    _, probs, labels = _random_problem(n=1500, seed=4)
+    fig = plots.reliability_diagram(probs, labels, n_bins=10, min_count=200)
+    ax = fig.axes[0]
+    line = _line(ax, SMOOTH_LABEL)
+    conf, correct = probs.max(axis=1), (probs.argmax(axis=1) == labels).astype(float)
+    want = smooth_reliability(conf, correct, n_points=201, n_bootstrap=100, level=0.9, seed=0)
+    shown = want.n_local >= 200  # drawn only where min_count samples lie within ~ sigma
+    assert 0 < shown.sum() < shown.size  # the problem has few low-confidence samples
+    np.testing.assert_allclose(line.get_xdata(), want.t)
+    np.testing.assert_allclose(np.asarray(line.get_ydata())[shown], want.mean[shown])
+    assert np.all(np.isnan(np.asarray(line.get_ydata())[~shown]))
+    (band,) = [c for c in ax.collections if c.get_gid() == SMOOTH_BAND_GID]
+    ys = np.concatenate([p.vertices[:, 1] for p in band.get_paths()])
+    lo, hi = want.lower[shown], want.upper[shown]
+    assert ys.min() == pytest.approx(lo.min()) and ys.max() == pytest.approx(hi.max())
+    # off: neither layer drawn
+    fig = plots.reliability_diagram(probs, labels, bands=False, smooth=False)
+    ax = fig.axes[0]
+    assert not [c for c in ax.containers if c.get_label() == BAND_LABEL]
+    assert not [ln for ln in ax.lines if ln.get_label() == SMOOTH_LABEL]
+    assert not [c for c in ax.collections if c.get_gid() == SMOOTH_BAND_GID]
+
+
+def test_min_count_marks_sparse_bins():
+    _, probs, labels = _random_problem(n=400, seed=0)
+    b = metrics.reliability_bins(probs, labels, n_bins=10)
+    count = np.asarray(b.count)[np.asarray(b.count) > 0]
+    for min_count in (1, 20, 60):
+        fig = plots.reliability_diagram(probs, labels, n_bins=10, min_count=min_count)
+        ax = fig.axes[0]
+        outputs = _container(ax, "Outputs")
+        marked = [r.get_hatch() == ".." and r.get_alpha() == 0.3 for r in outputs.patches]
+        assert marked == list(count < min_count)
+        counts = sorted(t.get_text() for t in ax.texts if t.get_text().startswith("n="))
+        assert counts == sorted(f"n={c}" for c in count[count < min_count])
+        # the band over a sparse bin is faint too
+        band = _container(ax, BAND_LABEL)
+        assert [r.get_alpha() == SPARSE_ALPHA for r in band.patches] == list(count < min_count)
+    with pytest.raises(ValueError, match="min_count"):
+        plots.reliability_diagram(probs, labels, min_count=0)
+    with pytest.raises(ValueError, match="bands"):
+        plots.reliability_diagram(probs, labels, bands="yes")
+
+
+def _all_text_px(fig):
+    from matplotlib.text import Text
+
+    fig.canvas.draw()
+    return [
+        (t.get_text(), t.get_fontsize() * fig.dpi / 72.0)
+        for t in fig.findobj(Text)
+        if t.get_visible() and t.get_text()
+    ]
+
+
+@pytest.mark.parametrize("style", plots.STYLES)
+def test_legible_at_default_dpi(style):
+    """Panels at least 380 px wide and no text under 10 px at the figure's dpi (100)."""
+    _, probs, labels = _random_problem(n=600, seed=2)
+    figs = [
+        plots.reliability_diagram(HAND_PROBS, HAND_LABELS, style=style, title="T"),
+        plots.classwise_reliability_diagram(probs, labels, class_index=1, style=style),
+        plots.reliability_grid({f"m{i}": probs for i in range(5)}, labels, style=style),
+    ]
+    for fig in figs:
+        assert fig.dpi == 100
+        small = [(s, px) for s, px in _all_text_px(fig) if px < 10.0]
+        assert not small, small
+        renderer = fig.canvas.get_renderer()
+        widths = [ax.get_window_extent(renderer).width for ax in fig.axes]
+        assert min(widths) >= 380, widths

@@ -60,6 +60,7 @@ from calbench.metrics.kull import (
     mce_kull_from_values,
 )
 from calbench.metrics.scoring import accuracy, brier, brier_per_sample, nll, nll_per_sample
+from calbench.metrics.smooth import smooth_ece_from_values
 from calbench.metrics.soft import (
     dece,
     dece_from_values,
@@ -714,6 +715,18 @@ METRICS: dict[str, Metric] = {
             interval=None,
             no_interval_reason=_UNVERIFIED,
             reference="Roelofs, Cain, Shlens & Mozer 2022, sec. 4 (ECE_sweep)",
+            **_ERROR,
+        ),
+        _decomposed(
+            "smece",
+            _top,
+            smooth_ece_from_values,
+            display="Smooth ECE, %",
+            scale=100.0,
+            decimals=2,
+            interval=None,
+            no_interval_reason=_UNVERIFIED,
+            reference="Blasiok & Nakkiran 2023 (smooth ECE, reflected Gaussian kernel)",
             **_ERROR,
         ),
         # Kull et al. 2019's conventions (calbench.metrics.kull)

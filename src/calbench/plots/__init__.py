@@ -30,6 +30,13 @@ Figures and their sources:
   practice study (Guo et al. 2017, section 4.2: ``softmax(z / T)``).
 * :func:`reliability_grid` -- one panel per calibrator, ECE in each panel title.
 
+The reliability diagrams and grids show their uncertainty (on by default): each bin's
+consistency band (Broecker & Smith 2007: the 5-95% range of the frequency a calibrated model
+would show, :func:`consistency_band`), the kernel-smoothed reliability curve of Blasiok &
+Nakkiran 2023 with a 90% bootstrap band, and bins with fewer than ``min_count`` (20) samples
+faded with their count. The grid keeps the calibrators in the given order and marks a
+``highlight`` panel in place.
+
 The binned figures also take ``binning="mass"`` (equal-mass bins, the ECE variant of
 Karandikar et al. 2021 and Nixon et al. 2019); bars then span their unequal bins.
 
@@ -46,6 +53,7 @@ from __future__ import annotations
 
 from calbench.plots._base import FEW_SAMPLES as FEW_SAMPLES
 from calbench.plots._base import STYLES, format_ece
+from calbench.plots._base import consistency_band as consistency_band
 from calbench.plots.curves import binary_calibration_map, ece_vs_temperature, reliability_curve
 from calbench.plots.grid import reliability_grid
 from calbench.plots.ranks import critical_difference_diagram as critical_difference_diagram

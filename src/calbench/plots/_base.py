@@ -24,8 +24,16 @@ _DIAG_COLOR = "0.45"
 
 #: Interior points at which calibration maps are evaluated (x = 0 and 1 have infinite logits).
 _MAP_EPS = 1e-6
-#: Bins with fewer samples are drawn faded with their count (reliability diagrams).
-FEW_SAMPLES = 10
+#: Bins with fewer samples are drawn faded and hatched with their count (reliability diagrams;
+#: ``min_count`` overrides it): a bin of a few samples says little about calibration.
+FEW_SAMPLES = 20
+#: Probability range of the consistency bands (Broecker & Smith 2007): 5% to 95%.
+BAND_QUANTILES = (0.05, 0.95)
+#: Colours of the consistency band and of the smoothed reliability curve.
+_BAND_COLOR = "0.35"
+_SMOOTH_COLOR = "#e08214"
+#: Smallest font size (points) of any text in the diagrams: 10 px at the default 100 dpi.
+MIN_FONT_PT = 7.5
 
 
 def format_ece(value: float) -> str:
@@ -170,3 +178,70 @@ def _legend(ax, below_text: bool, fontsize: int = 9) -> None:
 
 def _check_binning(binning) -> str:
     return check_choice(binning, "binning", ("width", "mass"))
+
+
+def consistency_band(conf, count, quantiles=BAND_QUANTILES) -> tuple[np.ndarray, np.ndarray]:
+    """Consistency band of each bin (Broecker & Smith 2007, "Increasing the reliability of
+    reliability diagrams", sec. 4): the ``quantiles`` of the observed frequency that a perfectly
+    calibrated model would show in a bin of ``count`` samples with mean confidence ``conf``.
+
+    The frequency is taken as ``Binomial(count, conf) / count`` and its quantiles are exact
+    binomial quantiles (the smallest ``k`` with ``P(X <= k) >= q``), not resampled as in
+    Broecker & Smith. The samples of a bin have different confidences, so the frequency is
+    Poisson-binomial with a variance ``sum_i c_i (1 - c_i) / count^2`` no larger than the
+    binomial's ``conf (1 - conf) / count``: the band is slightly conservative (wide). Empty
+    bins give NaN.
+    """
+    conf = np.asarray(conf, dtype=np.float64)
+    count = np.asarray(count, dtype=np.int64)
+    lo = np.full(conf.shape, np.nan)
+    hi = np.full(conf.shape, np.nan)
+    for i, (c, n) in enumerate(zip(conf, count, strict=True)):
+        if n <= 0:
+            continue
+        cdf = _binomial_cdf(int(n), min(max(float(c), 0.0), 1.0))
+        k = np.searchsorted(cdf, np.asarray(quantiles) - 1e-12, side="left")
+        lo[i], hi[i] = k[0] / n, k[1] / n
+    return lo, hi
+
+
+def _binomial_cdf(n: int, p: float) -> np.ndarray:
+    """``P(X <= k)`` for ``k = 0..n``, ``X ~ Binomial(n, p)``, from the log-pmf
+    ``log C(n, k) + k log p + (n - k) log(1 - p)`` (numpy only: no scipy import for a figure)."""
+    if p <= 0.0 or p >= 1.0:
+        cdf = np.zeros(n + 1) if p >= 1.0 else np.ones(n + 1)
+        cdf[-1] = 1.0
+        return cdf
+    k = np.arange(n + 1, dtype=np.float64)
+    j = k[1:]
+    log_choose = np.concatenate([[0.0], np.cumsum(np.log(n - j + 1.0) - np.log(j))])
+    log_pmf = log_choose + k * np.log(p) + (n - k) * np.log1p(-p)
+    pmf = np.exp(log_pmf - log_pmf.max())
+    cdf = np.cumsum(pmf) / pmf.sum()
+    cdf[-1] = 1.0
+    return cdf
+
+
+def _check_min_count(min_count) -> int:
+    if isinstance(min_count, bool) or not isinstance(min_count, int | np.integer) or min_count < 1:
+        raise ValueError(f"min_count must be an integer >= 1, got {min_count!r}")
+    return int(min_count)
+
+
+def _check_flag(value, name: str) -> bool:
+    if not isinstance(value, bool):
+        raise ValueError(f"{name} must be True or False, got {value!r}")
+    return value
+
+
+def _pairs(probs, labels, class_index: int | None):
+    """The diagram's (prediction, outcome) pairs: top-label confidence and correctness, or
+    column ``class_index`` and ``labels == class_index``."""
+    from calbench.metrics import top_label
+
+    if class_index is None:
+        return top_label(probs, labels)
+    return (
+        np.asarray(probs[:, class_index], dtype=np.float64),
+        (labels == class_index).astype(np.float64),
+    )

@@ -10,6 +10,7 @@ import numpy as np
 
 from calbench._checks import check_n_bins, check_probs_labels
 from calbench.plots._base import (
+    FEW_SAMPLES,
     _bins,
     _check_binning,
     _check_mapping,
@@ -27,7 +28,11 @@ from calbench.plots._layout import (
     title_space,
     title_tokens,
 )
-from calbench.plots.reliability import _draw_coursework, _draw_guo
+from calbench.plots.reliability import _check_layers, _draw_coursework, _draw_guo, _layers
+
+#: Title suffix and frame of the highlighted panel (e.g. the calibrator best on validation).
+HIGHLIGHT_MARK = "[best on val.]"
+_HIGHLIGHT_COLOR = "#1a9641"
 
 
 def reliability_grid(
@@ -38,6 +43,11 @@ def reliability_grid(
     ncols: int | None = None,
     title=None,
     binning: str = "width",
+    *,
+    bands: bool = True,
+    smooth: bool = True,
+    min_count: int = FEW_SAMPLES,
+    highlight: str | None = None,
 ):
     """One reliability diagram per calibrator in one figure (the workflow's per-model grid).
 
@@ -48,12 +58,24 @@ def reliability_grid(
     so 12 calibrators make a 4 x 3 grid). The layout is fixed from the grid's shape
     (:mod:`calbench.plots._layout`): every panel has the same size, a title wider than its panel
     is broken at spaces (the ECE part kept whole) and its row grows to hold it.
+
+    Panels keep the order of ``probs_by_method`` (the config's calibrator order), never sorted
+    by a score, so the same calibrator sits in the same place in every model's grid and a
+    reader can scan a column. ``highlight`` names one panel to mark (e.g. the calibrator best on
+    the validation half): its title gains ``[best on val.]`` and its frame is drawn thick and
+    green; no panel moves. ``bands``, ``smooth`` and ``min_count`` as in
+    :func:`reliability_diagram` (each panel ``_PANEL_W`` = 3.9 in, 390 px at 100 dpi).
     """
     _check_mapping(probs_by_method, "probs_by_method")
     n_bins = check_n_bins(n_bins)
     style = _check_style(style)
     binning = _check_binning(binning)
     title = _check_title(title)
+    bands, smooth, min_count = _check_layers(bands, smooth, min_count)
+    if highlight is not None and highlight not in probs_by_method:
+        raise ValueError(
+            f"highlight must name a panel, one of {list(probs_by_method)}, got {highlight!r}"
+        )
     n = len(probs_by_method)
     if ncols is None:
         ncols = n if n <= 3 else min(4, math.ceil(math.sqrt(n)))
@@ -67,13 +89,14 @@ def reliability_grid(
         except ValueError as exc:
             raise ValueError(f"method {name!r}: {exc}") from None
     nrows = math.ceil(n / ncols)
-    fig = new_figure((3.6 * ncols, 4.0 * nrows))  # resized below once the titles are measured
+    fig = new_figure((4.6 * ncols, 5.0 * nrows))  # resized below once the titles are measured
     renderer = fig.canvas.get_renderer()
     panels, title_heights, first = [], [], None
     for i, (name, (p, y)) in enumerate(checked.items()):
         c = i % ncols
         b = _bins(p, y, n_bins, binning=binning)
         ece_value = _ece(p, y, n_bins, binning=binning)
+        layers = _layers(p, y, b, None, bands, smooth, min_count)
         ax = fig.add_axes((0.0, 0.0, 1.0, 1.0), sharey=first)
         hist_ax = None
         if style == "guo":
@@ -87,6 +110,7 @@ def reliability_grid(
                 ece_in_corner=False,
                 hist_lines=True,
                 legend=i == 0,
+                layers=layers,
             )
         else:
             _draw_coursework(
@@ -97,6 +121,7 @@ def reliability_grid(
                 ece_in_corner=False,
                 acc_label="Accuracy",
                 legend=i == 0,
+                layers=layers,
             )
         first = first or ax
         if c > 0:
@@ -104,7 +129,13 @@ def reliability_grid(
             if hist_ax is not None:
                 hist_ax.set_ylabel("")
         text = ax.set_title("", fontsize=10, y=1.0)  # a fixed y: no search for tick labels above
-        tokens = title_tokens(f"{name}:", f"{format_ece(ece_value)} ({n_bins} bins)")
+        label = f"{name} {HIGHLIGHT_MARK}:" if name == highlight else f"{name}:"
+        tokens = title_tokens(label, f"{format_ece(ece_value)} ({n_bins} bins)")
+        if name == highlight:
+            text.set_color(_HIGHLIGHT_COLOR)
+            for spine in ax.spines.values():
+                spine.set_linewidth(2.5)
+                spine.set_edgecolor(_HIGHLIGHT_COLOR)
         title_heights.append(fit_text(text, tokens, _PANEL_W + TITLE_OVERHANG, renderer))
         panels.append((ax, hist_ax))
     row_titles = [
@@ -114,11 +145,11 @@ def reliability_grid(
     return fig
 
 
-#: Axes sizes of one panel in inches: width; diagram and histogram heights (3:1, "guo"); the
-#: diagram's height ("coursework").
-_PANEL_W = 2.9
-_GUO_H = (2.45, 0.82)
-_COURSEWORK_H = 2.69
+#: Axes sizes of one panel in inches: width (390 px at 100 dpi, legible at 100% zoom); diagram
+#: and histogram heights (3:1, "guo"); the diagram's height ("coursework").
+_PANEL_W = 3.9
+_GUO_H = (3.3, 1.1)
+_COURSEWORK_H = 3.6
 #: Space above a figure title (``suptitle``) in inches.
 _SUPTITLE_PAD = 0.1
 

@@ -4,14 +4,18 @@ main study's fig. 1 (b), and the drawing primitives :mod:`calbench.plots.grid` s
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 
 from calbench._checks import check_n_bins, check_probs, check_probs_labels
 from calbench.plots._base import (
     _ACC_COLOR,
+    _BAND_COLOR,
     _CONF_COLOR,
     _GAP_COLOR,
     _OUTPUT_COLOR,
+    _SMOOTH_COLOR,
     _WEIGHT_COLOR,
     FEW_SAMPLES,
     _bin_arrays,
@@ -19,13 +23,17 @@ from calbench.plots._base import (
     _check_ax,
     _check_binning,
     _check_class_index,
+    _check_flag,
+    _check_min_count,
     _check_style,
     _check_title,
     _corner_text,
     _ece,
     _legend,
+    _pairs,
     _root_figure,
     _setup_unit_axes,
+    consistency_band,
     format_ece,
 )
 from calbench.plots._layout import (
@@ -38,26 +46,125 @@ from calbench.plots._layout import (
     title_tokens,
 )
 
-
 # --------------------------------------------------------------------------------------------
 # drawing primitives (operate on validated arrays)
 # --------------------------------------------------------------------------------------------
-def _mark_sparse_bins(ax, bars, left, width, acc, count) -> None:
-    """Fade the bars of bins holding fewer than :data:`FEW_SAMPLES` samples and print their
-    count above them: a 1-sample bin is either 0 or 1 and says nothing about calibration."""
-    for bar, x, w, a, c in zip(bars, left, width, acc, count, strict=True):
-        if c < FEW_SAMPLES:
+#: Labels of the uncertainty layers (the tests find the artists by them).
+BAND_LABEL = "Calibrated 5-95%"
+SMOOTH_LABEL = "Smoothed, 90% band"
+SMOOTH_BAND_GID = "smooth-band"
+#: Bootstrap resamples and evaluation points of the smoothed curve.
+SMOOTH_BOOTSTRAP = 100
+SMOOTH_POINTS = 201
+#: Opacity of the gap bar and the band over a sparse bin.
+SPARSE_ALPHA = 0.12
+#: Font size (points) of the sample counts over sparse bins: 11 px at 100 dpi.
+_COUNT_FONT = 8
+
+
+@dataclass(frozen=True)
+class Layers:
+    """What a diagram draws besides its bars: the per-bin consistency band ``(lo, hi)``, the
+    smoothed curve, and the sample count under which a bin is marked sparse."""
+
+    band: tuple | None
+    curve: object | None
+    min_count: int
+
+
+def _layers(p, y, b, class_index, bands, smooth, min_count) -> Layers:
+    """Consistency bands of the bins ``b`` and the smoothed curve of the diagram's pairs."""
+    band = None
+    if bands:
+        band = consistency_band(b.confidence, b.count)
+    curve = None
+    if smooth:
+        from calbench.metrics.smooth import smooth_reliability
+
+        f, outcome = _pairs(p, y, class_index)
+        curve = smooth_reliability(
+            f, outcome, n_points=SMOOTH_POINTS, n_bootstrap=SMOOTH_BOOTSTRAP, level=0.9, seed=0
+        )
+    return Layers(band, curve, min_count)
+
+
+def _check_layers(bands, smooth, min_count) -> tuple[bool, bool, int]:
+    return _check_flag(bands, "bands"), _check_flag(smooth, "smooth"), _check_min_count(min_count)
+
+
+def _draw_band(ax, x, width, band, keep):
+    """The consistency band of every non-empty bin: a grey box from its 5% to its 95% frequency
+    over the bar it belongs to (:func:`_mark_sparse_bins` fades those of sparse bins)."""
+    from matplotlib.colors import to_rgba
+
+    lo, hi = (np.asarray(a)[keep] for a in band)
+    boxes = ax.bar(
+        x,
+        hi - lo,
+        bottom=lo,
+        width=width,
+        align="edge",
+        facecolor=to_rgba(_BAND_COLOR, 0.3),
+        edgecolor=_BAND_COLOR,
+        linewidth=0.8,
+        label=BAND_LABEL,
+        zorder=4,
+    )
+    return boxes
+
+
+def _draw_smooth(ax, curve, min_count: int) -> None:
+    """The smoothed reliability curve and its bootstrap band, drawn only where about
+    ``min_count`` samples lie within a bandwidth (``n_local``): elsewhere it is an extrapolation."""
+    ok = curve.n_local >= min_count
+    mean = np.where(ok, curve.mean, np.nan)
+    if curve.lower is not None:
+        ok_band = ok & np.isfinite(curve.lower) & np.isfinite(curve.upper)
+        ax.fill_between(
+            curve.t,
+            np.where(ok_band, curve.lower, np.nan),
+            np.where(ok_band, curve.upper, np.nan),
+            where=ok_band,
+            color=_SMOOTH_COLOR,
+            alpha=0.3,
+            linewidth=0,
+            zorder=5,
+            gid=SMOOTH_BAND_GID,
+        )
+    ax.plot(curve.t, mean, color=_SMOOTH_COLOR, lw=1.8, label=SMOOTH_LABEL, zorder=6)
+
+
+def _mark_sparse_bins(ax, bars, left, width, acc, count, min_count, faded=()) -> None:
+    """Bins holding fewer than ``min_count`` samples: their bars faded and hatched, with their
+    count printed above them (a 1-sample bin is either 0 or 1 and says nothing about
+    calibration); ``faded`` are further bar containers of the same bins to fade."""
+    for i, (bar, x, w, a, c) in enumerate(zip(bars, left, width, acc, count, strict=True)):
+        if c < min_count:
             bar.set_alpha(0.3)
-            ax.text(x + w / 2, min(a + 0.02, 0.93), f"n={int(c)}", ha="center", fontsize=6)
+            bar.set_hatch("..")
+            for other in faded:
+                other[i].set_alpha(SPARSE_ALPHA)
+            ax.text(
+                x + w / 2,
+                min(a + 0.02, 0.92),
+                f"n={int(c)}",
+                ha="center",
+                fontsize=_COUNT_FONT,
+                zorder=7,
+            )
     legend = ax.get_legend()
     if legend is not None:  # the legend key stays in full colour
         handles = getattr(legend, "legend_handles", None) or legend.legendHandles
         for handle, text in zip(handles, legend.get_texts(), strict=False):
             if text.get_text() == "Outputs":
                 handle.set_alpha(None)
+                handle.set_hatch(None)
 
 
-def _draw_guo(ax, hist_ax, b, ece_value, *, ylabel, ece_in_corner, hist_lines, legend=True):
+def _draw_guo(
+    ax, hist_ax, b, ece_value, *, ylabel, ece_in_corner, hist_lines, legend=True, layers=None
+):
+    layers = layers or Layers(None, None, FEW_SAMPLES)
     left, width, conf, acc, count = _bin_arrays(b)
     keep = count > 0
     _setup_unit_axes(ax, "" if hist_ax is not None else "Confidence", ylabel)
@@ -72,7 +179,7 @@ def _draw_guo(ax, hist_ax, b, ece_value, *, ylabel, ece_in_corner, hist_lines, l
         label="Outputs",
         zorder=2,
     )
-    ax.bar(
+    gap = ax.bar(
         left[keep],
         conf[keep] - acc[keep],
         bottom=acc[keep],
@@ -86,9 +193,16 @@ def _draw_guo(ax, hist_ax, b, ece_value, *, ylabel, ece_in_corner, hist_lines, l
         label="Gap",
         zorder=3,
     )
+    faded = [gap]
+    if layers.band is not None:
+        faded.append(_draw_band(ax, left[keep], width[keep], layers.band, keep))
+    if layers.curve is not None:
+        _draw_smooth(ax, layers.curve, layers.min_count)
     if legend:
         _legend(ax, ece_in_corner)  # before fading: the legend keys keep the full colour
-    _mark_sparse_bins(ax, outputs, left[keep], width[keep], acc[keep], count[keep])
+    _mark_sparse_bins(
+        ax, outputs, left[keep], width[keep], acc[keep], count[keep], layers.min_count, faded
+    )
     if ece_in_corner:
         _corner_text(ax, format_ece(ece_value))
     if hist_ax is None:
@@ -116,51 +230,65 @@ def _draw_guo(ax, hist_ax, b, ece_value, *, ylabel, ece_in_corner, hist_lines, l
         hist_ax.axvline(mean_conf, color=_GAP_COLOR, ls=":", lw=2.0, label="Avg. confidence")
         if legend:
             hist_ax.legend(
-                handles=hist_ax.lines[-2:], loc="best", fontsize=7, framealpha=0.9, borderpad=0.3
+                handles=hist_ax.lines[-2:], loc="best", fontsize=8, framealpha=0.9, borderpad=0.3
             )
     ax.tick_params(labelbottom=False)
 
 
-def _draw_coursework(ax, b, ece_value, *, ylabel, ece_in_corner, acc_label, legend=True):
+def _draw_coursework(
+    ax, b, ece_value, *, ylabel, ece_in_corner, acc_label, legend=True, layers=None
+):
+    layers = layers or Layers(None, None, FEW_SAMPLES)
     left, width, conf, acc, count = _bin_arrays(b)
     keep = count > 0
     _setup_unit_axes(ax, "Confidence", ylabel)
     w = width[keep] / 3.0
     x = left[keep]
     weight = count[keep] / count.sum()
+    drawn = []
     for offset, values, color, label in (
         (0, conf[keep], _CONF_COLOR, "Confidence"),
         (1, acc[keep], _ACC_COLOR, acc_label),
         (2, weight, _WEIGHT_COLOR, "Bin weight"),
     ):
-        ax.bar(
-            x + offset * w,
-            values,
-            width=w,
-            align="edge",
-            color=color,
-            edgecolor="black",
-            linewidth=0.4,
-            label=label,
-            zorder=2,
+        drawn.append(
+            ax.bar(
+                x + offset * w,
+                values,
+                width=w,
+                align="edge",
+                color=color,
+                edgecolor="black",
+                linewidth=0.4,
+                label=label,
+                zorder=2,
+            )
         )
+    # the band belongs to the accuracy (middle) bar
+    faded = [drawn[0]]
+    if layers.band is not None:
+        faded.append(_draw_band(ax, x + w, w, layers.band, keep))
+    if layers.curve is not None:
+        _draw_smooth(ax, layers.curve, layers.min_count)
     # The coursework bars fill both upper corners (tall first-bin weights in one-vs-rest
     # diagrams, tall top-bin confidences), so the ECE heads a legend placed where bars leave room.
-    if not legend:
-        return
-    ax.legend(
-        loc="best",
-        fontsize=9,
-        framealpha=0.9,
-        title=format_ece(ece_value) if ece_in_corner else None,
-        title_fontsize=10,
-    )
+    if legend:
+        ax.legend(
+            loc="best",
+            fontsize=9,
+            framealpha=0.9,
+            title=format_ece(ece_value) if ece_in_corner else None,
+            title_fontsize=10,
+        )
+    _mark_sparse_bins(ax, drawn[1], x + w, w, acc[keep], count[keep], layers.min_count, faded)
 
 
-def _diagram(probs, labels, n_bins, style, title, ax, class_index, binning):
-    """Shared body of :func:`reliability_diagram` and :func:`classwise_reliability_diagram`."""
+def _diagram(probs, labels, n_bins, style, title, ax, class_index, binning, options):
+    """Shared body of :func:`reliability_diagram` and :func:`classwise_reliability_diagram`;
+    ``options`` = ``(bands, smooth, min_count)``."""
     p, y = check_probs_labels(probs, labels)
     n_bins = check_n_bins(n_bins)
+    bands, smooth, min_count = _check_layers(*options)
     style = _check_style(style)
     binning = _check_binning(binning)
     title = _check_title(title)
@@ -178,6 +306,7 @@ def _diagram(probs, labels, n_bins, style, title, ax, class_index, binning):
         ax = _check_ax(ax)
     b = _bins(p, y, n_bins, class_index, binning)
     ece_value = _ece(p, y, n_bins, class_index, binning)
+    layers = _layers(p, y, b, class_index, bands, smooth, min_count)
 
     own_figure = ax is None
     if own_figure:
@@ -202,13 +331,22 @@ def _diagram(probs, labels, n_bins, style, title, ax, class_index, binning):
             ylabel=ylabel,
             ece_in_corner=True,
             hist_lines=class_index is None,
+            layers=layers,
         )
     else:
         what, acc_label = (
             ("accuracy", "Accuracy") if class_index is None else ("frequency", "Positive frequency")
         )
         ylabel = f"Confidence, {what}, bin weight"
-        _draw_coursework(ax, b, ece_value, ylabel=ylabel, ece_in_corner=True, acc_label=acc_label)
+        _draw_coursework(
+            ax,
+            b,
+            ece_value,
+            ylabel=ylabel,
+            ece_in_corner=True,
+            acc_label=acc_label,
+            layers=layers,
+        )
     if class_index is not None:
         xlabel = f"Predicted probability of class {class_index}"
         (hist_ax if hist_ax is not None else ax).set_xlabel(xlabel)
@@ -220,8 +358,9 @@ def _diagram(probs, labels, n_bins, style, title, ax, class_index, binning):
     return fig
 
 
-#: Figure sizes (inches) of a single diagram per style.
-_SINGLE_SIZE = {"guo": (4.6, 5.6), "coursework": (5.2, 4.4)}
+#: Figure sizes (inches) of a single diagram per style: axes at least 4 in (400 px at 100 dpi)
+#: wide.
+_SINGLE_SIZE = {"guo": (4.9, 5.9), "coursework": (5.2, 4.4)}
 
 
 def _place_single(fig, ax, hist_ax, titled: bool) -> None:
@@ -257,6 +396,10 @@ def reliability_diagram(
     title=None,
     ax=None,
     binning: str = "width",
+    *,
+    bands: bool = True,
+    smooth: bool = True,
+    min_count: int = FEW_SAMPLES,
 ):
     """Top-label reliability diagram of probabilities ``(N, K)`` against labels ``(N,)``.
 
@@ -277,8 +420,23 @@ def reliability_diagram(
     ``(diagram_ax, histogram_ax)`` for ``"guo"``. ``binning="mass"`` draws equal-mass bins
     (bars as wide as their bins) and the matching equal-mass ECE. Returns the Figure (``ax``'s
     figure if given).
+
+    Uncertainty (both on by default):
+
+    * ``bands``: each bin's consistency band (Broecker & Smith 2007), a grey box from the 5% to
+      the 95% quantile of the frequency a perfectly calibrated model with that bin's count and
+      mean confidence would show (exact binomial quantiles,
+      :func:`calbench.plots._base.consistency_band`), over the bar it bounds (the accuracy bar;
+      the middle bar in ``"coursework"``). A bar outside its box is evidence of miscalibration
+      in that bin at about the 10% level.
+    * ``smooth``: the kernel-smoothed reliability curve of Blasiok & Nakkiran 2023 (reflected
+      Gaussian kernel at the smooth ECE's bandwidth) with its 90% bootstrap band
+      (:func:`calbench.metrics.smooth.smooth_reliability`, 100 resamples, seed 0), drawn where
+      at least ``min_count`` samples lie within about one bandwidth.
+    * ``min_count``: bins with fewer samples are drawn faded and dotted with their count above.
     """
-    return _diagram(probs, labels, n_bins, style, title, ax, None, binning)
+    options = (bands, smooth, min_count)
+    return _diagram(probs, labels, n_bins, style, title, ax, None, binning, options)
 
 
 def classwise_reliability_diagram(
@@ -290,6 +448,10 @@ def classwise_reliability_diagram(
     title=None,
     ax=None,
     binning: str = "width",
+    *,
+    bands: bool = True,
+    smooth: bool = True,
+    min_count: int = FEW_SAMPLES,
 ):
     """One-vs-rest reliability diagram of class ``class_index``.
 
@@ -298,10 +460,12 @@ def classwise_reliability_diagram(
     is binned, ``C_m^j`` is its mean in bin ``m`` and ``A_m^j`` the frequency of ``labels == j``
     there. The corner shows that class's ECE ``sum_m |B_m^j| / n |A_m^j - C_m^j|``, the class-j
     term of the study's classwise ECE (eq. 8). Styles and ``ax`` as in :func:`reliability_diagram`
-    (the "guo" histogram has no accuracy/confidence lines here).
+    (the "guo" histogram has no accuracy/confidence lines here); ``bands``, ``smooth`` and
+    ``min_count`` as there, on the pairs ``(probs[:, j], labels == j)``.
     """
     p = check_probs(probs)
     class_index = _check_class_index(class_index, p.shape[1])
     if title is None:
         title = f"Class {class_index} vs rest"
-    return _diagram(p, labels, n_bins, style, title, ax, class_index, binning)
+    options = (bands, smooth, min_count)
+    return _diagram(p, labels, n_bins, style, title, ax, class_index, binning, options)

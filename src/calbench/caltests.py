@@ -1,0 +1,282 @@
+"""Hypothesis tests of calibration with analytic p-values, and "calibrated at the 5% level?"
+verdicts for many (model, calibrator) pairs.
+
+Every test takes predictions ``f_i`` in [0, 1] and outcomes ``y_i`` in {0, 1} under the null
+hypothesis of perfect calibration, ``P(y_i = 1 | f_i) = f_i``; for multiclass probabilities the
+*top-label* pair is tested (``f_i = max_k p_ik``, ``y_i = 1[argmax_k p_ik == label_i]``; Gupta &
+Ramdas 2022, "Top-label calibration"), for two-class probabilities optionally the binary pair
+(``target="binary"``: ``f_i = p_i1``, ``y_i = label_i``).
+
+* **Spiegelhalter's Z** (Spiegelhalter 1986, "Probabilistic prediction in patient management and
+  clinical trials", Statistics in Medicine 5, eq. for Z in sec. 3.3): the Brier score's
+  deviation from its null mean over its null standard deviation,
+  ``Z = sum_i (y_i - f_i)(1 - 2 f_i) / sqrt(sum_i (1 - 2 f_i)^2 f_i (1 - f_i))``, asymptotically
+  N(0, 1). Two-sided by default (miscalibration in either direction); ``alternative="greater"``
+  gives the one-sided ``1 - Phi(Z)`` (large Z: outcomes below the top-label predictions, i.e.
+  over-confidence).
+* **Kolmogorov-Smirnov and Kuiper tests on the cumulative differences** (Arrieta-Ibarra, Gujral,
+  Tannen, Tygert & Xu 2022, "Metrics of calibration for probabilistic predictions", JMLR 23,
+  eqs. (9)-(12); Gupta, Rahimi, Ajanthan, Mensink, Sminchisescu & Hartley 2021, "Calibration of
+  neural networks using splines", eq. (8)): with the samples sorted by ``f``,
+  ``C_k = (1/n) sum_{i <= k} (y_i - f_i)`` (``C_0 = 0``) and the scale
+  ``sigma = sqrt(sum_i f_i (1 - f_i)) / n``. Under the null ``C / sigma`` is asymptotically a
+  standard Brownian motion on [0, 1] observed at the times ``sum_{i<=k} f_i (1 - f_i) /
+  sum_i f_i (1 - f_i)``, so the KS statistic ``max_k |C_k| / sigma`` has the law of
+  ``sup |B|`` (Darling & Siegert 1953) and Kuiper's ``(max_k C_k - min_k C_k) / sigma`` that of
+  the range of B (Feller 1951); both p-values are evaluated from series for the survival
+  function that do not lose precision in the tail (Tygert 2022, "Calibration of P-values for
+  calibration and for deviation of a subpopulation from the full population").
+
+  Ties in ``f`` are handled without randomness: ``C`` is read only at the end of each run of
+  equal predictions (the order within a run is arbitrary, and no ordering of it is preferred).
+  The range includes ``C_0 = 0``, the start of the path.
+
+:func:`calibration_verdicts` turns many p-values into decisions with Holm's step-down
+correction (Holm 1979): the p-values of one model's calibrators share that model's test set and
+are dependent in an unknown way, and Holm controls the family-wise error at ``alpha`` under
+any dependence (Benjamini-Hochberg's FDR control needs positive dependence; it is offered as
+``method="bh"``). Every verdict is read on its own in the report, which is what family-wise
+control protects. The analytic p-values resolve far below any ``alpha / m``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable, Mapping
+from dataclasses import dataclass
+
+import numpy as np
+from scipy.special import ndtr
+
+from calbench._checks import check_choice, check_probs_labels
+from calbench.metrics.binning import top_label
+
+TARGETS = ("top", "binary")
+ALTERNATIVES = ("two-sided", "greater", "less")
+CORRECTIONS = ("holm", "bh")
+
+
+@dataclass(frozen=True)
+class CalibrationTest:
+    """A test's ``statistic`` and ``p_value`` (null: perfectly calibrated)."""
+
+    name: str
+    statistic: float
+    p_value: float
+
+
+# --------------------------------------------------------------------------------------------
+# input
+# --------------------------------------------------------------------------------------------
+def _pairs(probs, labels, target: str) -> tuple[np.ndarray, np.ndarray]:
+    target = check_choice(target, "target", TARGETS)
+    p, y = check_probs_labels(probs, labels)
+    if target == "top":
+        return top_label(p, y)
+    if p.shape[1] != 2:
+        raise ValueError(
+            f"target='binary' needs two-class probabilities (N, 2), got {p.shape[1]} classes; "
+            "use target='top'"
+        )
+    return np.asarray(p[:, 1], dtype=np.float64), (y == 1).astype(np.float64)
+
+
+#: How far outside [0, 1] a prediction may lie by rounding (float32 probabilities) and is
+#: clipped.
+_ROUNDING = 1e-6
+
+
+def _check_1d(f, y) -> tuple[np.ndarray, np.ndarray]:
+    f = np.asarray(f, dtype=np.float64)
+    y = np.asarray(y, dtype=np.float64)
+    if f.ndim != 1 or y.shape != f.shape or f.shape[0] == 0:
+        raise ValueError(
+            f"predictions and outcomes must be non-empty 1-D arrays of one length, got shapes "
+            f"{f.shape} and {y.shape}"
+        )
+    if not (np.all(np.isfinite(f)) and f.min() >= -_ROUNDING and f.max() <= 1.0 + _ROUNDING):
+        raise ValueError("predictions must lie in [0, 1]; pass probabilities, not logits")
+    f = np.clip(f, 0.0, 1.0)  # float32 rows may exceed 1 by rounding
+    if not np.all((y == 0.0) | (y == 1.0)):
+        raise ValueError("outcomes must be 0 or 1; pass correctness (top-label) or a binary label")
+    return f, y
+
+
+def _null_variance(v: float, what: str) -> float:
+    if not v > 0.0:
+        raise ValueError(
+            f"{what} is undefined: every prediction is 0 or 1{' or 0.5' if 'Spiegel' in what else ''}, "
+            "so the null variance is zero; test predictions strictly inside (0, 1)"
+        )
+    return v
+
+
+# --------------------------------------------------------------------------------------------
+# null distributions (survival functions, accurate in the tail)
+# --------------------------------------------------------------------------------------------
+def sup_abs_brownian_sf(x: float) -> float:
+    """``P(sup_{0<=t<=1} |B_t| > x)`` for standard Brownian motion B (Darling & Siegert 1953).
+
+    Large x: the reflection series ``4 sum_{k>=1} (-1)^(k-1) Phi_bar((2k - 1) x)``; small x: one
+    minus the theta series ``(4 / pi) sum_{k>=0} (-1)^k / (2k + 1) exp(-(2k + 1)^2 pi^2 / (8 x^2))``
+    (Feller 1971, vol. II, sec. X.5); each converges in a few terms on its side of x = 1.
+    """
+    x = float(x)
+    if x <= 0.0:
+        return 1.0
+    if x >= 1.0:
+        k = np.arange(1, 40)
+        return float(min(1.0, 4.0 * np.sum((-1.0) ** (k - 1) * ndtr(-(2 * k - 1) * x))))
+    k = np.arange(0, 40)
+    odd = 2 * k + 1
+    cdf = 4.0 / np.pi * np.sum((-1.0) ** k / odd * np.exp(-(odd**2) * np.pi**2 / (8 * x * x)))
+    return float(min(1.0, max(0.0, 1.0 - cdf)))
+
+
+def brownian_range_sf(x: float) -> float:
+    """``P(max_t B_t - min_t B_t > x)`` over [0, 1] for standard Brownian motion (Feller 1951,
+    "The asymptotic distribution of the range of sums of independent random variables").
+
+    Large x: integrating Feller's density ``8 sum_{k>=1} (-1)^(k-1) k^2 phi(k x)`` gives
+    ``8 sum_{k>=1} (-1)^(k-1) k Phi_bar(k x)``; small x: one minus the theta form of the CDF,
+    ``sum_{k>=0} (8 / x^2 + 2 / (k + 1/2)^2 / pi^2) exp(-2 (k + 1/2)^2 pi^2 / x^2)`` (Tygert 2022,
+    eq. for the range); each converges in a few terms on its side of x = 2.
+    """
+    x = float(x)
+    if x <= 0.0:
+        return 1.0
+    if x >= 2.0:
+        k = np.arange(1, 40)
+        return float(min(1.0, 8.0 * np.sum((-1.0) ** (k - 1) * k * ndtr(-k * x))))
+    h = np.arange(0, 40) + 0.5
+    cdf = np.sum((8.0 / x**2 + 2.0 / (h**2 * np.pi**2)) * np.exp(-2.0 * h**2 * np.pi**2 / x**2))
+    return float(min(1.0, max(0.0, 1.0 - cdf)))
+
+
+# --------------------------------------------------------------------------------------------
+# the tests on (f, y) pairs
+# --------------------------------------------------------------------------------------------
+def cumulative_differences(f, y) -> np.ndarray:
+    """``C_k = (1/n) sum_{i <= k} (y_i - f_i)`` with the samples sorted by ``f`` (Arrieta-Ibarra
+    et al. 2022, eq. (9)), read at the end of each run of tied predictions, with ``C_0 = 0``
+    first."""
+    f, y = _check_1d(f, y)
+    order = np.argsort(f, kind="stable")
+    fs = f[order]
+    c = np.cumsum(y[order] - fs) / f.shape[0]
+    ends = np.flatnonzero(np.r_[fs[1:] != fs[:-1], True])
+    return np.r_[0.0, c[ends]]
+
+
+def _scale(f: np.ndarray, what: str) -> float:
+    return np.sqrt(_null_variance(float(np.sum(f * (1.0 - f))), what)) / f.shape[0]
+
+
+def ks_test_1d(f, y) -> CalibrationTest:
+    """Kolmogorov-Smirnov calibration test: ``max_k |C_k| / sigma`` against ``sup |B|``."""
+    f, y = _check_1d(f, y)
+    stat = float(np.max(np.abs(cumulative_differences(f, y))) / _scale(f, "The KS test"))
+    return CalibrationTest("ks", stat, sup_abs_brownian_sf(stat))
+
+
+def kuiper_test_1d(f, y) -> CalibrationTest:
+    """Kuiper calibration test: ``(max_k C_k - min_k C_k) / sigma`` against the range of B."""
+    f, y = _check_1d(f, y)
+    c = cumulative_differences(f, y)
+    stat = float((c.max() - c.min()) / _scale(f, "Kuiper's test"))
+    return CalibrationTest("kuiper", stat, brownian_range_sf(stat))
+
+
+def spiegelhalter_test_1d(f, y, alternative: str = "two-sided") -> CalibrationTest:
+    """Spiegelhalter's Z test (Spiegelhalter 1986): ``Z`` as in the module docstring against
+    N(0, 1); ``alternative``: ``"two-sided"`` ``2 Phi(-|Z|)``, ``"greater"`` ``Phi(-Z)``,
+    ``"less"`` ``Phi(Z)``."""
+    alternative = check_choice(alternative, "alternative", ALTERNATIVES)
+    f, y = _check_1d(f, y)
+    w = 1.0 - 2.0 * f
+    var = _null_variance(float(np.sum(w * w * f * (1.0 - f))), "Spiegelhalter's test")
+    z = float(np.sum((y - f) * w) / np.sqrt(var))
+    p = {"two-sided": 2.0 * ndtr(-abs(z)), "greater": ndtr(-z), "less": ndtr(z)}[alternative]
+    return CalibrationTest("spiegelhalter", z, float(min(1.0, p)))
+
+
+# --------------------------------------------------------------------------------------------
+# on probabilities
+# --------------------------------------------------------------------------------------------
+def spiegelhalter_test(
+    probs, labels, *, target: str = "top", alternative: str = "two-sided"
+) -> CalibrationTest:
+    """Spiegelhalter's Z test of probabilities ``(N, K)`` against labels (top-label pairs, or
+    the binary pair with ``target="binary"``)."""
+    return spiegelhalter_test_1d(*_pairs(probs, labels, target), alternative=alternative)
+
+
+def ks_calibration_test(probs, labels, *, target: str = "top") -> CalibrationTest:
+    """Kolmogorov-Smirnov test on the cumulative differences (Arrieta-Ibarra et al. 2022)."""
+    return ks_test_1d(*_pairs(probs, labels, target))
+
+
+def kuiper_calibration_test(probs, labels, *, target: str = "top") -> CalibrationTest:
+    """Kuiper test on the cumulative differences (Arrieta-Ibarra et al. 2022)."""
+    return kuiper_test_1d(*_pairs(probs, labels, target))
+
+
+def calibration_tests(probs, labels, *, target: str = "top") -> dict[str, CalibrationTest]:
+    """All three tests (two-sided Spiegelhalter), keyed by name."""
+    f, y = _pairs(probs, labels, target)
+    return {
+        t.name: t for t in (spiegelhalter_test_1d(f, y), ks_test_1d(f, y), kuiper_test_1d(f, y))
+    }
+
+
+# --------------------------------------------------------------------------------------------
+# many tests at once
+# --------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Verdict:
+    """One pair's raw and adjusted p-value and whether calibration is kept at level ``alpha``
+    (``calibrated``: the adjusted p-value exceeds ``alpha``, i.e. the test does not reject)."""
+
+    p_value: float
+    adjusted: float
+    calibrated: bool
+
+
+def benjamini_hochberg(p_values) -> np.ndarray:
+    """Benjamini & Hochberg (1995) step-up adjusted p-values: with ``m`` p-values sorted
+    ascending, ``p_(i) -> min_{j >= i} min(1, m p_(j) / j)``."""
+    p = np.asarray(p_values, dtype=np.float64)
+    m = p.shape[0]
+    order = np.argsort(p, kind="stable")
+    scaled = p[order] * m / np.arange(1, m + 1)
+    adjusted = np.minimum(1.0, np.minimum.accumulate(scaled[::-1])[::-1])
+    out = np.empty(m)
+    out[order] = adjusted
+    return out
+
+
+def calibration_verdicts(
+    p_values: Mapping[Hashable, float], alpha: float = 0.05, method: str = "holm"
+) -> dict[Hashable, Verdict]:
+    """ "Calibrated at level ``alpha``?" for many p-values keyed by e.g. ``(model, calibrator)``.
+
+    The p-values are adjusted jointly, Holm's step-down (default, family-wise error at
+    ``alpha`` under any dependence; see the module docstring for why) or Benjamini-Hochberg
+    (``method="bh"``, false discovery rate); a pair is *calibrated* when its adjusted p-value
+    exceeds ``alpha`` (no evidence of miscalibration, not proof of calibration).
+    """
+    from calbench.stats import holm
+
+    method = check_choice(method, "method", CORRECTIONS)
+    if isinstance(alpha, bool) or not isinstance(alpha, float | int) or not 0.0 < alpha < 1.0:
+        raise ValueError(f"alpha must be a number in (0, 1), got {alpha!r}")
+    if not isinstance(p_values, Mapping) or not p_values:
+        raise ValueError("p_values must be a non-empty dict {(model, calibrator): p-value}")
+    keys = list(p_values)
+    p = np.array([p_values[k] for k in keys], dtype=np.float64)
+    if not np.all(np.isfinite(p)) or np.any((p < 0.0) | (p > 1.0)):
+        raise ValueError("p-values must be finite numbers in [0, 1]; drop the pairs without a test")
+    adjusted = holm(p) if method == "holm" else benjamini_hochberg(p)
+    return {
+        k: Verdict(float(p[i]), float(adjusted[i]), bool(adjusted[i] > alpha))
+        for i, k in enumerate(keys)
+    }
