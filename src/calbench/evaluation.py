@@ -25,33 +25,8 @@ from pathlib import Path
 
 import numpy as np
 
-from calbench.split import load_halves
-
-HALVES = ("test", "val")
-COMPARE_COLUMNS = (
-    "dataset",
-    "model",
-    "half",
-    "metric",
-    "method",
-    "baseline",
-    "value",
-    "baseline_value",
-    "difference",
-    "ci_low",
-    "ci_high",
-    "p_value",
-    "n_resamples",
-    "interval",
-    "selected_on",
-    "family",
-    "family_size",
-    "test",
-    "n_permutations",
-    "p_holm",
-    "min_p_holm",
-    "alpha",
-)
+from calbench.report.tables import COMPARE_COLUMNS  # noqa: F401  (the comparison CSV's columns)
+from calbench.split import HALVES, load_halves
 
 
 def method_name(calibrator_path, name: str | None = None) -> str:

@@ -17,6 +17,9 @@ from pathlib import Path
 
 import numpy as np
 
+#: the two halves of a model's test-set logits: calibrators are fitted on val, reported on test
+HALVES = ("test", "val")
+
 
 def study_split(n: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
     """Return ``(val_idx, test_idx)`` (int64) for ``n`` samples, as the study split them.

@@ -15,7 +15,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from calbench.evaluation import COMPARE_COLUMNS, HALVES
+from calbench.report.tables import COMPARE_COLUMNS
+from calbench.split import HALVES
 
 
 def _sort_rows(rows: list[dict], spec: dict) -> list[dict]:

@@ -41,6 +41,31 @@ from calbench.report.table_model import tex_escape  # noqa: F401  (re-exported)
 
 #: Columns of the long-format metrics CSV written by ``calbench evaluate``.
 METRIC_COLUMNS = ("dataset", "model", "method", "half", "metric", "value", "ci_low", "ci_high")
+#: columns of a comparison CSV (calbench.evaluation.compare_rows; one row per paired test)
+COMPARE_COLUMNS = (
+    "dataset",
+    "model",
+    "half",
+    "metric",
+    "method",
+    "baseline",
+    "value",
+    "baseline_value",
+    "difference",
+    "ci_low",
+    "ci_high",
+    "p_value",
+    "n_resamples",
+    "interval",
+    "selected_on",
+    "family",
+    "family_size",
+    "test",
+    "n_permutations",
+    "p_holm",
+    "min_p_holm",
+    "alpha",
+)
 
 
 # --------------------------------------------------------------------------------------------
