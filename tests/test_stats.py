@@ -264,7 +264,7 @@ def test_calibration_errors_get_a_verified_interval_or_none():
     higher = {"acc_at_90", "lac_coverage", "aps_coverage"}  # scores without a verified interval
     assert set(METRICS) - S.CALIBRATION_ERRORS == smooth | higher
     assert S.NO_INTERVAL - S.CALIBRATION_ERRORS == higher
-    # intervals only where bench/bench_coverage.py showed 90-99% coverage in every scenario:
+    # intervals only where perf/bench_coverage.py showed 90-99% coverage in every scenario:
     # no construction did for ECE, classwise ECE or MCE; the others are unverified
     assert S.CALIBRATION_ERRORS <= S.NO_INTERVAL
     assert {S.interval_method(METRICS[m]) for m in S.CALIBRATION_ERRORS - S.NO_INTERVAL} <= {
@@ -487,7 +487,7 @@ def test_interval_constructions_known_answer():
 
 def test_upper_bound_covers_a_zero_error_and_ece_has_no_default_interval():
     # the one-sided bound [0, 2t - q_0.05] always covers the 0 of a calibrated model; it is
-    # not ECE's default: in bench/bench_coverage.py it covered 84-98% across scenarios, below
+    # not ECE's default: in perf/bench_coverage.py it covered 84-98% across scenarios, below
     # 90% for an over-confident 100-class model at N = 500 (as the basic interval did)
     model = SyntheticModel(gamma=1.0)
     assert population_errors(model)["ece"] < 1e-9

@@ -18,7 +18,7 @@ draws N sample indices with replacement and re-evaluates the metric. Two interva
   The interval targets the *population* binned calibration error (same bins), not the biased
   plug-in value, so a plug-in estimate above its interval means "the bias is larger than the
   sampling noise". Coverage is checked by simulation on a model with a known calibration error
-  (:mod:`calbench.stats` tests; figures in docs/statistics.md, ``bench/bench_coverage.py``).
+  (:mod:`calbench.stats` tests; figures in docs/statistics.md, ``perf/bench_coverage.py``).
 
 A third construction, **upper** (:func:`interval_from_values`), is the one-sided basic bound
 ``[0, 2 t - q_{1 - level}]``, an upper confidence bound that includes 0. Which construction a

@@ -386,7 +386,7 @@ def _bench_workflow():
     import importlib.util
 
     spec = importlib.util.spec_from_file_location(
-        "bench_workflow", REPO / "bench" / "bench_workflow.py"
+        "bench_workflow", REPO / "perf" / "bench_workflow.py"
     )
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
@@ -394,7 +394,7 @@ def _bench_workflow():
 
 
 def test_bench_workflow_totals_the_benchmark_files(run, capsys):
-    """bench/bench_workflow.py: one record per job, totals equal to the files' sums."""
+    """perf/bench_workflow.py: one record per job, totals equal to the files' sums."""
     bench = _bench_workflow()
     by_rule = bench.collect(run)
     files = list((run / "benchmarks").rglob("*.tsv"))

@@ -121,7 +121,7 @@ def cpu_fit_settings(n_entries: int, device: str) -> Iterator[None]:
       that grow large (Dirichlet's weights reach ~10 on log-probabilities near -15) put many
       softmax outputs in float32's denormal range (1e-45 .. 1e-38), where arithmetic is
       far slower: one Dirichlet objective + gradient on 5,000 x 100 at its fitted parameters
-      takes ~100 ms with denormals and ~4 ms flushed (bench/bench_calibrators.py).
+      takes ~100 ms with denormals and ~4 ms flushed (perf/bench_calibrators.py).
       Flushing only replaces values below 1.2e-38 by 0, far below float32's resolution of the
       loss and the gradients (the parameters fitted on the tests' data are identical).
       The setting is per thread: it is fully effective on single-threaded fits, while the

@@ -386,20 +386,20 @@ def _cwece_kull_linear(p, y, dtype=None):
 
 _MAX_GAP = (
     "the largest bin gap is a non-smooth extreme whose bootstrap is inconsistent: its basic "
-    "intervals covered the population value 32-64% of the time (bench/bench_coverage.py)"
+    "intervals covered the population value 32-64% of the time (perf/bench_coverage.py)"
 )
 _TOP_LABEL = (
     "no bootstrap interval covered the population ECE in 90-99% of simulated test sets in "
     "every scenario: the basic interval 48-97% (it excludes a true 0 half the time), the "
-    "one-sided upper bound 84.5-98%, the percentile interval 0-97% (bench/bench_coverage.py)"
+    "one-sided upper bound 84.5-98%, the percentile interval 0-97% (perf/bench_coverage.py)"
 )
 _CLASSWISE = (
     "no bootstrap interval covered the population classwise error in 90-99% of simulated test "
     "sets: the basic interval 0-90.5% (its plug-in bias exceeds the error for nearly calibrated "
-    "models and for 100 classes), the one-sided upper bound 89-100% (bench/bench_coverage.py)"
+    "models and for 100 classes), the one-sided upper bound 89-100% (perf/bench_coverage.py)"
 )
 _UNVERIFIED = (
-    "its coverage is not verified: bench/bench_coverage.py knows the population value of ECE, "
+    "its coverage is not verified: perf/bench_coverage.py knows the population value of ECE, "
     "classwise ECE and MCE only, and the bootstrap of a biased plug-in error may miss it"
 )
 _ERROR = {"higher_is_better": False, "paired_test": "sign_flip"}

@@ -12,7 +12,7 @@ Sections (``--only`` picks some):
   (betacal, venn_abers, probmetrics, ml_insights; spline and its reference on 10 of the classes,
   scaled by 10, the reference taking ~20 s per class).
 
-Run: ``python bench/bench_speed.py [--only ts ece iso new] [--repeats 1]``.
+Run: ``python perf/bench_speed.py [--only ts ece iso new] [--repeats 1]``.
 """
 
 from __future__ import annotations

@@ -11,9 +11,9 @@ LBFGS for up to 1000 iterations; it is timed for --ms-iters iterations and extra
 Then the total for the 77 models is extrapolated from the per-job figures (jobs spread over
 --cores cores, as `snakemake --cores N` runs them).
 
-    python bench/bench_coursework_logits.py                 # every job of one model per shape
-    python bench/bench_coursework_logits.py --import-only   # the 200 MB import only
-    python bench/bench_coursework_logits.py --workflow      # the real workflow, end to end
+    python perf/bench_coursework_logits.py                 # every job of one model per shape
+    python perf/bench_coursework_logits.py --import-only   # the 200 MB import only
+    python perf/bench_coursework_logits.py --workflow      # the real workflow, end to end
 
 ``--workflow`` runs the study as a user does, end to end: it writes the 77 synthetic files in the
 published layout into a local folder (the config's ``mirrors:``), copies the project into a

@@ -6,12 +6,12 @@ process tree). This script reads them from a finished run and prints, per rule, 
 jobs, their total and mean CPU seconds, total and largest wall seconds; then the run's wall time
 (first job start = file time - ``s``, to the last job's end) and how busy the cores were.
 
-    python bench/bench_workflow.py                  # the run in this folder
-    python bench/bench_workflow.py --root /tmp/run  # another run's folder
-    python bench/bench_workflow.py --run --cores 2  # rebuild here first (deletes nothing:
+    python perf/bench_workflow.py                  # the run in this folder
+    python perf/bench_workflow.py --root /tmp/run  # another run's folder
+    python perf/bench_workflow.py --run --cores 2  # rebuild here first (deletes nothing:
                                                          # use `snakemake --delete-all-output`)
 
-    python bench/bench_workflow.py --scenarios --cores 8,2   # the speed targets, below
+    python perf/bench_workflow.py --scenarios --cores 8,2   # the speed targets, below
 
 ``--scenarios`` copies the project (its git-tracked files, as they are in the working tree) into
 a scratch folder (``--workdir``, default a new temporary folder) and times, for each ``--cores``
@@ -191,7 +191,7 @@ def apply_edit(root, scenario: str) -> None:
         insert_after(root / "config.yaml", "calibrators:", NEW_CALIBRATOR)
     elif scenario == "template edit":
         with open(root / TEMPLATE, "a") as fh:
-            fh.write("{# edited by bench/bench_workflow.py #}\n")
+            fh.write("{# edited by perf/bench_workflow.py #}\n")
 
 
 def jobs_since(root, t0: float) -> dict[str, int]:

@@ -1,7 +1,7 @@
 """Time every calbench metric on 50,000 x 1,000 probabilities and compare top-label ECE with
 torchmetrics and netcal.
 
-Run: ``python bench/bench_metrics.py [--n 50000] [--k 1000] [--repeats 3]``;
+Run: ``python perf/bench_metrics.py [--n 50000] [--k 1000] [--repeats 3]``;
 ``--bootstrap`` times the bootstrap and the float32 softmax instead (below).
 Prints figures only: best of ``--repeats`` runs, wall-clock and CPU (process) time taken
 separately (on a shared machine CPU time is the steadier figure); nothing is asserted.

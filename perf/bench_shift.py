@@ -8,7 +8,7 @@
 * evaluate-shift on synthetic logits: C corruptions x 5 severities x n test images, K classes,
   every calibrator given, paired bootstrap with B resamples.
 
-    python bench/bench_shift.py [--n 10000] [--corruptions 11] [--bootstrap 200]
+    python perf/bench_shift.py [--n 10000] [--corruptions 11] [--bootstrap 200]
 
 Run with OMP_NUM_THREADS=1 for the figures of one core.
 """

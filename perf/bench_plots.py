@@ -1,6 +1,6 @@
 """CPU seconds of the workflow's reliability-diagram figures, each drawn in a fresh process.
 
-Run: ``python bench/bench_plots.py [--n 5000] [--k 10] [--panels 1,4,7,12] [--repeats 3]
+Run: ``python perf/bench_plots.py [--n 5000] [--k 10] [--panels 1,4,7,12] [--repeats 3]
 [--src DIR]``. Every workflow job is its own process, so each figure is timed in a new Python
 process as ``calbench plot-reliability --grid`` and ``calbench evaluate --plot`` draw it: from
 the first plotting import to the written PNG, lazy matplotlib imports included. ``--src`` times another checkout's

@@ -12,7 +12,7 @@
 * vs_b / ms_b / dirichlet on 5,000 x 100 on CPU, with the number of objective evaluations,
   and the former configuration (all threads, denormals not flushed) for comparison.
 
-Run: ``python bench/bench_calibrators.py [--classes 1000 --samples 25000 --repeats 3]``.
+Run: ``python perf/bench_calibrators.py [--classes 1000 --samples 25000 --repeats 3]``.
 Every figure is the best of ``--repeats`` runs, wall-clock and CPU (process) time separately; on
 a shared machine the CPU time is the steadier figure.  Baselines that take several seconds run
 ``--slow-repeats`` times (default 1; printed).  The array-level functions are timed on

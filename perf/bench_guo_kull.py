@@ -7,7 +7,7 @@ assertions on time).
 * ``write_tables`` (every published cell beside ours, the publications' tables, the summary
   table from a 5,000 + 10,000 x 100 model with four calibrators, the HTML with 28 figures).
 
-Run: ``python bench/bench_guo_kull.py [--repeats 2]``. Wall-clock and CPU (process) time,
+Run: ``python perf/bench_guo_kull.py [--repeats 2]``. Wall-clock and CPU (process) time,
 best of ``--repeats``; on a shared machine the CPU time is the steadier figure.
 """
 

@@ -1,6 +1,6 @@
 """Coverage of the bootstrap intervals of calibration errors on models with known errors.
 
-Run: ``python bench/bench_coverage.py [--reps 200] [--resamples 200] [--classes 10,100]``.
+Run: ``python perf/bench_coverage.py [--reps 200] [--resamples 200] [--classes 10,100]``.
 For each scenario of :class:`calbench.synthetic.SyntheticModel` (over-confident with a large
 ECE, nearly calibrated with a small one, perfectly calibrated with true error 0), number of
 classes K and test-set size N, draws ``--reps`` test sets and builds, from one set of bootstrap

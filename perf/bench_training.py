@@ -1,6 +1,6 @@
 """Speed of the training objectives and of a Meta-Calibration step (prints figures).
 
-Usage: python bench/bench_training.py [--device cpu|cuda] [--repeats 20] [--throughput-only]
+Usage: python perf/bench_training.py [--device cpu|cuda] [--repeats 20] [--throughput-only]
 
 For each loss in calbench.losses.LOSSES: forward + backward time on logits (B=128, K=10 and 100).
 Then the time of one MetaCalibration step (variants m0, m1, m2, metacal) on a small CNN with

@@ -1,6 +1,6 @@
 """Training time, test accuracy and test ECE of the Fashion-MNIST zoo (prints a table).
 
-Usage: python bench/bench_fmnist_zoo.py --data-root resources/datasets/fashion_mnist
+Usage: python perf/bench_fmnist_zoo.py --data-root resources/datasets/fashion_mnist
        [--threads 2] [--archs mlp,lenet5] [--device cpu] [--spec-file config.yaml]
 
 Each model is trained with the proposed ``training`` entry below (or the ``models:`` entries of

@@ -7,7 +7,7 @@ The full grid is 432 (lambda, mu) pairs x 5 folds for 10 classes and 243 x 5 for
 the validation size (5,000) and extrapolates linearly to the full grid (fold fits of different
 strengths take different numbers of LBFGS iterations, so the extrapolation is rough).
 
-Run: ``python bench/bench_odir_cv.py [--samples 5000 --classes 10 --pairs 2]``.
+Run: ``python perf/bench_odir_cv.py [--samples 5000 --classes 10 --pairs 2]``.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Type-I error and power of the paired tests of ``calbench compare`` on simulated pairs.
 
-Run: ``python bench/bench_tests.py [--reps 200] [--n 2000] [--classes 10]``.
+Run: ``python perf/bench_tests.py [--reps 200] [--n 2000] [--classes 10]``.
 
 Two calibrators' outputs on the *same* test labels are simulated with
 :class:`calbench.synthetic.SyntheticModel` (Roelofs et al. 2022, §4): for every sample the label
