@@ -154,7 +154,7 @@ def test_every_calibrator_and_metric_has_a_reference():
 
     cal, met = B.calibrator_references(), B.metric_references()
     assert set(cal) == set(REGISTRY) and set(met) == set(METRICS)
-    for name, cls in REGISTRY.items():
+    for name in REGISTRY:
         assert name == "uncalibrated" or cal[name], f"calibrator {name} cites no listed work"
     for name, m in METRICS.items():
         years = re.findall(r"(?<!\d)(1[89]\d\d|20\d\d)(?!\d)", m.reference)
