@@ -32,6 +32,12 @@ report: "workflow/report/workflow.rst"
 
 
 include: "workflow/rules/common.smk"
+include: "workflow/rules/helpers/data.smk"
+include: "workflow/rules/helpers/logits.smk"
+include: "workflow/rules/helpers/calibrate.smk"
+include: "workflow/rules/helpers/report.smk"
+include: "workflow/rules/helpers/shift.smk"
+include: "workflow/rules/helpers/replication.smk"
 include: "workflow/rules/data.smk"
 include: "workflow/rules/models.smk"
 include: "workflow/rules/logits.smk"

@@ -36,7 +36,7 @@ def _table(heading: str) -> list[list[str]]:
 
 def _constants() -> dict[str, list[str]]:
     """The ``NAME = [...]`` string-list constants of the rule files (e.g. REPLICATION_OUTPUTS)."""
-    text = "\n".join(p.read_text() for p in sorted(RULES.glob("*.smk")))
+    text = "\n".join(p.read_text() for p in sorted(RULES.rglob("*.smk")))
     out = {}
     for m in re.finditer(r"^([A-Z_]+) = (\[[^\]]*\])", text, re.M):
         try:

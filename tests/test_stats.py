@@ -261,7 +261,14 @@ def test_calibration_errors_get_a_verified_interval_or_none():
     from calbench.metrics import METRICS
 
     smooth = {"accuracy", "brier", "brier_kull", "nll", "nll_kull", "nll_modern"}
-    higher = {"acc_at_90", "lac_coverage", "aps_coverage"}  # scores without a verified interval
+    higher = {
+        "acc_at_90",
+        "lac_coverage",
+        "aps_coverage",
+        "spiegelhalter_p",
+        "ks_cal_p",
+        "kuiper_cal_p",
+    }
     assert set(METRICS) - S.CALIBRATION_ERRORS == smooth | higher
     assert S.NO_INTERVAL - S.CALIBRATION_ERRORS == higher
     # intervals only where perf/bench_coverage.py showed 90-99% coverage in every scenario:

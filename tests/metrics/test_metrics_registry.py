@@ -36,6 +36,9 @@ NAMES = [
     "acc_at_90",
     "lac_size",
     "aps_size",
+    "spiegelhalter_p",
+    "ks_cal_p",
+    "kuiper_cal_p",
     "lac_coverage",
     "aps_coverage",
 ]

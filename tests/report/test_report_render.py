@@ -318,7 +318,7 @@ def test_estimates_outside_their_interval_are_marked(tmp_path):
     (ece,) = [v for v in ctx2["metric_tables"] if v["csv_name"] == "ece.csv"]
     marks = [c["mark"] for r in ece["rows"] for c in r]
     assert marks.count("†") == 1 and ctx2["n_outside"] == 1
-    assert any("above their interval (marked †)" in a for a in ctx2["findings"]["anomalies"])
+    assert any("lies outside its interval" in a for a in ctx2["findings"]["anomalies"])
 
 
 def test_reliability_default_panels_and_the_rest_folded(tmp_path):

@@ -6,40 +6,20 @@
 # outputs stay one file per calibrator, so every later step reads what it always read.
 
 
-def per_calibrator(pattern):
-    """``pattern`` (with ``{calibrator}``) for every configured calibrator; the model wildcards stay."""
-    return [pattern.replace("{calibrator}", c) for c in config["calibrators"]]
-
-
-def calibrate_spec():
-    """The calibrate step's slice of the config as a file (calbench.evaluation.CALIBRATE_SPEC):
-    every calibrator, the evaluation, the comparisons and the diagrams' settings."""
-    ev = config["evaluation"]
-    spec = {
-        "calibrators": {
-            c: {"method": calibrator_method(c), "params": (e or {}).get("params", {}),
-                "display": str((e or {}).get("display", c))}
-            for c, e in config["calibrators"].items()
-        },
-        "evaluation": {k: ev.get(k) for k in
-                       ("metrics", "halves", "n_bootstrap", "level", "seed", "ci_halves", "ci_metrics")},
-        "compare": {k: config["compare"][k] for k in ("metrics", "baselines", "n_bootstrap")},
-        "plots": {k: config["plots"][k] for k in ("n_bins", "style")},
-    }
-    return spec_file("calibrate", json.dumps(spec, sort_keys=False))
-
-
 rule calibrate:
     output:
         calibrators=per_calibrator("results/calibrators/{dataset}/{model}/{calibrator}.json"),
         metrics=per_calibrator("results/metrics/{dataset}/{model}/{calibrator}.csv"),
-        plots=report(
-            per_calibrator("results/plots/{dataset}/{model}/{calibrator}.png"),
-            caption="../report/reliability.rst",
-            category="Reliability diagrams",
-            subcategory="{model}",
-            labels=lambda wildcards, path: {"model": wildcards.model, "calibrator": Path(path).stem},
-        ),
+        plots=[
+            report(
+                path,
+                caption="../report/reliability.rst",
+                category="Reliability diagrams",
+                subcategory="{model}",
+                labels={"model": "{model}", "calibrator": Path(path).stem},
+            )
+            for path in per_calibrator("results/plots/{dataset}/{model}/{calibrator}.png")
+        ],
         compare="results/compare/{dataset}/{model}.csv",
         grid="results/plots/{dataset}/{model}/grid.png",
         robustness="results/robustness/{dataset}/{model}.csv",

@@ -2,15 +2,6 @@
 # what this rule would write).
 
 
-def download_args(wildcards):
-    d = dataset_cfg(wildcards.dataset)
-    args = [f"--dataset {d.get('name', wildcards.dataset)}"]
-    args += [f"--mirror {m}" for m in [*d.get("mirrors", []), *(config.get("mirrors") or [])]]
-    if not d.get("default_mirrors", True):
-        args.append("--no-default-mirrors")
-    return " ".join(args)
-
-
 rule download_dataset:
     output:
         manifest="resources/datasets/{dataset}/manifest.json",

@@ -9,34 +9,6 @@
 # The wildcard constraints list the models each rule serves; cache_logits serves the others.
 
 
-def _names_regex(names):
-    """A wildcard constraint matching exactly ``names`` (slugs), or nothing when empty."""
-    return "|".join(sorted(names, key=len, reverse=True)) if names else "(?!)"
-
-
-IMPORTED_MODELS = _names_regex(
-    [m for m, v in config["models"].items() if v["source"] == "logits" and not presplit(m)]
-)
-PRESPLIT_MODELS = _names_regex([m for m in config["models"] if presplit(m)])
-STRICT = "--strict-checksums" if config.get("strict_checksums") else ""
-
-
-def split_source(wildcards):
-    """The split is a function of N only. It is computed from the logits of one model of the
-    dataset that takes the study split, marked ancient: retraining or adding models does not
-    rebuild it (and so does not rerun every other model's steps); a change of the dataset entry
-    (e.g. limit) does, through its spec. The model is the one the existing split records it was
-    made from (calbench.split.split_made_from) while that model is configured, else the
-    dataset's first such model: adding a model in front of the others keeps the split. Every
-    step that reads logits with the split checks that they agree (N, sample order)."""
-    from calbench.split import split_made_from
-
-    models = [m for m in models_of(wildcards.dataset) if not presplit(m)]
-    candidates = [f"results/logits/{wildcards.dataset}/{m}.npz" for m in models]
-    recorded = split_made_from(f"results/split/{wildcards.dataset}/split.npz")
-    return ancient(recorded if recorded in candidates else candidates[0])
-
-
 ruleorder: import_logits_presplit > import_logits > cache_logits
 
 
@@ -51,6 +23,7 @@ rule import_logits:
         model=IMPORTED_MODELS,
     params:
         mirrors=global_mirror_args,
+        strict=STRICT,
         split_out="",
     log:
         "logs/import_logits/{dataset}/{model}.log",
@@ -65,7 +38,7 @@ rule import_logits:
     shell:
         "OMP_NUM_THREADS={threads} calbench import-logits --spec @{input.spec} --out {output.logits}"
         " {params.split_out} --provenance {output.provenance} --resources resources"
-        " {params.mirrors} {STRICT} > {log} 2>&1"
+        " {params.mirrors} {params.strict} > {log} 2>&1"
 
 
 # The same step for files that carry their own split: it also writes the model's split.
@@ -78,6 +51,7 @@ use rule import_logits as import_logits_presplit with:
         model=PRESPLIT_MODELS,
     params:
         mirrors=global_mirror_args,
+        strict=STRICT,
         split_out=lambda wildcards, output: f"--split-out {output.split}",
 
 

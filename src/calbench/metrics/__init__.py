@@ -415,6 +415,52 @@ def _plain(fn):
     return core
 
 
+def _calibration_test_metrics() -> list[Metric]:
+    """p-values of the top-label calibration tests (:mod:`calbench.caltests`): large means no
+    evidence of miscalibration. The report turns them into "calibrated at the 5% level?"
+    verdicts with Holm's correction (analytic p-values: full resolution)."""
+
+    def core(name):
+        def f(p, y, dtype=None):
+            from calbench import caltests
+
+            return float(caltests.calibration_tests(p, y)[name].p_value)
+
+        return f
+
+    facts = {
+        "scale": 1.0,
+        "decimals": 4,
+        "higher_is_better": True,
+        "interval": None,
+        "no_interval_reason": "a p-value of a test, not an estimate",
+        "paired_test": "sign_flip",
+    }
+    return [
+        Metric(
+            "spiegelhalter_p",
+            core("spiegelhalter"),
+            display="Spiegelhalter Z test, p",
+            reference="Spiegelhalter 1986 (Z test of the Brier score)",
+            **facts,
+        ),
+        Metric(
+            "ks_cal_p",
+            core("ks"),
+            display="KS calibration test, p",
+            reference="Gupta et al. 2021, eq. 8; Arrieta-Ibarra et al. 2022 (cumulative differences)",
+            **facts,
+        ),
+        Metric(
+            "kuiper_cal_p",
+            core("kuiper"),
+            display="Kuiper calibration test, p",
+            reference="Arrieta-Ibarra et al. 2022 (Kuiper range of the cumulative differences)",
+            **facts,
+        ),
+    ]
+
+
 def _plain_metrics() -> list[Metric]:
     """Metrics that are functions of the whole evaluated set (no per-sample decomposition):
     the calibration / refinement split of log-loss and Brier score (Berta et al. 2025),
@@ -507,6 +553,7 @@ def _plain_metrics() -> list[Metric]:
         ),
         # coverage is a check (near 0.9 by construction), not a score: ranked by closeness to
         # nothing; higher_is_better only orders the column
+        *_calibration_test_metrics(),
         Metric(
             "lac_coverage",
             _plain(conformal.lac_coverage),

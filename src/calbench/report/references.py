@@ -63,6 +63,10 @@ REFERENCES = {
     "diagrams via kernel smoothing. arXiv:2309.12236, 2023.",
     "Bröcker & Smith 2007": "J. Bröcker, L. A. Smith. Increasing the reliability of reliability "
     "diagrams. Weather and Forecasting 22(3), 2007.",
+    "Spiegelhalter 1986": "D. J. Spiegelhalter. Probabilistic prediction in patient management "
+    "and clinical trials. Statistics in Medicine 5(5), 1986.",
+    "Arrieta-Ibarra et al. 2022": "I. Arrieta-Ibarra, P. Gujral, J. Tannen, M. Tygert, C. Xu. "
+    "Metrics of calibration for probabilistic predictions. JMLR 23, 2022.",
     "Naeini et al. 2015": "M. P. Naeini, G. F. Cooper, M. Hauskrecht. Obtaining well calibrated "
     "probabilities using Bayesian binning. AAAI 2015.",
     "Nixon et al. 2019": "J. Nixon, M. W. Dusenberry, L. Zhang, G. Jerfel, D. Tran. Measuring "
@@ -131,6 +135,7 @@ def metric_references() -> dict[str, tuple[str, ...]]:
 SECTION_CITATIONS = {
     "dece_history": ("Bohdal et al. 2021",),
     "robustness": ("Nixon et al. 2019",),
+    "verdicts": ("Gupta et al. 2021", "Arrieta-Ibarra et al. 2022", "Holm 1979"),
 }
 
 

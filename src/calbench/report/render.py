@@ -60,6 +60,10 @@ def build_context(**kwargs) -> dict:
     ctx = _context.build_context(**kwargs)
     rows, spec = kwargs["rows"], kwargs["spec"]
     ctx["robustness"] = robustness_view(robustness, spec) if robustness else None
+    ctx["verdicts"] = verdict_view(rows, spec)
+    if ctx["verdicts"]:
+        at = next((i for i, e in enumerate(ctx["toc"]) if e["id"] == "diagrams"), len(ctx["toc"]))
+        ctx["toc"].insert(at, {"id": "verdicts", "title": "Calibrated?", "children": []})
     if ctx["robustness"]:
         at = next((i for i, e in enumerate(ctx["toc"]) if e["id"] == "diagrams"), len(ctx["toc"]))
         ctx["toc"].insert(at, {"id": "robustness", "title": "Robustness", "children": []})
@@ -71,8 +75,62 @@ def build_context(**kwargs) -> dict:
     labels = {**{m: metric_name(m) for m in metrics}, **calibrator_labels(spec)}
     sections = ["dece_history"] if (ctx.get("studies") or {}).get("dece") else []
     sections += ["robustness"] if ctx["robustness"] else []
+    sections += ["verdicts"] if ctx["verdicts"] else []
     ctx["bibliography"], ctx["cited_for"] = bibliography(methods, metrics, labels, sections)
     return ctx
+
+
+#: the calibration test behind the report's "calibrated at the 5% level?" table
+VERDICT_TEST = "ks_cal_p"
+
+
+def verdict_view(rows, spec: Mapping, alpha: float = 0.05) -> dict | None:
+    """ "Calibrated at the 5% level?" per model and calibrator (test half): the top-label
+    Kolmogorov-Smirnov calibration test's p-values (:mod:`calbench.caltests`, analytic, so Holm
+    has full resolution) adjusted with Holm within each model's family of calibrators
+    (:func:`calbench.caltests.calibration_verdicts`). None when the rows have no such test."""
+    from calbench.caltests import calibration_verdicts
+    from calbench.report.display import calibrator_labels, spec_labels
+
+    tests = [r for r in rows if r["metric"] == VERDICT_TEST and r.get("half", "test") == "test"]
+    if not tests:
+        return None
+    cl = calibrator_labels(spec)
+    methods = list(dict.fromkeys(r["method"] for r in tests))
+    models = list(dict.fromkeys((r["dataset"], r["model"]) for r in tests))
+    ml = spec_labels(spec)[0]
+    table = []
+    n_cal = 0
+    for dataset, model in models:
+        p = {
+            r["method"]: float(r["value"])
+            for r in tests
+            if (r["dataset"], r["model"]) == (dataset, model)
+        }
+        verdicts = calibration_verdicts(p, alpha=alpha)
+        cells = []
+        for m in methods:
+            v = verdicts.get(m)
+            if v is None:
+                cells.append({"text": "–", "ok": None})
+                continue
+            n_cal += v.calibrated
+            cells.append(
+                {
+                    "text": ("yes" if v.calibrated else "no") + f" (p = {v.adjusted:.3g})",
+                    "ok": v.calibrated,
+                }
+            )
+        table.append({"label": ml.get(model, model), "cells": cells})
+    n = sum(1 for row in table for c in row["cells"] if c["ok"] is not None)
+    return {
+        "header": [cl.get(m, m) for m in methods],
+        "rows": table,
+        "alpha": alpha,
+        "n_calibrated": n_cal,
+        "n": n,
+        "m": len(methods),
+    }
 
 
 def robustness_view(rows, spec: Mapping) -> dict:
