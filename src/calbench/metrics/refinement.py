@@ -42,7 +42,7 @@ def _loss(q_log: np.ndarray, y: np.ndarray, loss: str) -> float:
 def loss_split(probs, labels, loss: str = "logloss") -> tuple[float, float]:
     """``(calibration error, refinement)`` of ``loss`` ("logloss" or "brier") for ``probs``."""
     from calbench._checks import check_choice
-    from calbench.calibrators.structured import LOG_TINY32, fit_inverse_temperature, ts_mix_probs
+    from calbench.functional import LOG_TINY32, fit_inverse_temperature, ts_mix_probs
 
     check_choice(loss, "loss", LOSSES)
     p, y = check_probs_labels(probs, labels)
