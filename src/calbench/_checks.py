@@ -241,3 +241,29 @@ def check_logits_labels(logits, labels) -> tuple[np.ndarray, np.ndarray]:
     z = check_logits(logits)
     y = check_labels(labels, z.shape[0], z.shape[1])
     return z, y
+
+
+#: How far outside [0, 1] a prediction may lie by rounding (float32 probabilities) and is
+#: clipped.
+_PROB_ROUNDING = 1e-6
+
+
+def check_binary_pairs(f, y) -> tuple[np.ndarray, np.ndarray]:
+    """Predictions ``f`` in [0, 1] (clipped by up to :data:`_PROB_ROUNDING` of rounding) and
+    outcomes ``y`` in {0, 1}, one per sample, as float64: the input of the binary calibration
+    tests and of the smooth ECE."""
+    f = np.asarray(f, dtype=np.float64)
+    y = np.asarray(y, dtype=np.float64)
+    if f.ndim != 1 or y.shape != f.shape or f.shape[0] == 0:
+        raise ValueError(
+            f"predictions and outcomes must be non-empty 1-D arrays of one length, got shapes "
+            f"{f.shape} and {y.shape}"
+        )
+    if not (
+        np.all(np.isfinite(f)) and f.min() >= -_PROB_ROUNDING and f.max() <= 1.0 + _PROB_ROUNDING
+    ):
+        raise ValueError("predictions must lie in [0, 1]; pass probabilities, not logits")
+    f = np.clip(f, 0.0, 1.0)  # float32 rows may exceed 1 by rounding
+    if not np.all((y == 0.0) | (y == 1.0)):
+        raise ValueError("outcomes must be 0 or 1; pass correctness (top-label) or a binary label")
+    return f, y

@@ -34,7 +34,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from calbench._checks import check_probs_labels
+from calbench._checks import check_binary_pairs, check_probs_labels
 from calbench.metrics.binning import top_label
 
 #: Bisection resolution of the bandwidth and the smallest bandwidth tried (Blasiok & Nakkiran
@@ -121,25 +121,7 @@ class _Residuals:
         return float(_trapezoid(np.abs(reflect_smooth(self._grids[intervals], sigma))))
 
 
-#: How far outside [0, 1] a prediction may lie by rounding (float32 probabilities) and is
-#: clipped.
-_ROUNDING = 1e-6
-
-
-def _check_1d(f, y) -> tuple[np.ndarray, np.ndarray]:
-    f = np.asarray(f, dtype=np.float64)
-    y = np.asarray(y, dtype=np.float64)
-    if f.ndim != 1 or y.shape != f.shape or f.shape[0] == 0:
-        raise ValueError(
-            f"predictions and outcomes must be non-empty 1-D arrays of one length, got shapes "
-            f"{f.shape} and {y.shape}; pass top-label confidences and correctness"
-        )
-    if not (np.all(np.isfinite(f)) and f.min() >= -_ROUNDING and f.max() <= 1.0 + _ROUNDING):
-        raise ValueError("predictions must lie in [0, 1]; pass probabilities, not logits")
-    f = np.clip(f, 0.0, 1.0)  # float32 rows may exceed 1 by rounding
-    if not np.all((y == 0.0) | (y == 1.0)):
-        raise ValueError("outcomes must be 0 or 1; pass correctness (top-label) or a binary label")
-    return f, y
+_check_1d = check_binary_pairs  # (f, y) checked: predictions in [0, 1], outcomes 0/1
 
 
 def _check_sigma(sigma) -> float:
