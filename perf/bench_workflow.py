@@ -21,10 +21,10 @@ value, the README's command from scratch and then the everyday edits, each a rea
 =================  ===========================================================  ========
 scenario           what changes                                                 target
 =================  ===========================================================  ========
-rebuild            nothing built yet (download, train, ..., report)             300 s
-no-op              nothing                                                      2 s
-add a model        a LeNet-5 with another seed under ``models:``                40 s
-add a calibrator   ``ts`` in float32 under ``calibrators:``                     30 s
+rebuild            nothing built yet (download, train, ..., report)             180 s
+no-op              nothing                                                      1.5 s
+add a model        a LeNet-5 with another seed under ``models:``                30 s
+add a calibrator   ``ts`` in float32 under ``calibrators:``                     60 s
 template edit      a comment appended to the report template                    10 s
 =================  ===========================================================  ========
 
