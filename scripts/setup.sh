@@ -43,6 +43,13 @@ if ((${#missing[@]})); then
 fi
 
 [[ -x .venv/bin/python ]] || python3 -m venv .venv
-.venv/bin/python -m pip install -q --disable-pip-version-check --upgrade pip
-.venv/bin/python -m pip install -q --disable-pip-version-check -e ".[${extra}]"
+# pip warns once per package about index folders a machine-wide pip.conf names but the machine
+# lacks ("Location 'file:///...' is ignored"): a note on the machine, not on this project
+pip_install() {
+    .venv/bin/python -m pip install -q --disable-pip-version-check "$@" 2>&1 \
+        | { grep -v "^WARNING: Location 'file://.*' is ignored: it is neither a file nor a directory\.$" || true; } >&2
+    return "${PIPESTATUS[0]}"
+}
+pip_install --upgrade pip
+pip_install -e ".[${extra}]"
 echo "setup: calbench installed in .venv with extra [${extra}]; run '. .venv/bin/activate'"

@@ -165,7 +165,7 @@ def robustness_view(rows, spec: Mapping) -> dict:
         flips = [v["label"] for v in s["variants"] if v["best"] != s["headline"]]
         sentence = (
             f"Not robust: {head} has the best average ECE rank under {n_same} of {n_var} "
-            f"evaluation choices; under {', '.join(flips)} another calibrator ranks first."
+            f"evaluation choices; under {'; '.join(flips)} another calibrator ranks first."
         )
     return {
         "sentence": sentence,
