@@ -45,6 +45,8 @@ from typing import Any
 
 import numpy as np
 
+from calbench._torch import eager_optimizers, eager_step
+
 VARIANTS = ("metacal", "m0", "m1", "m2")
 
 
@@ -165,6 +167,7 @@ class MetaCalibration:
         self.classifier = classifier
         self._clf = clf
         self._clf_names = [f"{classifier}.{n}" for n, _ in clf.named_parameters()]
+        eager_optimizers(torch.optim.SGD, torch.optim.Adam)
         self.optimizer = optimizer or torch.optim.SGD(
             model.parameters(), lr=0.1, momentum=0.9, weight_decay=5e-4
         )
@@ -254,7 +257,7 @@ class MetaCalibration:
                 grads = torch.autograd.grad(meta, self.omega, retain_graph=True)
                 for w, g in zip(self.omega, grads, strict=True):
                     w.grad = g
-            self.meta_optimizer.step()
+            eager_step(self.meta_optimizer)
             meta_value = float(meta.detach())
             omega = [w.detach() for w in self.omega]
             loss = self.regularised_loss(logits, y, omega)
@@ -271,7 +274,7 @@ class MetaCalibration:
             gnorm = torch.nn.utils.clip_grad_norm_(params, self.clip_norm)
         else:
             gnorm = torch.linalg.vector_norm(torch.stack([p.grad.norm() for p in params]))
-        self.optimizer.step()
+        eager_step(self.optimizer)
         self.n_steps += 1
         self.last_logits = logits.detach()
         return {

@@ -22,6 +22,7 @@ from typing import Any
 
 import numpy as np
 
+from calbench._torch import eager_optimizers, eager_step
 from calbench.calibrators.base import Calibrator, Field, register
 from calbench.calibrators.scaling import TemperatureScaling, resolve_device
 from calbench.functional import softmax
@@ -119,6 +120,7 @@ class TemperatureScalingSBECE(Calibrator):
         y = torch.as_tensor(labels, device=dev)
         log_t = torch.tensor(np.log(self.nll_temperature_), dtype=torch.float64, device=dev)
         log_t.requires_grad_(True)
+        eager_optimizers(torch.optim.Adam)
         opt = torch.optim.Adam([log_t], lr=self._params["lr"])
         best_t, best = float(log_t.detach()), np.inf
         for _ in range(self._params["n_steps"] + 1):
@@ -128,7 +130,7 @@ class TemperatureScalingSBECE(Calibrator):
             if value < best:
                 best, best_t = value, float(log_t.detach())
             loss.backward()
-            opt.step()
+            eager_step(opt)
         self.temperature_ = float(np.exp(best_t))
         self.sbece_ = best
 

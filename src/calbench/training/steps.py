@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import math
 
+from calbench._torch import eager_step
 from calbench.training.options import TrainingConfig
 
 
@@ -59,6 +60,9 @@ def make_optimizer(config: TrainingConfig, params):
     and ``weight_decay``."""
     import torch
 
+    from calbench._torch import eager_optimizers
+
+    eager_optimizers(torch.optim.SGD, torch.optim.Adam)
     if config.optimizer == "sgd":
         return torch.optim.SGD(
             params, lr=config.lr, momentum=config.momentum, weight_decay=config.weight_decay
@@ -88,7 +92,7 @@ class ObjectiveStep:
         loss.backward()
         if self.grad_clip is not None:
             torch.nn.utils.clip_grad_norm_(self.params, self.grad_clip)
-        self.opt.step()
+        eager_step(self.opt)
         return loss, logits
 
     def epoch_columns(self) -> dict:
