@@ -310,3 +310,42 @@ def test_meta_batches_are_drawn_when_needed_and_continued_in_the_next_epoch():
     assert len(first + second) == len(want)
     assert all(torch.equal(a, b) for a, b in zip(first + second, want, strict=True))
     assert torch.equal(gen.get_state(), ref.get_state())  # no shuffle drawn ahead of need
+
+
+def test_a_conv_net_trains_channels_last_on_cpu_and_is_returned_in_the_default_layout(
+    monkeypatch,
+):
+    import calbench.training.loop as loop
+
+    original, seen = loop._channels_last, []
+
+    class Probe(nn.Module):
+        def forward(self, x):
+            return x
+
+    def net():
+        torch.manual_seed(0)
+        return nn.Sequential(
+            nn.Conv2d(1, 4, 3), nn.ReLU(), nn.Flatten(), nn.Linear(4 * 6 * 6, 3), Probe()
+        )
+
+    rng = np.random.default_rng(0)
+    images = torch.from_numpy(rng.integers(0, 255, (30, 1, 8, 8), dtype=np.uint8))
+    labels = torch.from_numpy(rng.integers(0, 3, 30))
+    cfg = TrainingConfig(epochs=2, batch_size=10, lr=0.05, seed=1)
+    prep = lambda b: b.float() / 255  # noqa: E731
+
+    def record(module, args, out):
+        seen.append(module.weight.is_contiguous(memory_format=torch.channels_last))
+
+    fast = net()
+    fast[0].register_forward_hook(record)
+    train(fast, images, labels, loss_fn=_ce, preprocess=prep, config=cfg)
+    assert seen and all(seen)  # every step ran in channels-last layout
+    assert fast[0].weight.is_contiguous()  # the checkpoint keeps the default layout
+    monkeypatch.setattr(loop, "_channels_last", lambda model, device: False)
+    plain = net()
+    train(plain, images, labels, loss_fn=_ce, preprocess=prep, config=cfg)
+    torch.testing.assert_close(fast[0].weight, plain[0].weight, rtol=1e-5, atol=1e-6)
+    assert original(net(), "cpu") and not original(net(), "cuda")
+    assert not original(nn.Sequential(nn.Linear(2, 2)), "cpu")
