@@ -549,6 +549,7 @@ def calibrate(
     robustness_out=None,
     dataset: str | None = None,
     model: str | None = None,
+    reuse_dir=None,
 ) -> list[Path]:
     """Every configured calibrator of one model, in one process: the workflow's calibration step.
 
@@ -568,6 +569,14 @@ def calibrate(
     One process per model instead of one per (model, calibrator) and step: the interpreter and
     library imports (~1.5 s) are paid once per model. An error names the calibrator; on any
     error every file written so far is removed (no partial output). Returns the written paths.
+
+    ``reuse_dir``: a folder of copies of each calibrator's three files under a digest of
+    everything they depend on (:func:`reuse_digest`: the calibrator's entry, the evaluation and
+    plot settings, the logits, the split, the dataset and model names, the library's source and
+    the versions of the numeric libraries). A calibrator whose digest has a copy is not refitted:
+    its files are copied back (the bytes a refit would write, since every step is
+    deterministic) and its predictions are recomputed from its JSON for the comparisons, the
+    grid and the ranks. Adding a calibrator to the study then fits only the new one.
     """
     from calbench.calibrators import get_calibrator, save_calibrator
     from calbench.report.tables import METRIC_COLUMNS, write_long_csv
@@ -606,7 +615,20 @@ def calibrate(
     written: list[Path] = []
     try:
         test_probs, val_probs = {}, {}
+        reuse = None if reuse_dir is None else _Reuse(reuse_dir, spec, data, split_path)
         for key, cal in fitters.items():
+            paths = (
+                dirs["cal"] / f"{key}.json",
+                dirs["met"] / f"{key}.csv",
+                dirs["plot"] / f"{key}.png",
+            )
+            if reuse is not None and reuse.restore(key, paths):
+                written += paths
+                saved = load_checked_calibrator(paths[0], data)
+                test_probs[key], val_probs[key] = (
+                    saved.predict_proba(data[h][0]) for h in ("test", "val")
+                )
+                continue
             try:
                 cal.fit(*data["val"])
                 cal.set_fitted_on(meta["order_hash"], meta["logits_sha256"])
@@ -640,6 +662,8 @@ def calibrate(
                 raise ValueError(
                     f"calibrator {key!r} (method {calibrators[key]['method']!r}): {exc}"
                 ) from None
+            if reuse is not None:
+                reuse.store(key, paths)
             test_probs[key], val_probs[key] = probs["test"], probs["val"]
         rows = compare_rows(
             data,
@@ -674,3 +698,106 @@ def calibrate(
             path.unlink(missing_ok=True)
         raise
     return written
+
+
+# --------------------------------------------------------------------------------------------
+# reuse of unchanged calibrators inside ``calibrate``
+# --------------------------------------------------------------------------------------------
+#: the numeric libraries whose versions a calibrator's files may depend on
+_NUMERIC_LIBRARIES = ("numpy", "scipy", "torch", "matplotlib", "scikit-learn")
+
+
+def _code_digest() -> str:
+    """sha256 over every source file of the calbench package and the versions of
+    :data:`_NUMERIC_LIBRARIES`: any edit to the library invalidates every reused file."""
+    import hashlib
+    from importlib import metadata
+
+    root = Path(__file__).resolve().parent
+    h = hashlib.sha256()
+    for path in sorted(root.rglob("*.py")):
+        h.update(path.relative_to(root).as_posix().encode() + b"\0" + path.read_bytes() + b"\0")
+    for name in _NUMERIC_LIBRARIES:
+        try:
+            version = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            version = "absent"
+        h.update(f"{name}={version}\0".encode())
+    return h.hexdigest()
+
+
+def reuse_digest(key: str, spec: dict, meta: dict, split_digest: str, code_digest: str) -> str:
+    """The digest under which :func:`calibrate` keeps calibrator ``key``'s files: everything
+    its JSON, metrics CSV and diagram depend on (the spec's entry for ``key``, its evaluation and
+    plot sections, the logits and their order, the split file, the names in the CSV, the
+    library's code and the numeric libraries' versions, the thread setting)."""
+    import hashlib
+    import json
+    import os
+
+    record = {
+        "key": key,
+        "entry": spec["calibrators"][key],
+        "evaluation": spec["evaluation"],
+        "plots": spec["plots"],
+        "logits": [meta["logits_sha256"], meta["order_hash"]],
+        "names": [meta["dataset"], meta["model"]],
+        "split": split_digest,
+        "code": code_digest,
+        "threads": os.environ.get("OMP_NUM_THREADS"),
+    }
+    text = json.dumps(record, sort_keys=True, default=str)
+    return hashlib.sha256(text.encode()).hexdigest()[:32]
+
+
+class _Reuse:
+    """``reuse_dir/<key>/<digest>/`` holds the three files of calibrator ``key`` as last
+    computed with that digest (:func:`reuse_digest`); a folder appears complete or not at all
+    (written under a temporary name, then renamed), and older digests of a key are removed."""
+
+    NAMES = ("calibrator.json", "metrics.csv", "diagram.png")
+
+    def __init__(self, reuse_dir, spec: dict, data: dict, split_path) -> None:
+        from calbench.io import file_digest
+
+        self.root = Path(reuse_dir)
+        self.digests = {}
+        split_digest, code = file_digest(split_path), _code_digest()
+        for key in spec["calibrators"]:
+            self.digests[key] = reuse_digest(key, spec, data["meta"], split_digest, code)
+
+    def restore(self, key: str, paths) -> bool:
+        """Copy ``key``'s kept files to ``paths`` (JSON, CSV, PNG); ``False`` if none are kept."""
+        import shutil
+
+        folder = self.root / key / self.digests[key]
+        kept = [folder / name for name in self.NAMES]
+        if not all(f.is_file() for f in kept):
+            return False
+        for src, dst in zip(kept, paths, strict=True):
+            Path(dst).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(src, dst)
+        return True
+
+    def store(self, key: str, paths) -> None:
+        """Keep copies of ``key``'s freshly written files (JSON, CSV, PNG) under its digest."""
+        import os
+        import shutil
+        import tempfile
+
+        base = self.root / key
+        base.mkdir(parents=True, exist_ok=True)
+        tmp = Path(tempfile.mkdtemp(prefix=".tmp-", dir=base))
+        try:
+            for src, name in zip(paths, self.NAMES, strict=True):
+                shutil.copyfile(src, tmp / name)
+            final = base / self.digests[key]
+            if final.exists():
+                shutil.rmtree(final)
+            os.replace(tmp, final)
+        finally:
+            if tmp.exists():
+                shutil.rmtree(tmp)
+        for other in base.iterdir():
+            if other.name != final.name and other.is_dir():
+                shutil.rmtree(other, ignore_errors=True)

@@ -53,7 +53,7 @@ def data(tmp_path_factory):
     return d
 
 
-def _calibrate(data, out, spec=SPEC):
+def _calibrate(data, out, spec=SPEC, reuse=None):
     spec_path = out / "spec.json"
     out.mkdir(parents=True, exist_ok=True)
     spec_path.write_text(json.dumps(spec))
@@ -76,8 +76,17 @@ def _calibrate(data, out, spec=SPEC):
             out / "compare.csv",
             "--robustness",
             out / "robustness.csv",
+            *(["--reuse-dir", reuse] if reuse is not None else []),
         ]
     )
+
+
+def _outputs(out):
+    return {
+        p.relative_to(out).as_posix(): p.read_bytes()
+        for p in sorted(out.rglob("*"))
+        if p.is_file() and p.name != "spec.json"
+    }
 
 
 def test_calibrate_equals_the_single_step_verbs(data, tmp_path):
@@ -230,3 +239,37 @@ def test_a_failing_calibrator_names_itself_and_leaves_no_file(data, tmp_path, ca
     err = capsys.readouterr().err.strip()
     assert "calibrator 'platt' (method 'platt')" in err and len(err.splitlines()) == 1, err
     assert sorted(p.name for p in tmp_path.rglob("*") if p.is_file()) == ["spec.json"]
+
+
+def test_reuse_dir_refits_only_what_changed_and_writes_the_same_bytes(data, tmp_path, monkeypatch):
+    """A calibrator added to the spec: the others are copied from --reuse-dir, not refitted, and
+    every output equals a run without reuse; an edited parameter is refitted."""
+    from calbench.calibrators import REGISTRY
+
+    reuse = tmp_path / "kept"
+    assert _calibrate(data, tmp_path / "first", reuse=reuse) == 0
+    assert sorted(p.name for p in reuse.iterdir()) == sorted(CALIBRATORS)
+    grown = json.loads(json.dumps(SPEC))
+    grown["calibrators"]["iso"] = {"method": "iso", "params": {}, "display": "Isotonic"}
+    grown["calibrators"]["hist"]["params"] = {"n_bins": 6}
+    assert _calibrate(data, tmp_path / "plain", grown) == 0  # no reuse: the reference bytes
+
+    fitted = []
+    for method in ("uncalibrated", "ts", "hist", "iso"):
+        cls = REGISTRY[method]
+        real = cls.fit
+        monkeypatch.setattr(
+            cls, "fit", lambda self, *a, _m=method, _f=real, **k: fitted.append(_m) or _f(self, *a, **k)
+        )
+    assert _calibrate(data, tmp_path / "second", grown, reuse=reuse) == 0
+    assert sorted(fitted) == ["hist", "iso"]  # ts and uncalibrated came from --reuse-dir
+    assert _outputs(tmp_path / "second") == _outputs(tmp_path / "plain")
+    # one kept version per calibrator: hist's old digest is gone
+    assert all(len(list((reuse / key).iterdir())) == 1 for key in grown["calibrators"])
+
+    # a kept folder that lost a file is recomputed, not half-copied
+    fitted.clear()
+    (next((reuse / "ts").iterdir()) / "diagram.png").unlink()
+    assert _calibrate(data, tmp_path / "third", grown, reuse=reuse) == 0
+    assert fitted == ["ts"]
+    assert _outputs(tmp_path / "third") == _outputs(tmp_path / "plain")

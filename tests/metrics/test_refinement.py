@@ -63,3 +63,35 @@ def test_equals_probmetrics():
     assert refinement_brier(p, y) == pytest.approx(
         float(ref["refinement_brier_ts-mix_all"]), abs=1e-8
     )
+
+
+def test_the_four_metrics_share_one_fit_per_prediction_set_and_stay_exact(monkeypatch):
+    import calbench.functional as functional
+    from calbench.metrics import refinement
+
+    rng = np.random.default_rng(3)
+    p = rng.dirichlet(np.ones(5) * 0.4, size=400)
+    y = rng.integers(0, 5, 400)
+    refinement._FITTED.clear()
+    fresh = [
+        refinement.calib_err_logloss(p, y),
+        refinement.refinement_logloss(p, y),
+        refinement.calib_err_brier(p, y),
+        refinement.refinement_brier(p, y),
+    ]
+    calls = []
+    real = functional.fit_inverse_temperature
+    monkeypatch.setattr(
+        functional, "fit_inverse_temperature", lambda *a: calls.append(1) or real(*a)
+    )
+    refinement._FITTED.clear()
+    again = [
+        refinement.calib_err_logloss(p, y),
+        refinement.refinement_logloss(p, y),
+        refinement.calib_err_brier(p, y),
+        refinement.refinement_brier(p, y),
+    ]
+    assert again == fresh and len(calls) == 1
+    q = p.copy()
+    q[0] = q[0][::-1]  # one sample differs: a new fit, another value
+    assert refinement.calib_err_logloss(q, y) != fresh[0] and len(calls) == 2

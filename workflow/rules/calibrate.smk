@@ -4,6 +4,10 @@
 # per (model, calibrator) and step: the ~1.5 s of interpreter and library start-up is paid once
 # per model, and a cluster gets one job per model instead of hundreds of one-second jobs. The
 # outputs stay one file per calibrator, so every later step reads what it always read.
+# results/calibrate_cache/ keeps each calibrator's files under a digest of everything they
+# depend on (calbench.evaluation.reuse_digest): when the spec changes (a calibrator added,
+# another's parameters edited) the job reruns but copies back every unchanged calibrator instead
+# of refitting it. It is not a declared output: Snakemake removes a job's outputs before it runs.
 
 
 rule calibrate:
@@ -44,4 +48,5 @@ rule calibrate:
         " --calibrators-dir results/calibrators/{wildcards.dataset}/{wildcards.model}"
         " --metrics-dir results/metrics/{wildcards.dataset}/{wildcards.model}"
         " --plots-dir results/plots/{wildcards.dataset}/{wildcards.model}"
-        " --compare {output.compare} --robustness {output.robustness} > {log} 2>&1"
+        " --compare {output.compare} --robustness {output.robustness}"
+        " --reuse-dir results/calibrate_cache/{wildcards.dataset}/{wildcards.model} > {log} 2>&1"

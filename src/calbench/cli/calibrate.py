@@ -39,6 +39,7 @@ def _cmd_calibrate(args: argparse.Namespace) -> int:
         robustness_out=args.robustness,
         dataset=args.dataset,
         model=args.model,
+        reuse_dir=args.reuse_dir,
     )
     return 0
 
@@ -143,6 +144,11 @@ def register(sub) -> None:
     p.add_argument(
         "--robustness",
         help="also write the calibrators' ranks under other ECE variants to this .csv",
+    )
+    p.add_argument(
+        "--reuse-dir",
+        help="folder keeping each calibrator's files under a digest of all it depends on: an "
+        "unchanged calibrator is copied from there instead of refitted",
     )
     p.set_defaults(func=_cmd_calibrate)
 

@@ -22,6 +22,9 @@ each resample (the function is not a per-sample mean), reference ``probmetrics``
 
 from __future__ import annotations
 
+import hashlib
+from collections import OrderedDict
+
 import numpy as np
 
 from calbench._checks import check_probs_labels
@@ -39,19 +42,48 @@ def _loss(q_log: np.ndarray, y: np.ndarray, loss: str) -> float:
     return float(np.mean(np.einsum("ij,ij->i", q, q)))
 
 
+#: the last few fitted TS-mix inverse temperatures, by content digest of (probabilities,
+#: labels): the four metrics of this module on one prediction set share one fit (most of their
+#: cost); only the scalar is kept, so the memo costs no memory whatever the array's size
+_FITTED: OrderedDict = OrderedDict()
+_KEEP = 8
+
+
+def _recalibrated(p: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``(l, log g*(p))``: the clipped log-probabilities and those of the TS-mix recalibration
+    fitted on ``(p, y)`` itself (module docstring); the fit is memoised on the arrays' contents."""
+    from calbench.functional import LOG_TINY32, fit_inverse_temperature, ts_mix_probs
+
+    with np.errstate(divide="ignore"):
+        lp = np.maximum(np.log(np.asarray(p, dtype=np.float64)), LOG_TINY32)
+    h = hashlib.blake2b(digest_size=16)
+    for arr in (p, y):
+        arr = np.ascontiguousarray(arr)
+        h.update(f"{arr.dtype.str}{arr.shape}".encode())
+        h.update(arr.data)
+    key = h.digest()
+    a = _FITTED.get(key)
+    if a is None:
+        a = fit_inverse_temperature(lp, y)
+        _FITTED[key] = a
+        while len(_FITTED) > _KEEP:
+            _FITTED.popitem(last=False)
+    else:
+        _FITTED.move_to_end(key)
+    q = ts_mix_probs(lp, a, 1.0 / (y.size + 1))
+    with np.errstate(divide="ignore"):
+        lq = np.maximum(np.log(q), LOG_TINY32)
+    return lp, lq
+
+
 def loss_split(probs, labels, loss: str = "logloss") -> tuple[float, float]:
     """``(calibration error, refinement)`` of ``loss`` ("logloss" or "brier") for ``probs``."""
     from calbench._checks import check_choice
-    from calbench.functional import LOG_TINY32, fit_inverse_temperature, ts_mix_probs
 
     check_choice(loss, "loss", LOSSES)
     p, y = check_probs_labels(probs, labels)
-    with np.errstate(divide="ignore"):
-        lp = np.maximum(np.log(np.asarray(p, dtype=np.float64)), LOG_TINY32)
-    a = fit_inverse_temperature(lp, y)
-    q = ts_mix_probs(lp, a, 1.0 / (y.size + 1))
-    with np.errstate(divide="ignore"):
-        ref = _loss(np.maximum(np.log(q), LOG_TINY32), y, loss)
+    lp, lq = _recalibrated(p, y)
+    ref = _loss(lq, y, loss)
     return _loss(lp, y, loss) - ref, ref
 
 

@@ -79,13 +79,36 @@ def _layers(p, y, b, class_index, bands, smooth, min_count) -> Layers:
         band = consistency_band(b.confidence, b.count)
     curve = None
     if smooth:
-        from calbench.metrics.smooth import smooth_reliability
-
         f, outcome = _pairs(p, y, class_index)
-        curve = smooth_reliability(
+        curve = _smooth_curve(f, outcome)
+    return Layers(band, curve, min_count)
+
+
+#: smoothed curves already computed in this process, by content digest of their pairs: a
+#: calibrator's diagram and its panel of the grid draw the same curve (its bootstrap band is
+#: most of a diagram's cost); each entry is a few arrays of SMOOTH_POINTS values
+_CURVES: dict = {}
+_KEEP_CURVES = 64
+
+
+def _smooth_curve(f, outcome):
+    import hashlib
+
+    from calbench.metrics.smooth import smooth_reliability
+
+    h = hashlib.blake2b(digest_size=16)
+    for arr in (f, outcome):
+        arr = np.ascontiguousarray(arr)
+        h.update(f"{arr.dtype.str}{arr.shape}".encode())
+        h.update(arr.data)
+    key = h.digest()
+    if key not in _CURVES:
+        if len(_CURVES) >= _KEEP_CURVES:
+            _CURVES.pop(next(iter(_CURVES)))
+        _CURVES[key] = smooth_reliability(
             f, outcome, n_points=SMOOTH_POINTS, n_bootstrap=SMOOTH_BOOTSTRAP, level=0.9, seed=0
         )
-    return Layers(band, curve, min_count)
+    return _CURVES[key]
 
 
 def _check_layers(bands, smooth, min_count) -> tuple[bool, bool, int]:
