@@ -507,3 +507,30 @@ def test_upper_bound_covers_a_zero_error_and_ece_has_no_default_interval():
     assert "90-99%" in S.no_interval_reason("ece") and "bench_coverage" in S.no_interval_reason(
         "ece"
     )
+
+
+def test_sign_flip_flips_are_shared_between_tests_and_equal_to_fresh_draws(monkeypatch):
+    """The kept flips of a model's comparisons are the draws a fresh generator makes: cached,
+    uncached (too many entries to keep) and a chunk drawn by hand give the same flips and
+    p-values, and a new seed or sample count draws anew."""
+    from calbench import stats
+    from calbench.metrics import METRICS
+
+    rng = np.random.default_rng(5)
+    n, k = 400, 4
+    y = rng.integers(0, k, n)
+    pa = rng.dirichlet(np.ones(k), size=n)
+    pb = 0.7 * pa + 0.3 / k
+    stats._FLIPS.clear()
+    first = stats.sign_flip_test(METRICS["ece"], pa, pb, y, n_permutations=299, seed=4)
+    kept = stats._FLIPS[(4, n, 299)]
+    assert sum(c.shape[0] for c in kept) == 299 and all(c.flags.f_contiguous for c in kept)
+    by_hand = np.random.default_rng(4).random((kept[0].shape[0], n)) < 0.5
+    assert np.array_equal(kept[0], by_hand)
+    again = stats.sign_flip_test(METRICS["cwece"], pa, pb, y, n_permutations=299, seed=4)
+    assert stats._FLIPS[(4, n, 299)] is kept  # reused, not drawn again
+    monkeypatch.setattr(stats, "_FLIP_CACHE_ENTRIES", 0)
+    stats._FLIPS.clear()
+    assert stats.sign_flip_test(METRICS["ece"], pa, pb, y, n_permutations=299, seed=4) == first
+    assert stats.sign_flip_test(METRICS["cwece"], pa, pb, y, n_permutations=299, seed=4) == again
+    assert not stats._FLIPS

@@ -660,6 +660,39 @@ def _flip_values(metric, pa, pb, y, dtype):
     return est_a, est_b, f
 
 
+#: the flips of the last sign-flip test, kept while they fit in this many entries (256 MiB of
+#: float64): every comparison of a model uses the same seed, samples and number of flips
+_FLIP_CACHE_ENTRIES = 2**25
+_FLIPS: dict = {}
+
+
+def _flip_chunks(seed: int, n: int, n_flips: int):
+    """The ``(r, n)`` 0/1 float64 chunks of ``n_flips`` random flips of ``n`` samples from
+    ``default_rng(seed)``, drawn as before (``rng.random((r, n)) < 0.5`` chunk by chunk) and
+    stored column-major, which the sparse bin sums read without a transposed copy. The chunks
+    of the last call are kept (up to :data:`_FLIP_CACHE_ENTRIES`): a model's comparisons share
+    them instead of drawing the same flips again."""
+    key = (seed, n, n_flips)
+    if key in _FLIPS:
+        return _FLIPS[key]
+    chunk = max(1, min(n_flips, _CHUNK_ENTRIES // max(n, 1) // 4))
+
+    def draw():
+        rng = np.random.default_rng(seed)
+        for start in range(0, n_flips, chunk):
+            r = min(chunk, n_flips - start)
+            yield np.asfortranarray(rng.random((r, n)) < 0.5, dtype=np.float64)
+
+    if n * n_flips > _FLIP_CACHE_ENTRIES:
+        return draw()
+    chunks = list(draw())
+    for c in chunks:
+        c.setflags(write=False)
+    _FLIPS.clear()
+    _FLIPS[key] = chunks
+    return chunks
+
+
 def sign_flip_test(
     metric, probs_a, probs_b, labels, n_permutations: int = 1999, seed: int = 0
 ) -> PairedTest:
@@ -687,14 +720,9 @@ def sign_flip_test(
     dtype = getattr(probs_a, "dtype", None)
     est_a, est_b, f = _flip_values(metric, pa, pb, y, dtype)
     d = est_a - est_b
-    rng = np.random.default_rng(seed)
-    n = y.shape[0]
-    chunk = max(1, min(int(n_permutations), _CHUNK_ENTRIES // max(n, 1) // 4))
     exceed = 0
     tol = 1e-12 * max(1.0, abs(d))
-    for start in range(0, int(n_permutations), chunk):
-        r = min(chunk, int(n_permutations) - start)
-        s = (rng.random((r, n)) < 0.5).astype(np.float64)
+    for s in _flip_chunks(int(seed), y.shape[0], int(n_permutations)):
         va, vb = f(s)
         exceed += int(np.sum(np.abs(va - vb) >= abs(d) - tol))
     p = (1 + exceed) / (int(n_permutations) + 1)
