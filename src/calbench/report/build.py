@@ -282,11 +282,28 @@ def render_report(
 
 
 def _robustness_rows(paths) -> list[dict] | None:
+    """The rows of the ``results/robustness/...`` CSVs (:func:`calbench.robustness.robustness_rows`),
+    as strict as every other result file (:func:`calbench.report.tables.read_long_csv`): every
+    rank and value a finite number, ``p_first`` blank except for the default variant."""
     if not paths:
         return None
-    from calbench.robustness import read_robustness
+    from calbench.report.tables import read_long_csv
+    from calbench.robustness import DEFAULT_VARIANT, ROBUSTNESS_COLUMNS
 
-    return read_robustness(paths)
+    rows = read_long_csv(
+        paths,
+        ROBUSTNESS_COLUMNS,
+        numeric=("value", "rank", "p_first"),
+        blank_ok=("p_first",),
+        empty_ok=False,
+    )
+    for r in rows:
+        if r["variant"] == DEFAULT_VARIANT and r["p_first"] != r["p_first"]:
+            raise ValueError(
+                f"robustness of {r['dataset']}/{r['model']}: {r['method']} has no first-place "
+                f"probability for {DEFAULT_VARIANT}; rerun the calibrate step"
+            )
+    return rows
 
 
 def _add_sections_to_toc(context: dict) -> None:

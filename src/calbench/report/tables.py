@@ -81,15 +81,18 @@ def read_long_csv(
     paths: Iterable[str | os.PathLike],
     required=METRIC_COLUMNS,
     *,
+    numeric: Sequence[str] = ("value", "ci_low", "ci_high"),
     blank_ok: Sequence[str] = ("ci_low", "ci_high"),
+    empty_ok: bool = True,
 ) -> list[dict]:
-    """Read and concatenate long-format CSVs; numeric columns become floats.
+    """Read and concatenate long-format CSVs; the ``numeric`` columns become floats.
 
     Strict, so that a table's "–" means only "not computed by design": a missing file, a
     directory, a row with too few or too many fields (a truncated or garbled file), a number
     that does not parse, a ``nan``/``inf`` and a blank numeric cell are one-line ``ValueError``s
     naming the file and line. Blank is allowed only in the ``blank_ok`` columns (a metric
-    without an interval: ``ci_low`` and ``ci_high``), where it becomes NaN.
+    without an interval: ``ci_low`` and ``ci_high``), where it becomes NaN. With ``empty_ok``
+    false, a file with a header and no rows is an error too.
     """
     rows: list[dict] = []
     for path in paths:
@@ -104,6 +107,7 @@ def read_long_csv(
                 raise ValueError(
                     f"{path} lacks columns {missing}; expected a long-format CSV with {list(required)}"
                 )
+            before = len(rows)
             for row in reader:
                 where = f"{path} line {reader.line_num}"
                 if None in row or any(v is None for v in row.values()):
@@ -112,10 +116,12 @@ def read_long_csv(
                         f"({len(reader.fieldnames)}); the file is truncated or garbled: rerun the "
                         "step that writes it"
                     )
-                for key in ("value", "ci_low", "ci_high"):
+                for key in numeric:
                     if key in row:
                         row[key] = _strict_float(row[key], key, where, key in blank_ok)
                 rows.append(row)
+            if not empty_ok and len(rows) == before:
+                raise ValueError(f"{path} holds no rows; rerun the step that writes it")
     return rows
 
 
