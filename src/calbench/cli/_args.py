@@ -214,8 +214,10 @@ def add_threads_arg(p) -> None:
     )
 
 
-def set_threads(n) -> None:
-    """``--threads``: :func:`calbench._device.set_threads` (torch's and BLAS's CPU threads)."""
+def set_threads(n, *, torch_now: bool = True) -> None:
+    """``--threads``: :func:`calbench._device.set_threads` (torch's and BLAS's CPU threads;
+    ``torch_now=False`` leaves torch unimported until a fit needs it). ``None``: leave the
+    threads as they are."""
     from calbench._device import set_threads as _set_threads
 
-    _set_threads(n)
+    _set_threads(n, torch_now=torch_now)

@@ -17,6 +17,7 @@ from calbench.cli._args import (
     parse_json_arg,
     parse_list,
     plot_options,
+    set_threads,
 )
 
 
@@ -24,10 +25,7 @@ def _cmd_calibrate(args: argparse.Namespace) -> int:
     from calbench.evaluation import calibrate
 
     spec = parse_json_arg(args.spec, "--spec")
-    if args.threads:
-        from calbench._device import set_threads
-
-        set_threads(args.threads, torch_now=False)  # before a scaling fit imports torch
+    set_threads(args.threads, torch_now=False)  # before a scaling fit imports torch
     calibrate(
         args.logits,
         args.split,
@@ -48,10 +46,7 @@ def _cmd_fit(args: argparse.Namespace) -> int:
     from calbench.evaluation import fit_calibrator
 
     params = parse_json_arg(args.params, "--params")
-    if args.threads:
-        from calbench._device import set_threads
-
-        set_threads(args.threads, torch_now=False)  # before a scaling fit imports torch
+    set_threads(args.threads, torch_now=False)  # before a scaling fit imports torch
     fit_calibrator(
         args.logits,
         args.split,
@@ -136,7 +131,7 @@ def register(sub) -> None:
         help="@file.json with calibrators, evaluation, compare and plots sections "
         "(calbench.evaluation.CALIBRATE_SPEC; the workflow writes it under results/specs/)",
     )
-    p.add_argument("--threads", type=int, default=0, help="CPU threads for torch-based fits")
+    p.add_argument("--threads", type=int, default=None, help="CPU threads for torch-based fits")
     p.add_argument("--calibrators-dir", required=True, help="folder of the calibrator JSONs")
     p.add_argument("--metrics-dir", required=True, help="folder of the metric CSVs")
     p.add_argument("--plots-dir", required=True, help="folder of the diagrams and grid.png")
@@ -160,7 +155,7 @@ def register(sub) -> None:
     add_logits_split(p)
     p.add_argument("--method", required=True, help="registry name (calbench.calibrators.REGISTRY)")
     p.add_argument("--params", default="{}", help="hyperparameters as a JSON object (or @file)")
-    p.add_argument("--threads", type=int, default=0, help="CPU threads for torch-based fits")
+    p.add_argument("--threads", type=int, default=None, help="CPU threads for torch-based fits")
     p.add_argument(
         "--allow-probabilities",
         action="store_true",
