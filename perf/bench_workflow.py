@@ -2,7 +2,10 @@
 
 Every rule writes ``benchmarks/<rule>/....tsv`` (Snakemake's ``benchmark:`` directive: one header
 line and one row with ``s`` = the job's wall seconds and ``cpu_time`` = CPU seconds of the job's
-process tree). This script reads them from a finished run and prints, per rule, the number of
+process tree, sampled: Snakemake looks every half second, then every 30 s, so a job longer than
+its first samples is undercounted). A ``calbench`` verb prints its exact CPU seconds as the last
+line of its log (``calbench.cli.resource_line``); where that line exists the script takes it
+instead. This script reads them from a finished run and prints, per rule, the number of
 jobs, their total and mean CPU seconds, total and largest wall seconds; then the run's wall time
 (first job start = file time - ``s``, to the last job's end) and how busy the cores were.
 
@@ -37,6 +40,7 @@ from __future__ import annotations
 import argparse
 import csv
 import os
+import re
 import subprocess
 import sys
 import time
@@ -62,6 +66,24 @@ def read_benchmark(path) -> dict:
     return {"s": num("s"), "cpu_s": num("cpu_time"), "end": path.stat().st_mtime}
 
 
+#: the last stderr line of a successful ``calbench`` verb (``calbench.cli.resource_line``)
+_RESOURCE_LINE = re.compile(r"^calbench \S+: ([0-9.]+) CPU-s, ")
+
+
+def logged_cpu(log) -> float | None:
+    """The exact CPU seconds a job's ``calbench`` verb printed as the last line of its log, or
+    ``None`` (no such log or line: a shell rule, an older run)."""
+    try:
+        lines = Path(log).read_text(errors="replace").splitlines()
+    except OSError:
+        return None
+    for line in reversed(lines[-5:]):
+        m = _RESOURCE_LINE.match(line)
+        if m:
+            return float(m.group(1))
+    return None
+
+
 def collect(root) -> dict[str, list[dict]]:
     """``{rule: [benchmark records]}`` for every ``<root>/benchmarks/<rule>/**/*.tsv``."""
     base = Path(root) / "benchmarks"
@@ -69,7 +91,17 @@ def collect(root) -> dict[str, list[dict]]:
         raise ValueError(f"{base} does not exist; pass --root the folder a workflow ran in")
     out: dict[str, list[dict]] = {}
     for rule_dir in sorted(p for p in base.iterdir() if p.is_dir()):
-        recs = [read_benchmark(f) for f in sorted(rule_dir.rglob("*.tsv"))]
+        recs = []
+        for f in sorted(rule_dir.rglob("*.tsv")):
+            rec = read_benchmark(f)
+            # the job's own CPU line (exact) over Snakemake's sampled figure, which misses
+            # the end of any job longer than its first sampling interval
+            log = Path(root) / "logs" / f.relative_to(base).with_suffix(".log")
+            exact = logged_cpu(log)
+            rec["cpu_from_log"] = exact is not None
+            if exact is not None:
+                rec["cpu_s"] = exact
+            recs.append(rec)
         if recs:
             out[rule_dir.name] = recs
     if not out:

@@ -305,3 +305,40 @@ def test_train_model_errors_leave_no_files(root, tmp_path, capsys):
         hist,
     )
     assert "download-dataset" in err
+
+
+def test_a_verb_run_from_the_command_line_ends_its_log_with_its_cpu_time(tmp_path):
+    """The console script's last stderr line is the job's own CPU time and peak memory, the
+    figure perf/bench_workflow.py reads; main() called with arguments (tests) prints nothing."""
+    import importlib.util
+    import re
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    import numpy as np
+
+    from calbench.split import save_split, study_split
+
+    rng = np.random.default_rng(0)
+    z = (rng.normal(size=(200, 3)) * 3).astype(np.float32)
+    y = np.argmax(z + rng.normal(size=(200, 3)), axis=1)
+    np.savez(tmp_path / "l.npz", logits=z, labels=y, order_hash="h", model="m", dataset="d")
+    save_split(tmp_path / "s.npz", *study_split(200))
+    code = "import sys; from calbench.cli import main; sys.exit(main())"
+    args = ["fit-calibrator", "--logits", tmp_path / "l.npz", "--split", tmp_path / "s.npz"]
+    args += ["--method", "ts", "--out", tmp_path / "ts.json"]
+    res = subprocess.run(
+        [sys.executable, "-c", code, *map(str, args)], capture_output=True, text=True, check=True
+    )
+    last = res.stderr.strip().splitlines()[-1]
+    m = re.fullmatch(r"calbench fit-calibrator: ([0-9.]+) CPU-s, ([0-9]+) MB peak memory", last)
+    assert m and float(m.group(1)) > 0.1 and int(m.group(2)) > 10, last
+    spec = importlib.util.spec_from_file_location(
+        "bench_workflow", Path(__file__).resolve().parents[2] / "perf" / "bench_workflow.py"
+    )
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    (tmp_path / "job.log").write_text("some output\n" + res.stderr)
+    assert bench.logged_cpu(tmp_path / "job.log") == float(m.group(1))
+    assert bench.logged_cpu(tmp_path / "none.log") is None

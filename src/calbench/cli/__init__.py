@@ -44,6 +44,7 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     """``calbench <verb> ...``: parse ``argv`` and run its verb; user errors are one line,
     status 2."""
+    from_command_line = argv is None
     argv = sys.argv[1:] if argv is None else list(argv)
     parser = build_parser()
     args = parser.parse_args(argv)
@@ -56,7 +57,24 @@ def main(argv: list[str] | None = None) -> int:
     except OSError as exc:  # an output folder that is read-only, full, or a file
         print(f"calbench {args.command}: error: {_os_error(exc)}", file=sys.stderr)
         return 2
+    if from_command_line:
+        print(resource_line(args.command), file=sys.stderr)
     return int(rc or 0)
+
+
+def resource_line(command: str) -> str:
+    """``calbench <verb>: <t> CPU-s, <m> MB peak memory``: the process's own CPU time (user +
+    system, with any child processes it waited for) and peak resident memory, the last line of a
+    successful verb's stderr, so a job's log holds its exact cost (Snakemake's benchmark files
+    sample CPU time every few seconds and miss the end of a job; ``perf/bench_workflow.py``
+    reads this line)."""
+    import resource
+
+    own = resource.getrusage(resource.RUSAGE_SELF)
+    kids = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = own.ru_utime + own.ru_stime + kids.ru_utime + kids.ru_stime
+    peak_mb = max(own.ru_maxrss, kids.ru_maxrss) / 1024.0  # kilobytes on Linux
+    return f"calbench {command}: {cpu:.2f} CPU-s, {peak_mb:.0f} MB peak memory"
 
 
 def _os_error(exc: OSError) -> str:
