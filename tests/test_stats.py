@@ -7,7 +7,7 @@ import calbench.metrics as M
 from calbench import stats as S
 from calbench.metrics import METRICS
 from calbench.stats import BootstrapCI, PairedBootstrap, bootstrap_ci, paired_bootstrap
-from calbench.synthetic import SyntheticModel, population_errors
+from calbench.synthetic import SyntheticModel, population_errors, population_scores, variant
 
 
 def random_probs(n, k, seed, scale=2.0):
@@ -223,6 +223,34 @@ def test_coverage_of_calibration_error_intervals():
     # binomial sd of a 95% coverage over 60 sets is ~.028
     assert hits["basic"] / reps >= 0.85
     assert hits["percentile"] / reps <= 0.6
+
+
+def test_population_scores_match_large_sample():
+    # the integrated accuracy, NLL and Brier score of the model and of a temperature-scaled copy
+    # with swapped predictions equal the means of 400,000 samples within 4 standard errors, and
+    # the variant's integrated ECE its plug-in value
+    model = SyntheticModel(n_classes=7, a=4.0, b=2.0, gamma=1.4)
+    rng = np.random.default_rng(5)
+    p, y = model.sample(400_000, rng)
+    q = variant(p, temperature=1.3, swap=0.1, rng=rng)
+    for probs, kw in ((p, {}), (q, {"temperature": 1.3, "swap": 0.1})):
+        truth = population_scores(model, **kw)
+        for name in ("accuracy", "nll", "nll_modern", "nll_kull", "brier", "brier_kull"):
+            (x,) = METRICS[name].stats(probs, y, None)
+            se = x.std() / np.sqrt(x.size)
+            assert abs(x.mean() - truth[name]) < 4 * se, (name, kw)
+        # the integration error is far below any Monte-Carlo or coverage resolution
+        coarse = population_scores(model, points=100_000, **kw)
+        assert max(abs(coarse[k] - truth[k]) for k in truth) < 1e-8
+    assert M.ece(q, y) == pytest.approx(population_errors(model, 15, 400_000, 1.3, 0.1)["ece"],
+                                        abs=1.5e-3)  # fmt: skip
+    # temperature scaling keeps every prediction; a swap moves the top class elsewhere
+    assert np.array_equal(np.argmax(variant(p[:1000], 1.7), axis=1), np.argmax(p[:1000], axis=1))
+    assert population_scores(model, temperature=1.7)["accuracy"] == pytest.approx(
+        population_scores(model)["accuracy"]
+    )
+    with pytest.raises(ValueError, match="rng"):
+        variant(p, swap=0.1)
 
 
 def test_holm_known_answer():
