@@ -7,7 +7,13 @@ import calbench.metrics as M
 from calbench import stats as S
 from calbench.metrics import METRICS
 from calbench.stats import BootstrapCI, PairedBootstrap, bootstrap_ci, paired_bootstrap
-from calbench.synthetic import SyntheticModel, population_errors, population_scores, variant
+from calbench.synthetic import (
+    SyntheticModel,
+    population_errors,
+    population_reliability,
+    population_scores,
+    variant,
+)
 
 
 def random_probs(n, k, seed, scale=2.0):
@@ -251,6 +257,23 @@ def test_population_scores_match_large_sample():
     )
     with pytest.raises(ValueError, match="rng"):
         variant(p, swap=0.1)
+
+
+def test_population_reliability_matches_large_sample():
+    # the smoothed population curve equals the smoothed curve of 400,000 samples at the same
+    # bandwidth within 4 standard errors wherever many samples lie; unsmoothed: t ** gamma
+    from calbench.metrics.smooth import smooth_reliability
+
+    model = SyntheticModel(n_classes=10, gamma=1.6)
+    conf, correct = M.top_label(*model.sample(400_000, np.random.default_rng(8)))
+    curve = smooth_reliability(conf, correct, sigma=0.04, n_bootstrap=0)
+    pop = population_reliability(model, curve.t, sigma=0.04)
+    dense = curve.n_local > 5000
+    se = np.sqrt(curve.mean * (1 - curve.mean) / curve.n_local)
+    assert dense.sum() > 50
+    assert np.all(np.abs(pop - curve.mean)[dense] < 4 * se[dense])
+    np.testing.assert_allclose(population_reliability(model, [0.05, 0.5, 1.0]),
+                               [np.nan, 0.5**1.6, 1.0])  # fmt: skip
 
 
 def test_coverage_of_the_intervals_the_report_shows():

@@ -205,3 +205,33 @@ def population_scores(
         "brier": brier,
         "brier_kull": brier / k,
     }
+
+
+def population_reliability(
+    model: SyntheticModel, t, sigma: float | None = None, points: int = 400_000
+) -> np.ndarray:
+    """The population top-label reliability curve ``P(correct | confidence = t)`` of ``model``
+    at the points ``t`` (``f(t) = t ** gamma`` on the confidences' support ``[1/K, 1]``, NaN
+    elsewhere), or with ``sigma`` its kernel-smoothed version, the population value of the
+    smoothed reliability curve of :func:`calbench.metrics.smooth.smooth_reliability` at that
+    bandwidth: ``E[K_sigma(t, c) f(c)] / E[K_sigma(t, c)]`` with the reflected Gaussian kernel
+    (Blasiok & Nakkiran 2023), the expectations over the confidence distribution linearly
+    binned onto a grid of spacing ``sigma / 100`` (at most 1/4000) and smoothed there
+    (:func:`~calbench.metrics.smooth.linear_binning`,
+    :func:`~calbench.metrics.smooth.reflect_smooth`), then interpolated at ``t``."""
+    t = np.asarray(t, dtype=np.float64)
+    if sigma is None:
+        inside = (t >= 1.0 / model.n_classes) & (t <= 1.0)
+        return np.where(inside, model.accuracy_at(np.clip(t, 0.0, 1.0)), np.nan)
+    from calbench.metrics.smooth import linear_binning, reflect_smooth
+
+    c, w = _grid(model, points)
+    intervals = max(4000, int(np.ceil(100.0 / sigma)))
+    masses = np.stack(
+        [linear_binning(c, w * model.accuracy_at(c), intervals), linear_binning(c, w, intervals)]
+    )
+    num, den = reflect_smooth(masses, sigma)
+    nodes = np.linspace(0.0, 1.0, intervals + 1)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        curve = np.where(den > 1e-300, num / den, np.nan)
+    return np.interp(t, nodes, curve)
