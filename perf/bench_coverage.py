@@ -1,7 +1,8 @@
 """Coverage of bootstrap intervals on models with known population values.
 
-Run: ``python perf/bench_coverage.py [--parts errors,shown] [--reps 200] [--shown-reps 500]``.
-Both parts simulate test sets from :class:`calbench.synthetic.SyntheticModel` in three scenarios
+Run: ``python perf/bench_coverage.py [--parts errors,shown,bands] [--reps 200]
+[--shown-reps 500] [--band-reps 200]``.
+All parts simulate test sets from :class:`calbench.synthetic.SyntheticModel` in three scenarios
 (over-confident with a large ECE, nearly calibrated with a small one, perfectly calibrated with
 true error 0), for K classes (``--classes``, 10 and 100) and test-set sizes N (``--sizes``, 500,
 2000 and 5000), and count how often a 95% interval contains the population value.
@@ -46,9 +47,23 @@ validation set and a test set of N samples; temperature scaling fitted on the va
   the basic one (``2d - q``, the bias-corrected alternative), against
   ``population_errors(model, temperature=T) - population_errors(model)``.
 
+**Part "bands": the reliability diagrams' band.** Every diagram of the report draws the
+kernel-smoothed reliability curve with a pointwise bootstrap band
+(:func:`calbench.metrics.smooth.smooth_reliability` with the diagrams' settings,
+:data:`calbench.plots.reliability.SMOOTH_LEVEL`, ``SMOOTH_BOOTSTRAP`` resamples, seed 0, drawn
+where ``n_local`` reaches ``FEW_SAMPLES``; ``--band-level`` and ``--band-resamples`` try
+others). Per cell, ``--band-reps`` test sets; at every drawn
+point, does the band contain the population value of the smoothed curve at the sample's
+bandwidth (:func:`calbench.synthetic.population_reliability` with ``sigma``), and the
+unsmoothed reliability curve ``t ** gamma``? Prints the pooled pointwise coverage of both, the
+share of diagrams whose band contains the smoothed curve at every drawn point, and the mean
+width. (The diagrams' per-bin consistency boxes are the 5-95% range of a *calibrated* model's
+frequency, an acceptance region of a test, not an interval for a population value.)
+
 Population values are one-dimensional integrals (midpoint rule on 400,000 cells with exact Beta
-weights), not Monte-Carlo estimates: their error, below 1e-9, is far below the coverage's
-resolution (binomial standard error about 0.01 at 500 repetitions). Prints one table per section,
+weights; the smoothed curve's expectations linearly binned onto a grid at least 100 times finer
+than the bandwidth), not Monte-Carlo estimates: their error, below 1e-5, is far below the
+coverage's resolution (binomial standard error about 0.01 at 500 repetitions). Prints one table per section,
 then per interval and construction the lowest and highest coverage over all cells and whether
 both lie in [0.90, 0.99]. Figures only; nothing is asserted (tests/test_stats.py asserts small
 versions). The figures in docs/statistics.md come from this script with its defaults.
@@ -347,11 +362,88 @@ def shown_intervals(args, sizes, classes, gammas) -> None:
     print(f"{time.perf_counter() - t0:.0f} s")
 
 
+def smooth_bands(args, sizes, classes, gammas) -> None:
+    """Part "bands" (see the module docstring)."""
+    from calbench.metrics import top_label
+    from calbench.metrics.smooth import smooth_reliability
+    from calbench.plots._base import FEW_SAMPLES
+    from calbench.plots.reliability import SMOOTH_BOOTSTRAP, SMOOTH_LEVEL, SMOOTH_POINTS
+    from calbench.synthetic import population_reliability
+
+    reps = args.band_reps
+    level = SMOOTH_LEVEL if args.band_level is None else args.band_level
+    resamples = SMOOTH_BOOTSTRAP if args.band_resamples is None else args.band_resamples
+    print(
+        f"{reps} test sets per cell; the reliability diagrams' smoothed curve and its "
+        f"{100 * level:g}% band ({resamples} resamples, seed 0, {SMOOTH_POINTS} "
+        f"points, drawn where at least {FEW_SAMPLES} samples lie within a bandwidth)"
+    )
+    print()
+    print(
+        "| scenario | K | N | mean bandwidth | points drawn, of "
+        f"{SMOOTH_POINTS} | pointwise coverage: smoothed population curve | pointwise "
+        "coverage: reliability curve | whole band covers the smoothed curve | mean width |"
+    )
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
+    t0 = time.perf_counter()
+    shares: dict[str, list[float]] = {"smoothed": [], "reliability": []}
+    for label, gamma in SCENARIOS.items():
+        if gamma not in gammas:
+            continue
+        for k in classes:
+            model = SyntheticModel(n_classes=k, a=5.0, b=1.5, gamma=gamma)
+            for n in sizes:
+                rng = np.random.default_rng([k, n, round(100 * gamma), 1])
+                drawn = hit = hit_true = whole = 0
+                sigma = width = 0.0
+                for _ in range(reps):
+                    conf, correct = top_label(*model.sample(n, rng))
+                    curve = smooth_reliability(
+                        conf, correct, n_points=SMOOTH_POINTS, n_bootstrap=resamples,
+                        level=level, seed=0,
+                    )  # fmt: skip
+                    lo, hi = curve.lower, curve.upper
+                    shown = (curve.n_local >= FEW_SAMPLES) & np.isfinite(lo) & np.isfinite(hi)
+                    target = population_reliability(model, curve.t, curve.sigma)[shown]
+                    truth = population_reliability(model, curve.t)[shown]
+                    lo, hi = lo[shown], hi[shown]
+                    covered = (lo <= target) & (target <= hi)
+                    drawn += int(shown.sum())
+                    hit += int(covered.sum())
+                    hit_true += int(np.sum((lo <= truth) & (truth <= hi)))
+                    whole += bool(covered.all())
+                    sigma += curve.sigma
+                    width += float(np.sum(hi - lo))
+                cov, cov_true = hit / max(drawn, 1), hit_true / max(drawn, 1)
+                shares["smoothed"].append(cov)
+                shares["reliability"].append(cov_true)
+                print(
+                    f"| {label} | {k} | {n} | {sigma / reps:.3f} | {drawn / reps:.0f} | "
+                    f"{cov:.3f} | {cov_true:.3f} | {whole / reps:.3f} | "
+                    f"{width / max(drawn, 1):.3f} |",
+                    flush=True,
+                )
+    print()
+    print("| band | target | lowest coverage | highest coverage | within [0.90, 0.99] |")
+    print("|---|---|---:|---:|---|")
+    for target, values in shares.items():
+        what = "smoothed population curve" if target == "smoothed" else "reliability curve"
+        ok = min(values) >= 0.90 and max(values) <= 0.99
+        print(
+            f"| smoothed curve, {100 * level:g}% pointwise | {what} | {min(values):.3f} | "
+            f"{max(values):.3f} | {'yes' if ok else 'no'} |"
+        )
+    print(f"{time.perf_counter() - t0:.0f} s")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--parts", default="errors,shown")
+    ap.add_argument("--parts", default="errors,shown,bands")
     ap.add_argument("--reps", type=int, default=200, help="test sets per cell, part errors")
     ap.add_argument("--shown-reps", type=int, default=500, help="test sets per cell, part shown")
+    ap.add_argument("--band-reps", type=int, default=200, help="test sets per cell, part bands")
+    ap.add_argument("--band-level", type=float, help="part bands (default: the diagrams')")
+    ap.add_argument("--band-resamples", type=int, help="part bands (default: the diagrams')")
     ap.add_argument("--resamples", type=int, default=200)
     ap.add_argument("--level", type=float, default=0.95, help="part shown")
     ap.add_argument("--seed", type=int, default=0, help="bootstrap seed, part shown")
@@ -365,15 +457,17 @@ def main() -> None:
     classes = [int(k) for k in args.classes.split(",")]
     gammas = {float(g) for g in args.scenarios.split(",")}
     parts = args.parts.split(",")
-    unknown = set(parts) - {"errors", "shown"}
+    unknown = set(parts) - set(PARTS)
     if unknown:
-        ap.error(f"--parts names {sorted(unknown)}; choose from errors, shown")
-    if "errors" in parts:
-        calibration_errors(args, sizes, classes, gammas)
-    if "shown" in parts:
-        if "errors" in parts:
+        ap.error(f"--parts names {sorted(unknown)}; choose from {', '.join(PARTS)}")
+    for i, part in enumerate(p for p in PARTS if p in parts):
+        if i:
             print()
-        shown_intervals(args, sizes, classes, gammas)
+        PARTS[part](args, sizes, classes, gammas)
+
+
+#: The parts, in the order they run.
+PARTS = {"errors": calibration_errors, "shown": shown_intervals, "bands": smooth_bands}
 
 
 if __name__ == "__main__":
