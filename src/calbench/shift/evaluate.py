@@ -58,7 +58,7 @@ COMPARISONS = (("ts_vs_uncalibrated", "ts", "uncalibrated"), ("best_vs_ts", "bes
 NO_INTERVAL_REASON = (
     "the paired bootstrap interval of a difference of ECEs covered the population difference "
     "in as few as 44% of simulated test sets (percentile; the bias-corrected basic interval "
-    "71-90%; perf/bench_coverage.py): the two plug-in ECEs are biased upward by different "
+    "71-89.8%; perf/bench_coverage.py): the two plug-in ECEs are biased upward by different "
     "amounts, most for the better-calibrated side"
 )
 
