@@ -259,7 +259,9 @@ from calbench.plots._base import consistency_band  # noqa: E402
 from calbench.plots.reliability import (  # noqa: E402
     BAND_LABEL,
     SMOOTH_BAND_GID,
+    SMOOTH_BOOTSTRAP,
     SMOOTH_LABEL,
+    SMOOTH_LEVEL,
     SPARSE_ALPHA,
 )
 
@@ -323,7 +325,9 @@ def test_smoothed_curve_is_the_smooth_reliability_curve():
     ax = fig.axes[0]
     line = _line(ax, SMOOTH_LABEL)
     conf, correct = probs.max(axis=1), (probs.argmax(axis=1) == labels).astype(float)
-    want = smooth_reliability(conf, correct, n_points=201, n_bootstrap=100, level=0.9, seed=0)
+    # a 95% band of 200 resamples (perf/bench_coverage.py: its coverage of the smoothed curve)
+    assert (SMOOTH_LEVEL, SMOOTH_BOOTSTRAP, SMOOTH_LABEL) == (0.95, 200, "Smoothed, 95% band")
+    want = smooth_reliability(conf, correct, n_points=201, n_bootstrap=200, level=0.95, seed=0)
     shown = want.n_local >= 200  # drawn only where min_count samples lie within ~ sigma
     assert 0 < shown.sum() < shown.size  # the problem has few low-confidence samples
     np.testing.assert_allclose(line.get_xdata(), want.t)

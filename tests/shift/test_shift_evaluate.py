@@ -106,7 +106,10 @@ def test_evaluate_shift_values(study):
     assert len(comp) == 2 * 2 * 6
     for r in comp:
         assert r["difference"] == pytest.approx(r["value"] - r["baseline_value"])
-        assert r["ci_low"] <= r["ci_high"] and 0 <= r["p_value"] <= 1
+        if r["metric"] == "nll":
+            assert r["ci_low"] <= r["ci_high"] and 0 <= r["p_value"] <= 1
+        else:  # a difference of ECEs: no interval covered it in simulation
+            assert all(np.isnan(r[k]) for k in ("ci_low", "ci_high", "p_value"))
     # the statistic at severity s is the mean over corruptions
     r = next(c for c in comp if c["comparison"] == "ts_vs_uncalibrated" and c["severity"] == 2
              and c["metric"] == "ece")  # fmt: skip
@@ -122,6 +125,29 @@ def test_evaluate_shift_values(study):
         metrics=["accuracy", "ece", "nll"], compare_metrics=["ece", "nll"], n_bootstrap=50,
     )  # fmt: skip
     assert rows2 == rows and comp2 == comp
+
+
+def test_interval_of_a_mean_difference_is_the_paired_bootstrap(study):
+    # at severity 0 the section's interval of a difference of means is calbench.stats'
+    # paired percentile bootstrap with the same seed (whose coverage perf/bench_coverage.py
+    # simulates for the paired comparisons)
+    from calbench.calibrators import load_calibrator
+    from calbench.stats import paired_bootstrap
+
+    d = study["dir"]
+    _, comp = E.evaluate_shift(
+        d / "shift.npz", d / "clean.npz", d / "split.npz", study["cals"],
+        metrics=["accuracy", "ece", "nll"], compare_metrics=["nll", "brier"], n_bootstrap=60,
+        level=0.9, seed=4,
+    )  # fmt: skip
+    z, yt = study["z"][study["test"]].astype(np.float32), study["y"][study["test"]]  # as saved
+    ts, unc = (load_calibrator(d / f"{m}.json").predict_proba(z) for m in ("ts", "uncalibrated"))
+    for metric in ("nll", "brier"):
+        r = next(c for c in comp if c["comparison"] == "ts_vs_uncalibrated"
+                 and c["severity"] == 0 and c["metric"] == metric)  # fmt: skip
+        ci = paired_bootstrap(metric, ts, unc, yt, 60, 0.9, 4, method="percentile")
+        assert (r["ci_low"], r["ci_high"]) == pytest.approx((ci.low, ci.high), rel=1e-9)
+        assert r["difference"] == pytest.approx(ci.difference, rel=1e-9)
 
 
 def test_evaluate_shift_refuses_mismatched_inputs(study, tmp_path):
@@ -227,3 +253,25 @@ def test_findings_are_computed_from_the_data():
     # most graceful = the smallest rise of mean ECE from clean to severity 5
     assert "Most graceful degradation: uncalibrated" in text_s
     assert "Most graceful degradation: ts" in text_g
+
+
+def test_ece_differences_are_shown_without_interval():
+    # the section prints a difference of ECEs with "none" for its interval, no p-value and no
+    # significance count, and says why; differences of means keep theirs
+    rows = _rows([0.1, 0.08, 0.06, 0.04, 0.02, 0.01])
+    nan = float("nan")
+    compare = []
+    for s in range(6):
+        for metric, lo, hi, p in (("ece", nan, nan, nan), ("nll", -0.3, -0.1, 0.01)):
+            compare.append({"dataset": "d", "model": "m", "severity": s, "metric": metric,
+                            "comparison": "ts_vs_uncalibrated", "method": "ts",
+                            "baseline": "uncalibrated", "value": 0.1, "baseline_value": 0.2,
+                            "difference": -0.1, "ci_low": lo, "ci_high": hi, "p_value": p,
+                            "n_resamples": 50})  # fmt: skip
+    text = " ".join(R.findings(rows, compare, "d", ["uncalibrated", "ts"], {}))
+    assert "ECE under shift: differences only, without interval or significance" in text
+    assert "NLL under shift: significantly better in 5, significantly worse in 0" in text
+    html = R.section_html(rows, compare, [], {"datasets": {"d": {}}, "calibrators": {}})
+    assert "Differences of ECE have no interval" in html and "perf/bench_coverage.py" in html
+    assert html.count(">none</td>") == 6 and html.count(">–</td>") == 6
+    assert "[-0.300, -0.100]" in html

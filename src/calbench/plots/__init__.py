@@ -33,7 +33,7 @@ Figures and their sources:
 The reliability diagrams and grids show their uncertainty (on by default): each bin's
 consistency band (Broecker & Smith 2007: the 5-95% range of the frequency a calibrated model
 would show, :func:`consistency_band`), the kernel-smoothed reliability curve of Blasiok &
-Nakkiran 2023 with a 90% bootstrap band, and bins with fewer than ``min_count`` (20) samples
+Nakkiran 2023 with a pointwise 95% bootstrap band, and bins with fewer than ``min_count`` (20) samples
 faded with their count. The grid keeps the calibrators in the given order and marks a
 ``highlight`` panel in place.
 

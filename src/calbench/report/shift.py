@@ -8,7 +8,9 @@ From the per-model outputs of ``evaluate-shift`` (:mod:`calbench.shift.evaluate`
   averaged over the dataset's models;
 * a table of mean ECE per severity (rows calibrators; mean over corruptions and models);
 * the paired bootstrap of "TS vs uncalibrated" and "best vs TS" (best chosen on the clean
-  validation half) per model and severity, with counts of significant differences;
+  validation half) per model and severity, with counts of significant differences, for the
+  metrics whose differences have an interval (means); differences of ECE are shown without
+  interval or p-value, and the section says why (:data:`calbench.shift.evaluate.NO_INTERVAL_REASON`);
 * a plain-language summary whose every number and verb is computed from these tables.
 
 The fragment is self-contained (figures embedded as base64 PNG) and every text taken from the
@@ -56,7 +58,13 @@ def read_rows(metrics_paths, compare_paths) -> tuple[list[dict], list[dict]]:
         r["severity"] = int(float(r["severity"]))
     for r in compare:
         r["severity"] = int(float(r["severity"]))
+        # blank for a difference without an interval (ECE)
+        r["p_value"] = float(r["p_value"]) if r["p_value"] != "" else math.nan
     return rows, compare
+
+
+def _has_interval(r: Mapping) -> bool:
+    return math.isfinite(float(r["ci_low"])) and math.isfinite(float(r["ci_high"]))
 
 
 def corruption_means(rows: Sequence[Mapping], metric: str, dataset: str) -> dict:
@@ -190,6 +198,12 @@ def findings(rows, compare, dataset: str, methods: Sequence[str], labels: Mappin
             cells = [r for r in sel if r["metric"] == metric and r["severity"] > 0]
             if not cells:
                 continue
+            if not all(_has_interval(r) for r in cells):
+                out.append(
+                    f"{text}, {names.get(metric, metric)} under shift: differences only, "
+                    "without interval or significance (see the note above)."
+                )
+                continue
             better = sum(float(r["ci_high"]) < 0 for r in cells)
             worse = sum(float(r["ci_low"]) > 0 for r in cells)
             if metric == "accuracy":
@@ -254,7 +268,8 @@ def _compare_details(sel, dl: str, models: Mapping, labels: Mapping) -> str:
         name = str(mdisp.get("name") or r["model"])
         if mdisp.get("loss"):
             name += f" ({mdisp['loss']})"
-        sig = float(r["ci_low"]) > 0 or float(r["ci_high"]) < 0
+        ok = _has_interval(r)
+        sig = ok and (float(r["ci_low"]) > 0 or float(r["ci_high"]) < 0)
         m = r["metric"]
         body.append(
             [
@@ -266,8 +281,8 @@ def _compare_details(sel, dl: str, models: Mapping, labels: Mapping) -> str:
                 _num(_fmt(m, r["value"])),
                 _num(_fmt(m, r["baseline_value"])),
                 _num(_fmt(m, r["difference"]), cls="num sig" if sig else "num"),
-                _num(f"[{_fmt(m, r['ci_low'])}, {_fmt(m, r['ci_high'])}]"),
-                _num(f"{float(r['p_value']):.3f}"),
+                _num(f"[{_fmt(m, r['ci_low'])}, {_fmt(m, r['ci_high'])}]" if ok else "none"),
+                _num(f"{float(r['p_value']):.3f}" if ok else "–"),
             ]
         )
     header = [
@@ -355,9 +370,17 @@ def section_html(rows, compare, manifests: Sequence[Mapping], spec: Mapping) -> 
         "severities 1-5; severity 0 is the clean test half). Boxes run over corruptions; each "
         "point is a corruption's value averaged over the dataset's models (Ovadia et al. 2019). "
         f"Paired comparisons: mean over corruptions per severity, {level * 100:g}% paired "
-        "bootstrap intervals over test images (one resample of images for every corruption); "
+        "bootstrap intervals over test images (one resample of images for every corruption) "
+        "for differences of means (accuracy, NLL, Brier score); "
         "&ldquo;best&rdquo; is chosen on the clean validation half.</p>",
     ]
+    if any(not _has_interval(r) for r in compare):
+        from calbench.shift.evaluate import NO_INTERVAL_REASON
+
+        parts.append(
+            "<p><b>Differences of ECE have no interval</b> and no p-value: "
+            f"{_e(NO_INTERVAL_REASON)}. Their rows give the difference only.</p>"
+        )
     for d in [d for d in datasets if any(r["dataset"] == d for r in rows)] + sorted(
         {r["dataset"] for r in rows} - set(datasets)
     ):

@@ -9,11 +9,16 @@ a method is its metric *averaged over the corruptions* at severity s. Two compar
 metric: temperature scaling against the uncalibrated model, and the best calibrator against
 temperature scaling, the best being chosen on the clean *validation* half (the data the
 calibrators were fitted on: no test data take part in the choice; in-sample, so flexible
-calibrators such as histogram binning look better there than they generalise). Intervals come
-from a paired percentile bootstrap over test *images* (Efron & Tibshirani 1993, ch. 13): one set
-of resampled image indices (:func:`calbench.stats.resample_indices`) is applied to every
-corruption and both methods, since the corrupted copies of one image are not independent
-samples. The p-value is :class:`calbench.stats.PairedBootstrap`'s.
+calibrators such as histogram binning look better there than they generalise). Differences of
+means (accuracy, NLL, Brier score: metrics whose registry entry has an interval,
+:func:`calbench.stats.interval_method`) get a paired percentile bootstrap interval over test
+*images* (Efron & Tibshirani 1993, ch. 13): one set of resampled image indices
+(:func:`calbench.stats.resample_indices`) is applied to every corruption and both methods, since
+the corrupted copies of one image are not independent samples; the p-value is
+``min(1, 2 min(share of d* <= 0, share of d* >= 0))``. At severity 0 the interval is
+:func:`calbench.stats.paired_bootstrap`'s percentile interval with the same seed. Differences of
+ECE get neither interval nor p-value (:data:`NO_INTERVAL_REASON`): blank ``ci_low``,
+``ci_high`` and ``p_value``.
 
 Resampled metrics are computed from per-sample statistics and the resample multiplicities
 ``W`` (resamples x samples): a mean metric is ``W @ x / n``; the 15-bin ECE is
@@ -49,6 +54,21 @@ COMPARE_COLUMNS = (
 )
 #: The two comparisons: (label, method or "best", baseline).
 COMPARISONS = (("ts_vs_uncalibrated", "ts", "uncalibrated"), ("best_vs_ts", "best", "ts"))
+#: Why a difference of ECEs has no interval (docs/statistics.md, perf/bench_coverage.py).
+NO_INTERVAL_REASON = (
+    "the paired bootstrap interval of a difference of ECEs covered the population difference "
+    "in as few as 44% of simulated test sets (percentile; the bias-corrected basic interval "
+    "71-89.8%; perf/bench_coverage.py): the two plug-in ECEs are biased upward by different "
+    "amounts, most for the better-calibrated side"
+)
+
+
+def has_interval(metric: str) -> bool:
+    """Whether the differences of ``metric`` get an interval and p-value: metrics whose
+    registry entry has one (:func:`calbench.stats.interval_method`), the means."""
+    from calbench.stats import interval_method
+
+    return interval_method(metric) is not None
 
 
 def resample_weights(n: int, n_resamples: int, seed: int) -> np.ndarray:
@@ -142,10 +162,13 @@ def _comparison_rows(stats, best, corr, compare_metrics, meta, level, n_bootstra
     groups = {0: [("clean", 0)], **{s: [(c, s) for c in corr] for s in SEVERITIES}}
     lo_q, hi_q = (1.0 - level) / 2.0, (1.0 + level) / 2.0
     for m in compare_metrics:
+        interval = has_interval(m)
 
-        def stat(method, sev, m=m):
+        def stat(method, sev, m=m, interval=interval):
             keys = groups[sev]
             value = float(np.mean([stats[(method, m, k)][0] for k in keys]))
+            if not interval:
+                return value, None
             return value, np.mean([stats[(method, m, k)][1] for k in keys], axis=0)
 
         for label, method, base in COMPARISONS:
@@ -153,14 +176,16 @@ def _comparison_rows(stats, best, corr, compare_metrics, meta, level, n_bootstra
             for sev in groups:
                 va, ba = stat(method, sev)
                 vb, bb = stat(base, sev)
-                diffs = ba - bb
-                lo, hi = np.quantile(diffs, [lo_q, hi_q])
-                share = min(np.mean(diffs <= 0.0), np.mean(diffs >= 0.0))
+                lo = hi = p = math.nan
+                if interval:
+                    diffs = ba - bb
+                    lo, hi = (float(q) for q in np.quantile(diffs, [lo_q, hi_q]))
+                    share = min(np.mean(diffs <= 0.0), np.mean(diffs >= 0.0))
+                    p = float(min(1.0, 2.0 * share))
                 compare.append({**meta, "severity": sev, "metric": m, "comparison": label,
                                 "method": method, "baseline": base, "value": va,
                                 "baseline_value": vb, "difference": va - vb,
-                                "ci_low": float(lo), "ci_high": float(hi),
-                                "p_value": float(min(1.0, 2.0 * share)),
+                                "ci_low": lo, "ci_high": hi, "p_value": p,
                                 "n_resamples": int(n_bootstrap)})  # fmt: skip
     return compare
 
@@ -200,7 +225,8 @@ def evaluate_shift(
     val_probs = {name: cal.predict_proba(z[val_idx]) for name, cal in cals.items()}
     best = _best_on_validation(val_probs, y[val_idx], compare_metrics)
     needed = {"ts", "uncalibrated", *best.values()} if compare_metrics else set()
-    weights = resample_weights(len(test_idx), n_bootstrap, seed) if compare_metrics else None
+    resampled = [m for m in compare_metrics if has_interval(m)]
+    weights = resample_weights(len(test_idx), n_bootstrap, seed) if resampled else None
     # (method, metric, condition) -> (value, resampled values), for the compared methods only;
     # probabilities are not kept (76 conditions x 100 classes would not fit in memory)
     stats: dict = {}
@@ -220,7 +246,7 @@ def evaluate_shift(
                 for m in compare_metrics:
                     stats[(name, m, (c, s))] = (
                         float(METRICS[m](p, yt)),
-                        resampled_metric(m, p, yt, weights),
+                        resampled_metric(m, p, yt, weights) if m in resampled else None,
                     )
     compare = _comparison_rows(stats, best, corr, compare_metrics, meta, level, n_bootstrap)
     return rows, compare
