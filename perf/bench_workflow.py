@@ -261,6 +261,24 @@ def run_scenarios(workdir, cores: int, extra: list[str]) -> list[dict]:
     return rows
 
 
+def snakemake_floor(cores: int, repeats: int = 3) -> float:
+    """Best wall seconds of ``repeats`` no-op runs of a one-rule workflow in a scratch folder
+    (with this environment's Snakemake and plugins): what a no-op costs before any of this
+    workflow's own parsing, validation and DAG."""
+    import tempfile
+
+    with tempfile.TemporaryDirectory(prefix="calbench-floor-") as d:
+        Path(d, "Snakefile").write_text('rule a:\n    output: "a.txt"\n    shell: "touch {output}"\n')
+        cmd = ["snakemake", "--cores", str(cores), "--quiet"]
+        subprocess.run(cmd, cwd=d, check=True, capture_output=True)
+        best = float("inf")
+        for _ in range(repeats):
+            t0 = time.perf_counter()
+            subprocess.run(cmd, cwd=d, check=True, capture_output=True)
+            best = min(best, time.perf_counter() - t0)
+    return best
+
+
 def format_scenarios(rows: list[dict]) -> str:
     lines = [
         f"{'scenario':18s} {'cores':>5s} {'wall s':>8s} {'target':>7s} {'met':>4s} {'jobs':>5s}  rules run"
@@ -302,9 +320,13 @@ def main(argv=None) -> int:
                 if workdir.exists():
                     raise ValueError(f"{workdir} exists; pass an empty --workdir")
                 rows += run_scenarios(workdir, n, args.snakemake_args)
-                used = min(n, len(os.sched_getaffinity(0)))  # the workflow caps --cores to these
+                used = min(n, len(os.sched_getaffinity(0)))  # busy share of the machine's CPUs
                 print(format_summary(rows[-len(SCENARIOS)]["summary"], cores=used))
             print(format_scenarios(rows))
+            print(
+                f"Snakemake's own floor: a no-op of a one-rule workflow takes "
+                f"{snakemake_floor(cores[-1]):.1f} s here (best of 3)"
+            )
             return 0
         if args.run:
             run_study(args.root, cores[0], args.snakemake_args)
