@@ -623,12 +623,16 @@ def calibrate(
                 dirs["plot"] / f"{key}.png",
             )
             if reuse is not None and reuse.restore(key, paths):
-                written += paths
-                saved = load_checked_calibrator(paths[0], data)
-                test_probs[key], val_probs[key] = (
-                    saved.predict_proba(data[h][0]) for h in ("test", "val")
-                )
-                continue
+                try:
+                    saved = load_checked_calibrator(paths[0], data)
+                    test_probs[key], val_probs[key] = (
+                        saved.predict_proba(data[h][0]) for h in ("test", "val")
+                    )
+                except (ValueError, OSError):  # a kept file that does not load: refit
+                    reuse.forget(key, paths)
+                else:
+                    written += paths
+                    continue
             try:
                 cal.fit(*data["val"])
                 cal.set_fitted_on(meta["order_hash"], meta["logits_sha256"])
@@ -778,6 +782,14 @@ class _Reuse:
             Path(dst).parent.mkdir(parents=True, exist_ok=True)
             shutil.copyfile(src, dst)
         return True
+
+    def forget(self, key: str, paths) -> None:
+        """Drop ``key``'s kept folder and the files :meth:`restore` copied to ``paths``."""
+        import shutil
+
+        for path in paths:
+            Path(path).unlink(missing_ok=True)
+        shutil.rmtree(self.root / key / self.digests[key], ignore_errors=True)
 
     def store(self, key: str, paths) -> None:
         """Keep copies of ``key``'s freshly written files (JSON, CSV, PNG) under its digest."""

@@ -273,3 +273,10 @@ def test_reuse_dir_refits_only_what_changed_and_writes_the_same_bytes(data, tmp_
     assert _calibrate(data, tmp_path / "third", grown, reuse=reuse) == 0
     assert fitted == ["ts"]
     assert _outputs(tmp_path / "third") == _outputs(tmp_path / "plain")
+
+    # a kept calibrator that does not load (a damaged JSON) is refitted, not an error
+    fitted.clear()
+    (next((reuse / "iso").iterdir()) / "calibrator.json").write_text("{not json")
+    assert _calibrate(data, tmp_path / "fourth", grown, reuse=reuse) == 0
+    assert fitted == ["iso"]
+    assert _outputs(tmp_path / "fourth") == _outputs(tmp_path / "plain")
