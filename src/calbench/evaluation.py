@@ -617,14 +617,14 @@ def calibrate(
         test_probs, val_probs = {}, {}
         reuse = None if reuse_dir is None else _Reuse(reuse_dir, spec, data, split_path)
         for key, cal in fitters.items():
-            paths = (
+            path, csv, png = paths = (
                 dirs["cal"] / f"{key}.json",
                 dirs["met"] / f"{key}.csv",
                 dirs["plot"] / f"{key}.png",
             )
             if reuse is not None and reuse.restore(key, paths):
                 try:
-                    saved = load_checked_calibrator(paths[0], data)
+                    saved = load_checked_calibrator(path, data)
                     test_probs[key], val_probs[key] = (
                         saved.predict_proba(data[h][0]) for h in ("test", "val")
                     )
@@ -636,7 +636,6 @@ def calibrate(
             try:
                 cal.fit(*data["val"])
                 cal.set_fitted_on(meta["order_hash"], meta["logits_sha256"])
-                path = dirs["cal"] / f"{key}.json"
                 save_calibrator(cal, path)
                 written.append(path)
                 saved = load_checked_calibrator(path, data)
@@ -656,10 +655,8 @@ def calibrate(
                     ci_metrics=ci_metrics,
                 )
                 title = str(calibrators[key].get("display") or key)
-                png = dirs["plot"] / f"{key}.png"
                 _draw({key: probs["test"]}, data["test"][1], png, grid=False, title=title, **plot)
                 written.append(png)
-                csv = dirs["met"] / f"{key}.csv"
                 write_long_csv(csv, rows, METRIC_COLUMNS)
                 written.append(csv)
             except ValueError as exc:

@@ -22,13 +22,13 @@ each resample (the function is not a per-sample mean), reference ``probmetrics``
 
 from __future__ import annotations
 
-import hashlib
 from collections import OrderedDict
 
 import numpy as np
 
 from calbench._checks import check_probs_labels
 from calbench.functional import log_softmax
+from calbench.io import array_digest
 
 LOSSES = ("logloss", "brier")
 
@@ -56,12 +56,7 @@ def _recalibrated(p: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]
 
     with np.errstate(divide="ignore"):
         lp = np.maximum(np.log(np.asarray(p, dtype=np.float64)), LOG_TINY32)
-    h = hashlib.blake2b(digest_size=16)
-    for arr in (p, y):
-        arr = np.ascontiguousarray(arr)
-        h.update(f"{arr.dtype.str}{arr.shape}".encode())
-        h.update(arr.data)
-    key = h.digest()
+    key = array_digest(p, y)
     a = _FITTED.get(key)
     if a is None:
         a = fit_inverse_temperature(lp, y)

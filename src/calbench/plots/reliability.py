@@ -97,17 +97,10 @@ _KEEP_CURVES = 64
 
 
 def _smooth_curve(f, outcome):
-    import hashlib
-
+    from calbench.io import array_digest
     from calbench.metrics.smooth import smooth_reliability
 
-    h = hashlib.blake2b(digest_size=16)
-    h.update(f"{SMOOTH_POINTS},{SMOOTH_BOOTSTRAP},{SMOOTH_LEVEL}".encode())
-    for arr in (f, outcome):
-        arr = np.ascontiguousarray(arr)
-        h.update(f"{arr.dtype.str}{arr.shape}".encode())
-        h.update(arr.data)
-    key = h.digest()
+    key = (array_digest(f, outcome), SMOOTH_POINTS, SMOOTH_BOOTSTRAP, SMOOTH_LEVEL)
     if key not in _CURVES:
         if len(_CURVES) >= _KEEP_CURVES:
             _CURVES.pop(next(iter(_CURVES)))
