@@ -85,6 +85,17 @@ SCENARIOS = {
     "calibrated (gamma 1.0)": 1.0,
 }
 METHODS = ("basic", "percentile", "upper")
+
+
+def scenario_models(gammas, classes):
+    """``(label, gamma, K, model)`` for each selected scenario of :data:`SCENARIOS` (in order)
+    and each number of classes: the grid every simulation below runs over."""
+    for label, gamma in SCENARIOS.items():
+        if gamma in gammas:
+            for k in classes:
+                yield label, gamma, k, SyntheticModel(n_classes=k, a=5.0, b=1.5, gamma=gamma)
+
+
 #: The metric tables' intervals (config.yaml ``evaluation.ci_metrics`` and the other metrics
 #: whose registry entry has an interval).
 TABLE_METRICS = ("accuracy", "nll", "brier", "nll_modern", "nll_kull", "brier_kull")
@@ -123,44 +134,40 @@ def calibration_errors(args, sizes, classes, gammas) -> None:
     print("|---|---:|---:|---|---:|" + "---:|" * (len(METHODS) + 3))
     worst: dict[tuple[str, str], list[float]] = {}
     t0 = time.perf_counter()
-    for label, gamma in SCENARIOS.items():
-        if gamma not in gammas:
-            continue
-        for k in classes:
-            model = SyntheticModel(n_classes=k, a=5.0, b=1.5, gamma=gamma)
-            truth = population_errors(model)
-            for n in sizes:
-                rng = np.random.default_rng(n + 7 * k)
-                tests = [model.sample(n, rng) for _ in range(args.reps)]
-                for name in metrics:
-                    cover = dict.fromkeys(METHODS, 0)
-                    own = width = upper = 0.0
-                    for r, (p, y) in enumerate(tests):
-                        est, values = bootstrap_values(name, p, y, args.resamples, seed=r)
-                        for method in METHODS:
-                            ci = interval_from_values(est, values, 0.95, method)
-                            cover[method] += ci.low <= truth[name] <= ci.high
-                            if method == "basic":
-                                own += ci.contains_estimate
-                                width += ci.high - ci.low
-                            if method == "upper":
-                                upper += ci.high
-                    reps = args.reps
+    for label, _gamma, k, model in scenario_models(gammas, classes):
+        truth = population_errors(model)
+        for n in sizes:
+            rng = np.random.default_rng(n + 7 * k)
+            tests = [model.sample(n, rng) for _ in range(args.reps)]
+            for name in metrics:
+                cover = dict.fromkeys(METHODS, 0)
+                own = width = upper = 0.0
+                for r, (p, y) in enumerate(tests):
+                    est, values = bootstrap_values(name, p, y, args.resamples, seed=r)
                     for method in METHODS:
-                        share = cover[method] / reps
-                        # a true 0 is covered by any interval that includes 0: only the lower
-                        # limit of [0.90, 0.99] applies there
-                        key = (name, method)
-                        worst.setdefault(key, []).append(
-                            share if truth[name] > 1e-12 else min(share, 0.99)
-                        )
-                    print(
-                        f"| {label} | {k} | {n} | {name} | {100 * truth[name]:.2f} |"
-                        + "".join(f" {cover[m] / reps:.3f} |" for m in METHODS)
-                        + f" {own / reps:.3f} | {100 * width / reps:.2f} | "
-                        f"{100 * upper / reps:.2f} |",
-                        flush=True,
+                        ci = interval_from_values(est, values, 0.95, method)
+                        cover[method] += ci.low <= truth[name] <= ci.high
+                        if method == "basic":
+                            own += ci.contains_estimate
+                            width += ci.high - ci.low
+                        if method == "upper":
+                            upper += ci.high
+                reps = args.reps
+                for method in METHODS:
+                    share = cover[method] / reps
+                    # a true 0 is covered by any interval that includes 0: only the lower
+                    # limit of [0.90, 0.99] applies there
+                    key = (name, method)
+                    worst.setdefault(key, []).append(
+                        share if truth[name] > 1e-12 else min(share, 0.99)
                     )
+                print(
+                    f"| {label} | {k} | {n} | {name} | {100 * truth[name]:.2f} |"
+                    + "".join(f" {cover[m] / reps:.3f} |" for m in METHODS)
+                    + f" {own / reps:.3f} | {100 * width / reps:.2f} | "
+                    f"{100 * upper / reps:.2f} |",
+                    flush=True,
+                )
     print()
     print("| metric | construction | lowest coverage | highest coverage | within [0.90, 0.99] |")
     print("|---|---|---:|---:|---|")
@@ -259,16 +266,12 @@ def shown_intervals(args, sizes, classes, gammas) -> None:
     )
     t0 = time.perf_counter()
     cells = []
-    for label, gamma in SCENARIOS.items():
-        if gamma not in gammas:
-            continue
-        for k in classes:
-            model = SyntheticModel(n_classes=k, a=5.0, b=1.5, gamma=gamma)
-            for n in sizes:
-                rng = np.random.default_rng([k, n, round(100 * gamma)])
-                res = simulate_cell(model, n, reps, args, rng)
-                cells.append((label, k, n, res))
-                print(f"  {label}, K = {k}, N = {n}: {time.perf_counter() - t0:.0f} s", flush=True)
+    for label, gamma, k, model in scenario_models(gammas, classes):
+        for n in sizes:
+            rng = np.random.default_rng([k, n, round(100 * gamma)])
+            res = simulate_cell(model, n, reps, args, rng)
+            cells.append((label, k, n, res))
+            print(f"  {label}, K = {k}, N = {n}: {time.perf_counter() - t0:.0f} s", flush=True)
 
     def cov(res, key):
         return res["cover"][key] / reps
@@ -387,42 +390,38 @@ def smooth_bands(args, sizes, classes, gammas) -> None:
     print("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
     t0 = time.perf_counter()
     shares: dict[str, list[float]] = {"smoothed": [], "reliability": []}
-    for label, gamma in SCENARIOS.items():
-        if gamma not in gammas:
-            continue
-        for k in classes:
-            model = SyntheticModel(n_classes=k, a=5.0, b=1.5, gamma=gamma)
-            for n in sizes:
-                rng = np.random.default_rng([k, n, round(100 * gamma), 1])
-                drawn = hit = hit_true = whole = 0
-                sigma = width = 0.0
-                for _ in range(reps):
-                    conf, correct = top_label(*model.sample(n, rng))
-                    curve = smooth_reliability(
-                        conf, correct, n_points=SMOOTH_POINTS, n_bootstrap=resamples,
-                        level=level, seed=0,
-                    )  # fmt: skip
-                    lo, hi = curve.lower, curve.upper
-                    shown = (curve.n_local >= FEW_SAMPLES) & np.isfinite(lo) & np.isfinite(hi)
-                    target = population_reliability(model, curve.t, curve.sigma)[shown]
-                    truth = population_reliability(model, curve.t)[shown]
-                    lo, hi = lo[shown], hi[shown]
-                    covered = (lo <= target) & (target <= hi)
-                    drawn += int(shown.sum())
-                    hit += int(covered.sum())
-                    hit_true += int(np.sum((lo <= truth) & (truth <= hi)))
-                    whole += bool(covered.all())
-                    sigma += curve.sigma
-                    width += float(np.sum(hi - lo))
-                cov, cov_true = hit / max(drawn, 1), hit_true / max(drawn, 1)
-                shares["smoothed"].append(cov)
-                shares["reliability"].append(cov_true)
-                print(
-                    f"| {label} | {k} | {n} | {sigma / reps:.3f} | {drawn / reps:.0f} | "
-                    f"{cov:.3f} | {cov_true:.3f} | {whole / reps:.3f} | "
-                    f"{width / max(drawn, 1):.3f} |",
-                    flush=True,
-                )
+    for label, gamma, k, model in scenario_models(gammas, classes):
+        for n in sizes:
+            rng = np.random.default_rng([k, n, round(100 * gamma), 1])
+            drawn = hit = hit_true = whole = 0
+            sigma = width = 0.0
+            for _ in range(reps):
+                conf, correct = top_label(*model.sample(n, rng))
+                curve = smooth_reliability(
+                    conf, correct, n_points=SMOOTH_POINTS, n_bootstrap=resamples,
+                    level=level, seed=0,
+                )  # fmt: skip
+                lo, hi = curve.lower, curve.upper
+                shown = (curve.n_local >= FEW_SAMPLES) & np.isfinite(lo) & np.isfinite(hi)
+                target = population_reliability(model, curve.t, curve.sigma)[shown]
+                truth = population_reliability(model, curve.t)[shown]
+                lo, hi = lo[shown], hi[shown]
+                covered = (lo <= target) & (target <= hi)
+                drawn += int(shown.sum())
+                hit += int(covered.sum())
+                hit_true += int(np.sum((lo <= truth) & (truth <= hi)))
+                whole += bool(covered.all())
+                sigma += curve.sigma
+                width += float(np.sum(hi - lo))
+            cov, cov_true = hit / max(drawn, 1), hit_true / max(drawn, 1)
+            shares["smoothed"].append(cov)
+            shares["reliability"].append(cov_true)
+            print(
+                f"| {label} | {k} | {n} | {sigma / reps:.3f} | {drawn / reps:.0f} | "
+                f"{cov:.3f} | {cov_true:.3f} | {whole / reps:.3f} | "
+                f"{width / max(drawn, 1):.3f} |",
+                flush=True,
+            )
     print()
     print("| band | target | lowest coverage | highest coverage | within [0.90, 0.99] |")
     print("|---|---|---:|---:|---|")

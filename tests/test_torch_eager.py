@@ -25,13 +25,18 @@ print(json.dumps({"dynamo": "torch._dynamo" in sys.modules, "a": a.item()}))
 """
 
 
-def _run(mode):
+def _last_line(code, *args):
+    """The last line ``code`` prints, run in a fresh interpreter (whose imports are its own)."""
+    out = subprocess.run(
+        [sys.executable, "-c", code, *args], capture_output=True, text=True, check=True
+    )
+    return out.stdout.strip().splitlines()[-1]
+
+
+def _run(mode, script=SCRIPT):
     import json
 
-    out = subprocess.run(
-        [sys.executable, "-c", SCRIPT, mode], capture_output=True, text=True, check=True
-    )
-    return json.loads(out.stdout.strip().splitlines()[-1])
+    return json.loads(_last_line(script, mode))
 
 
 def test_optimizers_run_without_the_compiler_import_and_give_identical_results():
@@ -49,8 +54,7 @@ def test_scaling_fit_does_not_import_the_compiler():
         "get_calibrator('ts').fit(z, y)\n"
         "print('torch._dynamo' in sys.modules)\n"
     )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert out.stdout.strip().splitlines()[-1] == "False"
+    assert _last_line(code) == "False"
 
 
 STEP_SCRIPT = """
@@ -75,12 +79,7 @@ print(json.dumps(out))
 
 
 def test_eager_step_gives_bit_identical_parameters_without_the_compiler_import():
-    runs = {}
-    for mode in ("eager", "reference"):
-        out = subprocess.run(
-            [sys.executable, "-c", STEP_SCRIPT, mode], capture_output=True, text=True, check=True
-        )
-        runs[mode] = __import__("json").loads(out.stdout.strip().splitlines()[-1])
+    runs = {mode: _run(mode, STEP_SCRIPT) for mode in ("eager", "reference")}
     assert runs["eager"]["dynamo"] is False and runs["reference"]["dynamo"] is True
     for opt in ("sgd", "adam"):
         assert runs["eager"][opt] == runs["reference"][opt]
@@ -116,5 +115,4 @@ def test_sbece_fit_and_a_training_step_do_not_import_the_compiler():
         "m(torch.ones(1, 3)).sum().backward(); eager_step(opt)\n"
         "print('torch._dynamo' in sys.modules)\n"
     )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert out.stdout.strip().splitlines()[-1] == "False"
+    assert _last_line(code) == "False"

@@ -72,25 +72,21 @@ def test_the_four_metrics_share_one_fit_per_prediction_set_and_stay_exact(monkey
     rng = np.random.default_rng(3)
     p = rng.dirichlet(np.ones(5) * 0.4, size=400)
     y = rng.integers(0, 5, 400)
+    four = (
+        refinement.calib_err_logloss,
+        refinement.refinement_logloss,
+        refinement.calib_err_brier,
+        refinement.refinement_brier,
+    )
     refinement._FITTED.clear()
-    fresh = [
-        refinement.calib_err_logloss(p, y),
-        refinement.refinement_logloss(p, y),
-        refinement.calib_err_brier(p, y),
-        refinement.refinement_brier(p, y),
-    ]
+    fresh = [f(p, y) for f in four]
     calls = []
     real = functional.fit_inverse_temperature
     monkeypatch.setattr(
         functional, "fit_inverse_temperature", lambda *a: calls.append(1) or real(*a)
     )
     refinement._FITTED.clear()
-    again = [
-        refinement.calib_err_logloss(p, y),
-        refinement.refinement_logloss(p, y),
-        refinement.calib_err_brier(p, y),
-        refinement.refinement_brier(p, y),
-    ]
+    again = [f(p, y) for f in four]
     assert again == fresh and len(calls) == 1
     q = p.copy()
     q[0] = q[0][::-1]  # one sample differs: a new fit, another value
