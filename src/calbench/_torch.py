@@ -53,7 +53,6 @@ def eager_step(optimizer, closure=None):
     ``optimizer.step`` itself.
     """
     import torch
-
     from torch.optim import optimizer as optim_module
 
     hooks = (
