@@ -347,6 +347,60 @@ def test_holm_known_answer():
         S.holm([1.5])
 
 
+def test_mean_ranks_equal_scipy_rankdata():
+    from scipy.stats import rankdata
+
+    rng = np.random.default_rng(3)
+    for shape in [(1,), (6,), (7, 17), (3, 4, 9), (5, 1), (0, 4)]:
+        ties = rng.integers(0, 4, shape).astype(float)  # many ties
+        distinct = rng.random(shape)
+        for x in (ties, distinct, -ties):
+            assert np.array_equal(S.mean_ranks(x), rankdata(x, axis=-1))
+    x = rng.integers(0, 3, (6, 5)).astype(float)
+    x[2, 3] = np.nan  # a row with a NaN ranks as NaN, as in scipy (nan_policy "propagate")
+    got = S.mean_ranks(x)
+    assert np.array_equal(got, rankdata(x, axis=-1), equal_nan=True)
+    assert np.isnan(got[2]).all() and not np.isnan(got[[0, 1, 3, 4, 5]]).any()
+    assert S.mean_ranks([3.0, 1.0, 3.0, 2.0]).tolist() == [3.5, 1.0, 3.5, 2.0]
+    with pytest.raises(ValueError, match="at least one axis"):
+        S.mean_ranks(1.0)
+
+
+def test_paired_tests_and_ranks_leave_scipy_stats_unimported():
+    """The calibrate job's tests and ranks use scipy.special (the same functions scipy.stats
+    calls), so no job pays scipy.stats' start-up (about a CPU-second) for them."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, numpy as np\n"
+        "from calbench import stats as S\n"
+        "r = np.random.default_rng(0)\n"
+        "a, b = r.random(500) < 0.7, r.random(500) < 0.6\n"
+        "x, z = r.normal(size=200), r.normal(size=200)\n"
+        "S.mcnemar_exact(a, b); S.paired_t(x, z); S.wilcoxon_signed_rank(x, z)\n"
+        "S.friedman_test(r.random((8, 4))); S.average_ranks(r.random((8, 4)))\n"
+        "print(sorted(m for m in sys.modules if m.startswith('scipy.stats')))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
+
+
+def test_mcnemar_exact_p_is_the_exact_binomial_tail():
+    from fractions import Fraction
+    from math import comb
+
+    from scipy.stats import binom
+
+    for n, k in [(1, 0), (10, 2), (301, 120), (5000, 1666), (5000, 2500)]:
+        exact = Fraction(2 * sum(comb(n, i) for i in range(k + 1)), 2**n)
+        a = np.array([1] * (n - k) + [0] * k + [1] * 7, dtype=bool)
+        b = np.array([0] * (n - k) + [1] * k + [1] * 7, dtype=bool)
+        p = S.mcnemar_exact(a, b).p_value
+        assert p == min(1.0, float(exact))  # correctly rounded
+        assert p == pytest.approx(min(1.0, 2 * binom.cdf(k, n, 0.5)), rel=1e-11)
+
+
 def test_friedman_matches_scipy_and_demsar():
     from scipy.stats import friedmanchisquare
 
