@@ -380,10 +380,30 @@ def test_paired_tests_and_ranks_leave_scipy_stats_unimported():
         "x, z = r.normal(size=200), r.normal(size=200)\n"
         "S.mcnemar_exact(a, b); S.paired_t(x, z); S.wilcoxon_signed_rank(x, z)\n"
         "S.friedman_test(r.random((8, 4))); S.average_ranks(r.random((8, 4)))\n"
+        "S.nemenyi_cd(5, 8)\n"
         "print(sorted(m for m in sys.modules if m.startswith('scipy.stats')))\n"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+def test_nemenyi_q_equals_scipy_studentized_range():
+    import math
+
+    from scipy.special import ndtri
+    from scipy.stats import studentized_range
+
+    for k in (2, 3, 4, 7, 10, 17, 50, 300):
+        for alpha in (0.01, 0.05, 0.1):
+            ref = studentized_range.ppf(1 - alpha, k, np.inf) / math.sqrt(2)
+            assert S.nemenyi_q(k, alpha) == pytest.approx(ref, rel=1e-10)
+    # two groups: the range of two standard normals over sqrt(2) is |N(0, 1)|
+    assert S.nemenyi_q(2, 0.05) == pytest.approx(float(ndtri(0.975)), rel=1e-12)
+    for bad in (1, 0, 2.5, True):
+        with pytest.raises(ValueError, match=">= 2 methods"):
+            S.nemenyi_q(bad)
+    with pytest.raises(ValueError, match="alpha"):
+        S.nemenyi_q(4, 1.5)
 
 
 def test_mcnemar_exact_p_is_the_exact_binomial_tail():
