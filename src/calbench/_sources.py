@@ -28,6 +28,8 @@ import ast
 import functools
 from pathlib import Path
 
+from calbench.io import file_digest
+
 ROOT = Path(__file__).resolve().parent
 PACKAGE = "calbench"
 CLI = "calbench.cli"
@@ -355,6 +357,4 @@ def code_manifest_text(paths) -> str:
 def _digest(path: Path, mtime_ns: int, size: int) -> str:
     """SHA-256 of ``path``, read once per (path, mtime, size): the verbs share most files, and
     an edited file is read again."""
-    from calbench.io import file_digest
-
     return file_digest(path)

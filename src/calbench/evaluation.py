@@ -25,7 +25,15 @@ from pathlib import Path
 
 import numpy as np
 
-from calbench.report.tables import COMPARE_COLUMNS  # noqa: F401  (the comparison CSV's columns)
+from calbench._checks import check_choice
+from calbench.calibrators import get_calibrator, load_calibrator, save_calibrator
+from calbench.io import file_digest
+from calbench.metrics import METRICS
+from calbench.report.tables import (
+    COMPARE_COLUMNS,  # noqa: F401  (the comparison CSV's columns)
+    METRIC_COLUMNS,
+    write_long_csv,
+)
 from calbench.split import HALVES, load_halves
 
 
@@ -35,8 +43,6 @@ def method_name(calibrator_path, name: str | None = None) -> str:
 
 
 def select_metrics(names: list[str] | None) -> dict:
-    from calbench.metrics import METRICS
-
     if names is None:
         return dict(METRICS)
     unknown = [m for m in names if m not in METRICS]
@@ -83,8 +89,6 @@ def fit_calibrator(
 ) -> None:
     """Fit calibrator ``method`` (hyperparameters ``params``) on the validation half; save JSON
     recording the logits it was fitted on (order hash and file digest)."""
-    from calbench.calibrators import get_calibrator, save_calibrator
-
     cal = get_calibrator(method, **params)  # unknown params fail before the logits are read
     halves = load_halves(logits_path, split_path)
     cal.fit(*halves["val"], allow_probabilities=allow_probabilities)
@@ -95,8 +99,6 @@ def fit_calibrator(
 def load_checked_calibrator(path, halves: dict, allow_other_logits: bool = False):
     """:func:`calbench.calibrators.load_calibrator`, refusing a calibrator that records being
     fitted on other logits than ``halves`` (unless ``allow_other_logits``)."""
-    from calbench.calibrators import load_calibrator
-
     cal = load_calibrator(path)
     if not allow_other_logits:
         meta = halves["meta"]
@@ -128,7 +130,7 @@ def evaluate_rows(
     (``Metric.interval is None``, :data:`calbench.stats.NO_INTERVAL`: the calibration errors);
     other rows carry NaN bounds, as do all rows when ``n_bootstrap`` is 0.
     """
-    from calbench.stats import bootstrap_ci, interval_method
+    from calbench.stats import bootstrap_ci, interval_method  # lazy: code inputs
 
     ci_halves = set(half_names if ci_halves is None else ci_halves)
     ci_metrics = set(metrics if ci_metrics is None else ci_metrics)
@@ -207,7 +209,7 @@ def compare_rows(
     both methods) for metrics with a percentile interval (means: accuracy, NLL, Brier score);
     differences of calibration errors get none (``interval = "none"``).
     """
-    from calbench.stats import (
+    from calbench.stats import (  # lazy: code inputs
         holm,
         interval_method,
         min_adjusted_p,
@@ -345,8 +347,6 @@ def evaluate(
     (:func:`calbench.plots.reliability_diagram` with ``plot_options``: ``n_bins``, ``style``,
     ``title``, ``dpi``), the same figure ``calbench plot-reliability`` draws. Every argument is
     checked before anything is written."""
-    from calbench.report.tables import METRIC_COLUMNS, write_long_csv
-
     check_bootstrap(n_bootstrap, level)
     half_names = halves or list(HALVES)
     bad = [h for h in half_names if h not in HALVES]
@@ -393,8 +393,7 @@ PLOT_OPTIONS = ("n_bins", "style", "title", "dpi")
 
 
 def _check_plot_options(options: dict) -> None:
-    from calbench._checks import check_choice
-    from calbench.plots import STYLES
+    from calbench.plots import STYLES  # lazy: code inputs
 
     unknown = sorted(set(options) - set(PLOT_OPTIONS))
     if unknown:
@@ -403,7 +402,7 @@ def _check_plot_options(options: dict) -> None:
 
 
 def _draw(probs: dict, labels, out, *, grid: bool, n_bins=10, style="guo", title=None, dpi=100):
-    from calbench import plots
+    from calbench import plots  # lazy: code inputs
 
     if grid:
         fig = plots.reliability_grid(probs, labels, n_bins=n_bins, style=style, title=title)
@@ -459,8 +458,6 @@ def compare(
 ) -> None:
     """Paired comparisons of one model's calibrators (:func:`compare_rows`) -> CSV ``out``;
     method names are the calibrator file stems."""
-    from calbench.report.tables import write_long_csv
-
     check_bootstrap(n_bootstrap, level)
     if n_bootstrap < 1:
         raise ValueError("--n-bootstrap must be >= 1 for compare")
@@ -578,9 +575,6 @@ def calibrate(
     deterministic) and its predictions are recomputed from its JSON for the comparisons, the
     grid and the ranks. Adding a calibrator to the study then fits only the new one.
     """
-    from calbench.calibrators import get_calibrator, save_calibrator
-    from calbench.report.tables import METRIC_COLUMNS, write_long_csv
-
     spec = check_calibrate_spec(spec)
     ev, cmp, plot = spec["evaluation"], spec["compare"], dict(spec["plots"])
     check_bootstrap(ev["n_bootstrap"], ev["level"])
@@ -682,7 +676,7 @@ def calibrate(
         _draw(test_probs, data["test"][1], grid, grid=True, **plot)
         written.append(grid)
         if robustness_out is not None:
-            from calbench.robustness import ROBUSTNESS_COLUMNS, robustness_rows
+            from calbench.robustness import ROBUSTNESS_COLUMNS, robustness_rows  # lazy: code inputs
 
             rows = robustness_rows(
                 test_probs,
@@ -759,8 +753,6 @@ class _Reuse:
     NAMES = ("calibrator.json", "metrics.csv", "diagram.png")
 
     def __init__(self, reuse_dir, spec: dict, data: dict, split_path) -> None:
-        from calbench.io import file_digest
-
         self.root = Path(reuse_dir)
         self.digests = {}
         split_digest, code = file_digest(split_path), _code_digest()

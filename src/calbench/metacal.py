@@ -45,6 +45,7 @@ from typing import Any
 
 import numpy as np
 
+from calbench._checks import check_choice
 from calbench._torch import eager_optimizers, eager_step
 
 VARIANTS = ("metacal", "m0", "m1", "m2")
@@ -143,9 +144,8 @@ class MetaCalibration:
         import torch
         from torch import nn
 
-        from calbench._checks import check_choice
-        from calbench.losses import get_loss
-        from calbench.losses._base import check_nonneg, check_positive
+        from calbench.losses import get_loss  # lazy: pulls torch
+        from calbench.losses._base import check_nonneg, check_positive  # lazy: pulls torch
 
         if not isinstance(model, nn.Module):
             raise ValueError(f"model must be a torch.nn.Module, got {type(model).__name__}")

@@ -39,6 +39,7 @@ import numpy as np
 
 from calbench.calibrators.base import Calibrator, Field, register
 from calbench.calibrators.precision import check_precision
+from calbench.calibrators.scaling import SINGLE_THREAD_MAX_ENTRIES
 from calbench.functional import (  # noqa: E402  (shared with metrics.refinement)
     LOG_TINY32,
     clipped_log_probs,
@@ -63,8 +64,6 @@ def blas_threads(n_entries: int):
     import contextlib
 
     from threadpoolctl import threadpool_limits
-
-    from calbench.calibrators.scaling import SINGLE_THREAD_MAX_ENTRIES
 
     if n_entries <= SINGLE_THREAD_MAX_ENTRIES:
         return threadpool_limits(limits=1, user_api="blas")

@@ -38,7 +38,7 @@ def bounded_int(name: str, low: int, high: int):
 
 
 def n_bins_arg(text: str) -> int:
-    from calbench._checks import MAX_BINS
+    from calbench._checks import MAX_BINS  # lazy: cli start-up
 
     return bounded_int("--n-bins", 1, MAX_BINS)(text)
 
@@ -89,7 +89,7 @@ def parse_json_arg(text: str, what: str) -> dict:
         ) from exc
     except RecursionError:
         raise ValueError(f"{what} nests too deeply; pass a flat JSON object") from None
-    from calbench.calibrators.base import _json_depth_exceeds
+    from calbench.calibrators.base import _json_depth_exceeds  # lazy: cli start-up
 
     if _json_depth_exceeds(value, 64):
         raise ValueError(f"{what} nests more than 64 levels deep; pass a flat JSON object")
@@ -197,7 +197,7 @@ def add_repin(p: argparse.ArgumentParser) -> None:
 
 def download_setup(args):
     """``(config document, resources folder, mirror folders)`` from the download options."""
-    from calbench.models.pretrained import load_registry
+    from calbench.models.pretrained import load_registry  # lazy: cli start-up
 
     doc = load_registry(args.config)
     resources = Path(args.resources or doc.get("resources") or "resources")
@@ -218,6 +218,6 @@ def set_threads(n, *, torch_now: bool = True) -> None:
     """``--threads``: :func:`calbench._device.set_threads` (torch's and BLAS's CPU threads;
     ``torch_now=False`` leaves torch unimported until a fit needs it). ``None``: leave the
     threads as they are."""
-    from calbench._device import set_threads as _set_threads
+    from calbench._device import set_threads as _set_threads  # lazy: cli start-up
 
     _set_threads(n, torch_now=torch_now)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import importlib
 
 from calbench.data.base import Dataset
+from calbench.io import array_digest
 
 #: dataset name (config slug) -> ``"module:attribute"`` of its :class:`Dataset` instance
 DATASETS: dict[str, str] = {
@@ -53,8 +54,6 @@ def order_hash(images, labels) -> str:
     """SHA-256 identifying an ordered sample sequence: :func:`calbench.io.array_digest` of the
     uint8 images and int64 labels in order (numpy arrays or CPU tensors)."""
     import numpy as np
-
-    from calbench.io import array_digest
 
     def _np(a):
         return a.numpy() if hasattr(a, "numpy") else np.asarray(a)

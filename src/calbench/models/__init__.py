@@ -16,6 +16,7 @@ import importlib
 from types import ModuleType
 
 from calbench._device import resolve_device  # re-exported: the CLI and tests use it from here
+from calbench.data import get_dataset
 
 #: spec["source"] -> module providing ``load_model(spec, checkpoint=None, device="cpu")``
 SOURCES: dict[str, str] = {
@@ -128,8 +129,6 @@ def build_from_spec(spec: dict):
     if not isinstance(kwargs, dict):
         raise ValueError(f"model spec entry 'arch_kwargs' must be a mapping, got {kwargs!r}")
     if "num_classes" not in kwargs:  # the dataset decides the width of the classifier
-        from calbench.data import get_dataset
-
         kwargs = {**kwargs, "num_classes": int(get_dataset(dataset).NUM_CLASSES)}
     try:
         return build_arch(dataset, arch, **kwargs)

@@ -32,9 +32,9 @@ def load_registry(path: str | os.PathLike) -> dict:
     for name, entry in models.items():
         source = (entry or {}).get("source")
         if source == "logits":  # a logits file, not a network (calbench.logits_sources)
-            from calbench.logits_sources import check_entry as check_logits_entry
+            from calbench import logits_sources  # lazy: pulls numpy
 
-            check_logits_entry(name, entry)
+            logits_sources.check_entry(name, entry)
         elif source != "train":  # trained by the workflow: nothing to fetch
             check_entry(name, entry)
     return doc

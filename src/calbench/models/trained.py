@@ -12,6 +12,9 @@ import hashlib
 import json
 import os
 
+from calbench.io import atomic_path, torch_load_reason
+from calbench.models import build_from_spec
+
 FORMAT = "calbench-checkpoint-1"
 
 
@@ -37,8 +40,6 @@ def save_checkpoint(path: str | os.PathLike, model, spec: dict, history=None) ->
     Returns the state dict's SHA-256.
     """
     import torch
-
-    from calbench.io import atomic_path
 
     state = {k: v.detach().to("cpu").clone() for k, v in model.state_dict().items()}
     digest = state_dict_sha256(state)
@@ -68,8 +69,6 @@ def read_checkpoint(path: str | os.PathLike) -> dict:
     try:
         payload = torch.load(path, map_location="cpu", weights_only=True)
     except (pickle.UnpicklingError, RuntimeError, EOFError, OSError, ValueError) as exc:
-        from calbench.io import torch_load_reason
-
         raise ValueError(
             f"cannot read checkpoint {path} ({torch_load_reason(exc)}); it is corrupt or not a calbench "
             "checkpoint: delete it and train again"
@@ -121,8 +120,6 @@ def load_state_strict(model, state_dict, what: str = "checkpoint") -> None:
 
 def load_model(spec: dict, checkpoint=None, device: str = "cpu"):
     """Build ``spec``'s architecture and load the trained weights from ``checkpoint``."""
-    from calbench.models import build_from_spec
-
     if checkpoint is None:
         raise ValueError("a source: train model needs its checkpoint; pass --checkpoint model.pt")
     ckpt = read_checkpoint(checkpoint)

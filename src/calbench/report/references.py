@@ -13,6 +13,9 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 
+from calbench.calibrators import REGISTRY
+from calbench.metrics import METRICS
+
 #: Author-year key (as the report's text cites it) -> the full reference.
 REFERENCES = {
     "Bohdal et al. 2021": "O. Bohdal, Y. Yang, T. Hospedales. Meta-calibration: learning of "
@@ -118,16 +121,12 @@ def cited_keys(text: str) -> tuple[str, ...]:
 def calibrator_references() -> dict[str, tuple[str, ...]]:
     """Calibrator registry name -> the works its class's ``reference`` cites (one place: the
     calibrator's own module; :data:`calbench.calibrators.REGISTRY`)."""
-    from calbench.calibrators import REGISTRY
-
     return {name: cited_keys(cls.reference) for name, cls in REGISTRY.items()}
 
 
 def metric_references() -> dict[str, tuple[str, ...]]:
     """Metric name -> the works its registry entry's ``reference`` cites
     (:data:`calbench.metrics.METRICS`)."""
-    from calbench.metrics import METRICS
-
     return {name: cited_keys(m.reference) for name, m in METRICS.items()}
 
 
