@@ -26,6 +26,8 @@ from __future__ import annotations
 
 import ast
 import functools
+import json
+import os
 from pathlib import Path
 
 from calbench.io import file_digest
@@ -314,9 +316,6 @@ def all_verb_sources(cache=None) -> dict[str, list[str]]:
     fingerprint of every calbench source file (path, mtime, size) and reused while the
     fingerprint is unchanged; a missing, unreadable or stale cache is recomputed and rewritten.
     """
-    import json
-    import os
-
     fingerprint = _fingerprint() if cache else None
     if cache:
         try:

@@ -20,7 +20,12 @@ that use them.
 
 from __future__ import annotations
 
+import hashlib
+import json
 import math
+import os
+import shutil
+import tempfile
 from pathlib import Path
 
 import numpy as np
@@ -705,7 +710,6 @@ _NUMERIC_LIBRARIES = ("numpy", "scipy", "torch", "matplotlib", "scikit-learn")
 def _code_digest() -> str:
     """sha256 over every source file of the calbench package and the versions of
     :data:`_NUMERIC_LIBRARIES`: any edit to the library invalidates every reused file."""
-    import hashlib
     from importlib import metadata
 
     root = Path(__file__).resolve().parent
@@ -726,10 +730,6 @@ def reuse_digest(key: str, spec: dict, meta: dict, split_digest: str, code_diges
     its JSON, metrics CSV and diagram depend on (the spec's entry for ``key``, its evaluation and
     plot sections, the logits and their order, the split file, the names in the CSV, the
     library's code and the numeric libraries' versions, the thread setting)."""
-    import hashlib
-    import json
-    import os
-
     record = {
         "key": key,
         "entry": spec["calibrators"][key],
@@ -761,8 +761,6 @@ class _Reuse:
 
     def restore(self, key: str, paths) -> bool:
         """Copy ``key``'s kept files to ``paths`` (JSON, CSV, PNG); ``False`` if none are kept."""
-        import shutil
-
         folder = self.root / key / self.digests[key]
         kept = [folder / name for name in self.NAMES]
         if not all(f.is_file() for f in kept):
@@ -774,18 +772,12 @@ class _Reuse:
 
     def forget(self, key: str, paths) -> None:
         """Drop ``key``'s kept folder and the files :meth:`restore` copied to ``paths``."""
-        import shutil
-
         for path in paths:
             Path(path).unlink(missing_ok=True)
         shutil.rmtree(self.root / key / self.digests[key], ignore_errors=True)
 
     def store(self, key: str, paths) -> None:
         """Keep copies of ``key``'s freshly written files (JSON, CSV, PNG) under its digest."""
-        import os
-        import shutil
-        import tempfile
-
         base = self.root / key
         base.mkdir(parents=True, exist_ok=True)
         tmp = Path(tempfile.mkdtemp(prefix=".tmp-", dir=base))

@@ -40,6 +40,7 @@ Data (section 3.1 and the released ``Data/cifar10.py``): :func:`meta_calibration
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Iterable, Iterator
 from typing import Any
 
@@ -309,8 +310,6 @@ class MetaCalibration:
         Optimiser states are deep copies: torch's ``state_dict`` returns live tensors that a later
         ``step`` updates in place.
         """
-        import copy
-
         return {
             "omega": [w.detach().clone() for w in self.omega],
             "meta_optimizer": copy.deepcopy(self.meta_optimizer.state_dict()),

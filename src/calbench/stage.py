@@ -10,6 +10,7 @@ machine; :func:`dry_run_lines` says what would be fetched and how each file is p
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 from calbench.data import get_dataset
@@ -179,8 +180,6 @@ def stage(
     Progress goes to stdout (``ok kind name``) and stderr (``FAILED ...``); a failed item does
     not stop the others, and the first failure is raised at the end as one error. Returns the
     SHA256SUMS path (``None`` when nothing was placed)."""
-    import sys
-
     failures, staged_logits = [], set()
     for kind, name, dest, _size in steps:
         try:

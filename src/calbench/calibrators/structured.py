@@ -33,6 +33,7 @@ at float32 resolution, so fitted probabilities agree to about 1e-4).
 
 from __future__ import annotations
 
+import contextlib
 from typing import Any
 
 import numpy as np
@@ -61,8 +62,6 @@ def blas_threads(n_entries: int):
     """One BLAS thread for problems of at most ``SINGLE_THREAD_MAX_ENTRIES`` entries (as the
     torch fits of :mod:`calbench.calibrators.scaling`): their matrix products take milliseconds,
     and on a loaded machine several BLAS threads make them over 10x slower."""
-    import contextlib
-
     from threadpoolctl import threadpool_limits
 
     if n_entries <= SINGLE_THREAD_MAX_ENTRIES:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 from pathlib import Path
 
 #: Bounds of the user-controlled sizes, checked by argparse before any work starts.
@@ -54,8 +55,6 @@ def batch_size_arg(text: str) -> int:
 def name_arg(text: str) -> str:
     """An argparse ``type`` for a model / calibrator name: a slug of at most :data:`MAX_NAME`
     characters (lowercase letters, digits, '_')."""
-    import re
-
     if len(text) > MAX_NAME:
         raise argparse.ArgumentTypeError(
             f"name {text[:20]!r}... has {len(text)} characters; use at most {MAX_NAME}"

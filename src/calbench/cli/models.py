@@ -16,6 +16,7 @@ from a configuration and writes the same path. Directories given with ``--mirror
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 from calbench.cli._args import (
@@ -100,8 +101,6 @@ def cmd_download_checkpoint(args) -> int:
 
 
 def cmd_train_model(args) -> int:
-    import time
-
     from calbench.models import parse_spec  # lazy: cli start-up
     from calbench.models.trained import save_checkpoint  # lazy: cli start-up
     from calbench.training import train_from_spec, write_history  # lazy: cli start-up

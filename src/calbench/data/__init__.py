@@ -8,6 +8,7 @@ starts fast. Adding a dataset is one such subclass and one entry here.
 
 from __future__ import annotations
 
+import hashlib
 import importlib
 
 from calbench.data.base import Dataset
@@ -39,8 +40,6 @@ def get_dataset(name: str, options: dict | None = None) -> Dataset:
 def ids_order_hash(ids, labels) -> str:
     """SHA-256 identifying an ordered sequence by sample identities (e.g. relative file paths)
     and labels, for streamed datasets whose images are never held at once."""
-    import hashlib
-
     import numpy as np
 
     h = hashlib.sha256()

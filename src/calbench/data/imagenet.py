@@ -12,6 +12,7 @@ Not the ILSVRC2012_val_000xxxxx order.
 
 from __future__ import annotations
 
+import io
 import os
 import re
 import tarfile
@@ -47,8 +48,6 @@ def parse_devkit(devkit: str | os.PathLike) -> list[str]:
     ``data/meta.mat`` maps ILSVRC2012_ID (1..1000, leaf synsets) to wnids; ``data/
     ILSVRC2012_validation_ground_truth.txt`` holds one ILSVRC2012_ID per validation image.
     """
-    import io
-
     from scipy.io import loadmat
 
     meta = truth = None

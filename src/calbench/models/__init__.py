@@ -13,6 +13,8 @@ Modules are imported on first use, so importing this package does not import tor
 from __future__ import annotations
 
 import importlib
+import json
+import os
 from types import ModuleType
 
 from calbench._device import resolve_device  # re-exported: the CLI and tests use it from here
@@ -50,9 +52,6 @@ def _require(spec, key: str, kind=str):
 def parse_spec(text: str) -> dict:
     """Return the model spec given as inline JSON (``'{"arch": ...}'``) or as a path to a JSON or
     YAML file holding one mapping."""
-    import json
-    import os
-
     if not isinstance(text, str) or not text.strip():
         raise ValueError("--spec is empty; pass the model's config entry as JSON or a file path")
     src = text.strip()

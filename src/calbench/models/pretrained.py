@@ -31,6 +31,7 @@ Torch is imported only inside the functions that need it.
 from __future__ import annotations
 
 import os
+import tempfile
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -143,8 +144,6 @@ def prove_checkpoint(
     is refused unless ``on_purpose`` (``--repin``): reaching that accuracy needs the test set and
     a pass of inference, which a download does not have at hand.
     """
-    import tempfile
-
     ckpt = entry.get("checkpoint") or {}
     path = Path(path)
     how = (

@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import pickle
 
 from calbench.io import atomic_path, torch_load_reason
 from calbench.models import build_from_spec
@@ -60,8 +61,6 @@ def save_checkpoint(path: str | os.PathLike, model, spec: dict, history=None) ->
 def read_checkpoint(path: str | os.PathLike) -> dict:
     """Read and verify a calbench checkpoint: returns ``state_dict``, ``spec``, ``history``,
     ``state_sha256``. Raises a one-line ``ValueError`` for anything that is not one."""
-    import pickle
-
     import torch
 
     if not os.path.isfile(path):

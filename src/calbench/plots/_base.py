@@ -5,6 +5,7 @@ figure shows the numbers the metric tables report for the same binning)."""
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import replace
 
 import numpy as np
 
@@ -107,8 +108,6 @@ def _bins(probs, labels, n_bins: int, class_index: int | None = None, binning: s
     would span [0, u_1] even when every confidence lies above 0.9. The bar starts at the smallest
     binned value instead (the bin's actual support); the statistics are unchanged.
     """
-    from dataclasses import replace
-
     b = reliability_bins(probs, labels, n_bins=n_bins, binning=binning, class_index=class_index)
     if binning == "mass":
         p = np.asarray(probs)

@@ -12,7 +12,9 @@ its provenance (:func:`data_provenance`).
 
 from __future__ import annotations
 
+import html
 import json
+import re
 from pathlib import Path
 
 from calbench.io import array_digest, atomic_write_text
@@ -301,9 +303,6 @@ def _robustness_rows(paths) -> list[dict] | None:
 def _add_sections_to_toc(context: dict) -> None:
     """Contents entries for the extra sections (``<section id="x"><h2>Title</h2>``), placed
     before the reliability diagrams, where the template puts the sections."""
-    import html
-    import re
-
     toc = context.get("toc")
     if toc is None:
         return

@@ -20,6 +20,7 @@ import datetime as _dt
 import json
 import os
 import platform
+import shlex
 import subprocess
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -158,8 +159,6 @@ def run_provenance(run_info: Mapping | None = None, env: Mapping[str, str] | Non
 
 def run_view(run: Mapping | None) -> list[dict]:
     """The run as rows ``{"field", "value", "code", "id"}`` (one line each in the report)."""
-    import shlex
-
     missing = "not recorded (calbench render-report --run-info FILE)"
     if not run:
         return [

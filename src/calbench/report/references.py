@@ -11,6 +11,7 @@ No URLs: the report fetches nothing.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Mapping
 
 from calbench.calibrators import REGISTRY
@@ -106,8 +107,6 @@ def cited_keys(text: str) -> tuple[str, ...]:
     key "Surname ... Year" is cited when its first author's surname and its year appear in one
     ``;``-separated part of the text, e.g. "Naeini, Cooper & Hauskrecht 2015; Guo et al. 2017,
     eq. 3" cites "Naeini et al. 2015" and "Guo et al. 2017"."""
-    import re
-
     out = []
     for part in (text or "").split(";"):
         for key in REFERENCES:

@@ -22,9 +22,11 @@ from __future__ import annotations
 import base64
 import html
 import io
+import json
 import math
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 
 import numpy as np
 
@@ -410,9 +412,6 @@ def summary_rows(rows, spec: Mapping) -> list[dict]:
 
 def shift_report(*, metrics, compare, manifests, spec: Mapping, out_html, out_dir) -> None:
     """Write the section fragment ``out_html`` and ``out_dir``/{metrics,compare,mean_ece}.csv."""
-    import json
-    from pathlib import Path
-
     rows, comp = read_rows(metrics, compare)
     if not rows:
         raise ValueError("the shift metrics CSVs hold no rows; run evaluate-shift first")
