@@ -10,7 +10,7 @@ def __getattr__(name: str):
     """``calbench.softmax`` / ``calbench.log_softmax``, imported on first use, so that
     ``import calbench.cli`` (every job's first step) does not import numpy before it needs to."""
     if name in ("softmax", "log_softmax"):
-        from calbench import functional
+        from calbench import functional  # lazy: pulls numpy
 
         return getattr(functional, name)
     raise AttributeError(f"module 'calbench' has no attribute {name!r}")

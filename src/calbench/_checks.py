@@ -8,6 +8,8 @@ whose values leave [0, 1] or whose rows do not sum to 1.
 
 from __future__ import annotations
 
+import os
+
 import numpy as np
 
 #: Largest allowed |row sum - 1| for probability arrays (float32 softmax of 1000 classes is ~1e-6).
@@ -208,8 +210,6 @@ def check_input_file(path, what: str, fix: str):
     """Return ``path`` if it is an existing regular file; else a one-line error that says what it
     is: ``ValueError`` for a directory, ``FileNotFoundError`` for a missing path (``fix`` says
     how to make it, e.g. "run calbench split first")."""
-    import os
-
     if os.path.isdir(path):
         raise ValueError(f"{what} {path} is a directory, not a file; pass the file itself")
     if not os.path.isfile(path):

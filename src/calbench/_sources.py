@@ -26,7 +26,11 @@ from __future__ import annotations
 
 import ast
 import functools
+import json
+import os
 from pathlib import Path
+
+from calbench.io import file_digest
 
 ROOT = Path(__file__).resolve().parent
 PACKAGE = "calbench"
@@ -312,9 +316,6 @@ def all_verb_sources(cache=None) -> dict[str, list[str]]:
     fingerprint of every calbench source file (path, mtime, size) and reused while the
     fingerprint is unchanged; a missing, unreadable or stale cache is recomputed and rewritten.
     """
-    import json
-    import os
-
     fingerprint = _fingerprint() if cache else None
     if cache:
         try:
@@ -355,6 +356,4 @@ def code_manifest_text(paths) -> str:
 def _digest(path: Path, mtime_ns: int, size: int) -> str:
     """SHA-256 of ``path``, read once per (path, mtime, size): the verbs share most files, and
     an edited file is read again."""
-    from calbench.io import file_digest
-
     return file_digest(path)

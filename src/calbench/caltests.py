@@ -246,7 +246,7 @@ def calibration_verdicts(
     (``method="bh"``, false discovery rate); a pair is *calibrated* when its adjusted p-value
     exceeds ``alpha`` (no evidence of miscalibration, not proof of calibration).
     """
-    from calbench.stats import holm
+    from calbench.stats import holm  # lazy: code inputs
 
     method = check_choice(method, "method", CORRECTIONS)
     if isinstance(alpha, bool) or not isinstance(alpha, float | int) or not 0.0 < alpha < 1.0:

@@ -23,6 +23,15 @@ import ast
 from collections.abc import Mapping
 from pathlib import Path
 
+from calbench.calibrators import REGISTRY, get_calibrator
+from calbench.logits_sources import check_entry as check_logits_entry
+from calbench.logits_sources import is_presplit
+from calbench.metrics import METRICS
+from calbench.models import ZOOS
+from calbench.shift.corruptions import CORRUPTIONS
+from calbench.shift.datasets import PUBLISHED_CORRUPTIONS
+from calbench.training import parse_training
+
 ROOT = Path(__file__).resolve().parent
 
 
@@ -65,8 +74,6 @@ def loss_names() -> list[str]:
 
 def zoo_architectures(dataset: str) -> list[str] | None:
     """``arch`` names of the workflow's own zoo for ``dataset`` (``None``: no zoo)."""
-    from calbench.models import ZOOS
-
     if dataset not in ZOOS:
         return None
     rel = ZOOS[dataset].removeprefix("calbench.").replace(".", "/")
@@ -81,8 +88,6 @@ def package_architectures() -> list[str]:
 
 
 def _calibrator_problems(config: Mapping) -> list[str]:
-    from calbench.calibrators import REGISTRY, get_calibrator
-
     problems = []
     for key, entry in (config.get("calibrators") or {}).items():
         entry = entry or {}
@@ -101,8 +106,6 @@ def _calibrator_problems(config: Mapping) -> list[str]:
 
 
 def _metric_problems(config: Mapping) -> list[str]:
-    from calbench.metrics import METRICS
-
     problems = []
     lists = [("evaluation.metrics", (config.get("evaluation") or {}).get("metrics") or [])]
     for m in (config.get("evaluation") or {}).get("ci_metrics") or []:
@@ -121,8 +124,6 @@ def _metric_problems(config: Mapping) -> list[str]:
 
 
 def _model_problems(config: Mapping) -> list[str]:
-    from calbench.training import parse_training
-
     problems = []
     losses = loss_names()
     package = None
@@ -206,9 +207,6 @@ def schema_error_line(
 def _reference_problems(config: Mapping) -> list[str]:
     """References between config sections that the schema cannot express: a model's dataset, the
     metrics the report and comparisons name, the baselines, the Guo / Kull and shift sections."""
-    from calbench.logits_sources import check_entry as check_logits_entry
-    from calbench.logits_sources import is_presplit
-
     problems = []
     models, calibrators = config["models"], config["calibrators"]
     for m, v in models.items():
@@ -229,8 +227,7 @@ def _reference_problems(config: Mapping) -> list[str]:
     named = [(f"report.{k}", config["report"][k]) for k in ("table_metrics", "losses_metrics")]
     named += [("compare.metrics", config["compare"]["metrics"])]
     named += [("evaluation.ci_metrics", ev.get("ci_metrics") or [])]
-    from calbench.metrics import METRICS  # names the library does not know are reported above
-
+    # (names the library does not know are reported by _metric_problems)
     for key, metrics in named:
         problems += [
             f"{key}: {x!r} is not in evaluation.metrics"
@@ -273,10 +270,7 @@ def _shift_problems(config: Mapping) -> list[str]:
             problems.append(f"shift.models: {m!r} is not a key of models")
         elif config["models"][m]["source"] == "logits":
             problems.append(f"shift.models: {m!r} has source logits (no images to corrupt)")
-    if cfg.get("source", "generate") == "generate":
-        from calbench.shift.corruptions import CORRUPTIONS as known
-    else:
-        from calbench.shift.datasets import PUBLISHED_CORRUPTIONS as known
+    known = CORRUPTIONS if cfg.get("source", "generate") == "generate" else PUBLISHED_CORRUPTIONS
     problems += [
         f"shift.corruptions: {c!r} is not one of {sorted(known)}"
         for c in cfg["corruptions"]

@@ -20,12 +20,25 @@ that use them.
 
 from __future__ import annotations
 
+import hashlib
+import json
 import math
+import os
+import shutil
+import tempfile
 from pathlib import Path
 
 import numpy as np
 
-from calbench.report.tables import COMPARE_COLUMNS  # noqa: F401  (the comparison CSV's columns)
+from calbench._checks import check_choice
+from calbench.calibrators import get_calibrator, load_calibrator, save_calibrator
+from calbench.io import file_digest
+from calbench.metrics import METRICS
+from calbench.report.tables import (
+    COMPARE_COLUMNS,  # noqa: F401  (the comparison CSV's columns)
+    METRIC_COLUMNS,
+    write_long_csv,
+)
 from calbench.split import HALVES, load_halves
 
 
@@ -35,8 +48,6 @@ def method_name(calibrator_path, name: str | None = None) -> str:
 
 
 def select_metrics(names: list[str] | None) -> dict:
-    from calbench.metrics import METRICS
-
     if names is None:
         return dict(METRICS)
     unknown = [m for m in names if m not in METRICS]
@@ -83,8 +94,6 @@ def fit_calibrator(
 ) -> None:
     """Fit calibrator ``method`` (hyperparameters ``params``) on the validation half; save JSON
     recording the logits it was fitted on (order hash and file digest)."""
-    from calbench.calibrators import get_calibrator, save_calibrator
-
     cal = get_calibrator(method, **params)  # unknown params fail before the logits are read
     halves = load_halves(logits_path, split_path)
     cal.fit(*halves["val"], allow_probabilities=allow_probabilities)
@@ -95,8 +104,6 @@ def fit_calibrator(
 def load_checked_calibrator(path, halves: dict, allow_other_logits: bool = False):
     """:func:`calbench.calibrators.load_calibrator`, refusing a calibrator that records being
     fitted on other logits than ``halves`` (unless ``allow_other_logits``)."""
-    from calbench.calibrators import load_calibrator
-
     cal = load_calibrator(path)
     if not allow_other_logits:
         meta = halves["meta"]
@@ -128,7 +135,7 @@ def evaluate_rows(
     (``Metric.interval is None``, :data:`calbench.stats.NO_INTERVAL`: the calibration errors);
     other rows carry NaN bounds, as do all rows when ``n_bootstrap`` is 0.
     """
-    from calbench.stats import bootstrap_ci, interval_method
+    from calbench.stats import bootstrap_ci, interval_method  # lazy: code inputs
 
     ci_halves = set(half_names if ci_halves is None else ci_halves)
     ci_metrics = set(metrics if ci_metrics is None else ci_metrics)
@@ -207,7 +214,7 @@ def compare_rows(
     both methods) for metrics with a percentile interval (means: accuracy, NLL, Brier score);
     differences of calibration errors get none (``interval = "none"``).
     """
-    from calbench.stats import (
+    from calbench.stats import (  # lazy: code inputs
         holm,
         interval_method,
         min_adjusted_p,
@@ -345,8 +352,6 @@ def evaluate(
     (:func:`calbench.plots.reliability_diagram` with ``plot_options``: ``n_bins``, ``style``,
     ``title``, ``dpi``), the same figure ``calbench plot-reliability`` draws. Every argument is
     checked before anything is written."""
-    from calbench.report.tables import METRIC_COLUMNS, write_long_csv
-
     check_bootstrap(n_bootstrap, level)
     half_names = halves or list(HALVES)
     bad = [h for h in half_names if h not in HALVES]
@@ -393,8 +398,7 @@ PLOT_OPTIONS = ("n_bins", "style", "title", "dpi")
 
 
 def _check_plot_options(options: dict) -> None:
-    from calbench._checks import check_choice
-    from calbench.plots import STYLES
+    from calbench.plots import STYLES  # lazy: code inputs
 
     unknown = sorted(set(options) - set(PLOT_OPTIONS))
     if unknown:
@@ -403,7 +407,7 @@ def _check_plot_options(options: dict) -> None:
 
 
 def _draw(probs: dict, labels, out, *, grid: bool, n_bins=10, style="guo", title=None, dpi=100):
-    from calbench import plots
+    from calbench import plots  # lazy: code inputs
 
     if grid:
         fig = plots.reliability_grid(probs, labels, n_bins=n_bins, style=style, title=title)
@@ -459,8 +463,6 @@ def compare(
 ) -> None:
     """Paired comparisons of one model's calibrators (:func:`compare_rows`) -> CSV ``out``;
     method names are the calibrator file stems."""
-    from calbench.report.tables import write_long_csv
-
     check_bootstrap(n_bootstrap, level)
     if n_bootstrap < 1:
         raise ValueError("--n-bootstrap must be >= 1 for compare")
@@ -578,9 +580,6 @@ def calibrate(
     deterministic) and its predictions are recomputed from its JSON for the comparisons, the
     grid and the ranks. Adding a calibrator to the study then fits only the new one.
     """
-    from calbench.calibrators import get_calibrator, save_calibrator
-    from calbench.report.tables import METRIC_COLUMNS, write_long_csv
-
     spec = check_calibrate_spec(spec)
     ev, cmp, plot = spec["evaluation"], spec["compare"], dict(spec["plots"])
     check_bootstrap(ev["n_bootstrap"], ev["level"])
@@ -682,7 +681,7 @@ def calibrate(
         _draw(test_probs, data["test"][1], grid, grid=True, **plot)
         written.append(grid)
         if robustness_out is not None:
-            from calbench.robustness import ROBUSTNESS_COLUMNS, robustness_rows
+            from calbench.robustness import ROBUSTNESS_COLUMNS, robustness_rows  # lazy: code inputs
 
             rows = robustness_rows(
                 test_probs,
@@ -711,7 +710,6 @@ _NUMERIC_LIBRARIES = ("numpy", "scipy", "torch", "matplotlib", "scikit-learn")
 def _code_digest() -> str:
     """sha256 over every source file of the calbench package and the versions of
     :data:`_NUMERIC_LIBRARIES`: any edit to the library invalidates every reused file."""
-    import hashlib
     from importlib import metadata
 
     root = Path(__file__).resolve().parent
@@ -732,10 +730,6 @@ def reuse_digest(key: str, spec: dict, meta: dict, split_digest: str, code_diges
     its JSON, metrics CSV and diagram depend on (the spec's entry for ``key``, its evaluation and
     plot sections, the logits and their order, the split file, the names in the CSV, the
     library's code and the numeric libraries' versions, the thread setting)."""
-    import hashlib
-    import json
-    import os
-
     record = {
         "key": key,
         "entry": spec["calibrators"][key],
@@ -759,8 +753,6 @@ class _Reuse:
     NAMES = ("calibrator.json", "metrics.csv", "diagram.png")
 
     def __init__(self, reuse_dir, spec: dict, data: dict, split_path) -> None:
-        from calbench.io import file_digest
-
         self.root = Path(reuse_dir)
         self.digests = {}
         split_digest, code = file_digest(split_path), _code_digest()
@@ -769,8 +761,6 @@ class _Reuse:
 
     def restore(self, key: str, paths) -> bool:
         """Copy ``key``'s kept files to ``paths`` (JSON, CSV, PNG); ``False`` if none are kept."""
-        import shutil
-
         folder = self.root / key / self.digests[key]
         kept = [folder / name for name in self.NAMES]
         if not all(f.is_file() for f in kept):
@@ -782,18 +772,12 @@ class _Reuse:
 
     def forget(self, key: str, paths) -> None:
         """Drop ``key``'s kept folder and the files :meth:`restore` copied to ``paths``."""
-        import shutil
-
         for path in paths:
             Path(path).unlink(missing_ok=True)
         shutil.rmtree(self.root / key / self.digests[key], ignore_errors=True)
 
     def store(self, key: str, paths) -> None:
         """Keep copies of ``key``'s freshly written files (JSON, CSV, PNG) under its digest."""
-        import os
-        import shutil
-        import tempfile
-
         base = self.root / key
         base.mkdir(parents=True, exist_ok=True)
         tmp = Path(tempfile.mkdtemp(prefix=".tmp-", dir=base))

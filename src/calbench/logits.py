@@ -17,7 +17,8 @@ import os
 
 import numpy as np
 
-from calbench._checks import check_labels, check_logits
+from calbench._checks import check_input_file, check_labels, check_logits
+from calbench.io import atomic_path, read_npz
 
 
 def _check_batch_size(batch_size) -> None:
@@ -139,8 +140,6 @@ class _Head:
 
 def save_logits(path, logits, labels, *, order_hash: str, model: str, dataset: str) -> None:
     """Validate and write a logits file atomically (see the module docstring for the format)."""
-    from calbench.io import atomic_path
-
     z = check_logits(logits).astype(np.float32, copy=False)
     y = check_labels(labels, z.shape[0], z.shape[1])
     for name, value in (("order_hash", order_hash), ("model", model), ("dataset", dataset)):
@@ -160,11 +159,7 @@ def save_logits(path, logits, labels, *, order_hash: str, model: str, dataset: s
 def load_logits(path: str | os.PathLike) -> dict:
     """Read and validate a logits file; returns ``logits``, ``labels``, ``order_hash``, ``model``,
     ``dataset``."""
-    from calbench._checks import check_input_file
-
     check_input_file(path, "logits file", "run calbench cache-logits first")
-    from calbench.io import read_npz
-
     data = read_npz(path, "logits file", "delete it and cache the logits again")
     missing = [k for k in ("logits", "labels", "order_hash", "model", "dataset") if k not in data]
     if missing:
@@ -206,9 +201,9 @@ def cache_logits(
     with the spec's preset transform and a DataLoader of ``workers`` processes. Returns a summary
     dict (n, classes, accuracy, order_hash).
     """
-    from calbench._device import resolve_device
-    from calbench.data import get_dataset, ids_order_hash, order_hash
-    from calbench.models import load_model
+    from calbench._device import resolve_device  # lazy: code inputs
+    from calbench.data import get_dataset, ids_order_hash, order_hash  # lazy: code inputs
+    from calbench.models import load_model  # lazy: code inputs
 
     if not isinstance(spec, dict) or not isinstance(spec.get("dataset"), str):
         raise ValueError(

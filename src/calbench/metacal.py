@@ -40,11 +40,13 @@ Data (section 3.1 and the released ``Data/cifar10.py``): :func:`meta_calibration
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Iterable, Iterator
 from typing import Any
 
 import numpy as np
 
+from calbench._checks import check_choice
 from calbench._torch import eager_optimizers, eager_step
 
 VARIANTS = ("metacal", "m0", "m1", "m2")
@@ -143,9 +145,8 @@ class MetaCalibration:
         import torch
         from torch import nn
 
-        from calbench._checks import check_choice
-        from calbench.losses import get_loss
-        from calbench.losses._base import check_nonneg, check_positive
+        from calbench.losses import get_loss  # lazy: pulls torch
+        from calbench.losses._base import check_nonneg, check_positive  # lazy: pulls torch
 
         if not isinstance(model, nn.Module):
             raise ValueError(f"model must be a torch.nn.Module, got {type(model).__name__}")
@@ -309,8 +310,6 @@ class MetaCalibration:
         Optimiser states are deep copies: torch's ``state_dict`` returns live tensors that a later
         ``step`` updates in place.
         """
-        import copy
-
         return {
             "omega": [w.detach().clone() for w in self.omega],
             "meta_optimizer": copy.deepcopy(self.meta_optimizer.state_dict()),

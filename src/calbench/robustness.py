@@ -3,12 +3,12 @@
 Nixon et al. (2019, "Measuring calibration in deep learning", §4) showed that the ranking of
 calibrators by ECE changes with the bin count, the binning scheme and the ECE variant. For one
 model, :func:`robustness_rows` ranks its calibrators under each evaluation choice of
-:data:`VARIANTS` (10, 15 and 20 equal-width bins, 15 equal-mass bins, classwise and, when the
-library has it, smooth ECE) and estimates, for the study's ECE, the probability that each
-calibrator ranks first over bootstrap resamples of the test half (the same resampled samples for
-every calibrator: :func:`first_place_probability`). :func:`summarise` turns the rows of many
-models into the report's answer: which calibrator has the best average rank under each variant,
-and whether the default variant's conclusion holds under all of them.
+:data:`VARIANTS` (10, 15 and 20 equal-width bins, 15 equal-mass bins, classwise and smooth ECE)
+and estimates, for the study's ECE, the probability that each calibrator ranks first over
+bootstrap resamples of the test half (the same resampled samples for every calibrator:
+:func:`first_place_probability`). :func:`summarise` turns the rows of many models into the
+report's answer: which calibrator has the best average rank under each variant, and whether the
+default variant's conclusion holds under all of them.
 """
 
 from __future__ import annotations
@@ -19,7 +19,10 @@ from functools import partial
 
 import numpy as np
 
+from calbench.metrics import METRICS
 from calbench.metrics.ece import classwise_ece, ece
+from calbench.metrics.smooth import smooth_ece
+from calbench.stats import multiplicities, resample_indices
 
 #: The study's ECE (15 equal-width bins, Guo et al. 2017): the variant the headline uses.
 DEFAULT_VARIANT = "ece_w15"
@@ -33,10 +36,7 @@ def _variants() -> dict[str, tuple[str, Callable]]:
         "ece_m15": ("ECE, 15 equal-mass bins", partial(ece, n_bins=15, binning="mass")),
         "cwece": ("Classwise ECE, 15 bins", partial(classwise_ece, n_bins=15)),
     }
-    try:  # binning-free top-label error (Blasiok & Nakkiran 2023), where the library has it
-        from calbench.metrics.smooth import smooth_ece
-    except ImportError:  # pragma: no cover - the module ships with calbench
-        return out
+    # binning-free top-label error (Blasiok & Nakkiran 2023)
     out["smece"] = ("Smooth ECE (no bins)", smooth_ece)
     return out
 
@@ -70,9 +70,6 @@ def first_place_probability(
     """Share of bootstrap resamples of the samples in which each method has the lowest study
     ECE (15 equal-width bins). Every method is evaluated on the same resampled indices
     (:func:`calbench.stats.resample_indices`); a tie for first shares the resample equally."""
-    from calbench.metrics import METRICS
-    from calbench.stats import multiplicities, resample_indices
-
     if n_resamples < 1:
         raise ValueError(f"n_resamples must be >= 1, got {n_resamples}")
     methods = list(probs_by_method)

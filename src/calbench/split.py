@@ -17,6 +17,9 @@ from pathlib import Path
 
 import numpy as np
 
+from calbench._checks import check_input_file
+from calbench.io import atomic_path, file_digest, read_npz
+
 #: the two halves of a model's test-set logits: calibrators are fitted on val, reported on test
 HALVES = ("test", "val")
 
@@ -80,8 +83,6 @@ def check_logits_files_agree(metas: list[dict]) -> int:
 
 def save_split(path, val_idx: np.ndarray, test_idx: np.ndarray, **extra) -> dict[str, str]:
     """Write the split ``.npz`` (``val_idx``, ``test_idx``, both digests, extras) atomically."""
-    from calbench.io import atomic_path
-
     digests = split_digests(val_idx, test_idx)
     with atomic_path(path) as tmp:
         np.savez(
@@ -97,11 +98,7 @@ def save_split(path, val_idx: np.ndarray, test_idx: np.ndarray, **extra) -> dict
 def load_split(path, n: int, order_hash: str = "") -> tuple[np.ndarray, np.ndarray]:
     """Read a split ``.npz`` and check it partitions ``range(n)``; returns ``(val_idx, test_idx)``."""
     path = Path(path)
-    from calbench._checks import check_input_file
-
     check_input_file(path, "split file", "run calbench split first")
-    from calbench.io import read_npz
-
     data = read_npz(path, "split file", "rebuild it with calbench split")
     if "val_idx" not in data or "test_idx" not in data:
         raise ValueError(f"{path} lacks val_idx/test_idx; regenerate it with calbench split")
@@ -126,8 +123,7 @@ def load_halves(logits_path, split_path) -> dict:
     The logits file is read and validated by :func:`calbench.logits.load_logits`. ``meta`` also
     holds the file's identity (``order_hash``, ``logits_sha256``) that calibrators record.
     """
-    from calbench.io import file_digest
-    from calbench.logits import load_logits
+    from calbench.logits import load_logits  # lazy: code inputs
 
     data = load_logits(logits_path)
     val, test = load_split(split_path, len(data["labels"]), data["order_hash"])
@@ -150,7 +146,7 @@ def split_logits_files(logits_paths, out, seed: int = 0) -> dict:
     ``out`` with the logits' order hash and the first logits path (``made_from``, which the
     workflow reads back with :func:`split_made_from`). Returns ``{"n", "val", "test",
     **digests}``."""
-    from calbench.logits import load_logits
+    from calbench.logits import load_logits  # lazy: code inputs
 
     metas = []
     for path in logits_paths:

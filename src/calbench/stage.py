@@ -10,7 +10,20 @@ machine; :func:`dry_run_lines` says what would be fetched and how each file is p
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
+
+from calbench.data import get_dataset
+from calbench.data.prepare import dataset_options, prepare_dataset
+from calbench.io import atomic_write_text, file_digest
+from calbench.lockfile import lock_key, pin_status
+from calbench.models.pretrained import (
+    archive_path,
+    checkpoint_path,
+    get_entry,
+    hub_dir_candidates,
+    stage_model,
+)
 
 
 def _mb(value) -> str:
@@ -22,22 +35,13 @@ def plan(
 ) -> list[tuple[str, str, Path, float | None]]:
     """``(kind, name, destination, size in MB or None)`` for everything :func:`stage` places,
     in order; shared archives and hub checkouts appear once."""
-    from calbench.data import get_dataset
-    from calbench.data.prepare import dataset_options
-    from calbench.models.pretrained import (
-        archive_path,
-        checkpoint_path,
-        get_entry,
-        hub_dir_candidates,
-    )
-
     out, seen = [], set()
     for name in names:
         e = get_entry(doc, name)
         if e.get("source") == "train":
             continue  # trained by the workflow; nothing to fetch but its dataset
         if e.get("source") == "logits":  # published / user logits files (calbench.logits_sources)
-            from calbench.logits_sources import plan_files
+            from calbench.logits_sources import plan_files  # lazy: pulls numpy
 
             for f in plan_files(name, e, resources):
                 mb = f["size"] / 1e6 if f["size"] else None
@@ -87,8 +91,7 @@ _PIN_WORDS = {
 
 def _logits_pins(doc: dict, resources: Path, names: list[str]) -> dict:
     """``{destination: pin wording}`` of every logits file the models ``names`` need."""
-    from calbench.logits_sources import plan_files
-    from calbench.models.pretrained import get_entry
+    from calbench.logits_sources import plan_files  # lazy: pulls numpy
 
     pins = {}
     for name in names:
@@ -111,8 +114,6 @@ def pin_of(kind: str, entry: dict, dest: Path, resources: Path) -> str | None:
     """The pin status of one staged checkpoint, archive or hub-code item: ``published``
     (checksum in the config), ``first-use`` (recorded in the lock file) or ``unpinned`` (pinned
     when first fetched); ``None`` for other kinds (datasets are pinned by their own modules)."""
-    from calbench.lockfile import lock_key, pin_status
-
     ckpt = entry.get("checkpoint") or {}
     if kind == "archive":
         published = ckpt.get("sha256")
@@ -128,8 +129,6 @@ def pin_of(kind: str, entry: dict, dest: Path, resources: Path) -> str | None:
 
 def checkpoint_pins(doc: dict, resources: Path, steps) -> dict:
     """``{destination: pin wording}`` of the checkpoint, archive and hub items of ``steps``."""
-    from calbench.models.pretrained import get_entry
-
     pins = {}
     for kind, name, dest, _ in steps:
         if kind not in ("checkpoint", "archive", "hub"):
@@ -181,19 +180,13 @@ def stage(
     Progress goes to stdout (``ok kind name``) and stderr (``FAILED ...``); a failed item does
     not stop the others, and the first failure is raised at the end as one error. Returns the
     SHA256SUMS path (``None`` when nothing was placed)."""
-    import sys
-
-    from calbench.data.prepare import prepare_dataset
-    from calbench.io import atomic_write_text, file_digest
-    from calbench.models.pretrained import get_entry, stage_model
-
     failures, staged_logits = [], set()
     for kind, name, dest, _size in steps:
         try:
             if kind == "logits":
                 if name in staged_logits:
                     continue  # one obtain() per model places its file and targets.txt
-                from calbench.logits_sources import obtain
+                from calbench.logits_sources import obtain  # lazy: pulls numpy
 
                 staged_logits.add(name)
                 obtain(

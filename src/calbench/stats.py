@@ -149,8 +149,6 @@ class PairedBootstrap:
 
 def _resolve(metric) -> Callable:
     if isinstance(metric, str):
-        from calbench.metrics import METRICS
-
         if metric not in METRICS:
             raise ValueError(f"unknown metric {metric!r}; choose from {sorted(METRICS)}")
         return METRICS[metric]

@@ -38,6 +38,10 @@ from functools import lru_cache
 
 import numpy as np
 
+from calbench.metrics.binning import width_bin_ids
+from calbench.metrics.scoring import STUDY_EPS
+from calbench.metrics.smooth import linear_binning, reflect_smooth
+
 
 @dataclass(frozen=True)
 class SyntheticModel:
@@ -141,8 +145,6 @@ def _grid(model: SyntheticModel, points: int) -> tuple[np.ndarray, np.ndarray]:
 
 def _binned(x, weight, conf, target, n_bins) -> tuple[float, float]:
     """Population ``sum_b P(b) |E[target|b] - E[conf|b]|`` and the largest bin gap."""
-    from calbench.metrics.binning import width_bin_ids
-
     ids = width_bin_ids(x, n_bins)
     mass = np.bincount(ids, weights=weight, minlength=n_bins)
     gap = np.bincount(ids, weights=weight * (target - conf), minlength=n_bins)
@@ -184,8 +186,6 @@ def population_scores(
     classes) and ``brier_kull`` (divided by K): expectations over the confidence distribution
     of the per-sample value when the label is the top class (probability ``f_s``) and when it
     is one of the others."""
-    from calbench.metrics.scoring import STUDY_EPS
-
     k = model.n_classes
     w, c, q, f = _outcomes(model, points, temperature, swap)
 
@@ -223,8 +223,6 @@ def population_reliability(
     if sigma is None:
         inside = (t >= 1.0 / model.n_classes) & (t <= 1.0)
         return np.where(inside, model.accuracy_at(np.clip(t, 0.0, 1.0)), np.nan)
-    from calbench.metrics.smooth import linear_binning, reflect_smooth
-
     c, w = _grid(model, points)
     intervals = max(4000, int(np.ceil(100.0 / sigma)))
     masses = np.stack(

@@ -66,7 +66,6 @@ def test_equals_probmetrics():
 
 
 def test_the_four_metrics_share_one_fit_per_prediction_set_and_stay_exact(monkeypatch):
-    import calbench.functional as functional
     from calbench.metrics import refinement
 
     rng = np.random.default_rng(3)
@@ -81,9 +80,9 @@ def test_the_four_metrics_share_one_fit_per_prediction_set_and_stay_exact(monkey
     refinement._FITTED.clear()
     fresh = [f(p, y) for f in four]
     calls = []
-    real = functional.fit_inverse_temperature
+    real = refinement.fit_inverse_temperature
     monkeypatch.setattr(
-        functional, "fit_inverse_temperature", lambda *a: calls.append(1) or real(*a)
+        refinement, "fit_inverse_temperature", lambda *a: calls.append(1) or real(*a)
     )
     refinement._FITTED.clear()
     again = [f(p, y) for f in four]

@@ -31,6 +31,7 @@ import functools
 import inspect
 import json
 import os
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
@@ -273,8 +274,6 @@ class Calibrator:
         return total
 
     def _warn_few_samples(self, n: int, y: np.ndarray) -> None:
-        import warnings
-
         if not self.state_schema:  # nothing is estimated (uncalibrated)
             return
         n_params = self.n_parameters()

@@ -43,6 +43,7 @@ from calbench.calibrators.base import Calibrator, Field, register
 from calbench.calibrators.precision import check_precision, softmax32
 from calbench.calibrators.scaling import MatrixScalingBias, _check_options, fit_scaling
 from calbench.functional import softmax
+from calbench.metrics import nll
 
 #: Kull et al.'s fold count and KFold seed.
 N_FOLDS = 5
@@ -155,8 +156,6 @@ class _ODIRCrossValidated(Calibrator):
 
     def _fit(self, logits: np.ndarray, labels: np.ndarray) -> None:
         from sklearn.model_selection import KFold
-
-        from calbench.metrics import nll
 
         p = self._params
         x = self._features(logits)

@@ -26,6 +26,7 @@ from calbench._torch import eager_optimizers, eager_step
 from calbench.calibrators.base import Calibrator, Field, register
 from calbench.calibrators.scaling import TemperatureScaling, resolve_device
 from calbench.functional import softmax
+from calbench.metrics.soft import sb_ece_torch
 
 
 def _positive(name: str, value, integer: bool = False):
@@ -87,8 +88,6 @@ class TemperatureScalingSBECE(Calibrator):
         """SB-ECE of ``softmax(logits / temperature)`` with this calibrator's options."""
         import torch
 
-        from calbench.metrics.soft import sb_ece_torch
-
         z = torch.as_tensor(np.asarray(logits, dtype=np.float64))
         y = torch.as_tensor(np.asarray(labels, dtype=np.int64))
         with torch.no_grad():
@@ -107,8 +106,6 @@ class TemperatureScalingSBECE(Calibrator):
 
     def _fit(self, logits: np.ndarray, labels: np.ndarray) -> None:
         import torch
-
-        from calbench.metrics.soft import sb_ece_torch
 
         # the outer fit already applied (or was told to skip) the probability-input check
         ts = TemperatureScaling(device=self._params["device"]).fit(

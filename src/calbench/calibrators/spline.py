@@ -42,6 +42,7 @@ import numpy as np
 
 from calbench.calibrators.base import Calibrator, Field, register
 from calbench.calibrators.precision import check_precision
+from calbench.calibrators.structured import blas_threads
 from calbench.functional import softmax
 
 KNOT_SAMPLE = 30
@@ -231,8 +232,6 @@ class SplineCalibration(Calibrator):
         self.knots_ = self.coef_ = self.offsets_ = self.eps_ = None
 
     def _fit(self, logits: np.ndarray, labels: np.ndarray) -> None:
-        from calbench.calibrators.structured import blas_threads
-
         p = softmax(logits)
         cols = [1] if p.shape[1] == 2 else range(p.shape[1])
         ks, cs, es, off = [], [], [], [0]

@@ -33,12 +33,14 @@ at float32 resolution, so fitted probabilities agree to about 1e-4).
 
 from __future__ import annotations
 
+import contextlib
 from typing import Any
 
 import numpy as np
 
 from calbench.calibrators.base import Calibrator, Field, register
 from calbench.calibrators.precision import check_precision
+from calbench.calibrators.scaling import SINGLE_THREAD_MAX_ENTRIES
 from calbench.functional import (  # noqa: E402  (shared with metrics.refinement)
     LOG_TINY32,
     clipped_log_probs,
@@ -60,11 +62,7 @@ def blas_threads(n_entries: int):
     """One BLAS thread for problems of at most ``SINGLE_THREAD_MAX_ENTRIES`` entries (as the
     torch fits of :mod:`calbench.calibrators.scaling`): their matrix products take milliseconds,
     and on a loaded machine several BLAS threads make them over 10x slower."""
-    import contextlib
-
     from threadpoolctl import threadpool_limits
-
-    from calbench.calibrators.scaling import SINGLE_THREAD_MAX_ENTRIES
 
     if n_entries <= SINGLE_THREAD_MAX_ENTRIES:
         return threadpool_limits(limits=1, user_api="blas")

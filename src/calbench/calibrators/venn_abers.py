@@ -34,6 +34,7 @@ from typing import Any
 
 import numpy as np
 
+from calbench._checks import check_logits
 from calbench.calibrators.base import Calibrator, Field, register
 from calbench.calibrators.precision import check_precision
 from calbench.functional import softmax
@@ -187,8 +188,6 @@ class VennAbers(Calibrator):
         return np.stack(lo, axis=1), np.stack(hi, axis=1)
 
     def _checked(self, logits) -> np.ndarray:
-        from calbench._checks import check_logits
-
         z = check_logits(logits)
         if z.shape[1] != self.n_classes_:
             raise ValueError(

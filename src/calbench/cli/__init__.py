@@ -14,6 +14,8 @@ import argparse
 import importlib
 import sys
 
+from calbench import __version__
+
 _COMMAND_MODULES = (
     "data",
     "models",
@@ -28,8 +30,6 @@ _COMMAND_MODULES = (
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from calbench import __version__
-
     parser = argparse.ArgumentParser(
         prog="calbench",
         description="Calibration benchmark: each verb is one step of the workflow.",

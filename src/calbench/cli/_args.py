@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 from pathlib import Path
 
 #: Bounds of the user-controlled sizes, checked by argparse before any work starts.
@@ -38,7 +39,7 @@ def bounded_int(name: str, low: int, high: int):
 
 
 def n_bins_arg(text: str) -> int:
-    from calbench._checks import MAX_BINS
+    from calbench._checks import MAX_BINS  # lazy: cli start-up
 
     return bounded_int("--n-bins", 1, MAX_BINS)(text)
 
@@ -54,8 +55,6 @@ def batch_size_arg(text: str) -> int:
 def name_arg(text: str) -> str:
     """An argparse ``type`` for a model / calibrator name: a slug of at most :data:`MAX_NAME`
     characters (lowercase letters, digits, '_')."""
-    import re
-
     if len(text) > MAX_NAME:
         raise argparse.ArgumentTypeError(
             f"name {text[:20]!r}... has {len(text)} characters; use at most {MAX_NAME}"
@@ -89,7 +88,7 @@ def parse_json_arg(text: str, what: str) -> dict:
         ) from exc
     except RecursionError:
         raise ValueError(f"{what} nests too deeply; pass a flat JSON object") from None
-    from calbench.calibrators.base import _json_depth_exceeds
+    from calbench.calibrators.base import _json_depth_exceeds  # lazy: cli start-up
 
     if _json_depth_exceeds(value, 64):
         raise ValueError(f"{what} nests more than 64 levels deep; pass a flat JSON object")
@@ -197,7 +196,7 @@ def add_repin(p: argparse.ArgumentParser) -> None:
 
 def download_setup(args):
     """``(config document, resources folder, mirror folders)`` from the download options."""
-    from calbench.models.pretrained import load_registry
+    from calbench.models.pretrained import load_registry  # lazy: cli start-up
 
     doc = load_registry(args.config)
     resources = Path(args.resources or doc.get("resources") or "resources")
@@ -218,6 +217,6 @@ def set_threads(n, *, torch_now: bool = True) -> None:
     """``--threads``: :func:`calbench._device.set_threads` (torch's and BLAS's CPU threads;
     ``torch_now=False`` leaves torch unimported until a fit needs it). ``None``: leave the
     threads as they are."""
-    from calbench._device import set_threads as _set_threads
+    from calbench._device import set_threads as _set_threads  # lazy: cli start-up
 
     _set_threads(n, torch_now=torch_now)

@@ -22,7 +22,7 @@ from calbench.cli._args import (
 
 
 def _cmd_calibrate(args: argparse.Namespace) -> int:
-    from calbench.evaluation import calibrate
+    from calbench.evaluation import calibrate  # lazy: cli start-up
 
     spec = parse_json_arg(args.spec, "--spec")
     set_threads(args.threads, torch_now=False)  # before a scaling fit imports torch
@@ -43,7 +43,7 @@ def _cmd_calibrate(args: argparse.Namespace) -> int:
 
 
 def _cmd_fit(args: argparse.Namespace) -> int:
-    from calbench.evaluation import fit_calibrator
+    from calbench.evaluation import fit_calibrator  # lazy: cli start-up
 
     params = parse_json_arg(args.params, "--params")
     set_threads(args.threads, torch_now=False)  # before a scaling fit imports torch
@@ -59,7 +59,7 @@ def _cmd_fit(args: argparse.Namespace) -> int:
 
 
 def _cmd_evaluate(args: argparse.Namespace) -> int:
-    from calbench.evaluation import evaluate
+    from calbench.evaluation import evaluate  # lazy: cli start-up
 
     evaluate(
         args.logits,
@@ -84,7 +84,7 @@ def _cmd_evaluate(args: argparse.Namespace) -> int:
 
 
 def _cmd_compare(args: argparse.Namespace) -> int:
-    from calbench.evaluation import compare
+    from calbench.evaluation import compare  # lazy: cli start-up
 
     compare(
         args.logits,

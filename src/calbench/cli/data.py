@@ -47,8 +47,8 @@ def register(sub) -> None:
 
 
 def cmd_download_dataset(args) -> int:
-    from calbench.data.prepare import prepare_dataset
-    from calbench.models import parse_spec
+    from calbench.data.prepare import prepare_dataset  # lazy: cli start-up
+    from calbench.models import parse_spec  # lazy: cli start-up
 
     entry = parse_spec(args.spec) if args.spec else {}
     manifest = prepare_dataset(

@@ -78,9 +78,9 @@ def register(sub) -> None:
 
 
 def cmd_cache_logits(args) -> int:
-    from calbench.data.prepare import dataset_options
-    from calbench.logits import cache_logits
-    from calbench.models import parse_spec
+    from calbench.data.prepare import dataset_options  # lazy: cli start-up
+    from calbench.logits import cache_logits  # lazy: cli start-up
+    from calbench.models import parse_spec  # lazy: cli start-up
 
     spec = parse_spec(args.spec)
     options = dataset_options(parse_spec(args.dataset_spec)) if args.dataset_spec else None
@@ -106,7 +106,7 @@ def cmd_cache_logits(args) -> int:
 
 
 def cmd_split(args) -> int:
-    from calbench.split import split_logits_files
+    from calbench.split import split_logits_files  # lazy: cli start-up
 
     s = split_logits_files(args.logits, args.out, seed=args.seed)
     print(
@@ -117,8 +117,8 @@ def cmd_split(args) -> int:
 
 
 def cmd_import_logits(args) -> int:
-    from calbench.logits_sources import import_logits, is_presplit
-    from calbench.models import parse_spec
+    from calbench.logits_sources import import_logits, is_presplit  # lazy: cli start-up
+    from calbench.models import parse_spec  # lazy: cli start-up
 
     mirrors = list(args.mirror)
     if args.spec is not None:
@@ -129,7 +129,7 @@ def cmd_import_logits(args) -> int:
         entry = parse_spec(args.spec)
         name = Path(args.out).stem
     elif args.config and args.model:
-        from calbench.models.pretrained import get_entry, load_registry
+        from calbench.models.pretrained import get_entry, load_registry  # lazy: cli start-up
 
         doc = load_registry(args.config)
         name = args.model

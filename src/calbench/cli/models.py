@@ -16,6 +16,7 @@ from a configuration and writes the same path. Directories given with ``--mirror
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 from calbench.cli._args import (
@@ -63,8 +64,8 @@ def _model_from_out(out: str) -> str:
 
 
 def cmd_download_checkpoint(args) -> int:
-    from calbench.models import parse_spec
-    from calbench.models.pretrained import check_entry, get_entry, stage_model
+    from calbench.models import parse_spec  # lazy: cli start-up
+    from calbench.models.pretrained import check_entry, get_entry, stage_model  # lazy: cli start-up
 
     if args.spec is not None:
         if args.config or args.model:
@@ -100,11 +101,9 @@ def cmd_download_checkpoint(args) -> int:
 
 
 def cmd_train_model(args) -> int:
-    import time
-
-    from calbench.models import parse_spec
-    from calbench.models.trained import save_checkpoint
-    from calbench.training import train_from_spec, write_history
+    from calbench.models import parse_spec  # lazy: cli start-up
+    from calbench.models.trained import save_checkpoint  # lazy: cli start-up
+    from calbench.training import train_from_spec, write_history  # lazy: cli start-up
 
     spec = parse_spec(args.spec)
     if spec.get("source", "train") != "train":

@@ -14,7 +14,7 @@ from calbench.cli._args import (
 
 
 def _cmd_plot(args: argparse.Namespace) -> int:
-    from calbench.evaluation import plot_reliability
+    from calbench.evaluation import plot_reliability  # lazy: cli start-up
 
     plot_reliability(
         args.logits,

@@ -107,8 +107,8 @@ def register(sub) -> None:
 
 
 def cmd_reference_csv(args) -> int:
-    from calbench.io import atomic_write_text
-    from calbench.reference import reference_csv_text
+    from calbench.io import atomic_write_text  # lazy: cli start-up
+    from calbench.reference import reference_csv_text  # lazy: cli start-up
 
     text = reference_csv_text(args.name)
     atomic_write_text(args.out, text)
@@ -117,7 +117,7 @@ def cmd_reference_csv(args) -> int:
 
 
 def cmd_replication_tables(args) -> int:
-    from calbench.reference.replication import write_replication_tables
+    from calbench.reference.replication import write_replication_tables  # lazy: cli start-up
 
     s = write_replication_tables(
         args.metrics,
@@ -139,7 +139,7 @@ def cmd_replication_tables(args) -> int:
 
 
 def cmd_temperature_sweep(args: argparse.Namespace) -> int:
-    from calbench.reference.guo_kull import write_sweep
+    from calbench.reference.guo_kull import write_sweep  # lazy: cli start-up
 
     rows = write_sweep(
         args.logits,
@@ -161,7 +161,7 @@ def cmd_temperature_sweep(args: argparse.Namespace) -> int:
 
 
 def cmd_guo_kull_tables(args: argparse.Namespace) -> int:
-    from calbench.reference.guo_kull import FLAGGED, write_tables
+    from calbench.reference.guo_kull import FLAGGED, write_tables  # lazy: cli start-up
 
     spec = parse_json_arg(args.spec, "--spec")
     figures: dict[str, list[str]] = {}

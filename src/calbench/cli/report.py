@@ -26,7 +26,7 @@ from calbench.cli._args import parse_json_arg
 
 
 def _cmd_aggregate(args: argparse.Namespace) -> int:
-    from calbench.report.build import aggregate
+    from calbench.report.build import aggregate  # lazy: cli start-up
 
     spec = parse_json_arg(args.spec, "--spec")
     aggregate(
@@ -42,10 +42,10 @@ def _cmd_aggregate(args: argparse.Namespace) -> int:
 
 
 def _cmd_render(args: argparse.Namespace) -> int:
-    from calbench.report.build import render_report
+    from calbench.report.build import render_report  # lazy: cli start-up
 
     spec = parse_json_arg(args.spec, "--spec")
-    from calbench.report.provenance import read_run_info
+    from calbench.report.provenance import read_run_info  # lazy: cli start-up
 
     config = parse_json_arg(args.config, "--config") if args.config else None
     run_info = read_run_info(args.run_info) if args.run_info else None

@@ -12,23 +12,28 @@ from __future__ import annotations
 
 import argparse
 
-from calbench.cli._args import add_threads_arg, batch_size_arg, bootstrap_arg, set_threads
+from calbench.cli._args import (
+    add_threads_arg,
+    batch_size_arg,
+    bootstrap_arg,
+    parse_json_arg,
+    parse_list,
+    set_threads,
+)
 
 
 def _options(text: str | None, what: str) -> dict | None:
-    from calbench.cli._args import parse_json_arg
-
     return parse_json_arg(text, what) if text else None
 
 
 def _dataset_options(text: str | None) -> dict | None:
-    from calbench.data.prepare import dataset_options
+    from calbench.data.prepare import dataset_options  # lazy: cli start-up
 
     return dataset_options(_options(text, "--dataset-spec")) if text else None
 
 
 def _cmd_download(args: argparse.Namespace) -> int:
-    from calbench.shift.datasets import download_corrupted
+    from calbench.shift.datasets import download_corrupted  # lazy: cli start-up
 
     path = download_corrupted(
         args.dataset, args.out, mirrors=args.mirror, options=_options(args.archive, "--archive")
@@ -38,7 +43,7 @@ def _cmd_download(args: argparse.Namespace) -> int:
 
 
 def _cmd_corrupt(args: argparse.Namespace) -> int:
-    from calbench.shift.datasets import extract_published, generate_corrupted
+    from calbench.shift.datasets import extract_published, generate_corrupted  # lazy: cli start-up
 
     if args.source == "generate":
         if args.archive_file:
@@ -72,8 +77,8 @@ def _cmd_corrupt(args: argparse.Namespace) -> int:
 
 
 def _cmd_logits(args: argparse.Namespace) -> int:
-    from calbench.models import parse_spec
-    from calbench.shift.logits import shift_logits
+    from calbench.models import parse_spec  # lazy: cli start-up
+    from calbench.shift.logits import shift_logits  # lazy: cli start-up
 
     set_threads(args.threads)
     summary = shift_logits(
@@ -97,9 +102,12 @@ def _cmd_logits(args: argparse.Namespace) -> int:
 
 
 def _cmd_evaluate(args: argparse.Namespace) -> int:
-    from calbench.cli._args import parse_list
-    from calbench.report.tables import write_long_csv
-    from calbench.shift.evaluate import COMPARE_COLUMNS, METRIC_COLUMNS, evaluate_shift
+    from calbench.report.tables import write_long_csv  # lazy: cli start-up
+    from calbench.shift.evaluate import (  # lazy: cli start-up
+        COMPARE_COLUMNS,
+        METRIC_COLUMNS,
+        evaluate_shift,
+    )
 
     rows, compare = evaluate_shift(
         args.shift_logits,
@@ -118,8 +126,7 @@ def _cmd_evaluate(args: argparse.Namespace) -> int:
 
 
 def _cmd_report(args: argparse.Namespace) -> int:
-    from calbench.cli._args import parse_json_arg
-    from calbench.report.shift import shift_report
+    from calbench.report.shift import shift_report  # lazy: cli start-up
 
     shift_report(
         metrics=args.metrics,

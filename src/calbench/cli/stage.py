@@ -25,7 +25,7 @@ def register(sub) -> None:
 
 
 def cmd_stage(args) -> int:
-    from calbench.stage import dry_run_lines, plan, stage
+    from calbench.stage import dry_run_lines, plan, stage  # lazy: cli start-up
 
     doc, resources, mirrors = download_setup(args)
     names = args.models.split(",") if args.models else list(doc["models"])

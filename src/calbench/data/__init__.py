@@ -8,9 +8,11 @@ starts fast. Adding a dataset is one such subclass and one entry here.
 
 from __future__ import annotations
 
+import hashlib
 import importlib
 
 from calbench.data.base import Dataset
+from calbench.io import array_digest
 
 #: dataset name (config slug) -> ``"module:attribute"`` of its :class:`Dataset` instance
 DATASETS: dict[str, str] = {
@@ -38,8 +40,6 @@ def get_dataset(name: str, options: dict | None = None) -> Dataset:
 def ids_order_hash(ids, labels) -> str:
     """SHA-256 identifying an ordered sequence by sample identities (e.g. relative file paths)
     and labels, for streamed datasets whose images are never held at once."""
-    import hashlib
-
     import numpy as np
 
     h = hashlib.sha256()
@@ -53,8 +53,6 @@ def order_hash(images, labels) -> str:
     """SHA-256 identifying an ordered sample sequence: :func:`calbench.io.array_digest` of the
     uint8 images and int64 labels in order (numpy arrays or CPU tensors)."""
     import numpy as np
-
-    from calbench.io import array_digest
 
     def _np(a):
         return a.numpy() if hasattr(a, "numpy") else np.asarray(a)

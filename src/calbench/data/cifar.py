@@ -19,6 +19,7 @@ import numpy as np
 
 from calbench.data.base import Dataset, check_options
 from calbench.data.download import fetch, verify
+from calbench.data.preprocessing import uint8_preprocessor
 
 SPECS = {
     "cifar10": {
@@ -250,8 +251,6 @@ class CifarDataset(Dataset):
         return torch.from_numpy(images.transpose(0, 3, 1, 2).copy()), torch.from_numpy(labels)
 
     def preprocessor(self, spec: dict | None = None):
-        from calbench.data.preprocessing import uint8_preprocessor
-
         preset = (spec or {}).get("preprocessing")
         if not preset:
             raise ValueError(

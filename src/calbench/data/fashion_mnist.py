@@ -20,6 +20,7 @@ from pathlib import Path
 
 import numpy as np
 
+from calbench.data import order_hash
 from calbench.data.base import Dataset
 from calbench.data.download import ChecksumError, fetch, verify
 from calbench.io import atomic_path, file_digest
@@ -227,8 +228,6 @@ def prepare(
     each split's shape and per-class label counts (6,000 per class in train, 1,000 in test) are
     checked and its ``order_hash`` (:func:`calbench.data.order_hash`) recorded.
     """
-    from calbench.data import order_hash
-
     raw = raw_dir(root)
     raw.mkdir(parents=True, exist_ok=True)
     files: dict[str, dict] = {}

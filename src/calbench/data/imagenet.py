@@ -12,13 +12,16 @@ Not the ILSVRC2012_val_000xxxxx order.
 
 from __future__ import annotations
 
+import io
 import os
 import re
 import tarfile
 from pathlib import Path
 
+from calbench.data import ids_order_hash
 from calbench.data.base import Dataset, check_options
 from calbench.data.download import verify
+from calbench.data.preprocessing import transform_for
 from calbench.data.tiny_imagenet import FileImageDataset
 
 VAL_ARCHIVE = "ILSVRC2012_img_val.tar"
@@ -45,8 +48,6 @@ def parse_devkit(devkit: str | os.PathLike) -> list[str]:
     ``data/meta.mat`` maps ILSVRC2012_ID (1..1000, leaf synsets) to wnids; ``data/
     ILSVRC2012_validation_ground_truth.txt`` holds one ILSVRC2012_ID per validation image.
     """
-    import io
-
     from scipy.io import loadmat
 
     meta = truth = None
@@ -183,8 +184,6 @@ class ImageNet(Dataset):
         two archives (sorted into ``<root>/val`` with the devkit, MD5s checked) or a class-folder
         tree (linked as ``<root>/val``). Nothing is downloaded: ImageNet needs a registration.
         """
-        from calbench.data import ids_order_hash
-
         opts = {**_PINS, **self.pins}
         if opts["archive"] != VAL_ARCHIVE or opts["devkit"] != DEVKIT:
             raise ValueError(
@@ -215,8 +214,6 @@ class ImageNet(Dataset):
         """Map-style dataset of ``<root>/val`` in the study's order, images transformed by the
         model spec's preset (:func:`calbench.data.preprocessing.transform_for`); has ``ids`` and
         ``labels``."""
-        from calbench.data.preprocessing import transform_for
-
         if split not in ("val", "test"):
             raise ValueError(f"imagenet: the study evaluates the 'val' split; got split={split!r}")
         folder = Path(root) / "val"

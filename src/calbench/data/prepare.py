@@ -11,6 +11,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from calbench.data import get_dataset
+from calbench.io import atomic_write_text
+
 #: Keys of a dataset config entry that belong to the workflow, not to the dataset's files.
 WORKFLOW_DATASET_KEYS = frozenset(
     {"name", "display", "root", "mirrors", "default_mirrors", "limit", "split", "n_eval"}
@@ -40,9 +43,6 @@ def prepare_dataset(
     ``entry`` is the dataset's config entry: its ``mirrors`` are searched after ``mirrors`` and
     its file settings (e.g. ``path``, ``md5``) configure the dataset interface.
     """
-    from calbench.data import get_dataset
-    from calbench.io import atomic_write_text
-
     entry = dict(entry or {})
     ds = get_dataset(name, dataset_options(entry) or None)
     mirrors = list(dict.fromkeys(str(m) for m in [*mirrors, *(entry.get("mirrors") or [])]))

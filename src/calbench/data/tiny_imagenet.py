@@ -16,6 +16,7 @@ from pathlib import Path
 
 from calbench.data.base import Dataset, check_options
 from calbench.data.download import fetch
+from calbench.data.preprocessing import uint8_preprocessor
 
 ARCHIVE = "tiny-imagenet-200.zip"
 URLS = ["http://cs231n.stanford.edu/tiny-imagenet-200.zip"]
@@ -174,8 +175,6 @@ class TinyImageNet(Dataset):
         return load_split(root, split)
 
     def preprocessor(self, spec: dict | None = None):
-        from calbench.data.preprocessing import uint8_preprocessor
-
         return uint8_preprocessor((spec or {}).get("preprocessing") or "tiny_focal")
 
     def configure(self, options: dict | None) -> TinyImageNet:

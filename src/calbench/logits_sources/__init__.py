@@ -45,7 +45,7 @@ from pathlib import Path
 
 import numpy as np
 
-from calbench.io import atomic_write_text
+from calbench.io import array_digest, atomic_write_text
 from calbench.lockfile import LOCK_NAME, Lock, lock_key
 from calbench.logits_sources import formats
 from calbench.logits_sources.entry import (
@@ -62,8 +62,6 @@ __all__ = ["check_entry", "describe_source", "import_logits", "is_presplit", "ob
 def labels_order_hash(labels: np.ndarray) -> str:
     """The ``order_hash`` of imported logits: the labels' content hash (the images are unknown);
     models of one folder share their ``targets.txt`` and so their order hash."""
-    from calbench.io import array_digest
-
     return "labels:" + array_digest(np.asarray(labels, dtype=np.int64))
 
 
@@ -84,8 +82,8 @@ def import_logits(
     """Obtain, verify and read model ``name``'s logits; write ``out`` (and ``split_out`` for
     pre-split sources, ``provenance_out`` JSON). Returns a summary dict. ``strict`` and
     ``repin``: see :func:`obtain`."""
-    from calbench.logits import save_logits
-    from calbench.split import save_split
+    from calbench.logits import save_logits  # lazy: code inputs
+    from calbench.split import save_split  # lazy: code inputs
 
     lg = check_entry(name, entry)
     presplit = is_presplit(entry)

@@ -10,8 +10,16 @@ from pathlib import Path
 
 from calbench.io import file_digest
 from calbench.lockfile import LOCK_NAME, Lock, PinError, lock_key
+from calbench.logits_sources import formats
 from calbench.logits_sources import services as S
-from calbench.logits_sources.entry import STATUS, TARGETS_FILE, _has_service, check_entry, model_dir
+from calbench.logits_sources.entry import (
+    STATUS,
+    TARGETS_FILE,
+    _has_service,
+    check_entry,
+    is_presplit,
+    model_dir,
+)
 
 # --------------------------------------------------------------------------- verification
 
@@ -187,9 +195,6 @@ def prove_logits(name: str, entry: Mapping, path: Path, targets: Path | None) ->
     """Raise :class:`PinError` unless ``path`` (with ``targets``) parses in the entry's format
     and its logits have the entry's ``num_classes`` columns: what a local copy must show before
     its checksum is pinned on first use."""
-    from calbench.logits_sources import formats
-    from calbench.logits_sources.entry import is_presplit
-
     lg = entry["logits"]
     synth = lg["format"] == "coursework" and lg.get("targets") == "class_blocks" and targets is None
     try:

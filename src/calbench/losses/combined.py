@@ -45,7 +45,7 @@ class CombinedLoss(Loss):
 def build_loss(spec, what: str = "loss") -> nn.Module:
     """Return ``spec`` as a loss module: a module as is, a registry name, or a
     ``{"name": ..., "kwargs": {...}}`` dict (built with :func:`calbench.losses.get_loss`)."""
-    from calbench.losses import get_loss
+    from calbench.losses import get_loss  # lazy: import cycle
 
     if isinstance(spec, nn.Module):
         return spec

@@ -18,6 +18,7 @@ from torch import Tensor
 
 from calbench._checks import check_choice, check_n_bins
 from calbench.losses._base import Loss, check_positive
+from calbench.metrics.soft import dece_torch, sb_ece_torch
 
 SBECE_FORMS = ("bin", "label_binned")
 
@@ -52,8 +53,6 @@ class SBECELoss(Loss):
         self.root = root
 
     def compute(self, logits: Tensor, targets: Tensor) -> Tensor:
-        from calbench.metrics.soft import sb_ece_torch
-
         value = sb_ece_torch(
             F.softmax(logits, dim=1),
             targets,
@@ -82,8 +81,6 @@ class DECELoss(Loss):
         self.tau_b = check_positive(tau_b, "tau_b")
 
     def compute(self, logits: Tensor, targets: Tensor) -> Tensor:
-        from calbench.metrics.soft import dece_torch
-
         return dece_torch(
             F.softmax(logits, dim=1),
             targets,

@@ -21,6 +21,7 @@ from functools import partial
 import numpy as np
 
 from calbench._checks import check_probs_labels
+from calbench.metrics import conformal, refinement, selective
 from calbench.metrics.binning import (
     ReliabilityBins,
     fixed_bins_weighted,
@@ -422,7 +423,7 @@ def _calibration_test_metrics() -> list[Metric]:
 
     def core(name):
         def f(p, y, dtype=None):
-            from calbench import caltests
+            from calbench import caltests  # lazy: pulls scipy
 
             return float(caltests.calibration_tests(p, y)[name].p_value)
 
@@ -466,8 +467,6 @@ def _plain_metrics() -> list[Metric]:
     the calibration / refinement split of log-loss and Brier score (Berta et al. 2025),
     selective prediction (Geifman & El-Yaniv 2017) and split-conformal sets (Sadinle et al.
     2019; Romano et al. 2020). None has a verified interval; compared by the sign-flip test."""
-    from calbench.metrics import conformal, refinement, selective
-
     unverified = {"interval": None, "no_interval_reason": _UNVERIFIED, "paired_test": "sign_flip"}
     split = "Berta, Holzmueller, Jordan & Bach 2025, eq. 4 (TS-mix refit, as probmetrics)"
     return [

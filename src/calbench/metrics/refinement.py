@@ -26,8 +26,8 @@ from collections import OrderedDict
 
 import numpy as np
 
-from calbench._checks import check_probs_labels
-from calbench.functional import log_softmax
+from calbench._checks import check_choice, check_probs_labels
+from calbench.functional import LOG_TINY32, fit_inverse_temperature, log_softmax, ts_mix_probs
 from calbench.io import array_digest
 
 LOSSES = ("logloss", "brier")
@@ -52,8 +52,6 @@ _KEEP = 8
 def _recalibrated(p: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """``(l, log g*(p))``: the clipped log-probabilities and those of the TS-mix recalibration
     fitted on ``(p, y)`` itself (module docstring); the fit is memoised on the arrays' contents."""
-    from calbench.functional import LOG_TINY32, fit_inverse_temperature, ts_mix_probs
-
     with np.errstate(divide="ignore"):
         lp = np.maximum(np.log(np.asarray(p, dtype=np.float64)), LOG_TINY32)
     key = array_digest(p, y)
@@ -73,8 +71,6 @@ def _recalibrated(p: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]
 
 def loss_split(probs, labels, loss: str = "logloss") -> tuple[float, float]:
     """``(calibration error, refinement)`` of ``loss`` ("logloss" or "brier") for ``probs``."""
-    from calbench._checks import check_choice
-
     check_choice(loss, "loss", LOSSES)
     p, y = check_probs_labels(probs, labels)
     lp, lq = _recalibrated(p, y)

@@ -13,9 +13,12 @@ Modules are imported on first use, so importing this package does not import tor
 from __future__ import annotations
 
 import importlib
+import json
+import os
 from types import ModuleType
 
 from calbench._device import resolve_device  # re-exported: the CLI and tests use it from here
+from calbench.data import get_dataset
 
 #: spec["source"] -> module providing ``load_model(spec, checkpoint=None, device="cpu")``
 SOURCES: dict[str, str] = {
@@ -49,9 +52,6 @@ def _require(spec, key: str, kind=str):
 def parse_spec(text: str) -> dict:
     """Return the model spec given as inline JSON (``'{"arch": ...}'``) or as a path to a JSON or
     YAML file holding one mapping."""
-    import json
-    import os
-
     if not isinstance(text, str) or not text.strip():
         raise ValueError("--spec is empty; pass the model's config entry as JSON or a file path")
     src = text.strip()
@@ -128,8 +128,6 @@ def build_from_spec(spec: dict):
     if not isinstance(kwargs, dict):
         raise ValueError(f"model spec entry 'arch_kwargs' must be a mapping, got {kwargs!r}")
     if "num_classes" not in kwargs:  # the dataset decides the width of the classifier
-        from calbench.data import get_dataset
-
         kwargs = {**kwargs, "num_classes": int(get_dataset(dataset).NUM_CLASSES)}
     try:
         return build_arch(dataset, arch, **kwargs)

@@ -10,7 +10,9 @@ torch.hub code at ``<resources>/hub/<owner>_<repo>_<ref>``.
 
 from __future__ import annotations
 
+import difflib
 import os
+import re
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -32,9 +34,9 @@ def load_registry(path: str | os.PathLike) -> dict:
     for name, entry in models.items():
         source = (entry or {}).get("source")
         if source == "logits":  # a logits file, not a network (calbench.logits_sources)
-            from calbench.logits_sources import check_entry as check_logits_entry
+            from calbench import logits_sources  # lazy: pulls numpy
 
-            check_logits_entry(name, entry)
+            logits_sources.check_entry(name, entry)
         elif source != "train":  # trained by the workflow: nothing to fetch
             check_entry(name, entry)
     return doc
@@ -42,8 +44,6 @@ def load_registry(path: str | os.PathLike) -> dict:
 
 def check_entry(name: str, entry: Mapping) -> None:
     """Raise a one-line ValueError if a registry entry lacks what its source needs."""
-    import re
-
     if not re.fullmatch(r"[a-z0-9][a-z0-9_]*", str(name)):
         raise ValueError(f"model name {name!r} is not a slug; use lowercase letters, digits, '_'")
     missing = [k for k in _REQUIRED if k not in entry]
@@ -71,8 +71,6 @@ def get_entry(registry: Mapping, name: str) -> dict:
     """The entry of model ``name`` in a registry document (one-line error listing near names)."""
     models = registry.get("models", registry)
     if name not in models:
-        import difflib
-
         near = difflib.get_close_matches(name, list(models), n=3)
         hint = f"; did you mean {near}?" if near else ""
         raise ValueError(f"model {name!r} is not in the registry{hint}")

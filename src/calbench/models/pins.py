@@ -135,8 +135,6 @@ def checksum_provenance(config: Mapping) -> dict:
     "sha256"}]}`` where ``files`` lists those *without* a published checksum, status ``pinned on
     first use`` (SHA-256 recorded in ``<resources>/checksums.lock``) or ``not pinned`` (not yet
     fetched, or a local file read as it is)."""
-    from calbench.lockfile import Lock
-
     resources = Path(config.get("resources") or "resources")
     lock = Lock(resources / LOCK_NAME)
     published, files = 0, []
@@ -161,7 +159,7 @@ def checksum_provenance(config: Mapping) -> dict:
         source = entry.get("source")
         ckpt = entry.get("checkpoint") or {}
         if source == "logits":
-            from calbench.logits_sources import plan_files
+            from calbench.logits_sources import plan_files  # lazy: pulls numpy
 
             for f in plan_files(name, entry, resources):
                 add(name, Path(f["dest"]), "published" if f["pin"] == "pinned" else None)

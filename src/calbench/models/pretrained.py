@@ -31,10 +31,12 @@ Torch is imported only inside the functions that need it.
 from __future__ import annotations
 
 import os
+import tempfile
 from collections.abc import Mapping
 from pathlib import Path
 
 from calbench.io import torch_load_reason
+from calbench.lockfile import PinError
 from calbench.models.entries import (
     CHECKPOINT_FILE,
     SOURCES,
@@ -46,7 +48,12 @@ from calbench.models.entries import (
     load_registry,
 )
 from calbench.models.pins import checksum_provenance, refuse_unpinned, verify_file
-from calbench.models.staging import download_checkpoint, stage_hub_code, stage_model
+from calbench.models.staging import (
+    _extract_member,
+    download_checkpoint,
+    stage_hub_code,
+    stage_model,
+)
 
 # --------------------------------------------------------------------------- architectures
 
@@ -58,9 +65,9 @@ def build_architecture(arch: str, num_classes: int):
     """
     family, _, base = arch.partition("_")
     if family == "huyvnphan":
-        from calbench.models.cifar import ARCHITECTURES
+        from calbench.models.cifar import ARCHITECTURES  # lazy: pulls torch
     elif family == "focal":
-        from calbench.models.focal import ARCHITECTURES
+        from calbench.models.focal import ARCHITECTURES  # lazy: pulls torch
     else:
         raise ValueError(f"unknown architecture {arch!r}; use huyvnphan_<name> or focal_<name>")
     if base not in ARCHITECTURES:
@@ -137,11 +144,6 @@ def prove_checkpoint(
     is refused unless ``on_purpose`` (``--repin``): reaching that accuracy needs the test set and
     a pass of inference, which a download does not have at hand.
     """
-    import tempfile
-
-    from calbench.lockfile import PinError
-    from calbench.models.staging import _extract_member
-
     ckpt = entry.get("checkpoint") or {}
     path = Path(path)
     how = (

@@ -17,7 +17,7 @@ from pathlib import Path
 
 from calbench.data.download import verify
 from calbench.io import atomic_path
-from calbench.lockfile import lock_key
+from calbench.lockfile import PinError, lock_key
 from calbench.models.entries import archive_path, checkpoint_path, hub_dir_candidates
 from calbench.models.pins import _fetch_pinned, _lock, refuse_unpinned, verify_file
 
@@ -96,7 +96,7 @@ def download_checkpoint(
     lock = _lock(resources)
 
     def prove(path: Path) -> None:
-        from calbench.models.pretrained import prove_checkpoint
+        from calbench.models.pretrained import prove_checkpoint  # lazy: import cycle
 
         prove_checkpoint(name, entry, path, resources=resources, on_purpose=repin)
 
@@ -136,8 +136,6 @@ def prove_hub_archive(path: Path, hub: Mapping) -> None:
     """Raise :class:`PinError` unless the local zip ``path`` is GitHub's archive of
     ``hub.repo@hub.ref``: GitHub writes the commit id as the archive's comment, and the code
     holds ``hubconf.py`` under its one top folder."""
-    from calbench.lockfile import PinError
-
     try:
         with zipfile.ZipFile(path) as zf:
             comment = zf.comment.decode("ascii", "replace").strip()

@@ -11,6 +11,10 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import pickle
+
+from calbench.io import atomic_path, torch_load_reason
+from calbench.models import build_from_spec
 
 FORMAT = "calbench-checkpoint-1"
 
@@ -38,8 +42,6 @@ def save_checkpoint(path: str | os.PathLike, model, spec: dict, history=None) ->
     """
     import torch
 
-    from calbench.io import atomic_path
-
     state = {k: v.detach().to("cpu").clone() for k, v in model.state_dict().items()}
     digest = state_dict_sha256(state)
     payload = {
@@ -59,8 +61,6 @@ def save_checkpoint(path: str | os.PathLike, model, spec: dict, history=None) ->
 def read_checkpoint(path: str | os.PathLike) -> dict:
     """Read and verify a calbench checkpoint: returns ``state_dict``, ``spec``, ``history``,
     ``state_sha256``. Raises a one-line ``ValueError`` for anything that is not one."""
-    import pickle
-
     import torch
 
     if not os.path.isfile(path):
@@ -68,8 +68,6 @@ def read_checkpoint(path: str | os.PathLike) -> dict:
     try:
         payload = torch.load(path, map_location="cpu", weights_only=True)
     except (pickle.UnpicklingError, RuntimeError, EOFError, OSError, ValueError) as exc:
-        from calbench.io import torch_load_reason
-
         raise ValueError(
             f"cannot read checkpoint {path} ({torch_load_reason(exc)}); it is corrupt or not a calbench "
             "checkpoint: delete it and train again"
@@ -121,8 +119,6 @@ def load_state_strict(model, state_dict, what: str = "checkpoint") -> None:
 
 def load_model(spec: dict, checkpoint=None, device: str = "cpu"):
     """Build ``spec``'s architecture and load the trained weights from ``checkpoint``."""
-    from calbench.models import build_from_spec
-
     if checkpoint is None:
         raise ValueError("a source: train model needs its checkpoint; pass --checkpoint model.pt")
     ckpt = read_checkpoint(checkpoint)

@@ -5,10 +5,12 @@ figure shows the numbers the metric tables report for the same binning)."""
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import replace
 
 import numpy as np
 
 from calbench._checks import check_choice
+from calbench.metrics import ece, reliability_bins, top_label
 
 #: Diagram styles accepted by :func:`reliability_diagram` and :func:`reliability_grid`.
 STYLES = ("guo", "coursework")
@@ -106,10 +108,6 @@ def _bins(probs, labels, n_bins: int, class_index: int | None = None, binning: s
     would span [0, u_1] even when every confidence lies above 0.9. The bar starts at the smallest
     binned value instead (the bin's actual support); the statistics are unchanged.
     """
-    from dataclasses import replace
-
-    from calbench.metrics import reliability_bins
-
     b = reliability_bins(probs, labels, n_bins=n_bins, binning=binning, class_index=class_index)
     if binning == "mass":
         p = np.asarray(probs)
@@ -129,8 +127,6 @@ def _ece(
     ``sum_m |B_m^j| / n * |A_m^j - C_m^j|``.
     """
     if class_index is None:
-        from calbench.metrics import ece
-
         return float(ece(probs, labels, n_bins=n_bins, binning=binning))
     b = _bins(probs, labels, n_bins, class_index, binning)
     count = np.asarray(b.count, dtype=np.float64)
@@ -237,8 +233,6 @@ def _check_flag(value, name: str) -> bool:
 def _pairs(probs, labels, class_index: int | None):
     """The diagram's (prediction, outcome) pairs: top-label confidence and correctness, or
     column ``class_index`` and ``labels == class_index``."""
-    from calbench.metrics import top_label
-
     if class_index is None:
         return top_label(probs, labels)
     return (

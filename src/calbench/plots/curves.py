@@ -9,7 +9,14 @@ from typing import Any
 
 import numpy as np
 
-from calbench._checks import check_logits_labels, check_n_bins, check_probs, check_probs_labels
+from calbench._checks import (
+    check_labels,
+    check_logits_labels,
+    check_n_bins,
+    check_probs,
+    check_probs_labels,
+)
+from calbench.metrics import calibration_error_1d
 from calbench.plots._base import (
     _ACC_COLOR,
     _DIAG_COLOR,
@@ -113,8 +120,6 @@ def ece_vs_temperature(logits, labels, temperatures, n_bins: int = 15, title=Non
         raise ValueError(
             f"temperatures must be finite and > 0, got range [{t.min():.4g}, {t.max():.4g}]"
         )
-    from calbench.metrics import calibration_error_1d
-
     # argmax is invariant under z / T (T > 0), so correctness is computed once; the top-label
     # confidence of softmax(z / T) is 1 / sum_k exp((z_k - max_k z_k) / T).
     d = z.astype(np.float64)
@@ -221,8 +226,6 @@ def binary_calibration_map(
     ``n_bins`` equal-width bins, with area proportional to the bin weight.
     """
     p = _binary_probs(scores)
-    from calbench._checks import check_labels
-
     y = check_labels(labels, p.shape[0], 2)
     _check_mapping(calibrators, "calibrators")
     n_bins = check_n_bins(n_bins)

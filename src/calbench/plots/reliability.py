@@ -9,6 +9,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from calbench._checks import check_n_bins, check_probs, check_probs_labels
+from calbench.io import array_digest
+from calbench.metrics.smooth import smooth_reliability
 from calbench.plots._base import (
     _ACC_COLOR,
     _BAND_COLOR,
@@ -97,9 +99,6 @@ _KEEP_CURVES = 64
 
 
 def _smooth_curve(f, outcome):
-    from calbench.io import array_digest
-    from calbench.metrics.smooth import smooth_reliability
-
     key = (array_digest(f, outcome), SMOOTH_POINTS, SMOOTH_BOOTSTRAP, SMOOTH_LEVEL)
     if key not in _CURVES:
         if len(_CURVES) >= _KEEP_CURVES:

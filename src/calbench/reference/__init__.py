@@ -16,6 +16,7 @@ table), same columns plus ``source``; see :mod:`calbench.reference.guo_kull`.
 from __future__ import annotations
 
 import csv
+import io
 from importlib import resources
 
 AVAILABLE = ("coursework_2021", "guo_kull_logits")
@@ -100,8 +101,6 @@ def workflow_rows(name: str = "coursework_2021") -> list[dict]:
 
 def reference_csv_text(name: str = "coursework_2021") -> str:
     """:func:`workflow_rows` as CSV text (header :data:`REFERENCE_CSV_COLUMNS`)."""
-    import io
-
     buf = io.StringIO()
     w = csv.writer(buf, lineterminator="\n")
     w.writerow(REFERENCE_CSV_COLUMNS)

@@ -25,6 +25,7 @@ from collections.abc import Iterable, Mapping, Sequence
 
 from calbench.report import table_model as G
 from calbench.report.display import calibrator_labels, dataset_labels, display_spec, format_value
+from calbench.report.tables import long_csv_text
 
 OK, FLAGGED, EXPECTED, MISSING = "ok", "differs", "expected to differ", "missing"
 #: Calibrators whose published values are not expected to be reproducible (notes section 0.6).
@@ -217,8 +218,6 @@ def accuracy_check(
 
 def long_csv(rows: Sequence[Mapping], columns: Sequence[str] = LONG_COLUMNS) -> str:
     """CSV text of ``rows`` (floats at full precision, None/NaN empty)."""
-    from calbench.report.tables import long_csv_text
-
     return long_csv_text(rows, columns)
 
 

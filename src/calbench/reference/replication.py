@@ -11,6 +11,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from calbench.io import atomic_write_text
+from calbench.logits import load_logits
+from calbench.reference import compare as C
+from calbench.report.tables import METRIC_COLUMNS, REFERENCE_COLUMNS, read_long_csv
+
 #: columns of the accuracy check CSV
 ACCURACY_COLUMNS = (
     "model",
@@ -40,11 +45,6 @@ def write_replication_tables(
 
     Returns counts for a one-line summary: ``{"tables", "cells", "flagged", "models",
     "accuracy_flagged"}``."""
-    from calbench.io import atomic_write_text
-    from calbench.logits import load_logits
-    from calbench.reference import compare as C
-    from calbench.report.tables import METRIC_COLUMNS, REFERENCE_COLUMNS, read_long_csv
-
     rows = read_long_csv([metrics_csv], required=METRIC_COLUMNS)
     reference = read_long_csv([reference_csv], required=REFERENCE_COLUMNS)
     long = C.comparison_rows(rows, reference, spec)

@@ -12,10 +12,16 @@ its provenance (:func:`data_provenance`).
 
 from __future__ import annotations
 
+import html
 import json
+import re
 from pathlib import Path
 
-from calbench.report.tables import COMPARE_COLUMNS
+from calbench.io import array_digest, atomic_write_text
+from calbench.report import tables as T
+from calbench.report.context import build_tables
+from calbench.report.provenance import run_provenance
+from calbench.report.tables import COMPARE_COLUMNS, REFERENCE_COLUMNS, read_long_csv
 from calbench.split import HALVES
 
 
@@ -44,8 +50,6 @@ def _sort_rows(rows: list[dict], spec: dict) -> list[dict]:
 
 
 def _load_reference(path, spec: dict) -> list[dict]:
-    from calbench.report.tables import REFERENCE_COLUMNS, read_long_csv
-
     rows = read_long_csv([path], required=REFERENCE_COLUMNS)
     rename = (spec.get("reference") or {}).get("rename") or {}
     for r in rows:
@@ -87,9 +91,6 @@ def aggregate(
     metrics_csvs, compare_csvs, spec: dict, out_csv, out_compare, tables_dir, reference_csv=None
 ) -> list[str]:
     """Concatenate results and write every table; returns the table files written."""
-    from calbench.report import tables as T
-    from calbench.report.context import build_tables
-
     rows = []
     for path in metrics_csvs:
         got = T.read_long_csv([path])
@@ -143,8 +144,6 @@ def data_provenance(manifests, logits, splits) -> dict:
     """Hashes identifying the data: dataset manifests, logits content, split indices."""
     import numpy as np
 
-    from calbench.io import array_digest
-
     out = {"datasets": [], "logits": [], "splits": []}
     for path in manifests or []:
         text = Path(path).read_text()
@@ -167,7 +166,7 @@ def data_provenance(manifests, logits, splits) -> dict:
                     "order_hash": str(d["order_hash"]) if "order_hash" in d.files else "",
                 }
             )
-    from calbench.logits_sources import describe_source
+    from calbench.logits_sources import describe_source  # lazy: code inputs
 
     for row in out["logits"]:  # source: logits models: the file, its checksum and pin status
         side = Path(row["path"]).with_suffix(".source.json")
@@ -191,7 +190,7 @@ def data_provenance(manifests, logits, splits) -> dict:
 
 def _checksums(config) -> dict:
     """Downloads without a published checksum (pinned on first use or not pinned)."""
-    from calbench.models.pretrained import checksum_provenance
+    from calbench.models.pretrained import checksum_provenance  # lazy: code inputs
 
     return checksum_provenance(config) if config else {"published": 0, "files": []}
 
@@ -243,17 +242,13 @@ def render_report(
     (:data:`calbench.report.provenance.RUN_INFO_KEYS`); ``robustness`` the per-model CSVs of
     :mod:`calbench.robustness` (the section on whether the conclusions survive other evaluation
     choices)."""
-    from calbench.io import atomic_write_text
-    from calbench.report import render
-    from calbench.report import tables as T
+    from calbench.report import render  # lazy: code inputs
 
     rows = T.read_long_csv([metrics_csv])
     comp = T.read_long_csv([compare_csv], required=COMPARE_COLUMNS) if compare_csv else []
     # ours versus published: computed once by aggregate (results/tables/reference.csv)
     reference = T.read_reference_table(reference_table) if reference_table else None
     import yaml
-
-    from calbench.report.provenance import run_provenance
 
     provenance = {
         "run": run_provenance(run_info),
@@ -287,8 +282,7 @@ def _robustness_rows(paths) -> list[dict] | None:
     rank and value a finite number, ``p_first`` blank except for the default variant."""
     if not paths:
         return None
-    from calbench.report.tables import read_long_csv
-    from calbench.robustness import DEFAULT_VARIANT, ROBUSTNESS_COLUMNS
+    from calbench.robustness import DEFAULT_VARIANT, ROBUSTNESS_COLUMNS  # lazy: code inputs
 
     rows = read_long_csv(
         paths,
@@ -309,9 +303,6 @@ def _robustness_rows(paths) -> list[dict] | None:
 def _add_sections_to_toc(context: dict) -> None:
     """Contents entries for the extra sections (``<section id="x"><h2>Title</h2>``), placed
     before the reliability diagrams, where the template puts the sections."""
-    import html
-    import re
-
     toc = context.get("toc")
     if toc is None:
         return

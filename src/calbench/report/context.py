@@ -16,6 +16,7 @@ import base64
 import math
 from collections.abc import Mapping, Sequence
 
+from calbench.calibrators import load_calibrator
 from calbench.report import tables as T
 from calbench.report.display import (
     calibrator_labels,
@@ -101,7 +102,7 @@ def build_tables(rows: Sequence[Mapping], spec: Mapping) -> dict:
 
 def _rank_summaries(rows, tables, spec, model_order, method_order) -> tuple[list, list]:
     """Average ranks with the Friedman test per metric table, and the headline findings."""
-    from calbench.report import summary as SU
+    from calbench.report import summary as SU  # lazy: code inputs
 
     ml, cl, _, _ = spec_labels(spec)
     ranked = [t.metric for t in tables["metrics"]]
@@ -126,7 +127,7 @@ def _section(id_: str, title: str, children=()) -> dict:
 
 def _toc(ctx: dict, tables: dict, cl: Mapping) -> list[dict]:
     """The contents: one entry per section present, metric and by-loss tables as children."""
-    from calbench.report.summary import metric_name
+    from calbench.report.summary import metric_name  # lazy: code inputs
 
     toc = [_section("findings", "Findings"), _section("protocol", "Protocol")]
     toc.append(
@@ -230,8 +231,6 @@ def build_context(
 
 def fitted_temperature(path) -> float:
     """Temperature ``T`` of a fitted ``ts`` / ``ts_sbece`` calibrator JSON."""
-    from calbench.calibrators import load_calibrator
-
     cal = load_calibrator(path)
     if not hasattr(cal, "temperature_"):
         raise ValueError(f"{path} is not a temperature-scaling calibrator; pass a ts JSON file")
@@ -246,7 +245,7 @@ def study_sections(rows: Sequence[Mapping], spec: Mapping) -> dict:
     temperature column), ``spec["histories"]`` model -> history CSV and ``spec["reliability"]``
     model -> uncalibrated reliability diagram PNG (one per objective is shown: its first seed).
     """
-    from calbench.report import studies as S
+    from calbench.report import studies as S  # lazy: code inputs
 
     wanted = list(spec.get("studies") or [])
     out = {"tables": [], "dece": None, "dece_figure": "", "reliability": []}

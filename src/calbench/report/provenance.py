@@ -20,9 +20,12 @@ import datetime as _dt
 import json
 import os
 import platform
+import shlex
 import subprocess
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+
+from calbench.io import file_digest
 
 #: The keys of the run-info JSON file (``calbench render-report --run-info FILE``), what the
 #: workflow knows and the library does not. Every key is optional; no other key is accepted.
@@ -135,8 +138,6 @@ def run_time(env: Mapping[str, str] | None = None) -> dict:
 def run_provenance(run_info: Mapping | None = None, env: Mapping[str, str] | None = None) -> dict:
     """How this report was made: git state, run time, command, Snakemake version, config files
     with their SHA-256 (``run_info``: :data:`RUN_INFO_KEYS`, or None when not given)."""
-    from calbench.io import file_digest
-
     info = check_run_info(run_info or {})
     configs = []
     for path in info.get("config_files") or []:
@@ -158,8 +159,6 @@ def run_provenance(run_info: Mapping | None = None, env: Mapping[str, str] | Non
 
 def run_view(run: Mapping | None) -> list[dict]:
     """The run as rows ``{"field", "value", "code", "id"}`` (one line each in the report)."""
-    import shlex
-
     missing = "not recorded (calbench render-report --run-info FILE)"
     if not run:
         return [

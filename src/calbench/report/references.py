@@ -11,7 +11,11 @@ No URLs: the report fetches nothing.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Mapping
+
+from calbench.calibrators import REGISTRY
+from calbench.metrics import METRICS
 
 #: Author-year key (as the report's text cites it) -> the full reference.
 REFERENCES = {
@@ -103,8 +107,6 @@ def cited_keys(text: str) -> tuple[str, ...]:
     key "Surname ... Year" is cited when its first author's surname and its year appear in one
     ``;``-separated part of the text, e.g. "Naeini, Cooper & Hauskrecht 2015; Guo et al. 2017,
     eq. 3" cites "Naeini et al. 2015" and "Guo et al. 2017"."""
-    import re
-
     out = []
     for part in (text or "").split(";"):
         for key in REFERENCES:
@@ -118,16 +120,12 @@ def cited_keys(text: str) -> tuple[str, ...]:
 def calibrator_references() -> dict[str, tuple[str, ...]]:
     """Calibrator registry name -> the works its class's ``reference`` cites (one place: the
     calibrator's own module; :data:`calbench.calibrators.REGISTRY`)."""
-    from calbench.calibrators import REGISTRY
-
     return {name: cited_keys(cls.reference) for name, cls in REGISTRY.items()}
 
 
 def metric_references() -> dict[str, tuple[str, ...]]:
     """Metric name -> the works its registry entry's ``reference`` cites
     (:data:`calbench.metrics.METRICS`)."""
-    from calbench.metrics import METRICS
-
     return {name: cited_keys(m.reference) for name, m in METRICS.items()}
 
 

@@ -27,7 +27,11 @@ from calbench.report.context import (  # noqa: F401  (re-exported)
     fitted_temperature,
     study_sections,
 )
-from calbench.report.display import model_label  # noqa: F401  (re-exported)
+from calbench.report.display import (
+    calibrator_labels,
+    model_label,  # noqa: F401  (re-exported)
+    spec_labels,
+)
 from calbench.report.provenance import (  # noqa: F401  (re-exported)
     MANIFEST_FIELDS,
     PACKAGES,
@@ -53,8 +57,7 @@ def build_context(**kwargs) -> dict:
     """:func:`calbench.report.context.build_context` with the bibliography of this report:
     the works its text cites and those of the calibrators and metrics in ``rows``
     (:func:`calbench.report.references.bibliography`), each with what it is cited for."""
-    from calbench.report.display import calibrator_labels
-    from calbench.report.summary import metric_name
+    from calbench.report.summary import metric_name  # lazy: code inputs
 
     robustness = kwargs.pop("robustness", None)
     ctx = _context.build_context(**kwargs)
@@ -89,8 +92,7 @@ def verdict_view(rows, spec: Mapping, alpha: float = 0.05) -> dict | None:
     Kolmogorov-Smirnov calibration test's p-values (:mod:`calbench.caltests`, analytic, so Holm
     has full resolution) adjusted with Holm within each model's family of calibrators
     (:func:`calbench.caltests.calibration_verdicts`). None when the rows have no such test."""
-    from calbench.caltests import calibration_verdicts
-    from calbench.report.display import calibrator_labels, spec_labels
+    from calbench.caltests import calibration_verdicts  # lazy: pulls scipy
 
     tests = [r for r in rows if r["metric"] == VERDICT_TEST and r.get("half", "test") == "test"]
     if not tests:
@@ -137,8 +139,7 @@ def robustness_view(rows, spec: Mapping) -> dict:
     """The robustness section (:func:`calbench.robustness.summarise` of the per-model rows):
     one table row per evaluation choice with the calibrator of best average rank there, and a
     findings sentence saying whether the default choice's winner survives all of them."""
-    from calbench.report.display import calibrator_labels
-    from calbench.robustness import DEFAULT_VARIANT, summarise
+    from calbench.robustness import DEFAULT_VARIANT, summarise  # lazy: code inputs
 
     s = summarise(rows)
     cl = calibrator_labels(spec)

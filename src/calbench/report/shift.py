@@ -22,13 +22,18 @@ from __future__ import annotations
 import base64
 import html
 import io
+import json
 import math
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 
 import numpy as np
 
+from calbench.io import atomic_write_text
 from calbench.report.display import calibrator_labels, dataset_labels, display_spec, format_value
+from calbench.report.tables import read_long_csv, write_long_csv
+from calbench.shift.evaluate import COMPARE_COLUMNS, METRIC_COLUMNS, NO_INTERVAL_REASON
 
 SEVERITY_LEVELS = (0, 1, 2, 3, 4, 5)
 BOX_METRICS = ("accuracy", "ece", "nll")
@@ -49,9 +54,6 @@ def _signed(metric: str, value: float) -> str:
 
 
 def read_rows(metrics_paths, compare_paths) -> tuple[list[dict], list[dict]]:
-    from calbench.report.tables import read_long_csv
-    from calbench.shift.evaluate import COMPARE_COLUMNS, METRIC_COLUMNS
-
     rows = read_long_csv(metrics_paths, required=METRIC_COLUMNS)
     compare = read_long_csv(compare_paths, required=COMPARE_COLUMNS) if compare_paths else []
     for r in rows:
@@ -375,8 +377,6 @@ def section_html(rows, compare, manifests: Sequence[Mapping], spec: Mapping) -> 
         "&ldquo;best&rdquo; is chosen on the clean validation half.</p>",
     ]
     if any(not _has_interval(r) for r in compare):
-        from calbench.shift.evaluate import NO_INTERVAL_REASON
-
         parts.append(
             "<p><b>Differences of ECE have no interval</b> and no p-value: "
             f"{_e(NO_INTERVAL_REASON)}. Their rows give the difference only.</p>"
@@ -412,13 +412,6 @@ def summary_rows(rows, spec: Mapping) -> list[dict]:
 
 def shift_report(*, metrics, compare, manifests, spec: Mapping, out_html, out_dir) -> None:
     """Write the section fragment ``out_html`` and ``out_dir``/{metrics,compare,mean_ece}.csv."""
-    import json
-    from pathlib import Path
-
-    from calbench.io import atomic_write_text
-    from calbench.report.tables import write_long_csv
-    from calbench.shift.evaluate import COMPARE_COLUMNS, METRIC_COLUMNS
-
     rows, comp = read_rows(metrics, compare)
     if not rows:
         raise ValueError("the shift metrics CSVs hold no rows; run evaluate-shift first")

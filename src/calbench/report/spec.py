@@ -17,12 +17,12 @@ from __future__ import annotations
 import inspect
 from collections.abc import Mapping
 
+from calbench.metrics.ece import ece
+
 
 def ece_bins() -> int:
     """The number of equal-width bins of the ECE the tables print: the default of
     :func:`calbench.metrics.ece.ece` (15, as in Guo et al. 2017 and the coursework)."""
-    from calbench.metrics.ece import ece
-
     return int(inspect.signature(ece).parameters["n_bins"].default)
 
 

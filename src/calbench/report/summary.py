@@ -21,7 +21,10 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
+from calbench import plots
+from calbench import stats as S
 from calbench.report.display import HIGHER_IS_BETTER, best_mask, display_spec, format_value
+from calbench.stats import interval_method
 
 #: A calibrator that changes test accuracy by more than this many percentage points is flagged.
 ACCURACY_POINTS = 2.0
@@ -65,9 +68,6 @@ def rank_summaries(
     many remain). The Friedman test and the diagram need at least 2 models and 2 methods; with
     fewer, ``friedman`` is ``None``.
     """
-    from calbench import plots
-    from calbench import stats as S
-
     out = []
     for metric in metrics:
         x = matrix(rows, metric, models, methods)
@@ -285,8 +285,6 @@ def _overlapping_best(rows, metric, models, methods) -> tuple[int, int] | None:
     """How many models' best and second-best intervals of ``metric`` overlap, of how many;
     ``None`` for a metric whose intervals are not two-sided (a one-sided ``[0, U]`` bound
     always overlaps another, which says nothing)."""
-    from calbench.stats import interval_method
-
     if interval_method(metric) not in ("percentile", "basic"):
         return None
     vals = {}

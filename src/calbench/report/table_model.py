@@ -17,6 +17,8 @@ import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
+from calbench.io import atomic_write_text
+
 
 @dataclass(frozen=True)
 class Cell:
@@ -197,8 +199,6 @@ WRITERS: dict[str, Callable[[GridTable], str]] = {
 
 def write_grid(t: GridTable, stem: str | os.PathLike, formats: Sequence[str] = tuple(WRITERS)):
     """Write ``t`` as ``stem.<ext>`` for every format (atomically); returns the paths."""
-    from calbench.io import atomic_write_text
-
     paths = []
     for ext in formats:
         path = f"{os.fspath(stem)}.{ext}"

@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from calbench.io import atomic_write_text
 from calbench.report import table_model as G
 from calbench.report.display import (  # noqa: F401  (DISPLAY, HIGHER_IS_BETTER: re-exported)
     DISPLAY,
@@ -145,8 +146,6 @@ def _strict_float(text: str, key: str, where: str, blank_ok: bool) -> float:
 
 def write_long_csv(path, rows: Sequence[Mapping], columns: Sequence[str]) -> None:
     """Write ``rows`` (dicts) with ``columns`` to ``path`` atomically; floats keep full precision."""
-    from calbench.io import atomic_write_text
-
     atomic_write_text(path, long_csv_text(rows, columns))
 
 

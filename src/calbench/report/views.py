@@ -133,7 +133,7 @@ def metric_view(table: Table, key: str) -> dict:
 def interval_note(metric: str) -> str:
     """One sentence on the metric's interval (``Metric.interval``), from the registry: why it
     has none, or that ``[0, U]`` is a one-sided upper bound."""
-    from calbench import stats as S
+    from calbench import stats as S  # lazy: code inputs
 
     if metric not in S.METRICS:
         return ""
@@ -218,7 +218,7 @@ def comparison_families(compare: Sequence[Mapping]) -> list[dict]:
     bootstrap p-value ``m 2 / (B + 1)``. Returns one dict per row with ``p_holm``,
     ``min_p_holm``, ``family`` and ``family_size`` filled in.
     """
-    from calbench import stats as S
+    from calbench import stats as S  # lazy: code inputs
 
     out = [dict(r) for r in compare]
     groups: dict[tuple, list[int]] = {}
@@ -249,7 +249,7 @@ def comparison_families(compare: Sequence[Mapping]) -> list[dict]:
 def compare_view(compare: Sequence[Mapping], spec: Mapping, level: float) -> dict | None:
     """Paired comparisons, Holm-adjusted within each family (:func:`comparison_families`),
     each with its test, family size and verdict (:func:`verdict`)."""
-    from calbench.report.summary import format_p, metric_name
+    from calbench.report.summary import format_p, metric_name  # lazy: code inputs
 
     if not compare:
         return None

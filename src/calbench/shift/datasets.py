@@ -31,6 +31,8 @@ from pathlib import Path
 
 import numpy as np
 
+from calbench.data import get_dataset, order_hash
+from calbench.data.download import fetch, verify
 from calbench.io import atomic_path, atomic_write_text, file_digest
 from calbench.shift.corruptions import PARAMS, SEVERITIES, check_corruption, corrupt
 
@@ -89,8 +91,6 @@ def published_spec(dataset: str, options: dict | None = None) -> dict:
 def download_corrupted(dataset: str, out, *, mirrors=(), options=None, timeout=60.0) -> Path:
     """Place the checksum-verified published archive of ``dataset`` at ``out`` (mirror
     directories holding a file of the archive's name first, then the URLs)."""
-    from calbench.data.download import fetch
-
     spec = published_spec(dataset, options)
     return fetch(
         out,
@@ -175,8 +175,6 @@ def load_corrupted(npy, *, mmap: bool = True) -> tuple[np.ndarray, dict]:
 
 def _clean_test(dataset: str, data_root, limit, dataset_options):
     """Clean test images (N, H, W, C) uint8, labels int64, order hash (first ``limit``)."""
-    from calbench.data import get_dataset, order_hash
-
     ds = get_dataset(dataset, dataset_options)
     if getattr(ds, "STREAMING", False):
         raise ValueError(
@@ -278,8 +276,6 @@ def extract_published(
         raise ValueError(
             f"unknown published corruption {corruption!r}; choose from {list(PUBLISHED_CORRUPTIONS)}"
         )
-    from calbench.data.download import verify
-
     verify(archive, md5=spec["md5"], sha256=spec.get("sha256"))
     _, labels, ohash = _clean_test(dataset, data_root, limit, dataset_options)
     folder = spec["folder"]

@@ -33,6 +33,8 @@ from pathlib import Path
 
 import numpy as np
 
+from calbench.calibrators import load_calibrator
+from calbench.metrics import METRICS
 from calbench.shift.corruptions import SEVERITIES
 
 METRIC_COLUMNS = ("dataset", "model", "method", "half", "corruption", "severity", "metric", "value")
@@ -66,7 +68,7 @@ NO_INTERVAL_REASON = (
 def has_interval(metric: str) -> bool:
     """Whether the differences of ``metric`` get an interval and p-value: metrics whose
     registry entry has one (:func:`calbench.stats.interval_method`), the means."""
-    from calbench.stats import interval_method
+    from calbench.stats import interval_method  # lazy: code inputs
 
     return interval_method(metric) is not None
 
@@ -74,7 +76,7 @@ def has_interval(metric: str) -> bool:
 def resample_weights(n: int, n_resamples: int, seed: int) -> np.ndarray:
     """Multiplicities ``(n_resamples, n)`` of the bootstrap resamples of
     :func:`calbench.stats.resample_indices` (same draws for the same arguments)."""
-    from calbench.stats import multiplicities, resample_indices
+    from calbench.stats import multiplicities, resample_indices  # lazy: code inputs
 
     return np.concatenate(
         [multiplicities(idx, n) for idx in resample_indices(n, n_resamples, seed)]
@@ -84,8 +86,6 @@ def resample_weights(n: int, n_resamples: int, seed: int) -> np.ndarray:
 def resampled_metric(name: str, probs: np.ndarray, labels: np.ndarray, weights: np.ndarray):
     """Values of metric ``name`` on each resample given by ``weights`` (multiplicities): ECE
     through its weighted form (:mod:`calbench.metrics`), a mean metric as a weighted mean."""
-    from calbench.metrics import METRICS
-
     n = labels.shape[0]
     if name == "ece":
         return METRICS["ece"].weighted(probs, labels, probs.dtype)(weights)
@@ -100,8 +100,6 @@ def resampled_metric(name: str, probs: np.ndarray, labels: np.ndarray, weights: 
 
 
 def _load_calibrators(paths) -> dict:
-    from calbench.calibrators import load_calibrator
-
     cals = {}
     for path in paths:
         name = Path(path).stem
@@ -112,8 +110,6 @@ def _load_calibrators(paths) -> dict:
 
 
 def _check_options(metrics, compare_metrics, n_bootstrap: int, level: float) -> None:
-    from calbench.metrics import METRICS
-
     unknown = [m for m in [*metrics, *compare_metrics] if m not in METRICS]
     if unknown:
         raise ValueError(f"unknown metrics {unknown}; choose from {sorted(METRICS)}")
@@ -125,8 +121,8 @@ def _check_options(metrics, compare_metrics, n_bootstrap: int, level: float) -> 
 
 def _load_inputs(shift_logits, clean_logits, split):
     """``(clean logits file, val_idx, test_idx, shift logits file)``, checked to agree."""
-    from calbench.logits import load_logits
-    from calbench.shift.logits import load_shift_logits, read_split
+    from calbench.logits import load_logits  # lazy: code inputs
+    from calbench.shift.logits import load_shift_logits, read_split  # lazy: code inputs
 
     clean = load_logits(clean_logits)
     val_idx, test_idx = read_split(split, clean["labels"].shape[0], clean["order_hash"])
@@ -143,8 +139,6 @@ def _load_inputs(shift_logits, clean_logits, split):
 
 def _best_on_validation(val_probs: dict, y_val, compare_metrics) -> dict[str, str]:
     """The best calibrator per compared metric on the clean validation half (ties: first)."""
-    from calbench.metrics import METRICS
-
     best = {}
     for m in compare_metrics:
         higher = bool(METRICS[m].higher_is_better)
@@ -205,8 +199,6 @@ def evaluate_shift(
     """Metric rows and paired-comparison rows of one model (columns :data:`METRIC_COLUMNS`,
     :data:`COMPARE_COLUMNS`). ``calibrators`` are JSON files named ``<method>.json``; they must
     include ``ts`` and ``uncalibrated`` when ``compare_metrics`` is not empty."""
-    from calbench.metrics import METRICS
-
     _check_options(metrics, compare_metrics, n_bootstrap, level)
     clean, val_idx, test_idx, shifted = _load_inputs(shift_logits, clean_logits, split)
     cals = _load_calibrators(calibrators)

@@ -18,6 +18,9 @@ import os
 
 import numpy as np
 
+from calbench._checks import check_labels, check_logits
+from calbench.io import atomic_path
+from calbench.logits import compute_logits, load_logits
 from calbench.shift.corruptions import SEVERITIES
 
 KEYS = ("logits", "labels", "test_idx", "corruptions", "sha256", "order_hash", "model", "dataset")
@@ -42,10 +45,9 @@ def shift_logits(
     indices select the images. Returns a summary (accuracy per corruption and severity)."""
     import torch
 
-    from calbench.data import get_dataset
-    from calbench.logits import compute_logits, load_logits
-    from calbench.models import load_model, resolve_device
-    from calbench.shift.datasets import load_corrupted
+    from calbench.data import get_dataset  # lazy: code inputs
+    from calbench.models import load_model, resolve_device  # lazy: code inputs
+    from calbench.shift.datasets import load_corrupted  # lazy: code inputs
 
     if not corrupted:
         raise ValueError("no corrupted sets given; pass at least one <corruption>.npy")
@@ -125,9 +127,6 @@ def read_split(path, n: int, order_hash: str) -> tuple[np.ndarray, np.ndarray]:
 
 def save_shift_logits(path, **fields) -> None:
     """Validate and write a shift-logits file atomically (format: module docstring)."""
-    from calbench._checks import check_labels, check_logits
-    from calbench.io import atomic_path
-
     z = np.asarray(fields["logits"], dtype=np.float32)
     c = len(fields["corruptions"])
     if z.ndim != 4 or z.shape[0] != c or z.shape[1] != len(SEVERITIES):

@@ -3,6 +3,11 @@ history CSV."""
 
 from __future__ import annotations
 
+from calbench.functional import softmax
+from calbench.io import atomic_write_text
+from calbench.logits import compute_logits
+from calbench.metrics import accuracy, dece, ece, nll
+
 #: columns of the history CSV, one row per epoch (no wall-clock times: two identical runs write
 #: identical files; each epoch's time goes to the log, see :func:`calbench.training.train`)
 HISTORY_COLUMNS = ("epoch", "loss", "accuracy", "lr")
@@ -17,8 +22,6 @@ META_COLUMNS = ("meta_loss", "omega_abs_mean")
 def evaluate_logits(model, images, labels, preprocess, *, batch_size: int = 1000, device="cpu"):
     """Float32 logits of ``images`` (uint8 tensor) in eval mode, as a numpy array
     (:func:`calbench.logits.compute_logits`); the model's training mode is restored after."""
-    from calbench.logits import compute_logits
-
     was_training = model.training
     z = compute_logits(
         model, images, preprocess, batch_size=batch_size, device=device, progress=False
@@ -31,9 +34,6 @@ def validation_metrics(logits, labels) -> dict:
     """Validation accuracy, NLL (study rule), ECE (15 equal-width bins, Guo et al. 2017 eq. 3)
     and DECE (Bohdal et al. 2021 eq. 5-7: 15 bins, tau_a 100, tau_b 0.01) of ``logits``."""
     import numpy as np
-
-    from calbench.functional import softmax
-    from calbench.metrics import accuracy, dece, ece, nll
 
     p = softmax(np.asarray(logits, dtype=np.float64), axis=1)
     y = np.asarray(labels, dtype=np.int64)
@@ -48,8 +48,6 @@ def validation_metrics(logits, labels) -> dict:
 def write_history(path, history: list[dict]) -> None:
     """Write the per-epoch history as CSV atomically: :data:`HISTORY_COLUMNS`, then those of
     :data:`META_COLUMNS` and :data:`VAL_COLUMNS` that any row has (missing cells: ``nan``)."""
-    from calbench.io import atomic_write_text
-
     extra = [c for c in META_COLUMNS + VAL_COLUMNS if any(c in row for row in history)]
     columns = list(HISTORY_COLUMNS) + extra
     lines = [",".join(columns)]

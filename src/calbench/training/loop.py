@@ -18,6 +18,7 @@ import os
 import sys
 import time
 
+from calbench.metacal import meta_calibration_split, paired_batches
 from calbench.training.history import evaluate_logits, validation_metrics
 from calbench.training.options import TrainingConfig
 from calbench.training.steps import build_objective, make_optimizer, make_step
@@ -107,8 +108,6 @@ def split_indices(config: TrainingConfig, images, labels, val=None):
             f"images ({images.shape[0]}) and labels ({n}) must have the same non-zero length"
         )
     if config.method == "metacal":
-        from calbench.metacal import meta_calibration_split
-
         tr, va, me = meta_calibration_split(
             n,
             seed=config.metacal.get("split_seed", 1),
@@ -118,7 +117,7 @@ def split_indices(config: TrainingConfig, images, labels, val=None):
             val = (images[torch.from_numpy(va)], labels[torch.from_numpy(va)])
         return torch.from_numpy(tr), None, torch.from_numpy(me), val
     if config.method == "interleaved":
-        from calbench.losses import interleaved_split
+        from calbench.losses import interleaved_split  # lazy: pulls torch
 
         major, held = interleaved_split(n, config.holdout_fraction, config.seed)
         return torch.from_numpy(major), torch.from_numpy(held), None, val
@@ -168,8 +167,7 @@ class _Loop:
         majority batches, then (``interleaved``) the held-out ones
         (:func:`calbench.losses.epoch_phases`), or (``metacal``) each training batch paired with
         a meta-validation batch (:func:`calbench.metacal.paired_batches`)."""
-        from calbench.losses.interleaved import epoch_phases
-        from calbench.metacal import paired_batches
+        from calbench.losses.interleaved import epoch_phases  # lazy: pulls torch
 
         bs = self.config.batch_size
         batches = _batches(self.train_idx, bs, self.gen, self.device)

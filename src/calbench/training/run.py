@@ -3,6 +3,9 @@
 
 from __future__ import annotations
 
+from calbench._device import resolve_device
+from calbench.data import get_dataset
+from calbench.models import build_from_spec
 from calbench.training.loop import train
 from calbench.training.options import parse_training
 from calbench.training.steps import build_objective
@@ -41,10 +44,6 @@ def train_from_spec(spec: dict, data_root, *, device: str = "auto", progress: bo
     first ``train_subset`` of the remaining images. Objective: :func:`build_objective`.
     """
     import torch
-
-    from calbench._device import resolve_device
-    from calbench.data import get_dataset
-    from calbench.models import build_from_spec
 
     if not isinstance(spec, dict) or "training" not in spec:
         raise ValueError("model spec has no 'training' entry; add training: {loss: ce, ...}")

@@ -18,7 +18,8 @@ from __future__ import annotations
 
 import math
 
-from calbench._torch import eager_step
+from calbench._torch import eager_optimizers, eager_step
+from calbench.metacal import MetaCalibration
 from calbench.training.options import TrainingConfig
 
 
@@ -29,7 +30,7 @@ def build_objective(config: TrainingConfig):
     ``config.secondary`` is set; ``interleaved``: an
     :class:`calbench.losses.InterleavedObjective` of the primary and secondary losses.
     """
-    from calbench.losses import InterleavedObjective, get_loss
+    from calbench.losses import InterleavedObjective, get_loss  # lazy: pulls torch
 
     if config.method == "interleaved":
         sec = config.secondary
@@ -59,8 +60,6 @@ def make_optimizer(config: TrainingConfig, params):
     """``torch.optim.SGD`` (``momentum``) or ``Adam`` over ``params`` with ``config``'s ``lr``
     and ``weight_decay``."""
     import torch
-
-    from calbench._torch import eager_optimizers
 
     eager_optimizers(torch.optim.SGD, torch.optim.Adam)
     if config.optimizer == "sgd":
@@ -105,8 +104,6 @@ class MetaCalibrationStep:
     finite meta-losses of each epoch."""
 
     def __init__(self, model, opt, config: TrainingConfig):
-        from calbench.metacal import MetaCalibration
-
         kwargs = {k: v for k, v in config.metacal.items() if k not in ("split_seed", "valid_size")}
         self.trainer = MetaCalibration(model, opt, classifier=final_linear(model), **kwargs)
         self._meta_sum, self._meta_n = 0.0, 0

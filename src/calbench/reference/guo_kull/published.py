@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import re
 
+from calbench.reference import load_reference
+
 PACKAGED = "guo_kull_logits"
 
 #: Source key -> citation (the ``source`` column of the packaged table).
@@ -158,8 +160,6 @@ def published_rows() -> list[dict]:
     published_model, model`` (config key, "" where no published logits), ``published_method,
     method`` (calibrator key), ``published_metric, quantity``, ``published`` (fraction; NaN for
     "NA"), ``printed``, ``scale`` and ``decimals`` (of the printed value)."""
-    from calbench.reference import load_reference
-
     out = []
     for r in load_reference(PACKAGED):
         quantity, scale = METRIC_KEYS[r["metric"]]

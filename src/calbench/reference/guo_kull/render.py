@@ -17,12 +17,12 @@ from calbench.reference.guo_kull.published import (
     REFERENCE,
     SOURCES,
 )
+from calbench.report.render import png_data_uri
+from calbench.report.tables import long_csv_text
 
 
 def csv_text(rows: Sequence[Mapping], columns: Sequence[str]) -> str:
     """CSV of ``rows`` (floats at full precision, None / NaN empty)."""
-    from calbench.report.tables import long_csv_text
-
     return long_csv_text(rows, columns)
 
 
@@ -169,8 +169,6 @@ def to_html(
 ) -> str:
     """A self-contained HTML page: every table (text escaped), the sweep summary and, per model,
     the figures in ``figures[model]`` (PNG files, embedded as data URIs)."""
-    from calbench.report.render import png_data_uri
-
     e = html.escape
     title = spec.get("title") or "Guo et al. 2017 / Kull et al. 2019 on Kängsepp's logits"
     out = [

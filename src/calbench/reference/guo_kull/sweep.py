@@ -8,6 +8,10 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from calbench._checks import check_logits_labels
+from calbench.functional import softmax
+from calbench.metrics import ece
+
 SWEEP_COLUMNS = ("model", "kind", "temperature", "ece")
 
 
@@ -31,10 +35,7 @@ def temperature_sweep(
     (fraction, ``n_bins`` bins) at every diagram temperature (``kind="diagram"``), every curve
     point (``"curve"``) and the fitted one (``"fitted"``).
     """
-    from calbench._checks import check_logits_labels
-    from calbench.functional import softmax
-    from calbench.metrics import ece
-    from calbench.plots import ece_vs_temperature, reliability_grid
+    from calbench.plots import ece_vs_temperature, reliability_grid  # lazy: code inputs
 
     z, y = check_logits_labels(logits, labels)
     temps = [float(t) for t in temperatures]

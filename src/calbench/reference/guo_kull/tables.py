@@ -9,6 +9,7 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
+from calbench.metrics import accuracy, ece, mce
 from calbench.reference.guo_kull.published import (
     MISSING,
     REFERENCE,
@@ -224,8 +225,6 @@ def summary_rows(
     """Accuracy, average top-label confidence, ECE and MCE (fractions, ``n_bins`` equal-width
     bins; Guo et al. 2017 eqs. 3 and 5) of each fitted calibrator on each part
     (``halves[name] = (logits, labels)``, e.g. ``val`` and ``test``)."""
-    from calbench.metrics import accuracy, ece, mce
-
     out = []
     for half, (z, y) in halves.items():
         for name, cal in calibrators.items():

@@ -11,6 +11,9 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
+from calbench.calibrators import load_calibrator
+from calbench.io import atomic_write_bytes, atomic_write_text
+from calbench.logits import load_logits
 from calbench.reference.guo_kull.cells import comparison_rows
 from calbench.reference.guo_kull.published import COMPARISON_COLUMNS
 from calbench.reference.guo_kull.render import csv_text, to_html, to_markdown
@@ -21,13 +24,13 @@ from calbench.reference.guo_kull.tables import (
     summary_rows,
     summary_table,
 )
+from calbench.report.render import fitted_temperature
+from calbench.report.tables import METRIC_COLUMNS, read_long_csv
 
 
 def load_halves(logits_path, split_path) -> dict[str, tuple[np.ndarray, np.ndarray]]:
     """``{"val": (logits, labels), "test": (...)}`` of a logits file and its split ``.npz``
     (``val_idx``, ``test_idx``: a partition of the rows; for a pre-split source, its own parts)."""
-    from calbench.logits import load_logits
-
     data = load_logits(logits_path)
     n = len(data["labels"])
     if not os.path.isfile(split_path):
@@ -68,12 +71,8 @@ def write_sweep(
     """:func:`temperature_sweep` on the test part of ``logits_path``; writes the diagram grid and
     the curve (PNG) and the ECE values (CSV, :data:`SWEEP_COLUMNS`), atomically. The fitted
     temperature is read from ``ts_calibrator`` (a fitted ``ts`` JSON) when given."""
-    from calbench.io import atomic_write_bytes, atomic_write_text
-
     fitted = None
     if ts_calibrator:
-        from calbench.report.render import fitted_temperature
-
         fitted = fitted_temperature(ts_calibrator)
     z, y = load_halves(logits_path, split_path)["test"]
     grid, fig, rows = temperature_sweep(
@@ -114,10 +113,6 @@ def write_tables(
     ``spec``: ``title, description, models`` ({name: {num_classes, ...}}), ``calibrators``,
     ``metric_map``, ``tolerances``, ``expected_to_differ`` (see :func:`comparison_rows`).
     """
-    from calbench.calibrators import load_calibrator
-    from calbench.io import atomic_write_text
-    from calbench.report.tables import METRIC_COLUMNS, read_long_csv
-
     metrics = read_long_csv([metrics_csv], required=METRIC_COLUMNS)
     n_classes = {
         m: int(v["num_classes"])
