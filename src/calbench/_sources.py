@@ -11,14 +11,18 @@ imported or executed):
    ``set_defaults(func=handler)``); the handler, the module-level functions and classes it
    references (transitively, also across CLI modules through ``from calbench.cli.x import f``)
    and the imports inside them are what the verb runs;
-3. a library module counts with every ``calbench`` module it imports anywhere (module level or
-   inside functions), and with the modules named in string constants such as the registries'
+3. in the library too the unit is the function: a module's import-time code (its top-level
+   statements and imports, decorators, class bodies) runs whenever the module is imported, a
+   function only when something the verb runs refers to it, and the imports inside a function
+   count only then. Modules named in string constants such as the registries'
    ``"calbench.models.trained"`` or ``"calbench.data.cifar:CIFAR10"`` (imported with
-   :mod:`importlib`); importing ``a.b.c`` also runs the packages ``a`` and ``a.b``.
+   :mod:`importlib`) count whole; importing ``a.b.c`` also runs the packages ``a`` and ``a.b``.
 
-Step 3 over-approximates (a module's function-level imports are counted even when the verb does
-not call that function), so an edit may rerun a job that did not need it, never the reverse.
-``tests/workflow/test_lib_sources.py`` checks the result against the modules a verb really
+So an import moved from a function to the top of its module adds its target to every verb that
+imports the module; that is why some calbench imports stay inside functions (``# lazy: code
+inputs``, docs/architecture.md). The analysis over-approximates (a referenced function counts
+even on a path the verb never takes), so an edit may rerun a job that did not need it, never
+the reverse. ``tests/workflow/test_lib_sources.py`` checks the result against the modules a verb really
 loads at run time.
 """
 
