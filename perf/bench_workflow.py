@@ -11,10 +11,10 @@ jobs, their total and mean CPU seconds, total and largest wall seconds; then the
 
     python perf/bench_workflow.py                  # the run in this folder
     python perf/bench_workflow.py --root /tmp/run  # another run's folder
-    python perf/bench_workflow.py --run --cores 2  # rebuild here first (deletes nothing:
+    python perf/bench_workflow.py --run --cores all  # rebuild here first (deletes nothing:
                                                          # use `snakemake --delete-all-output`)
 
-    python perf/bench_workflow.py --scenarios --cores 8,2   # the speed targets, below
+    python perf/bench_workflow.py --scenarios --cores all,8   # the speed targets, below
 
 ``--scenarios`` copies the project (its git-tracked files, as they are in the working tree) into
 a scratch folder (``--workdir``, default a new temporary folder) and times, for each ``--cores``
@@ -159,7 +159,22 @@ def format_summary(summary: dict, cores: int | None = None) -> str:
     return "\n".join(lines)
 
 
-def run_study(root, cores: int, extra: list[str]) -> float:
+def machine_cores() -> int:
+    """The CPUs this process may run on (what ``snakemake --cores all`` uses)."""
+    return len(os.sched_getaffinity(0))
+
+
+def parse_cores(text: str) -> int | str:
+    """One ``--cores`` value: a positive integer or ``all``."""
+    text = text.strip()
+    if text == "all":
+        return text
+    if not text.isdigit() or int(text) < 1:
+        raise ValueError(f"--cores takes positive integers or 'all', got {text!r}")
+    return int(text)
+
+
+def run_study(root, cores: int | str, extra: list[str]) -> float:
     """Run ``snakemake --cores N`` in ``root``; print the load average; return wall seconds."""
     print("load average before:", " ".join(f"{x:.2f}" for x in os.getloadavg()))
     t0 = time.perf_counter()
@@ -237,7 +252,7 @@ def jobs_since(root, t0: float) -> dict[str, int]:
     return out
 
 
-def run_scenarios(workdir, cores: int, extra: list[str]) -> list[dict]:
+def run_scenarios(workdir, cores: int | str, extra: list[str]) -> list[dict]:
     """Copy the project into ``workdir`` and run every scenario of :data:`SCENARIOS`."""
     copy_project(Path.cwd(), workdir)
     rows = []
@@ -261,14 +276,16 @@ def run_scenarios(workdir, cores: int, extra: list[str]) -> list[dict]:
     return rows
 
 
-def snakemake_floor(cores: int, repeats: int = 3) -> float:
+def snakemake_floor(cores: int | str, repeats: int = 3) -> float:
     """Best wall seconds of ``repeats`` no-op runs of a one-rule workflow in a scratch folder
     (with this environment's Snakemake and plugins): what a no-op costs before any of this
     workflow's own parsing, validation and DAG."""
     import tempfile
 
     with tempfile.TemporaryDirectory(prefix="calbench-floor-") as d:
-        Path(d, "Snakefile").write_text('rule a:\n    output: "a.txt"\n    shell: "touch {output}"\n')
+        Path(d, "Snakefile").write_text(
+            'rule a:\n    output: "a.txt"\n    shell: "touch {output}"\n'
+        )
         cmd = ["snakemake", "--cores", str(cores), "--quiet"]
         subprocess.run(cmd, cwd=d, check=True, capture_output=True)
         best = float("inf")
@@ -287,7 +304,7 @@ def format_scenarios(rows: list[dict]) -> str:
         met = "yes" if r["wall_s"] <= r["target_s"] else "NO"
         rules = ", ".join(f"{k} {v}" for k, v in sorted(r["rules"].items()))
         lines.append(
-            f"{r['scenario']:18s} {r['cores']:5d} {r['wall_s']:8.1f} {r['target_s']:7.0f} "
+            f"{r['scenario']:18s} {r['cores']!s:>5s} {r['wall_s']:8.1f} {r['target_s']:7.0f} "
             f"{met:>4s} {r['jobs']:5d}  {rules}"
         )
     return "\n".join(lines)
@@ -297,7 +314,9 @@ def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--root", default=".", help="folder the workflow ran in (default: .)")
     p.add_argument(
-        "--cores", default="2", help="cores of the run; with --scenarios a list, e.g. 8,2"
+        "--cores",
+        default="all",
+        help="cores of the run (an integer or all); with --scenarios a list, e.g. all,8",
     )
     p.add_argument("--run", action="store_true", help="run snakemake in --root first")
     p.add_argument(
@@ -307,9 +326,9 @@ def main(argv=None) -> int:
     p.add_argument("snakemake_args", nargs="*", help="extra snakemake arguments (with --run)")
     args = p.parse_args(argv)
     try:
-        cores = [int(c) for c in str(args.cores).split(",") if c.strip()]
-        if not cores or min(cores) < 1:
-            raise ValueError(f"--cores must be positive integers, got {args.cores!r}")
+        cores = [parse_cores(c) for c in str(args.cores).split(",") if c.strip()]
+        if not cores:
+            raise ValueError(f"--cores must list positive integers or 'all', got {args.cores!r}")
         if args.scenarios:
             import tempfile
 
@@ -320,7 +339,7 @@ def main(argv=None) -> int:
                 if workdir.exists():
                     raise ValueError(f"{workdir} exists; pass an empty --workdir")
                 rows += run_scenarios(workdir, n, args.snakemake_args)
-                used = min(n, len(os.sched_getaffinity(0)))  # busy share of the machine's CPUs
+                used = machine_cores() if n == "all" else min(n, machine_cores())
                 print(format_summary(rows[-len(SCENARIOS)]["summary"], cores=used))
             print(format_scenarios(rows))
             print(
@@ -330,7 +349,8 @@ def main(argv=None) -> int:
             return 0
         if args.run:
             run_study(args.root, cores[0], args.snakemake_args)
-        print(format_summary(summarize(collect(args.root)), cores=cores[0]))
+        used = machine_cores() if cores[0] == "all" else cores[0]
+        print(format_summary(summarize(collect(args.root)), cores=used))
     except ValueError as exc:
         print(f"bench_workflow: error: {exc}", file=sys.stderr)
         return 2

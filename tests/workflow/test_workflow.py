@@ -439,6 +439,16 @@ def test_bench_workflow_totals_the_benchmark_files(run, capsys):
     assert "calibrate" in out and "jobs' span" in out
 
 
+def test_bench_workflow_cores_values():
+    """--cores takes positive integers or all (the README's snakemake --cores all)."""
+    bench = _bench_workflow()
+    assert bench.parse_cores("all") == "all" and bench.parse_cores(" 3") == 3
+    assert bench.machine_cores() == len(os.sched_getaffinity(0))
+    for bad in ("0", "-2", "x", "2.5"):
+        with pytest.raises(ValueError, match="positive integers or 'all'"):
+            bench.parse_cores(bad)
+
+
 def test_bench_workflow_known_span(tmp_path):
     """Two hand-made benchmark files: span = last end - first start, per-rule sums."""
     bench = _bench_workflow()
