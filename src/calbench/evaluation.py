@@ -693,6 +693,8 @@ def calibrate(
             )
             write_long_csv(robustness_out, rows, ROBUSTNESS_COLUMNS)
             written.append(Path(robustness_out))
+        if reuse is not None:
+            reuse.prune()
     except BaseException:
         for path in written:
             path.unlink(missing_ok=True)
@@ -748,7 +750,8 @@ def reuse_digest(key: str, spec: dict, meta: dict, split_digest: str, code_diges
 class _Reuse:
     """``reuse_dir/<key>/<digest>/`` holds the three files of calibrator ``key`` as last
     computed with that digest (:func:`reuse_digest`); a folder appears complete or not at all
-    (written under a temporary name, then renamed), and older digests of a key are removed."""
+    (written under a temporary name, then renamed), older digests of a key are removed, and so
+    are the folders of keys no longer in the spec once a run succeeds."""
 
     NAMES = ("calibrator.json", "metrics.csv", "diagram.png")
 
@@ -793,4 +796,13 @@ class _Reuse:
                 shutil.rmtree(tmp)
         for other in base.iterdir():
             if other.name != final.name and other.is_dir():
+                shutil.rmtree(other, ignore_errors=True)
+
+    def prune(self) -> None:
+        """Drop the kept folders of calibrators no longer in the spec (after a run succeeded):
+        the folder keeps what the study has, not every calibrator it ever had."""
+        if not self.root.is_dir():
+            return
+        for other in self.root.iterdir():
+            if other.is_dir() and other.name not in self.digests:
                 shutil.rmtree(other, ignore_errors=True)

@@ -280,3 +280,9 @@ def test_reuse_dir_refits_only_what_changed_and_writes_the_same_bytes(data, tmp_
     assert _calibrate(data, tmp_path / "fourth", grown, reuse=reuse) == 0
     assert fitted == ["iso"]
     assert _outputs(tmp_path / "fourth") == _outputs(tmp_path / "plain")
+
+    # a calibrator removed from the spec loses its kept folder once a run succeeds
+    shrunk = json.loads(json.dumps(grown))
+    del shrunk["calibrators"]["iso"]
+    assert _calibrate(data, tmp_path / "fifth", shrunk, reuse=reuse) == 0
+    assert sorted(p.name for p in reuse.iterdir()) == sorted(shrunk["calibrators"])
