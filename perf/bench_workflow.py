@@ -199,7 +199,7 @@ NEW_MODEL = """  bench_lenet5_seed1:
     source: train
     arch: lenet5
     training: {loss: ce, loss_kwargs: {}, epochs: 20, batch_size: 128, lr: 0.05, schedule: cosine, seed: 1, train_subset: 5000}
-    display: {name: LeNet-5 (seed 1), loss: CE}
+    display: {name: LeNet-5 (seed 1)}
 """
 NEW_CALIBRATOR = (
     "  bench_ts_f32: {method: ts, params: {precision: float32}, display: T-scaling (float32)}\n"

@@ -69,7 +69,7 @@ def _spec():
     }
 
 
-def _context(tmp_path):
+def _context(tmp_path, spec=None):
     png = tmp_path / "ds" / "m1" / "grid.png"
     png.parent.mkdir(parents=True)
     png.write_bytes(tiny_png())
@@ -96,7 +96,11 @@ def _context(tmp_path):
         "datasets": [],
     }
     return render.build_context(
-        rows=_rows(), compare=compare, spec=_spec(), grids={"ds/m1": str(png)}, provenance=prov
+        rows=_rows(),
+        compare=compare,
+        spec=spec or _spec(),
+        grids={"ds/m1": str(png)},
+        provenance=prov,
     )
 
 
@@ -161,6 +165,21 @@ def test_render_html_undefined_variable_is_a_value_error(tmp_path):
 def test_model_label():
     assert render.model_label("m", {"name": "LeNet-5", "loss": "FL 1"}) == "LeNet-5 (FL 1)"
     assert render.model_label("m", None) == "m"
+
+
+def test_losses_tables_need_two_training_losses(tmp_path):
+    """Tables by training loss appear when the models name two or more losses: one loss alone
+    (a study of cross-entropy models only) compares nothing and gets no section."""
+    from calbench.report.display import compares_losses
+
+    assert compares_losses([{"loss": "CE"}, {"loss": "FL 2"}, {}])
+    assert not compares_losses([{"loss": "CE"}, {"loss": "CE"}, None, {"name": "x"}])
+    assert not compares_losses([])
+    spec = _spec()
+    assert _context(tmp_path, spec)["losses_tables"]
+    for m in spec["models"].values():
+        m["display"]["loss"] = "CE"
+    assert _context(tmp_path / "one", spec)["losses_tables"] == []
 
 
 # --------------------------------------------------------------------------------------------

@@ -20,6 +20,7 @@ from calbench.calibrators import load_calibrator
 from calbench.report import tables as T
 from calbench.report.display import (
     calibrator_labels,
+    compares_losses,
     dataset_labels,
     format_value,
     model_dataset_labels,
@@ -71,7 +72,7 @@ def build_tables(rows: Sequence[Mapping], spec: Mapping) -> dict:
     displays = {m: (v.get("display") or {}) for m, v in models.items() if m in present_models}
     dl = dataset_labels(spec)
     out["losses_ts"] = []
-    if any(d.get("loss") for d in displays.values()):
+    if compares_losses(displays.values()):
         for metric in spec.get("losses_metrics") or ["ece", "cwece"]:
             if metric in available:
                 out["losses"].append(

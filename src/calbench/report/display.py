@@ -88,6 +88,12 @@ def best_mask(values: np.ndarray, metric: str) -> np.ndarray:
 # --------------------------------------------------------------------------------------------
 # display names
 # --------------------------------------------------------------------------------------------
+def compares_losses(displays) -> bool:
+    """Whether a study has training-loss tables (coursework tables 1-2): its models' displays
+    name at least two different ``loss`` labels (one loss alone compares nothing)."""
+    return len({str(d["loss"]) for d in displays if d and d.get("loss")}) >= 2
+
+
 def model_label(name: str, display: Mapping | None) -> str:
     """Row label of a model: ``display.name`` plus ``(display.loss)`` and ``seed N`` when given."""
     display = display or {}

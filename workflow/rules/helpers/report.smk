@@ -4,6 +4,7 @@ REFERENCE_TABLE = "results/tables/reference.csv"  # ours versus published (repor
 #: The report template, in the workflow's source tree (works with --directory elsewhere).
 TEMPLATE = str(Path(workflow.basedir) / "workflow" / "templates" / "report.html.j2")
 from calbench.report import spec as report_specs  # the reporting steps' config slices
+from calbench.report.display import compares_losses  # the one rule for the losses tables
 
 
 def study_spec():
@@ -22,8 +23,8 @@ def reference_arg(input):
 
 
 def losses_tables():
-    has_losses = any((v.get("display") or {}).get("loss") for v in config["models"].values())
-    return config["report"]["losses_metrics"] if has_losses else []
+    displays = [v.get("display") or {} for v in config["models"].values()]
+    return config["report"]["losses_metrics"] if compares_losses(displays) else []
 
 
 def all_tables():
