@@ -22,7 +22,7 @@ import numpy as np
 from calbench.metrics import METRICS
 from calbench.metrics.ece import classwise_ece, ece
 from calbench.metrics.smooth import smooth_ece
-from calbench.stats import multiplicities, resample_indices
+from calbench.stats import mean_ranks, multiplicities, resample_indices
 
 #: The study's ECE (15 equal-width bins, Guo et al. 2017): the variant the headline uses.
 DEFAULT_VARIANT = "ece_w15"
@@ -50,14 +50,7 @@ ROBUSTNESS_COLUMNS = ("dataset", "model", "method", "variant", "value", "rank", 
 def ranks(values: Sequence[float]) -> np.ndarray:
     """Ranks of ``values`` (1 = smallest; ties share their average rank; NaN ranks last)."""
     v = np.asarray(values, dtype=np.float64)
-    v = np.where(np.isfinite(v), v, np.inf)
-    order = np.argsort(v, kind="stable")
-    r = np.empty(len(v), dtype=np.float64)
-    r[order] = np.arange(1, len(v) + 1)
-    for value in np.unique(v):
-        tie = v == value
-        r[tie] = r[tie].mean()
-    return r
+    return mean_ranks(np.where(np.isfinite(v), v, np.inf))
 
 
 def first_place_probability(

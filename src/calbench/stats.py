@@ -513,9 +513,12 @@ def nemenyi_q(k: int, alpha: float = 0.05) -> float:
         raise ValueError(f"the Nemenyi test needs >= 2 methods, got {k}")
     if not 0.0 < alpha < 1.0:
         raise ValueError(f"alpha must lie in (0, 1), e.g. 0.05, got {alpha!r}")
+
+    def phi(t):  # the standard normal density
+        return np.exp(-0.5 * t * t) / math.sqrt(2.0 * math.pi)
+
     z = np.arange(-12.0, 12.0 + 0.025, 0.05)
-    density = np.exp(-0.5 * z * z) / math.sqrt(2.0 * math.pi)
-    weight = 0.05 * density
+    weight = 0.05 * phi(z)
     base = ndtr(z)
     lo, hi = 0.0, 40.0
     x = math.sqrt(2.0) * float(ndtri(1.0 - alpha / 2.0))  # exact for k = 2
@@ -526,8 +529,7 @@ def nemenyi_q(k: int, alpha: float = 0.05) -> float:
             lo = x
         else:
             hi = x
-        slope = k * (k - 1) * float(weight @ (np.exp(-0.5 * (z + x) ** 2) * gap ** (k - 2)))
-        slope /= math.sqrt(2.0 * math.pi)
+        slope = k * (k - 1) * float(weight @ (phi(z + x) * gap ** (k - 2)))
         step = x - excess / slope if slope > 0 else 0.5 * (lo + hi)
         if not lo < step < hi:
             step = 0.5 * (lo + hi)

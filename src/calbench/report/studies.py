@@ -28,6 +28,7 @@ import numpy as np
 
 from calbench.report import table_model as G
 from calbench.report.display import best_mask, format_value
+from calbench.stats import mean_ranks
 
 
 @dataclass(frozen=True)
@@ -283,21 +284,6 @@ def read_history(path) -> dict[str, np.ndarray]:
     return {k: np.array([float(r[k]) for r in rows]) for k in rows[0]}
 
 
-def _ranks(x: np.ndarray) -> np.ndarray:
-    """Average ranks (ties share their mean rank), 1-based."""
-    order = np.argsort(x, kind="stable")
-    ranks = np.empty(x.size)
-    sx = x[order]
-    i = 0
-    while i < x.size:
-        j = i
-        while j + 1 < x.size and sx[j + 1] == sx[i]:
-            j += 1
-        ranks[order[i : j + 1]] = (i + j) / 2.0 + 1.0
-        i = j + 1
-    return ranks
-
-
 def correlations(a, b) -> tuple[float, float]:
     """Pearson and Spearman correlation of two equal-length samples (NaN pairs dropped; NaN when
     fewer than 3 pairs or a constant sample)."""
@@ -307,7 +293,7 @@ def correlations(a, b) -> tuple[float, float]:
     if a.size < 3 or np.ptp(a) == 0 or np.ptp(b) == 0:
         return float("nan"), float("nan")
     pearson = float(np.corrcoef(a, b)[0, 1])
-    spearman = float(np.corrcoef(_ranks(a), _ranks(b))[0, 1])
+    spearman = float(np.corrcoef(mean_ranks(a), mean_ranks(b))[0, 1])
     return pearson, spearman
 
 
