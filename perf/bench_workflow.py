@@ -164,6 +164,11 @@ def machine_cores() -> int:
     return len(os.sched_getaffinity(0))
 
 
+def busy_cores(cores: int | str) -> int:
+    """The cores a run with ``--cores`` can keep busy: at most the machine's."""
+    return machine_cores() if cores == "all" else min(cores, machine_cores())
+
+
 def parse_cores(text: str) -> int | str:
     """One ``--cores`` value: a positive integer or ``all``."""
     text = text.strip()
@@ -339,8 +344,7 @@ def main(argv=None) -> int:
                 if workdir.exists():
                     raise ValueError(f"{workdir} exists; pass an empty --workdir")
                 rows += run_scenarios(workdir, n, args.snakemake_args)
-                used = machine_cores() if n == "all" else min(n, machine_cores())
-                print(format_summary(rows[-len(SCENARIOS)]["summary"], cores=used))
+                print(format_summary(rows[-len(SCENARIOS)]["summary"], cores=busy_cores(n)))
             print(format_scenarios(rows))
             print(
                 f"Snakemake's own floor: a no-op of a one-rule workflow takes "
@@ -349,8 +353,7 @@ def main(argv=None) -> int:
             return 0
         if args.run:
             run_study(args.root, cores[0], args.snakemake_args)
-        used = machine_cores() if cores[0] == "all" else cores[0]
-        print(format_summary(summarize(collect(args.root)), cores=used))
+        print(format_summary(summarize(collect(args.root)), cores=busy_cores(cores[0])))
     except ValueError as exc:
         print(f"bench_workflow: error: {exc}", file=sys.stderr)
         return 2

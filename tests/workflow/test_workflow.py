@@ -444,6 +444,8 @@ def test_bench_workflow_cores_values():
     bench = _bench_workflow()
     assert bench.parse_cores("all") == "all" and bench.parse_cores(" 3") == 3
     assert bench.machine_cores() == len(os.sched_getaffinity(0))
+    assert bench.busy_cores("all") == bench.busy_cores(10**6) == bench.machine_cores()
+    assert bench.busy_cores(1) == 1
     for bad in ("0", "-2", "x", "2.5"):
         with pytest.raises(ValueError, match="positive integers or 'all'"):
             bench.parse_cores(bad)
