@@ -1,4 +1,5 @@
 import hashlib
+import re
 import struct
 
 import numpy as np
@@ -122,3 +123,50 @@ def test_the_split_records_the_logits_it_was_made_from(tmp_path):
     assert split_made_from(out) == str(path)
     (tmp_path / "bad.npz").write_bytes(b"not a zip")
     assert split_made_from(tmp_path / "bad.npz") is None
+
+
+# --- every split read is checked to partition the samples (issue 33, group 3) -----------------
+@pytest.mark.parametrize(
+    "val, test, message",
+    [
+        ([0, 1, 2, 3, 4], [0, 1, 2, 3, 4], "in both val_idx and test_idx"),  # val = test
+        ([0, 1, 2, 3, 3], [5, 6, 7, 8, 9], "val_idx repeats 1 indices"),
+        ([0, 1, 2, 3, 4], [5, 6, 7, 8, 8], "test_idx repeats 1 indices"),
+        ([-1, 1, 2, 3, 4], [5, 6, 7, 8, 9], "holds indices in [-1, 4]"),
+        ([0, 1, 2, 3, 4], [5, 6, 7, 8, 10], "holds indices in [5, 10]"),
+        ([0, 1, 2, 3], [5, 6, 7, 8, 9], "covers 4 + 5 indices"),
+        ([0.0, 1.0, 2.0, 3.0, 4.0], [5, 6, 7, 8, 9], "non-empty 1-D integer array"),
+        ([], list(range(10)), "non-empty 1-D integer array"),
+    ],
+)
+def test_a_split_file_that_is_no_partition_is_refused_when_read(tmp_path, val, test, message):
+    from calbench.split import load_split
+
+    path = tmp_path / "split.npz"
+    np.savez(path, val_idx=np.array(val), test_idx=np.array(test))  # not through save_split
+    with pytest.raises(ValueError, match=re.escape(message)) as info:
+        load_split(path, 10)
+    assert "\n" not in str(info.value) and "rebuild" in str(info.value)
+
+
+def test_save_split_refuses_halves_that_overlap(tmp_path):
+    with pytest.raises(ValueError, match="in both val_idx and test_idx"):
+        save_split(tmp_path / "s.npz", np.arange(5), np.arange(5))
+    assert not list(tmp_path.iterdir())
+
+
+def test_logits_with_other_labels_than_the_split_are_refused_naming_the_file(tmp_path):
+    from calbench.logits import save_logits
+    from calbench.split import load_halves, split_logits_files
+
+    rng = np.random.default_rng(0)
+    z = rng.normal(size=(10, 3)).astype(np.float32)
+    a, b = tmp_path / "a.npz", tmp_path / "b.npz"
+    save_logits(a, z, np.arange(10) % 3, order_hash="h", model="a", dataset="d")
+    split_logits_files([a], tmp_path / "split.npz")
+    save_logits(b, z, np.arange(10) % 2, order_hash="h", model="a", dataset="d")
+    with pytest.raises(ValueError, match=f"logits file {re.escape(str(b))} holds other labels"):
+        load_halves(b, tmp_path / "split.npz")
+    save_logits(b, z, np.arange(10) % 3, order_hash="other", model="a", dataset="d")
+    with pytest.raises(ValueError, match=f"logits file {re.escape(str(b))} holds samples in another order"):
+        load_halves(b, tmp_path / "split.npz")

@@ -208,13 +208,35 @@ def check_bounded_int(value, name: str, low: int, high: int) -> int:
 
 def check_input_file(path, what: str, fix: str):
     """Return ``path`` if it is an existing regular file; else a one-line error that says what it
-    is: ``ValueError`` for a directory, ``FileNotFoundError`` for a missing path (``fix`` says
-    how to make it, e.g. "run calbench split first")."""
-    if os.path.isdir(path):
-        raise ValueError(f"{what} {path} is a directory, not a file; pass the file itself")
-    if not os.path.isfile(path):
+    is: ``ValueError`` for a directory or for something that is not a regular file (a device
+    such as ``/dev/zero``, a FIFO, a socket: reading those never ends or gives no file to
+    hash), ``FileNotFoundError`` for a missing path (``fix`` says how to make it, e.g. "run
+    calbench split first")."""
+    why = not_regular_file(path)
+    if why == "missing":
         raise FileNotFoundError(f"{what} {path} does not exist; {fix}")
+    if why is not None:
+        raise ValueError(f"{what} {path} is {why}; pass the file itself")
     return path
+
+
+def not_regular_file(path) -> str | None:
+    """Why ``path`` is not an existing regular file (symbolic links followed): ``"missing"``,
+    ``"a directory, not a file"``, ``"not a regular file (a device, FIFO or socket)"``, or
+    ``None`` for a regular file."""
+    import stat
+
+    try:
+        mode = os.stat(path).st_mode
+    except (FileNotFoundError, NotADirectoryError):
+        return "missing"
+    except OSError as exc:  # permission denied, a loop of links, a name too long
+        return f"not readable ({exc.strerror or exc})"
+    if stat.S_ISDIR(mode):
+        return "a directory, not a file"
+    if not stat.S_ISREG(mode):
+        return "not a regular file (a device, FIFO or socket)"
+    return None
 
 
 def check_choice(value, name: str, choices) -> str:

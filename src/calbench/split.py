@@ -81,39 +81,105 @@ def check_logits_files_agree(metas: list[dict]) -> int:
     return int(ref["n"])
 
 
-def save_split(path, val_idx: np.ndarray, test_idx: np.ndarray, **extra) -> dict[str, str]:
-    """Write the split ``.npz`` (``val_idx``, ``test_idx``, both digests, extras) atomically."""
+def save_split(path, val_idx: np.ndarray, test_idx: np.ndarray, *, labels=None, **extra) -> dict[str, str]:
+    """Write the split ``.npz`` (``val_idx``, ``test_idx``, both digests, extras) atomically,
+    after checking the halves partition the samples (:func:`check_partition`). With ``labels``
+    (of the logits it splits), also ``labels_sha256``, which :func:`load_split` compares with
+    the labels of the logits it is later given."""
+    n = len(np.asarray(val_idx)) + len(np.asarray(test_idx))
+    val_idx, test_idx = check_partition(val_idx, test_idx, n, path)
     digests = split_digests(val_idx, test_idx)
+    if labels is not None:
+        extra["labels_sha256"] = np.str_(labels_sha256(labels))
     with atomic_path(path) as tmp:
-        np.savez(
-            tmp,
-            val_idx=np.asarray(val_idx, dtype=np.int64),
-            test_idx=np.asarray(test_idx, dtype=np.int64),
-            **digests,
-            **extra,
-        )
+        np.savez(tmp, val_idx=val_idx, test_idx=test_idx, **digests, **extra)
     return digests
 
 
-def load_split(path, n: int, order_hash: str = "") -> tuple[np.ndarray, np.ndarray]:
-    """Read a split ``.npz`` and check it partitions ``range(n)``; returns ``(val_idx, test_idx)``."""
+def check_partition(
+    val_idx, test_idx, n: int, where, fix: str = "rebuild it with calbench split"
+) -> tuple[np.ndarray, np.ndarray]:
+    """``(val_idx, test_idx)`` as int64 if together they partition ``range(n)``: 1-D integer
+    arrays, each non-empty, no index negative or ``>= n``, none repeated within a half, none in
+    both halves (a calibrator fitted on samples it is then evaluated on), every sample in one.
+    Else a one-line ``ValueError`` naming ``where`` (the split file), what is wrong and ``fix``. The one
+    check of every split read (:func:`load_split`, the pre-split logits sources)."""
+    parts = []
+    for name, idx in (("val_idx", val_idx), ("test_idx", test_idx)):
+        idx = np.asarray(idx)
+        if idx.ndim != 1 or not np.issubdtype(idx.dtype, np.integer) or idx.size == 0:
+            raise ValueError(
+                f"split {where}: {name} must be a non-empty 1-D integer array, got dtype "
+                f"{idx.dtype} shape {idx.shape}; {fix}"
+            )
+        if idx.dtype == np.uint64 and int(idx.max()) > np.iinfo(np.int64).max:
+            raise ValueError(f"split {where}: {name} holds indices beyond {n - 1}; {fix}")
+        idx = idx.astype(np.int64)
+        lo, hi = int(idx.min()), int(idx.max())
+        if lo < 0 or hi >= n:
+            raise ValueError(
+                f"split {where}: {name} holds indices in [{lo}, {hi}] but the logits have {n} "
+                f"rows (valid 0..{n - 1}); {fix}"
+            )
+        parts.append(idx)
+    val, test = parts
+    for name, idx in (("val_idx", val), ("test_idx", test)):
+        if np.unique(idx).size != idx.size:
+            raise ValueError(
+                f"split {where}: {name} repeats {idx.size - np.unique(idx).size} indices; each "
+                f"sample belongs in one half once; {fix}"
+            )
+    shared = np.intersect1d(val, test).size
+    if shared:
+        raise ValueError(
+            f"split {where}: {shared} indices are in both val_idx and test_idx, so calibrators "
+            f"would be evaluated on samples they were fitted on; {fix}"
+        )
+    if val.size + test.size != n:
+        raise ValueError(
+            f"split {where} covers {val.size} + {test.size} indices but the logits have {n} "
+            f"rows; {fix}"
+        )
+    return val, test
+
+
+def labels_sha256(labels: np.ndarray) -> str:
+    """SHA-256 of labels as int64 little-endian bytes: what a split records of the logits it
+    was made from, so logits with other labels (another dataset's file copied over) are refused
+    by name when they are read with it."""
+    return index_sha256(labels)
+
+
+def load_split(
+    path, n: int, order_hash: str = "", *, labels=None, logits_path=None
+) -> tuple[np.ndarray, np.ndarray]:
+    """Read a split ``.npz`` and check it partitions ``range(n)`` (:func:`check_partition`);
+    returns ``(val_idx, test_idx)``. With ``labels`` (of the logits file ``logits_path``), a
+    split that records other labels (``labels_sha256``) or another sample order is refused
+    naming that logits file."""
     path = Path(path)
     check_input_file(path, "split file", "run calbench split first")
     data = read_npz(path, "split file", "rebuild it with calbench split")
     if "val_idx" not in data or "test_idx" not in data:
         raise ValueError(f"{path} lacks val_idx/test_idx; regenerate it with calbench split")
-    val, test = data["val_idx"].astype(np.int64), data["test_idx"].astype(np.int64)
+    val, test = check_partition(
+        data["val_idx"], data["test_idx"], n, path, "rebuild the split from these logits (calbench split)"
+    )
     split_hash = str(data["order_hash"]) if "order_hash" in data else ""
-    if len(val) + len(test) != n or (n and max(val.max(initial=-1), test.max(initial=-1)) >= n):
-        raise ValueError(
-            f"split {path} covers {len(val)} + {len(test)} indices but the logits have {n} rows; "
-            "rebuild the split from logits of the same dataset"
-        )
+    which = f"logits file {logits_path}" if logits_path is not None else "the logits"
     if order_hash and split_hash and order_hash != split_hash:
         raise ValueError(
-            f"split {path} was made for samples in another order (order_hash differs); "
-            "rebuild logits and split from the same dataset files"
+            f"{which} holds samples in another order than split {path} was made for "
+            f"(order_hash {order_hash[:12]}... vs {split_hash[:12]}...): another dataset's "
+            "logits copied over? cache these logits again, or rebuild the split from them"
         )
+    if labels is not None and "labels_sha256" in data:
+        if labels_sha256(labels) != str(data["labels_sha256"]):
+            raise ValueError(
+                f"{which} holds other labels than split {path} was made from: another "
+                "model's or dataset's logits copied over? cache these logits again, or "
+                "rebuild the split from them"
+            )
     return val, test
 
 
@@ -126,7 +192,13 @@ def load_halves(logits_path, split_path) -> dict:
     from calbench.logits import load_logits  # lazy: code inputs
 
     data = load_logits(logits_path)
-    val, test = load_split(split_path, len(data["labels"]), data["order_hash"])
+    val, test = load_split(
+        split_path,
+        len(data["labels"]),
+        data["order_hash"],
+        labels=data["labels"],
+        logits_path=logits_path,
+    )
     z, y = data["logits"], data["labels"]
     return {
         "meta": {
@@ -169,6 +241,7 @@ def split_logits_files(logits_paths, out, seed: int = 0) -> dict:
         n=np.int64(n),
         seed=np.int64(seed),
         made_from=np.str_(str(logits_paths[0])),
+        labels=metas[0]["labels"],
     )
     return {"n": n, "val": len(val), "test": len(test), **digests}
 

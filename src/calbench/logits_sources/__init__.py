@@ -130,6 +130,7 @@ def import_logits(
             split_out,
             val,
             test,
+            labels=imp.labels,
             order_hash=np.str_(ohash),
             n=np.int64(imp.labels.size),
             source=np.str_(lg["format"]),

@@ -92,20 +92,13 @@ def _as_labels(arr, n: int, k: int, path, what: str = "labels") -> np.ndarray:
 
 
 def check_split(val_idx, test_idx, n: int, path) -> tuple[np.ndarray, np.ndarray]:
-    """``(val_idx, test_idx)`` as int64 if together they are a partition of ``range(n)``."""
-    parts = []
-    for name, idx in (("val_idx", val_idx), ("test_idx", test_idx)):
-        idx = np.asarray(idx)
-        if idx.ndim != 1 or not np.issubdtype(idx.dtype, np.integer) or idx.size == 0:
-            raise ValueError(f"{path}: {name} must be a non-empty 1-D integer array")
-        parts.append(idx.astype(np.int64))
-    both = np.concatenate(parts)
-    if both.size != n or not np.array_equal(np.sort(both), np.arange(n)):
-        raise ValueError(
-            f"{path}: val_idx and test_idx must split range({n}) into two disjoint parts "
-            f"(got {parts[0].size} + {parts[1].size} indices)"
-        )
-    return parts[0], parts[1]
+    """``(val_idx, test_idx)`` as int64 if together they are a partition of ``range(n)``
+    (:func:`calbench.split.check_partition`, the one check of every split)."""
+    from calbench.split import check_partition  # lazy: code inputs
+
+    return check_partition(
+        val_idx, test_idx, n, path, "fix val_idx/test_idx in the file, or use split: study"
+    )
 
 
 # --------------------------------------------------------------------------- coursework
