@@ -59,3 +59,66 @@ def test_atomic_path_gives_the_mode_a_plain_open_would(tmp_path):
     finally:
         os.umask(old)
     assert (tmp_path / "a.txt").stat().st_mode & 0o777 == (tmp_path / "b.txt").stat().st_mode & 0o777 == 0o644
+
+
+# --- sizes are checked before anything is allocated (issue 33, group 9) -----------------------
+def _npy_bytes(shape, dtype="<f4", payload=b""):
+    import io
+
+    buf = io.BytesIO()
+    np.lib.format.write_array_header_1_0(
+        buf, {"descr": dtype, "fortran_order": False, "shape": shape}
+    )
+    return buf.getvalue() + payload
+
+
+def _crafted_npz(path, members):
+    import zipfile
+
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_STORED) as zf:
+        for name, data in members.items():
+            zf.writestr(f"{name}.npy", data)
+
+
+def test_a_small_npz_claiming_a_huge_shape_is_refused_before_allocation(tmp_path, monkeypatch):
+    from calbench.io import read_npz
+
+    path = tmp_path / "huge.npz"
+    _crafted_npz(path, {"logits": _npy_bytes((10**10, 10), payload=b"\0" * 24_000)})
+    assert path.stat().st_size < 30_000
+
+    def no_load(*a, **k):  # the arrays must never be read
+        raise AssertionError("np.load reached")
+
+    monkeypatch.setattr(np, "load", no_load)
+    with pytest.raises(ValueError, match=r"claims shape \(10000000000, 10\) of float32 \(400.0 GB\)") as info:
+        read_npz(path, "logits file", "cache it again")
+    assert "\n" not in str(info.value) and str(info.value).endswith("cache it again")
+
+
+def test_a_zip_bomb_npz_is_refused_by_its_declared_size(tmp_path, monkeypatch):
+    import calbench.io as cio
+
+    path = tmp_path / "bomb.npz"
+    np.savez_compressed(path, logits=np.zeros((1 << 20, 4), np.float32), labels=np.zeros(4))
+    assert path.stat().st_size < 100_000  # 16 MB of zeros deflate ~1000-fold
+    monkeypatch.setattr(cio, "NPZ_SMALL_BYTES", 1 << 20)  # the 64 MB floor, scaled down
+    with pytest.raises(ValueError, match=r"declares 16.8 MB of arrays in a file of .* zip bomb"):
+        cio.read_npz(path, "logits file", "cache it again")
+    monkeypatch.setattr(cio, "NPZ_SMALL_BYTES", 64 << 20)
+    assert cio.read_npz(path, "logits file", "x")["logits"].shape == (1 << 20, 4)
+    with pytest.raises(ValueError, match="at most 1.0 MB"):
+        cio.read_npz(path, "logits file", "x", max_bytes=1 << 20)
+
+
+def test_an_npz_of_objects_or_a_damaged_header_is_one_line(tmp_path):
+    from calbench.io import read_npz
+
+    path = tmp_path / "obj.npz"
+    np.savez(path, names=np.array(["a", None], dtype=object))
+    with pytest.raises(ValueError, match="holds Python objects"):
+        read_npz(path, "logits file", "fix")
+    _crafted_npz(path, {"logits": b"\x93NUMPY\x01\x00garbage"})
+    with pytest.raises(ValueError, match="cannot read logits file .*damaged") as info:
+        read_npz(path, "logits file", "fix")
+    assert "\n" not in str(info.value)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import errno
 import hashlib
+import math
 import os
 import tempfile
 from collections.abc import Iterator
@@ -57,10 +58,89 @@ def atomic_write_bytes(path: str | os.PathLike, data: bytes) -> None:
         tmp.write_bytes(data)
 
 
-def read_npz(path: str | os.PathLike, what: str, fix: str) -> dict:
+#: Largest total size the arrays of one ``.npz`` may declare (ImageNet-21k logits of 50,000
+#: samples, 21,841 classes in float32 are 4.4 GB).
+MAX_NPZ_BYTES = 16 << 30
+#: How much larger than the file its arrays may declare to be, for files above
+#: :data:`NPZ_SMALL_BYTES`: ``np.savez`` stores arrays uncompressed (ratio 1), and compressed
+#: logits shrink by less than 2x; a zip bomb's members inflate by up to ~1,000x.
+MAX_NPZ_RATIO = 100
+#: Declared sizes up to this many bytes are accepted whatever the file's size (a compressed
+#: file of small labels or a constant column may shrink by more than :data:`MAX_NPZ_RATIO`).
+NPZ_SMALL_BYTES = 64 << 20
+
+
+def _human(n: float) -> str:
+    for unit in ("bytes", "KB", "MB", "GB", "TB"):
+        if n < 1000 or unit == "TB":
+            return f"{n:.0f} {unit}" if unit == "bytes" else f"{n:.1f} {unit}"
+        n /= 1000
+    return f"{n:.1f} TB"  # pragma: no cover
+
+
+def check_npz_sizes(path, what: str, fix: str, max_bytes: int = MAX_NPZ_BYTES) -> None:
+    """Refuse, before any array is allocated, an ``.npz`` whose arrays would not fit what the
+    file can hold: each member's ``.npy`` header (shape and dtype) must describe exactly the
+    bytes the member declares, no member may hold objects, and the declared total must stay
+    below ``max_bytes`` and (above :data:`NPZ_SMALL_BYTES`) below :data:`MAX_NPZ_RATIO` times
+    the file's size (a zip bomb). One-line ``ValueError`` naming ``what``, the member and
+    ``fix``."""
+    import zipfile
+
+    import numpy as np
+
+    size = os.path.getsize(path)
+    try:
+        with zipfile.ZipFile(path) as zf:
+            members = zf.infolist()
+            total = sum(m.file_size for m in members)
+            if total > max_bytes or (total > NPZ_SMALL_BYTES and total > MAX_NPZ_RATIO * size):
+                raise ValueError(
+                    f"{what} {path} declares {_human(total)} of arrays in a file of "
+                    f"{_human(size)} (at most {_human(max_bytes)}, and at most "
+                    f"{MAX_NPZ_RATIO}x the file above {_human(NPZ_SMALL_BYTES)}): a zip bomb or "
+                    f"a damaged file; {fix}"
+                )
+            for m in members:
+                if not m.filename.endswith(".npy"):
+                    continue
+                with zf.open(m) as fh:
+                    version = np.lib.format.read_magic(fh)
+                    if version == (1, 0):
+                        shape, _, dtype = np.lib.format.read_array_header_1_0(fh)
+                    else:
+                        shape, _, dtype = np.lib.format.read_array_header_2_0(fh)
+                    header = fh.tell()
+                if dtype.hasobject:
+                    raise ValueError(
+                        f"{what} {path}: array {m.filename[:-4]!r} holds Python objects, which "
+                        f"are never loaded (pickles run code); {fix}"
+                    )
+                claimed = header + math.prod(shape) * dtype.itemsize
+                if claimed != m.file_size:
+                    raise ValueError(
+                        f"{what} {path}: array {m.filename[:-4]!r} claims shape {shape} of "
+                        f"{dtype} ({_human(claimed)}) but holds {_human(m.file_size)}: damaged "
+                        f"or crafted; {fix}"
+                    )
+    except (zipfile.BadZipFile, OSError, EOFError) as exc:
+        reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        raise ValueError(f"cannot read {what} {path}: damaged or truncated ({reason}); {fix}") from None
+    except ValueError as exc:
+        if str(exc).startswith((f"{what} {path}", f"cannot read {what}")):
+            raise
+        reason = str(exc).splitlines()[0]
+        raise ValueError(
+            f"cannot read {what} {path}: damaged array header ({reason[:160]}); {fix}"
+        ) from None
+
+
+def read_npz(path: str | os.PathLike, what: str, fix: str, max_bytes: int = MAX_NPZ_BYTES) -> dict:
     """All arrays of an ``.npz`` file (no pickles), or a one-line ``ValueError`` naming ``what``
     (e.g. "logits file") and ``fix`` for a file that is not a readable zip archive (truncated,
-    garbage, an arrays entry cut short)."""
+    garbage, an arrays entry cut short) or whose arrays would not fit what it can hold
+    (:func:`check_npz_sizes`, checked before anything is allocated). The one reader of every
+    ``.npz`` calbench reads back."""
     import zipfile
 
     import numpy as np
@@ -70,6 +150,7 @@ def read_npz(path: str | os.PathLike, what: str, fix: str) -> dict:
         magic = fh.read(4)
     if magic != b"PK\x03\x04" and magic != b"PK\x05\x06":
         raise ValueError(f"cannot read {what} {path}: not an .npz (zip) archive; {fix}")
+    check_npz_sizes(path, what, fix, max_bytes)
     try:
         with np.load(path, allow_pickle=False) as z:
             return {k: z[k] for k in z.files}

@@ -18,7 +18,7 @@ from pathlib import Path
 import numpy as np
 
 from calbench._checks import check_input_file
-from calbench.io import atomic_path, file_digest, read_npz
+from calbench.io import atomic_path, check_npz_sizes, file_digest, read_npz
 
 #: the two halves of a model's test-set logits: calibrators are fitted on val, reported on test
 HALVES = ("test", "val")
@@ -252,6 +252,7 @@ def split_made_from(path) -> str | None:
     step that same input, so adding a model before the dataset's first one does not rebuild the
     split (and every step after it)."""
     try:
+        check_npz_sizes(path, "split file", "rebuild it")
         with np.load(path, allow_pickle=False) as data:
             return str(data["made_from"]) if "made_from" in data.files else None
     except (OSError, ValueError, KeyError):

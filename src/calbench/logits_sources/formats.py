@@ -35,6 +35,7 @@ from pathlib import Path
 
 import numpy as np
 
+from calbench import io
 from calbench.logits_sources.torchzip import _is_zip, _Unsupported, read_pt_zip
 
 FORMATS = ("coursework", "kull_pickle", "npz")
@@ -283,14 +284,9 @@ def read_kull_pickle(path) -> Imported:
 
 def read_npz(path, *, use_split: bool = False) -> Imported:
     """The user's ``.npz``: ``logits``, ``labels`` and (with ``use_split``) ``val_idx``/``test_idx``."""
-    try:
-        with np.load(path, allow_pickle=False) as z:
-            data = {k: z[k] for k in z.files}
-    except Exception as exc:  # not a zip, pickled object arrays, truncated file
-        first = (str(exc).splitlines() or [""])[0][:160]
-        raise ValueError(
-            f"{path} is not a numpy .npz of arrays (format npz; {type(exc).__name__}: {first})"
-        ) from None
+    data = io.read_npz(
+        path, "logits file", "save it with np.savez(path, logits=..., labels=...) (format npz)"
+    )
     missing = [k for k in ("logits", "labels") if k not in data]
     if missing:
         raise ValueError(

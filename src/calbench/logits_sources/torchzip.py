@@ -85,6 +85,8 @@ def read_pt_zip(path) -> np.ndarray:
         if prefix + "byteorder" in zf.namelist():
             if zf.read(prefix + "byteorder").strip() != b"little":
                 raise _Unsupported("big-endian")
+        if zf.getinfo(pkls[0]).file_size > _MAX_PICKLE_BYTES:  # a tensor record is ~300 bytes
+            raise _Unsupported("data.pkl too large for one tensor record")
         try:
             ref = _PtUnpickler(io.BytesIO(zf.read(pkls[0]))).load()
         except _Unsupported:
@@ -94,6 +96,7 @@ def read_pt_zip(path) -> np.ndarray:
         if not isinstance(ref, _TensorRef) or len(ref.size) != 2:
             raise _Unsupported("not a 2-D tensor")
         member = prefix + "data/" + ref.storage.key
+        _check_storage_size(path, zf, member, ref.storage)
         try:
             raw = zf.read(member)
         except (KeyError, zipfile.BadZipFile) as exc:
@@ -112,6 +115,39 @@ def read_pt_zip(path) -> np.ndarray:
         flat[off:], shape=(n, k), strides=(s0 * flat.itemsize, s1 * flat.itemsize), writeable=False
     )
     return np.ascontiguousarray(view)
+
+
+#: Largest ``data.pkl`` of a single-tensor container read here.
+_MAX_PICKLE_BYTES = 1 << 20
+
+
+def _check_storage_size(path, zf, member: str, storage: _Storage) -> None:
+    """Refuse, before reading it, a storage whose declared size disagrees with its record
+    (``numel`` elements) or exceeds :data:`calbench.io.MAX_NPZ_BYTES` or, above
+    :data:`calbench.io.NPZ_SMALL_BYTES`, :data:`calbench.io.MAX_NPZ_RATIO` times the file (a zip
+    bomb): the size bounds of every ``.npz`` read (:func:`calbench.io.check_npz_sizes`)."""
+    import os
+
+    from calbench import io as cio
+
+    try:
+        declared = zf.getinfo(member).file_size
+    except KeyError:
+        raise ValueError(f"{path}: damaged torch container (no {member}); download it again") from None
+    want = storage.numel * np.dtype(storage.dtype).itemsize
+    size = os.path.getsize(path)
+    if declared > cio.MAX_NPZ_BYTES or (
+        declared > cio.NPZ_SMALL_BYTES and declared > cio.MAX_NPZ_RATIO * size
+    ):
+        raise ValueError(
+            f"{path}: the tensor's storage declares {declared} bytes in a file of {size}: a zip "
+            "bomb or a damaged file; download it again"
+        )
+    if declared != want:
+        raise ValueError(
+            f"{path}: the tensor record claims {storage.numel} elements ({want} bytes) but its "
+            f"storage holds {declared} bytes: damaged or crafted; download it again"
+        )
 
 
 def _is_zip(path) -> bool:
