@@ -449,7 +449,7 @@ class Calibrator:
         for key, field in schema.items():
             try:
                 value = from_jsonable(raw[key])
-            except (ValueError, TypeError, KeyError) as exc:
+            except (ValueError, TypeError, KeyError, OverflowError) as exc:  # 300 as int8
                 raise _why(cls.name, where, f"state.{key} is not a stored array ({exc})") from None
             why = field.check(value, k)
             if why:

@@ -49,6 +49,9 @@ def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
+        from calbench.cli._args import check_outputs
+
+        check_outputs(args)  # before anything is written: no output replaces an input
         rc = args.func(args)
     except (ValueError, FileNotFoundError, KeyError) as exc:
         msg = exc.args[0] if isinstance(exc, KeyError) and exc.args else exc

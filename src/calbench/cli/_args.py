@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import re
 from pathlib import Path
 
@@ -220,3 +221,80 @@ def set_threads(n, *, torch_now: bool = True) -> None:
     from calbench._device import set_threads as _set_threads  # lazy: cli start-up
 
     _set_threads(n, torch_now=torch_now)
+
+
+# --------------------------------------------------------------------------------------------
+# outputs never replace inputs
+# --------------------------------------------------------------------------------------------
+#: options whose values are names or lists of names, never paths
+_NOT_PATHS = frozenset(
+    {"command", "name", "title", "model", "dataset", "method", "style", "half", "halves",
+     "baselines", "ci_halves", "ci_metrics", "temperatures", "curve", "corruption", "device",
+     "models", "compare_metrics"}
+)  # fmt: skip
+
+
+def writes(p: argparse.ArgumentParser, *flags: str, files=None) -> None:
+    """Declare the options of verb parser ``p`` that name files the verb writes, and with
+    ``files`` a function of the parsed arguments returning ``(label, path)`` of the files it
+    writes inside output folders. :func:`check_outputs` (run by ``calbench.cli.main`` before
+    every verb) refuses an output that is an input or another output."""
+    p.set_defaults(_writes=tuple(flags), _writes_files=files)
+
+
+def _dest(flag: str) -> str:
+    return flag.lstrip("-").replace("-", "_")
+
+
+def _values(value) -> list:
+    return [v for v in (value if isinstance(value, list | tuple) else [value]) if v]
+
+
+def same_file(a, b) -> bool:
+    """Whether paths ``a`` and ``b`` name one file: :func:`os.path.samefile` where both exist
+    (symbolic and hard links), else their resolved absolute paths (symbolic links of folders
+    followed) are equal."""
+    try:
+        if os.path.exists(a) and os.path.exists(b):
+            return os.path.samefile(a, b)
+    except OSError:
+        pass
+    return os.path.realpath(a) == os.path.realpath(b)
+
+
+def check_outputs(args: argparse.Namespace) -> None:
+    """Refuse, before anything is written, a verb whose output is one of its inputs (``--out``
+    equal to ``--logits``, the template of ``render-report``, the same file through a symbolic
+    or hard link) or whose two outputs are one file (``evaluate --plot X --out X``).
+
+    The outputs are the options the verb declared with :func:`writes`; the inputs are every
+    other option's value (``@file`` arguments included) that names an existing regular file."""
+    outputs = [(flag, str(v)) for flag in getattr(args, "_writes", ()) for v in _values(getattr(args, _dest(flag), None))]
+    extra = getattr(args, "_writes_files", None)
+    if extra is not None:
+        outputs += [(label, str(path)) for label, path in extra(args)]
+    if not outputs:
+        return
+    skip = {_dest(f) for f in getattr(args, "_writes", ())} | _NOT_PATHS
+    inputs = []
+    for dest, value in sorted(vars(args).items()):
+        if dest.startswith("_") or dest in skip or dest == "func":
+            continue
+        for v in _values(value):
+            if isinstance(v, str):
+                path = v[1:] if v.startswith("@") else v
+                if os.path.isfile(path):
+                    inputs.append((f"--{dest.replace('_', '-')}", path))
+    for i, (flag, out) in enumerate(outputs):
+        for in_flag, src in inputs:
+            if same_file(out, src):
+                raise ValueError(
+                    f"{flag} {out} is the input {in_flag} {src}: writing it would replace the "
+                    f"input; choose another {flag.split(' ')[0]} path"
+                )
+        for other_flag, other in outputs[:i]:
+            if same_file(out, other):
+                raise ValueError(
+                    f"{other_flag} {other} and {flag} {out} are one file: the second would "
+                    "replace the first; give each output its own path"
+                )

@@ -18,6 +18,7 @@ from calbench.cli._args import (
     parse_list,
     plot_options,
     set_threads,
+    writes,
 )
 
 
@@ -103,6 +104,23 @@ def _cmd_compare(args: argparse.Namespace) -> int:
     return 0
 
 
+def _calibrate_files(args: argparse.Namespace) -> list[tuple[str, str]]:
+    """The files ``calibrate`` writes in its folders: each calibrator key's JSON, CSV and PNG,
+    and the grid."""
+    from pathlib import Path  # lazy: cli start-up
+
+    spec = parse_json_arg(args.spec, "--spec")
+    keys = spec.get("calibrators") if isinstance(spec.get("calibrators"), dict) else {}
+    out = [("--plots-dir", Path(args.plots_dir) / "grid.png")]
+    for key in keys:
+        out += [
+            ("--calibrators-dir", Path(args.calibrators_dir) / f"{key}.json"),
+            ("--metrics-dir", Path(args.metrics_dir) / f"{key}.csv"),
+            ("--plots-dir", Path(args.plots_dir) / f"{key}.png"),
+        ]
+    return out
+
+
 def _naming(p: argparse.ArgumentParser) -> None:
     p.add_argument("--dataset", help="dataset name for the CSV (default: from the logits file)")
     p.add_argument("--model", help="model name for the CSV (default: from the logits file)")
@@ -145,6 +163,7 @@ def register(sub) -> None:
         help="folder keeping each calibrator's files under a digest of all it depends on: an "
         "unchanged calibrator is copied from there instead of refitted",
     )
+    writes(p, "--compare", "--robustness", files=_calibrate_files)
     p.set_defaults(func=_cmd_calibrate)
 
     p = sub.add_parser(
@@ -162,6 +181,7 @@ def register(sub) -> None:
         help="fit even if every row is a probability vector (default: refuse; pass logits)",
     )
     p.add_argument("--out", required=True, help="calibrator .json to write")
+    writes(p, "--out")
     p.set_defaults(func=_cmd_fit)
 
     p = sub.add_parser(
@@ -189,6 +209,7 @@ def register(sub) -> None:
     p.add_argument("--plot", help="also draw the reliability diagram (test half) to this image")
     add_plot_options(p)
     p.add_argument("--out", required=True, help="metrics .csv to write")
+    writes(p, "--out", "--plot")
     p.set_defaults(func=_cmd_evaluate)
 
     p = sub.add_parser(
@@ -206,4 +227,5 @@ def register(sub) -> None:
     _bootstrap(p, 1000)
     add_allow_other_logits(p)
     p.add_argument("--out", required=True, help="comparison .csv to write")
+    writes(p, "--out")
     p.set_defaults(func=_cmd_compare)

@@ -9,6 +9,8 @@ and writes a JSON manifest with the hashes.
 
 from __future__ import annotations
 
+from calbench.cli._args import writes
+
 
 def register(sub) -> None:
     p = sub.add_parser(
@@ -43,6 +45,7 @@ def register(sub) -> None:
         default=None,
         help="the dataset's config entry as JSON (e.g. datasets.imagenet.path, pinned-file overrides)",
     )
+    writes(p, "--manifest")
     p.set_defaults(func=cmd_download_dataset)
 
 

@@ -15,6 +15,7 @@ from calbench.cli._args import (
     batch_size_arg,
     name_arg,
     set_threads,
+    writes,
 )
 
 
@@ -38,6 +39,7 @@ def register(sub) -> None:
         "--workers", type=int, default=0, help="DataLoader workers for streamed datasets (ImageNet)"
     )
     add_threads_arg(p)
+    writes(p, "--out")
     p.set_defaults(func=cmd_cache_logits)
 
     p = sub.add_parser("split", help="the study's validation/test split of a dataset's logits")
@@ -50,6 +52,7 @@ def register(sub) -> None:
     )
     p.add_argument("--out", required=True, help="split file, results/split/{dataset}/split.npz")
     p.add_argument("--seed", type=int, default=0, help="RandomState seed (the study: 0)")
+    writes(p, "--out")
     p.set_defaults(func=cmd_split)
 
     p = sub.add_parser(
@@ -74,6 +77,7 @@ def register(sub) -> None:
     p.add_argument("--resources", default="resources", help="resources folder (downloads, lock)")
     add_fetch_options(p)
     add_repin(p)
+    writes(p, "--out", "--split-out", "--provenance")
     p.set_defaults(func=cmd_import_logits)
 
 

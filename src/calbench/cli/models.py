@@ -26,6 +26,7 @@ from calbench.cli._args import (
     download_setup,
     name_arg,
     set_threads,
+    writes,
 )
 
 
@@ -38,6 +39,7 @@ def register(sub) -> None:
     p.add_argument("--device", default="auto", help="auto (GPU if available), cpu or cuda")
     p.add_argument("--progress", action="store_true", help="show a progress bar")
     add_threads_arg(p)
+    writes(p, "--out", "--history")
     p.set_defaults(func=cmd_train_model)
 
     p = sub.add_parser("download-checkpoint", help="fetch and verify one model's published weights")
@@ -55,6 +57,7 @@ def register(sub) -> None:
     p.add_argument(
         "--file", default=None, help="a copy you downloaded yourself (the file or its archive)"
     )
+    writes(p, "--out")
     p.set_defaults(func=cmd_download_checkpoint)
 
 

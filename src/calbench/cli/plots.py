@@ -10,6 +10,7 @@ from calbench.cli._args import (
     add_logits_split,
     add_plot_options,
     plot_options,
+    writes,
 )
 
 
@@ -42,4 +43,5 @@ def register(sub) -> None:
     add_plot_options(p)
     add_allow_other_logits(p)
     p.add_argument("--out", required=True, help="image to write (.png, .pdf, .svg)")
+    writes(p, "--out")
     p.set_defaults(func=_cmd_plot)

@@ -8,7 +8,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from calbench.cli._args import n_bins_arg, parse_json_arg
+from calbench.cli._args import n_bins_arg, parse_json_arg, writes
 
 
 def _floats(text: str, flag: str) -> list[float]:
@@ -43,6 +43,7 @@ def register(sub) -> None:
     )
     p.add_argument("--name", default="coursework_2021", help="packaged table (coursework_2021)")
     p.add_argument("--out", required=True, help="CSV to write: dataset,model,method,metric,value")
+    writes(p, "--out")
     p.set_defaults(func=cmd_reference_csv)
 
     p = sub.add_parser(
@@ -60,6 +61,7 @@ def register(sub) -> None:
     p.add_argument("--out-md", required=True, help="the same tables in Markdown")
     p.add_argument("--out-csv", required=True, help="every cell, long format")
     p.add_argument("--out-accuracy", required=True, help="accuracy check CSV")
+    writes(p, "--out-html", "--out-md", "--out-csv", "--out-accuracy")
     p.set_defaults(func=cmd_replication_tables)
 
     p = sub.add_parser(
@@ -76,6 +78,7 @@ def register(sub) -> None:
     p.add_argument("--out-grid", required=True, help="PNG: one diagram per temperature")
     p.add_argument("--out-curve", required=True, help="PNG: ECE vs temperature")
     p.add_argument("--out-csv", required=True, help="CSV: model,kind,temperature,ece")
+    writes(p, "--out-grid", "--out-curve", "--out-csv")
     p.set_defaults(func=cmd_temperature_sweep)
 
     p = sub.add_parser(
@@ -103,6 +106,7 @@ def register(sub) -> None:
     p.add_argument("--out-md", required=True, help="the tables in Markdown")
     p.add_argument("--out-csv", required=True, help="every published cell beside ours")
     p.add_argument("--out-summary", required=True, help="summary table CSV")
+    writes(p, "--out-html", "--out-md", "--out-csv", "--out-summary")
     p.set_defaults(func=cmd_guo_kull_tables)
 
 

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import argparse
 
-from calbench.cli._args import parse_json_arg
+from calbench.cli._args import parse_json_arg, writes
 
 
 def _cmd_aggregate(args: argparse.Namespace) -> int:
@@ -70,6 +70,23 @@ def _cmd_render(args: argparse.Namespace) -> int:
     return 0
 
 
+def _table_files(args: argparse.Namespace) -> list[tuple[str, str]]:
+    """Input files inside ``--tables-dir`` of the kinds aggregate writes there (tables as
+    .html, .md, .csv, .tex; reference.csv): their names follow the metrics, so any of them may
+    be replaced."""
+    import os  # lazy: cli start-up
+
+    tables = os.path.realpath(args.tables_dir)
+    named = [*args.metrics, *(args.compare or []), args.reference, args.spec.lstrip("@")]
+    return [
+        ("--tables-dir", path)
+        for path in named
+        if path
+        and os.path.dirname(os.path.realpath(path)) == tables
+        and os.path.splitext(path)[1] in (".html", ".md", ".csv", ".tex")
+    ]
+
+
 # --------------------------------------------------------------------------------------------
 # argparse
 # --------------------------------------------------------------------------------------------
@@ -87,6 +104,7 @@ def register(sub) -> None:
     p.add_argument("--out-csv", required=True, help="aggregated long CSV to write")
     p.add_argument("--out-compare", help="aggregated comparison CSV to write")
     p.add_argument("--tables-dir", required=True, help="folder for {metric}.{html,md,csv,tex}")
+    writes(p, "--out-csv", "--out-compare", files=_table_files)
     p.set_defaults(func=_cmd_aggregate)
 
     p = sub.add_parser("render-report", help="the self-contained HTML report (Jinja2)")
@@ -130,4 +148,5 @@ def register(sub) -> None:
         "config_files, workflow_dir (calbench.report.provenance.RUN_INFO_KEYS; all optional)",
     )
     p.add_argument("--out", required=True, help="report .html to write")
+    writes(p, "--out")
     p.set_defaults(func=_cmd_render)

@@ -11,6 +11,7 @@ Each parses arguments and calls one function of :mod:`calbench.shift` / :mod:`ca
 from __future__ import annotations
 
 import argparse
+import os
 
 from calbench.cli._args import (
     add_threads_arg,
@@ -19,6 +20,7 @@ from calbench.cli._args import (
     parse_json_arg,
     parse_list,
     set_threads,
+    writes,
 )
 
 
@@ -147,6 +149,7 @@ def register(sub) -> None:
     p.add_argument("--out", required=True, help="archive path to write")
     p.add_argument("--mirror", action="append", default=[], help="folder holding the archive")
     p.add_argument("--archive", help="overrides of the pinned archive facts as JSON (urls, md5)")
+    writes(p, "--out")
     p.set_defaults(func=_cmd_download)
 
     p = sub.add_parser("corrupt-dataset", help="one corruption at severities 1-5 of a test set")
@@ -160,6 +163,7 @@ def register(sub) -> None:
     p.add_argument("--limit", type=int, default=None, help="first N test images only")
     p.add_argument("--seed", type=int, default=0, help="corruption seed (default 0)")
     p.add_argument("--out", required=True, help="<corruption>.npy to write (manifest beside it)")
+    writes(p, "--out", files=lambda a: [("--out (manifest)", os.path.splitext(a.out)[0] + ".json")])
     p.set_defaults(func=_cmd_corrupt)
 
     p = sub.add_parser("shift-logits", help="a model's logits on the test half of corrupted sets")
@@ -173,6 +177,7 @@ def register(sub) -> None:
     p.add_argument("--device", default="auto", help="auto, cpu or cuda")
     p.add_argument("--out", required=True, help="shift logits .npz to write")
     add_threads_arg(p)
+    writes(p, "--out")
     p.set_defaults(func=_cmd_logits)
 
     p = sub.add_parser(
@@ -189,6 +194,7 @@ def register(sub) -> None:
     p.add_argument("--seed", type=int, default=0, help="bootstrap seed")
     p.add_argument("--out-metrics", required=True, help="long metrics CSV to write")
     p.add_argument("--out-compare", required=True, help="comparison CSV to write")
+    writes(p, "--out-metrics", "--out-compare")
     p.set_defaults(func=_cmd_evaluate)
 
     p = sub.add_parser("shift-report", help="the dataset-shift report section and tables")
@@ -198,4 +204,9 @@ def register(sub) -> None:
     p.add_argument("--spec", required=True, help="study spec JSON (labels; or @file)")
     p.add_argument("--out-html", required=True, help="HTML fragment to write")
     p.add_argument("--out-dir", required=True, help="folder for the summary CSV/Markdown tables")
+    writes(
+        p,
+        "--out-html",
+        files=lambda a: [("--out-dir", os.path.join(a.out_dir, f"{n}.csv")) for n in ("metrics", "compare", "mean_ece")],
+    )
     p.set_defaults(func=_cmd_report)
