@@ -20,25 +20,20 @@ that use them.
 
 from __future__ import annotations
 
-import hashlib
-import json
 import math
-import os
-import shutil
-import tempfile
 from pathlib import Path
 
 import numpy as np
 
 from calbench._checks import check_choice
 from calbench.calibrators import get_calibrator, load_calibrator, save_calibrator
-from calbench.io import file_digest
 from calbench.metrics import METRICS
 from calbench.report.tables import (
     COMPARE_COLUMNS,  # noqa: F401  (the comparison CSV's columns)
     METRIC_COLUMNS,
     write_long_csv,
 )
+from calbench.reuse import Reuse, reuse_digest  # noqa: F401  (reuse_digest: named in docs)
 from calbench.split import HALVES, load_halves
 
 
@@ -614,7 +609,7 @@ def calibrate(
     written: list[Path] = []
     try:
         test_probs, val_probs = {}, {}
-        reuse = None if reuse_dir is None else _Reuse(reuse_dir, spec, data, split_path)
+        reuse = None if reuse_dir is None else Reuse(reuse_dir, spec, data, split_path)
         for key, cal in fitters.items():
             path, csv, png = paths = (
                 dirs["cal"] / f"{key}.json",
@@ -700,109 +695,3 @@ def calibrate(
             path.unlink(missing_ok=True)
         raise
     return written
-
-
-# --------------------------------------------------------------------------------------------
-# reuse of unchanged calibrators inside ``calibrate``
-# --------------------------------------------------------------------------------------------
-#: the numeric libraries whose versions a calibrator's files may depend on
-_NUMERIC_LIBRARIES = ("numpy", "scipy", "torch", "matplotlib", "scikit-learn")
-
-
-def _code_digest() -> str:
-    """sha256 over every source file of the calbench package and the versions of
-    :data:`_NUMERIC_LIBRARIES`: any edit to the library invalidates every reused file."""
-    from importlib import metadata
-
-    root = Path(__file__).resolve().parent
-    h = hashlib.sha256()
-    for path in sorted(root.rglob("*.py")):
-        h.update(path.relative_to(root).as_posix().encode() + b"\0" + path.read_bytes() + b"\0")
-    for name in _NUMERIC_LIBRARIES:
-        try:
-            version = metadata.version(name)
-        except metadata.PackageNotFoundError:
-            version = "absent"
-        h.update(f"{name}={version}\0".encode())
-    return h.hexdigest()
-
-
-def reuse_digest(key: str, spec: dict, meta: dict, split_digest: str, code_digest: str) -> str:
-    """The digest under which :func:`calibrate` keeps calibrator ``key``'s files: everything
-    its JSON, metrics CSV and diagram depend on (the spec's entry for ``key``, its evaluation and
-    plot sections, the logits and their order, the split file, the names in the CSV, the
-    library's code and the numeric libraries' versions, the thread setting)."""
-    record = {
-        "key": key,
-        "entry": spec["calibrators"][key],
-        "evaluation": spec["evaluation"],
-        "plots": spec["plots"],
-        "logits": [meta["logits_sha256"], meta["order_hash"]],
-        "names": [meta["dataset"], meta["model"]],
-        "split": split_digest,
-        "code": code_digest,
-        "threads": os.environ.get("OMP_NUM_THREADS"),
-    }
-    text = json.dumps(record, sort_keys=True, default=str)
-    return hashlib.sha256(text.encode()).hexdigest()[:32]
-
-
-class _Reuse:
-    """``reuse_dir/<key>/<digest>/`` holds the three files of calibrator ``key`` as last
-    computed with that digest (:func:`reuse_digest`); a folder appears complete or not at all
-    (written under a temporary name, then renamed), older digests of a key are removed, and so
-    are the folders of keys no longer in the spec once a run succeeds."""
-
-    NAMES = ("calibrator.json", "metrics.csv", "diagram.png")
-
-    def __init__(self, reuse_dir, spec: dict, data: dict, split_path) -> None:
-        self.root = Path(reuse_dir)
-        self.digests = {}
-        split_digest, code = file_digest(split_path), _code_digest()
-        for key in spec["calibrators"]:
-            self.digests[key] = reuse_digest(key, spec, data["meta"], split_digest, code)
-
-    def restore(self, key: str, paths) -> bool:
-        """Copy ``key``'s kept files to ``paths`` (JSON, CSV, PNG); ``False`` if none are kept."""
-        folder = self.root / key / self.digests[key]
-        kept = [folder / name for name in self.NAMES]
-        if not all(f.is_file() for f in kept):
-            return False
-        for src, dst in zip(kept, paths, strict=True):
-            Path(dst).parent.mkdir(parents=True, exist_ok=True)
-            shutil.copyfile(src, dst)
-        return True
-
-    def forget(self, key: str, paths) -> None:
-        """Drop ``key``'s kept folder and the files :meth:`restore` copied to ``paths``."""
-        for path in paths:
-            Path(path).unlink(missing_ok=True)
-        shutil.rmtree(self.root / key / self.digests[key], ignore_errors=True)
-
-    def store(self, key: str, paths) -> None:
-        """Keep copies of ``key``'s freshly written files (JSON, CSV, PNG) under its digest."""
-        base = self.root / key
-        base.mkdir(parents=True, exist_ok=True)
-        tmp = Path(tempfile.mkdtemp(prefix=".tmp-", dir=base))
-        try:
-            for src, name in zip(paths, self.NAMES, strict=True):
-                shutil.copyfile(src, tmp / name)
-            final = base / self.digests[key]
-            if final.exists():
-                shutil.rmtree(final)
-            os.replace(tmp, final)
-        finally:
-            if tmp.exists():
-                shutil.rmtree(tmp)
-        for other in base.iterdir():
-            if other.name != final.name and other.is_dir():
-                shutil.rmtree(other, ignore_errors=True)
-
-    def prune(self) -> None:
-        """Drop the kept folders of calibrators no longer in the spec (after a run succeeded):
-        the folder keeps what the study has, not every calibrator it ever had."""
-        if not self.root.is_dir():
-            return
-        for other in self.root.iterdir():
-            if other.is_dir() and other.name not in self.digests:
-                shutil.rmtree(other, ignore_errors=True)
