@@ -289,3 +289,50 @@ def check_binary_pairs(f, y) -> tuple[np.ndarray, np.ndarray]:
     if not np.all((y == 0.0) | (y == 1.0)):
         raise ValueError("outcomes must be 0 or 1; pass correctness (top-label) or a binary label")
     return f, y
+
+
+#: Longest name (model, dataset, display name) read from a file or a spec.
+MAX_TEXT = 200
+#: A leading character that makes a spreadsheet evaluate a cell as a formula (OWASP's CSV
+#: injection list: '=', '+', '-', '@'; tab and carriage return are refused as control characters).
+FORMULA_START = ("=", "+", "-", "@")
+
+
+def check_text(value, what: str, fix: str) -> str:
+    """Return ``value`` if it is a plain name that may reach a CSV, a table or a figure: a
+    non-empty ``str`` (a 0-d NumPy string array is taken as its string; arrays of several
+    strings, bytes and other types are refused) of at most :data:`MAX_TEXT` characters, without
+    control or invisible format characters (newlines, tabs, NUL, bidirectional overrides), not
+    starting or ending with a space, and not starting with a spreadsheet formula character
+    (:data:`FORMULA_START`). Else a one-line ``ValueError`` naming ``what`` and ``fix``."""
+    import unicodedata
+
+    if isinstance(value, np.ndarray):
+        if value.ndim != 0 or value.dtype.kind != "U":
+            kind = f"an array of shape {value.shape}" if value.ndim else f"a {value.dtype} value"
+            raise ValueError(f"{what} is {kind}, not a string; {fix}")
+        value = str(value)
+    if isinstance(value, np.str_):
+        value = str(value)
+    if not isinstance(value, str):
+        raise ValueError(f"{what} is a {type(value).__name__}, not a string; {fix}")
+    shown = repr(value[:40]) + ("..." if len(value) > 40 else "")
+    if not value:
+        raise ValueError(f"{what} is empty; {fix}")
+    if len(value) > MAX_TEXT:
+        raise ValueError(f"{what} {shown} has {len(value)} characters (at most {MAX_TEXT}); {fix}")
+    bad = next((c for c in value if unicodedata.category(c)[0] == "C"), None)
+    if bad is not None:
+        raise ValueError(
+            f"{what} {shown} holds the control character {bad!r} (newlines, tabs and invisible "
+            f"characters break CSV rows and tables); {fix}"
+        )
+    if value != value.strip():
+        raise ValueError(f"{what} {shown} starts or ends with a space; {fix}")
+    if value.startswith(FORMULA_START):
+        raise ValueError(
+            f"{what} {shown} starts with {value[0]!r}, which a spreadsheet opening the CSVs "
+            f"would run as a formula; {fix}"
+        )
+    return value
+

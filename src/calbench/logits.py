@@ -14,10 +14,11 @@ File format (``.npz``, written atomically): ``logits`` float32 (N, K), ``labels`
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 import numpy as np
 
-from calbench._checks import check_input_file, check_labels, check_logits
+from calbench._checks import check_input_file, check_labels, check_logits, check_text
 from calbench.io import atomic_path, read_npz
 
 
@@ -138,13 +139,16 @@ class _Head:
         return self.dataset[i]
 
 
+#: what a logits file records besides its arrays, each a plain name (:func:`check_text`)
+NAME_FIELDS = ("order_hash", "model", "dataset")
+
+
 def save_logits(path, logits, labels, *, order_hash: str, model: str, dataset: str) -> None:
     """Validate and write a logits file atomically (see the module docstring for the format)."""
     z = check_logits(logits).astype(np.float32, copy=False)
     y = check_labels(labels, z.shape[0], z.shape[1])
     for name, value in (("order_hash", order_hash), ("model", model), ("dataset", dataset)):
-        if not isinstance(value, str) or not value:
-            raise ValueError(f"{name} must be a non-empty string, got {value!r}")
+        check_text(value, f"{name}", "pass a plain name (letters, digits, '_', '-', '.')")
     with atomic_path(path) as tmp:
         np.savez(
             tmp,
@@ -158,23 +162,34 @@ def save_logits(path, logits, labels, *, order_hash: str, model: str, dataset: s
 
 def load_logits(path: str | os.PathLike) -> dict:
     """Read and validate a logits file; returns ``logits``, ``labels``, ``order_hash``, ``model``,
-    ``dataset``."""
+    ``dataset``.
+
+    The names it records are plain strings (:func:`calbench._checks.check_text`: no arrays,
+    bytes, control characters or spreadsheet formulas reach the CSVs). A file laid out as the
+    workflow lays them out, ``.../<dataset>/<model>.npz`` with ``<dataset>`` the dataset it
+    records, must record that model: another model's logits copied over it are refused here,
+    where they are first read, naming the file."""
     check_input_file(path, "logits file", "run calbench cache-logits first")
     data = read_npz(path, "logits file", "delete it and cache the logits again")
-    missing = [k for k in ("logits", "labels", "order_hash", "model", "dataset") if k not in data]
+    missing = [k for k in ("logits", "labels", *NAME_FIELDS) if k not in data]
     if missing:
         raise ValueError(f"logits file {path} lacks {missing}; write it with calbench cache-logits")
     logits = check_logits(data["logits"], name=f"logits in {path}")
     labels = check_labels(
         data["labels"], logits.shape[0], logits.shape[1], name=f"labels in {path}"
     )
-    return {
-        "logits": logits,
-        "labels": labels,
-        "order_hash": str(data["order_hash"]),
-        "model": str(data["model"]),
-        "dataset": str(data["dataset"]),
+    names = {
+        k: check_text(data[k], f"logits file {path}: {k}", "write it again with calbench cache-logits")
+        for k in NAME_FIELDS
     }
+    p = Path(path)
+    if p.parent.name == names["dataset"] and p.stem != names["model"]:
+        raise ValueError(
+            f"logits file {path} records model {names['model']!r}, not {p.stem!r}: another "
+            f"model's logits copied over it? cache {p.stem}'s logits again (calbench "
+            "cache-logits or import-logits)"
+        )
+    return {"logits": logits, "labels": labels, **names}
 
 
 def cache_logits(

@@ -38,7 +38,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from calbench._checks import ROW_SUM_ATOL, check_logits, check_logits_labels
+from calbench._checks import ROW_SUM_ATOL, check_input_file, check_logits, check_logits_labels
 from calbench.io import atomic_write_text
 
 REGISTRY: dict[str, type[Calibrator]] = {}
@@ -520,14 +520,7 @@ def load_calibrator(path: str | os.PathLike) -> Calibrator:
     Files larger than :data:`MAX_JSON_BYTES` or nested deeper than :data:`MAX_JSON_DEPTH` are
     refused before they are decoded further."""
     path = Path(path)
-    if path.is_dir():
-        raise ValueError(
-            f"calibrator file {path} is a directory; pass the .json file fit-calibrator wrote"
-        )
-    if not path.is_file():
-        raise FileNotFoundError(
-            f"calibrator file {path} does not exist; run calbench fit-calibrator"
-        )
+    check_input_file(path, "calibrator file", "run calbench fit-calibrator")  # devices, FIFOs too
     size = path.stat().st_size
     if size > MAX_JSON_BYTES:
         raise ValueError(

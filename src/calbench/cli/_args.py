@@ -67,15 +67,29 @@ def name_arg(text: str) -> str:
     return text
 
 
+def text_arg(text: str) -> str:
+    """An argparse ``type`` for a name that reaches the CSVs (``--model``, ``--dataset``,
+    ``--name``): plain text (:func:`calbench._checks.check_text`)."""
+    from calbench._checks import check_text  # lazy: cli start-up
+
+    try:
+        return check_text(text, "the name", "pass plain text")
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
 def parse_json_arg(text: str, what: str) -> dict:
     """Parse a JSON object given on the command line (or ``@file.json``), at most
     :data:`MAX_JSON_ARG_BYTES` long and nested at most 64 levels deep."""
     if text.startswith("@"):
+        from calbench._checks import not_regular_file  # lazy: cli start-up
+
         path = Path(text[1:])
-        if path.is_dir():
-            raise ValueError(f"{what} {path} is a directory; pass a JSON file")
-        if not path.is_file():
+        why = not_regular_file(path)
+        if why == "missing":
             raise ValueError(f"{what} {path} does not exist; pass an existing JSON file")
+        if why is not None:
+            raise ValueError(f"{what} {path} is {why}; pass a JSON file")
         if path.stat().st_size > MAX_JSON_ARG_BYTES:
             raise ValueError(f"{what} {path} is larger than {MAX_JSON_ARG_BYTES} bytes; is it the right file?")
         text = path.read_text()
@@ -298,3 +312,48 @@ def check_outputs(args: argparse.Namespace) -> None:
                     f"{other_flag} {other} and {flag} {out} are one file: the second would "
                     "replace the first; give each output its own path"
                 )
+
+
+# --------------------------------------------------------------------------------------------
+# display names
+# --------------------------------------------------------------------------------------------
+def check_display_names(spec, what: str = "--spec") -> None:
+    """Refuse display names that would reach a CSV or table unsafely or give two identical rows
+    or columns: every display name of a spec's ``datasets``, ``calibrators`` and ``models``
+    (with a model's ``loss`` label) must be plain text (:func:`calbench._checks.check_text`), and
+    no two datasets, no two calibrators, and no two models of one dataset may share a label
+    (a model's label is its name, loss and seed, :func:`calbench.report.display.model_label`)."""
+    from calbench._checks import check_text  # lazy: cli start-up
+    from calbench.report.display import model_label  # lazy: cli start-up
+
+    if not isinstance(spec, dict):
+        return
+    for section in ("datasets", "calibrators", "models"):
+        entries = spec.get(section)
+        if not isinstance(entries, dict):
+            continue
+        seen: dict[tuple, str] = {}
+        for key, entry in entries.items():
+            entry = entry if isinstance(entry, dict) else {}
+            display = entry.get("display")
+            fix = f"give {section}.{key} a display name of plain text"
+            where = f"{what}: {section}.{key}"
+            if section == "models":
+                display = display if isinstance(display, dict) else {}
+                for field in ("name", "loss"):
+                    if display.get(field) is not None:
+                        check_text(display[field], f"{where} display {field}", fix)
+                label, group = model_label(key, display), entry.get("dataset")
+            else:
+                if isinstance(display, dict):  # calibrators may give {"name": ...}
+                    display = display.get("name")
+                label = check_text(key if display is None else display, f"{where} display", fix)
+                group = None
+            other = seen.get((group, label))
+            if other is not None:
+                raise ValueError(
+                    f"{what}: {section}.{other} and {section}.{key} are both displayed as "
+                    f"{label!r}, which gives two identical rows or columns; give each its own "
+                    "display name"
+                )
+            seen[(group, label)] = key

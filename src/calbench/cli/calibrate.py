@@ -14,10 +14,12 @@ from calbench.cli._args import (
     add_logits_split,
     add_plot_options,
     bootstrap_arg,
+    check_display_names,
     parse_json_arg,
     parse_list,
     plot_options,
     set_threads,
+    text_arg,
     writes,
 )
 
@@ -26,6 +28,7 @@ def _cmd_calibrate(args: argparse.Namespace) -> int:
     from calbench.evaluation import calibrate  # lazy: cli start-up
 
     spec = parse_json_arg(args.spec, "--spec")
+    check_display_names(spec)
     set_threads(args.threads, torch_now=False)  # before a scaling fit imports torch
     calibrate(
         args.logits,
@@ -122,8 +125,12 @@ def _calibrate_files(args: argparse.Namespace) -> list[tuple[str, str]]:
 
 
 def _naming(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--dataset", help="dataset name for the CSV (default: from the logits file)")
-    p.add_argument("--model", help="model name for the CSV (default: from the logits file)")
+    p.add_argument(
+        "--dataset", type=text_arg, help="dataset name for the CSV (default: from the logits file)"
+    )
+    p.add_argument(
+        "--model", type=text_arg, help="model name for the CSV (default: from the logits file)"
+    )
 
 
 def _bootstrap(p: argparse.ArgumentParser, n: int) -> None:
@@ -195,7 +202,9 @@ def register(sub) -> None:
     add_logits_split(p)
     _naming(p)
     p.add_argument("--calibrator", required=True, help="calibrator .json from fit-calibrator")
-    p.add_argument("--name", help="method label in the CSV (default: the calibrator file stem)")
+    p.add_argument(
+        "--name", type=text_arg, help="method label in the CSV (default: the calibrator file stem)"
+    )
     p.add_argument("--metrics", help="comma-separated metric names (default: all of METRICS)")
     p.add_argument("--halves", help="comma-separated halves (default: test,val)")
     _bootstrap(p, 200)

@@ -22,13 +22,14 @@ from __future__ import annotations
 
 import argparse
 
-from calbench.cli._args import parse_json_arg, writes
+from calbench.cli._args import check_display_names, parse_json_arg, writes
 
 
 def _cmd_aggregate(args: argparse.Namespace) -> int:
     from calbench.report.build import aggregate  # lazy: cli start-up
 
     spec = parse_json_arg(args.spec, "--spec")
+    check_display_names(spec)
     aggregate(
         args.metrics,
         args.compare or [],
@@ -45,6 +46,7 @@ def _cmd_render(args: argparse.Namespace) -> int:
     from calbench.report.build import render_report  # lazy: cli start-up
 
     spec = parse_json_arg(args.spec, "--spec")
+    check_display_names(spec)
     from calbench.report.provenance import read_run_info  # lazy: cli start-up
 
     config = parse_json_arg(args.config, "--config") if args.config else None
