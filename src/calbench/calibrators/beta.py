@@ -9,7 +9,9 @@ the calibration map of a score ``s`` in (0, 1) is
 i.e. a logistic regression on the two features ``ln s`` and ``-ln(1 - s)``, fitted by maximum
 likelihood.  The three-parameter ("abm") fit of the paper's sec. 3.2 keeps the map monotone:
 when the fitted ``a`` is negative the model is refitted with ``ln s`` dropped (``a = 0``), when
-``b`` is negative with ``-ln(1 - s)`` dropped (``b = 0``).  Scores are clipped to
+``b`` is negative with ``-ln(1 - s)`` dropped (``b = 0``), and when that refit's coefficient is
+negative too, with both dropped (the intercept alone: the constrained maximum of the concave
+likelihood).  Scores are clipped to
 ``[eps, 1 - eps]`` (``eps`` the float64 machine epsilon) before the logarithms.
 
 Here the score is the softmax probability: for ``K = 2`` that of class 1 (output
@@ -95,6 +97,12 @@ def fit_beta(s: np.ndarray, t: np.ndarray) -> np.ndarray:
     elif b < 0:
         a, c = fit_logistic(np.hstack([f[:, :1], ones]), t)
         b = 0.0
+    if a < 0 or b < 0:
+        # the one-feature refit is decreasing too (scores that carry no information, e.g. a
+        # model predicting one class): the likelihood is concave, so its maximum over a, b >= 0
+        # is at a = b = 0, the constant map at the class's base rate
+        (c,) = fit_logistic(ones, t)
+        a = b = 0.0
     return np.array([a, b, c], dtype=np.float64)
 
 

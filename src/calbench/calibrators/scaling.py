@@ -329,9 +329,28 @@ class TemperatureScaling(_LogitScaling):
     def _fit(self, logits: np.ndarray, labels: np.ndarray) -> None:
         super()._fit(logits, labels)
         a = float(self.params_["a"][0])
+        pred = np.argmax(logits, axis=1)
+        if not a > 0.0 and np.all(pred == pred[0]):
+            # a model that predicts one class: its logits carry no information about the labels
+            # that a positive temperature could use, so the likelihood's maximum over a > 0 is at
+            # a -> 0 (T -> infinity, uniform probabilities); the fit keeps a small a, whose
+            # probabilities are uniform to 1e-3 and whose argmax is still the model's class
+            spread = float(np.max(np.ptp(np.asarray(logits, dtype=np.float64), axis=1)))
+            dtype = self.params_["a"].dtype
+            self.params_ = {"a": np.array([1e-3 / max(spread, 1.0)], dtype=dtype)}
+            import warnings
+
+            warnings.warn(
+                f"temperature scaling: the model predicts class {int(pred[0])} for all "
+                f"{len(labels)} samples, so no positive temperature improves on uniform "
+                f"probabilities; fitted T = {1.0 / float(self.params_['a'][0]):.4g} (about "
+                "uniform)",
+                stacklevel=2,
+            )
+            return
         if not a > 0.0:
             self.params_ = None
-            acc = float(np.mean(np.argmax(logits, axis=1) == labels))
+            acc = float(np.mean(pred == labels))
             raise ValueError(
                 f"temperature scaling found no positive temperature (a = 1/T = {a:.3g}): the "
                 f"logits do not predict these labels (accuracy {acc:.1%} on {len(labels)} "
