@@ -19,7 +19,7 @@ import os
 import numpy as np
 
 from calbench._checks import check_labels, check_logits
-from calbench.io import atomic_path
+from calbench.io import atomic_path, read_npz
 from calbench.logits import compute_logits, load_logits
 from calbench.shift.corruptions import SEVERITIES
 
@@ -106,23 +106,11 @@ def shift_logits(
 
 def read_split(path, n: int, order_hash: str) -> tuple[np.ndarray, np.ndarray]:
     """``(val_idx, test_idx)`` of a split file (:func:`calbench.split.save_split`), checked to
-    partition ``range(n)`` and to belong to samples of ``order_hash``."""
-    if not os.path.isfile(path):
-        raise FileNotFoundError(f"split file {path} does not exist; run calbench split first")
-    with np.load(path, allow_pickle=False) as data:
-        if "val_idx" not in data.files or "test_idx" not in data.files:
-            raise ValueError(f"{path} lacks val_idx/test_idx; regenerate it with calbench split")
-        val, test = data["val_idx"].astype(np.int64), data["test_idx"].astype(np.int64)
-        split_hash = str(data["order_hash"]) if "order_hash" in data.files else ""
-    both = np.concatenate([val, test])
-    if both.shape[0] != n or not np.array_equal(np.sort(both), np.arange(n)):
-        raise ValueError(f"split {path} does not partition the {n} samples; rebuild it")
-    if split_hash and split_hash != order_hash:
-        raise ValueError(
-            f"split {path} was made for samples in another order (order_hash differs); "
-            "rebuild logits and split from the same dataset files"
-        )
-    return val, test
+    partition ``range(n)`` and to belong to samples of ``order_hash``
+    (:func:`calbench.split.load_split`, the one reader of split files)."""
+    from calbench.split import load_split  # lazy: code inputs
+
+    return load_split(path, n, order_hash)
 
 
 def save_shift_logits(path, **fields) -> None:
@@ -151,13 +139,7 @@ def load_shift_logits(path) -> dict:
     """Read and check a shift-logits file (see the module docstring)."""
     if not os.path.isfile(path):
         raise FileNotFoundError(f"shift logits {path} do not exist; run calbench shift-logits")
-    try:
-        with np.load(path, allow_pickle=False) as z:
-            data = {k: z[k] for k in z.files}
-    except (OSError, ValueError) as exc:
-        raise ValueError(
-            f"cannot read shift logits {path} ({exc}); run shift-logits again"
-        ) from None
+    data = read_npz(path, "shift logits", "run shift-logits again")
     missing = [k for k in KEYS if k not in data]
     if missing:
         raise ValueError(f"{path} lacks {missing}; write it with calbench shift-logits")

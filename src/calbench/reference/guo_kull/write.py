@@ -12,7 +12,7 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 
 from calbench.calibrators import load_calibrator
-from calbench.io import atomic_write_bytes, atomic_write_text
+from calbench.io import atomic_write_bytes, atomic_write_text, read_npz
 from calbench.logits import load_logits
 from calbench.reference.guo_kull.cells import comparison_rows
 from calbench.reference.guo_kull.published import COMPARISON_COLUMNS
@@ -35,10 +35,10 @@ def load_halves(logits_path, split_path) -> dict[str, tuple[np.ndarray, np.ndarr
     n = len(data["labels"])
     if not os.path.isfile(split_path):
         raise FileNotFoundError(f"split file {split_path} does not exist; run calbench split first")
-    with np.load(split_path, allow_pickle=False) as s:
-        if "val_idx" not in s.files or "test_idx" not in s.files:
-            raise ValueError(f"{split_path} lacks val_idx/test_idx; regenerate the split")
-        val, test = s["val_idx"].astype(np.int64), s["test_idx"].astype(np.int64)
+    s = read_npz(split_path, "split file", "rebuild it with calbench split")
+    if "val_idx" not in s or "test_idx" not in s:
+        raise ValueError(f"{split_path} lacks val_idx/test_idx; regenerate the split")
+    val, test = s["val_idx"].astype(np.int64), s["test_idx"].astype(np.int64)
     both = np.concatenate([val, test])
     if len(both) != n or not np.array_equal(np.sort(both), np.arange(n)):
         raise ValueError(
