@@ -1,3 +1,5 @@
+import re
+
 import numpy as np
 import pytest
 
@@ -119,3 +121,47 @@ def test_check_logits_finds_a_non_finite_value_in_any_block_and_allows_huge_fini
     big[7, 1] = np.inf
     with pytest.raises(ValueError, match="contain 1 NaN or infinite"):
         check_logits(big)
+
+
+# --- names and input paths (issue 33, groups 10 and 13) ---------------------------------------
+def test_check_text_accepts_plain_names_and_refuses_the_rest():
+    from calbench._checks import check_text
+
+    for ok in ("resnet110", "ResNet-110", "CE + DECE (M1)", "Fashion-MNIST", "T-scaling", "α β"):
+        assert check_text(ok, "name", "fix") == ok
+    assert check_text(np.array("m"), "name", "fix") == "m"  # a 0-d string array, as np.savez stores
+    for bad, why in [
+        (np.array(["a", "b"]), "an array of shape (2,)"),
+        (b"m", "a bytes, not a string"),
+        (np.bytes_(b"m"), "not a string"),
+        (3, "a int, not a string"),
+        ("", "is empty"),
+        ("a\tb", "control character '\\t'"),
+        ("a\rb", "control character '\\r'"),
+        ("a\x00b", "control character '\\x00'"),
+        ("a\u2028b", "control character '\\u2028'"),
+        ("=1+1", "starts with '='"),
+        ("x" * 201, "has 201 characters"),
+    ]:
+        with pytest.raises(ValueError, match=re.escape(why)) as info:
+            check_text(bad, "name", "do this")
+        assert str(info.value).endswith("do this") and "\n" not in str(info.value)
+
+
+def test_check_input_file_names_what_a_path_is(tmp_path):
+    import os
+
+    from calbench._checks import check_input_file
+
+    (tmp_path / "f").write_text("x")
+    assert check_input_file(tmp_path / "f", "logits file", "fix") == tmp_path / "f"
+    with pytest.raises(FileNotFoundError, match="does not exist; fix"):
+        check_input_file(tmp_path / "absent", "logits file", "fix")
+    with pytest.raises(ValueError, match="is a directory, not a file"):
+        check_input_file(tmp_path, "logits file", "fix")
+    os.mkfifo(tmp_path / "fifo")
+    for path in ("/dev/zero", "/dev/null", tmp_path / "fifo"):
+        with pytest.raises(ValueError, match=r"is not a regular file \(a device, FIFO or socket\)"):
+            check_input_file(path, "logits file", "fix")
+    os.symlink(tmp_path / "f", tmp_path / "link")  # a link to a regular file is that file
+    assert check_input_file(tmp_path / "link", "logits file", "fix")

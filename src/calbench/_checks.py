@@ -296,6 +296,9 @@ MAX_TEXT = 200
 #: A leading character that makes a spreadsheet evaluate a cell as a formula (OWASP's CSV
 #: injection list: '=', '+', '-', '@'; tab and carriage return are refused as control characters).
 FORMULA_START = ("=", "+", "-", "@")
+#: Unicode categories refused in names: control, format (bidirectional overrides, zero-width),
+#: surrogate, private-use and unassigned characters, and the line and paragraph separators.
+_UNSAFE_CATEGORIES = frozenset({"Cc", "Cf", "Cs", "Co", "Cn", "Zl", "Zp"})
 
 
 def check_text(value, what: str, fix: str) -> str:
@@ -321,7 +324,7 @@ def check_text(value, what: str, fix: str) -> str:
         raise ValueError(f"{what} is empty; {fix}")
     if len(value) > MAX_TEXT:
         raise ValueError(f"{what} {shown} has {len(value)} characters (at most {MAX_TEXT}); {fix}")
-    bad = next((c for c in value if unicodedata.category(c)[0] == "C"), None)
+    bad = next((c for c in value if unicodedata.category(c) in _UNSAFE_CATEGORIES), None)
     if bad is not None:
         raise ValueError(
             f"{what} {shown} holds the control character {bad!r} (newlines, tabs and invisible "
