@@ -274,3 +274,22 @@ def test_pt_reader_needs_no_torch(tmp_path):
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
+
+
+def test_a_torch_container_whose_storage_disagrees_with_its_record_is_refused(tmp_path):
+    """Sizes are checked before the storage is read (issue 33, group 9): a storage longer than
+    its tensor record (a crafted or bomb member) is one line, never read into memory."""
+    import zipfile
+
+    import torch
+
+    torch.save(torch.zeros(4, 3), tmp_path / "ok.pt")
+    with zipfile.ZipFile(tmp_path / "ok.pt") as src, zipfile.ZipFile(tmp_path / "big.pt", "w") as dst:
+        for info in src.infolist():
+            data = src.read(info)
+            if "/data/" in info.filename and not info.filename.endswith(".pkl"):
+                data = bytes(4 * 12 * 1000)  # 1000 times the 12 floats the record claims
+            dst.writestr(info.filename, data, compress_type=zipfile.ZIP_DEFLATED)
+    with pytest.raises(ValueError, match="claims 12 elements .* holds 48000 bytes") as e:
+        F.read_torch_tensor(tmp_path / "big.pt")
+    assert "\n" not in str(e.value)
