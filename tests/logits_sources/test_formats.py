@@ -293,3 +293,15 @@ def test_a_torch_container_whose_storage_disagrees_with_its_record_is_refused(tm
     with pytest.raises(ValueError, match="claims 12 elements .* holds 48000 bytes") as e:
         F.read_torch_tensor(tmp_path / "big.pt")
     assert "\n" not in str(e.value)
+
+
+@pytest.mark.parametrize("fmt", ["coursework", "kull_pickle", "npz"])
+def test_a_fifo_or_device_given_as_the_file_is_not_a_regular_file(tmp_path, fmt):
+    import os
+
+    os.mkfifo(tmp_path / "pipe")  # reading it would block forever
+    for path in (tmp_path / "pipe", "/dev/zero"):
+        with pytest.raises(ValueError, match="is not a regular file"):
+            F.read(fmt, path)
+    with pytest.raises(FileNotFoundError, match="does not exist"):
+        F.read(fmt, tmp_path / "absent.npz")

@@ -27,7 +27,6 @@ a one-line :class:`ValueError` naming the file, what was expected and the fix.
 from __future__ import annotations
 
 import functools
-import os
 import pickle
 import re
 from dataclasses import dataclass
@@ -36,6 +35,7 @@ from pathlib import Path
 import numpy as np
 
 from calbench import io
+from calbench._checks import check_input_file
 from calbench.logits_sources.torchzip import _is_zip, _Unsupported, read_pt_zip
 
 FORMATS = ("coursework", "kull_pickle", "npz")
@@ -308,8 +308,7 @@ def read_npz(path, *, use_split: bool = False) -> Imported:
 
 def read(fmt: str, path, *, targets=None, synthesise_targets=False, use_split=None) -> Imported:
     """Dispatch on ``fmt`` (one of :data:`FORMATS`)."""
-    if not os.path.isfile(path):
-        raise FileNotFoundError(f"logits file {path} does not exist")
+    check_input_file(path, "logits file", "check logits.file or pass --file")
     if fmt == "coursework":
         return read_coursework(path, targets, synthesise=synthesise_targets)
     if fmt == "kull_pickle":
