@@ -10,7 +10,7 @@ rule download_dataset:
         dataset=dataset_spec,
     params:
         args=download_args,
-        root=lambda wildcards: data_root(wildcards.dataset),
+        root=data_root_arg,
     log:
         "logs/download_dataset/{dataset}.log",
     benchmark:

@@ -1,8 +1,9 @@
 # Helpers of the report stage (workflow/rules/report.smk): functions and constants only,
 # kept apart from the rules as Snakemake's linter asks; shared helpers live in common.smk.
 REFERENCE_TABLE = "results/tables/reference.csv"  # ours versus published (report.reference)
-#: The report template, in the workflow's source tree (works with --directory elsewhere).
-TEMPLATE = str(Path(workflow.basedir) / "workflow" / "templates" / "report.html.j2")
+#: The report template, in the workflow's source tree (works with --directory elsewhere), relative
+#: to the study folder when inside it: a moved folder does not rerun render_report.
+TEMPLATE = portable_path(Path(workflow.basedir) / "workflow" / "templates" / "report.html.j2")
 from calbench.report import spec as report_specs  # the reporting steps' config slices
 from calbench.report.display import compares_losses  # the one rule for the losses tables
 
@@ -19,7 +20,7 @@ def reference_input():
 
 
 def reference_arg(input):
-    return f"--reference {input.reference[0]}" if input.reference else ""
+    return shell_args("--reference", input.reference[0]) if input.reference else ""
 
 
 def losses_tables():
