@@ -22,12 +22,14 @@ _REQUIRED = ("dataset", "source", "num_classes")
 
 def load_registry(path: str | os.PathLike) -> dict:
     """Read a registry YAML (``models:`` mapping) and check every entry; return the whole document."""
-    import yaml
+    from calbench._yaml import load_yaml  # lazy: code inputs
 
     path = Path(path)
     if not path.is_file():
         raise FileNotFoundError(f"registry {path} not found; pass --config config/coursework.yaml")
-    doc = yaml.safe_load(path.read_text()) or {}
+    doc = load_yaml(path.read_text(), str(path)) or {}
+    if not isinstance(doc, Mapping):
+        raise ValueError(f"{path} is not a YAML mapping; write 'models:' with one entry per model")
     models = doc.get("models")
     if not isinstance(models, Mapping) or not models:
         raise ValueError(f"{path} has no 'models:' mapping; add one entry per model")
