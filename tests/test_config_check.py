@@ -205,3 +205,17 @@ def test_config_files_are_read_with_the_checking_loader(tmp_path):
     dup.write_text(text.replace("  ts: {display: T-scaling}\n", "  ts: {display: T-scaling}\n  ts: {}\n"))
     with pytest.raises(ValueError, match=r"dup.yaml line \d+: duplicate key 'ts' \(first at line \d+\)"):
         check_config_files([good, dup])
+
+
+@pytest.mark.parametrize(
+    "edit, key",
+    [
+        (lambda c: c["datasets"]["fashion_mnist"].update(archive="../../x.tar"), "datasets.fashion_mnist.archive"),
+        (lambda c: c["models"]["tiny_mlp"].update(source="checkpoint", arch="huyvnphan_resnet18", checkpoint={"urls": [], "filename": "../../../X/w.zip"}), "models.tiny_mlp.checkpoint.filename"),
+        (lambda c: c["models"]["tiny_mlp"].update(source="checkpoint", arch="huyvnphan_resnet18", checkpoint={"urls": [], "filename": "w.zip", "archive_member": "/etc/passwd"}), "models.tiny_mlp.checkpoint.archive_member"),
+    ],
+)  # fmt: skip
+def test_file_names_in_the_config_stay_in_their_folder(cfg, edit, key):
+    edit(cfg)
+    problems = [p for p in check_config(cfg) if p.startswith(key + ": ")]
+    assert len(problems) == 1 and ("holds '..'" in problems[0] or "absolute" in problems[0])

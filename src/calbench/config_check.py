@@ -26,6 +26,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from calbench._checks import MAX_BINS
+from calbench._paths import confined
 from calbench._yaml import load_yaml_file
 from calbench.calibrators import REGISTRY, get_calibrator
 from calbench.evaluation import MAX_RESAMPLES
@@ -262,6 +263,36 @@ def _display_problems(config: Mapping) -> list[str]:
     return problems
 
 
+def _file_name_problems(config: Mapping) -> list[str]:
+    """File names the config gives for downloads and archives: plain names confined to their
+    folder (:func:`calbench._paths.confined`), never ``../x`` or ``/abs``."""
+    names = []
+    for d, entry in (config.get("datasets") or {}).items():
+        for field in ("archive", "devkit"):
+            names.append((f"datasets.{d}.{field}", (entry or {}).get(field)))
+    for m, entry in (config.get("models") or {}).items():
+        ckpt = (entry or {}).get("checkpoint") or {}
+        names.append((f"models.{m}.checkpoint.filename", ckpt.get("filename")))
+        names.append((f"models.{m}.timm.file", ((entry or {}).get("timm") or {}).get("file")))
+    for d, entry in ((config.get("shift") or {}).get("archives") or {}).items():
+        names.append((f"shift.archives.{d}.archive", (entry or {}).get("archive")))
+    problems = []
+    for key, name in names:
+        if name is not None:
+            try:
+                confined("resources", name, key, plain=True)
+            except ValueError as exc:
+                problems.append(str(exc))
+    for m, entry in (config.get("models") or {}).items():
+        member = ((entry or {}).get("checkpoint") or {}).get("archive_member")
+        if member is not None:
+            try:
+                confined("archive", member, f"models.{m}.checkpoint.archive_member")
+            except ValueError as exc:
+                problems.append(str(exc))
+    return problems
+
+
 def check_config(config: Mapping, schema: Mapping | None = None) -> list[str]:
     """Every fault of ``config`` (a parsed workflow configuration, already valid against its
     JSON schema) as ``"key: problem; fix"``: with ``schema``, whole numbers and finite numbers
@@ -272,6 +303,7 @@ def check_config(config: Mapping, schema: Mapping | None = None) -> list[str]:
         (strict_type_problems(config, schema) if schema is not None else [])
         + _bound_problems(config)
         + _display_problems(config)
+        + _file_name_problems(config)
         + _calibrator_problems(config)
         + _metric_problems(config)
         + _model_problems(config)

@@ -16,6 +16,8 @@ import re
 from collections.abc import Mapping
 from pathlib import Path
 
+from calbench._paths import confined
+
 SOURCES = ("checkpoint", "torchhub", "timm")
 _REQUIRED = ("dataset", "source", "num_classes")
 
@@ -67,6 +69,8 @@ def check_entry(name: str, entry: Mapping) -> None:
     ckpt = entry.get("checkpoint") or {}
     if ckpt and not ckpt.get("filename"):
         raise ValueError(f"model {name}: checkpoint.filename is missing; name the file to fetch")
+    if ckpt:
+        confined("archives", ckpt["filename"], f"models.{name}.checkpoint.filename", plain=True)
 
 
 def get_entry(registry: Mapping, name: str) -> dict:
@@ -91,9 +95,14 @@ def checkpoint_path(name: str, entry: Mapping, resources: str | os.PathLike = "r
     return Path(resources) / "checkpoints" / entry["dataset"] / name / CHECKPOINT_FILE
 
 
-def archive_path(entry: Mapping, resources: str | os.PathLike = "resources") -> Path:
-    """Where a shared weights archive (e.g. the huyvnphan zip) is kept under ``resources``."""
-    return Path(resources) / "archives" / entry["checkpoint"]["filename"]
+def archive_path(
+    entry: Mapping, resources: str | os.PathLike = "resources", name: str | None = None
+) -> Path:
+    """Where a shared weights archive (e.g. the huyvnphan zip) is kept under ``resources``: its
+    ``checkpoint.filename``, confined to ``<resources>/archives`` (:func:`calbench._paths.confined`;
+    ``name`` is the model, for the error)."""
+    key = f"models.{name}.checkpoint.filename" if name else "checkpoint.filename"
+    return confined(Path(resources) / "archives", entry["checkpoint"]["filename"], key, plain=True)
 
 
 def hub_dir_candidates(entry: Mapping, resources: str | os.PathLike = "resources") -> list[Path]:
