@@ -109,6 +109,18 @@ def dataset_spec(wildcards):
     return spec_file(f"dataset_{wildcards.dataset}", json.dumps(entry, sort_keys=True))
 
 
+#: Dataset entry fields the download does not read: the samples the study evaluates (``limit``)
+#: and the label. Left out of download_dataset's spec, so that editing them does not rewrite the
+#: manifest, which would retrain every model of the dataset.
+NOT_DOWNLOADED = frozenset({"display", "limit"})
+
+
+def download_spec(wildcards):
+    """The dataset's entry as download_dataset reads it (:data:`NOT_DOWNLOADED` left out)."""
+    entry = {k: v for k, v in dataset_cfg(wildcards.dataset).items() if k not in NOT_DOWNLOADED}
+    return spec_file(f"download_{wildcards.dataset}", json.dumps(entry, sort_keys=True))
+
+
 # --- models and their files ------------------------------------------------------------------
 #: One GPU for the training, logits and shift-logits jobs when this machine has one; profiles
 #: (profiles/slurm) set it per rule for a cluster.

@@ -7,7 +7,7 @@ rule download_dataset:
         manifest="resources/datasets/{dataset}/manifest.json",
     input:
         lib=lib_sources("download-dataset"),
-        dataset=dataset_spec,
+        dataset=download_spec,
     params:
         args=download_args,
         root=data_root_arg,
