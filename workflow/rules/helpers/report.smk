@@ -47,18 +47,21 @@ def all_plots():
 def run_info():
     """What only the workflow knows of this run, for the report's provenance
     (calbench.report.provenance.RUN_INFO_KEYS): the command line, Snakemake's version, the
-    config files and the workflow's folder (for its git commit). An input of render_report
-    marked ancient: another command line alone does not rerun the report."""
+    config files (relative to the study folder when inside it), the workflow's folder (for its
+    git commit; never shown) and the benchmarks folder (the run's wall time). An input of
+    render_report marked ancient: another command line or folder alone does not rerun the
+    report."""
     import sys
 
     import snakemake
 
-    files = [str(p) for p in workflow.configfiles] or ["config.yaml"]
+    files = [portable_path(p) for p in workflow.configfiles] or ["config.yaml"]
     info = {
         "command": ["snakemake", *sys.argv[1:]],
         "snakemake_version": snakemake.__version__,
         "config_files": files,
         "workflow_dir": str(workflow.basedir),
+        "benchmarks_dir": "benchmarks",
     }
     # under .snakemake/: it holds this machine's paths, so it is not a result of the study
     path = write_if_changed(".snakemake/calbench/run_info.json", json.dumps(info, indent=1))
