@@ -1,5 +1,7 @@
 # calbench workflow: the table of contents. Helpers and wildcard constraints live in
 # workflow/rules/common.smk; one .smk per stage; see docs/workflow.md.
+from pathlib import Path
+
 from snakemake.exceptions import WorkflowError
 from snakemake.utils import min_version, validate
 
@@ -16,11 +18,15 @@ if not workflow.overwrite_configfiles:
 # line: calbench.config_check.schema_error_line), then one semantic check in the library (names
 # the library must know: calibrators and their params, metrics, losses, architectures; and
 # references between sections): calbench.config_check.validate.
-from calbench.config_check import schema_error_line, validate as check_config
+from calbench.config_check import check_config_files, schema_error_line, validate as check_config
 
 try:
+    # Snakemake parsed the config file(s) itself, with PyYAML's safe_load; parse them again with
+    # calbench's one YAML loader first (calbench._yaml: duplicate keys, `on:` as a key, alias
+    # bombs), before anything walks the config
+    check_config_files([str(p) for p in workflow.configfiles] or ["config.yaml"])
     validate(config, "workflow/schemas/config.schema.yaml")
-    check_config(config)
+    check_config(config, schema=Path(workflow.basedir) / "workflow/schemas/config.schema.yaml")
 except WorkflowError as exc:
     raise WorkflowError(schema_error_line(exc)) from None
 except ValueError as exc:

@@ -44,7 +44,9 @@ def test_static_names_equal_the_registries():
 
 @pytest.mark.parametrize("path", sorted((REPO / "config").glob("*.yaml")) + [REPO / "config.yaml"])
 def test_shipped_configs_pass(path):
-    assert check_config(yaml.safe_load(path.read_text())) == []
+    from calbench._yaml import load_yaml_file
+
+    assert check_config(load_yaml_file(path), SCHEMA) == []
 
 
 @pytest.mark.parametrize(
@@ -134,3 +136,86 @@ def test_schema_error_inside_a_wrapper_names_the_path(cfg):
     assert line.startswith(
         "invalid config at models.tiny_mlp.training.epochs: 'one' is not of type"
     )
+
+
+# --- values the schema accepts but no job can use (issue 33, group 12) ------------------------
+@pytest.mark.parametrize(
+    "section, key, value, words",
+    [
+        ("evaluation", "n_bootstrap", 20.0, "evaluation.n_bootstrap: 20.0 is not a whole number (YAML reads it as a float); write 20"),
+        ("evaluation", "n_bootstrap", 1e9, "evaluation.n_bootstrap: 1000000000.0 is not a whole number"),
+        ("evaluation", "n_bootstrap", 10**9, "evaluation.n_bootstrap: 1000000000 is too large; use at most 100,000"),
+        ("compare", "n_bootstrap", 10**7, "compare.n_bootstrap: 10000000 is too large"),
+        ("evaluation", "level", float("nan"), "evaluation.level: nan is not a finite number; write a number"),
+        ("evaluation", "seed", 1000.0, "evaluation.seed: 1000.0 is not a whole number (YAML reads it as a float); write 1000"),
+        ("plots", "n_bins", 10**9, "plots.n_bins: 1000000000 is too large; use at most 10,000"),
+    ],
+)  # fmt: skip
+def test_values_jobs_would_reject_fail_before_any_job(cfg, section, key, value, words):
+    cfg[section][key] = value
+    jsonschema.validate(cfg, SCHEMA)  # the schema alone lets each of them through
+    problems = check_config(cfg, SCHEMA)
+    assert any(words in p for p in problems), problems
+    assert not any("--" in p for p in problems), problems  # config keys, never CLI flags
+
+
+def test_nan_and_float_integers_deep_in_the_config_are_named(cfg):
+    model = next(iter(cfg["models"]))
+    cfg["models"][model]["training"]["epochs"] = 2.0
+    cfg["models"][model]["training"]["lr"] = float("inf")
+    problems = check_config(cfg, SCHEMA)
+    assert f"models.{model}.training.epochs: 2.0 is not a whole number (YAML reads it as a float); write 2" in problems
+    assert f"models.{model}.training.lr: inf is not a finite number; write a number" in problems
+
+
+@pytest.mark.parametrize(
+    "where, edit",
+    [
+        ("calibrators.ts.display", lambda c: c["calibrators"]["ts"].update(display="T $\\alpha")),
+        ("models.tiny_mlp.display.name", lambda c: c["models"]["tiny_mlp"]["display"].update(name="$x$")),
+        ("datasets.fashion_mnist.display", lambda c: c["datasets"]["fashion_mnist"].update(display="F\nM")),
+    ],
+)
+def test_labels_the_diagrams_cannot_draw_are_refused(cfg, where, edit):
+    edit(cfg)
+    problems = check_config(cfg)
+    assert len(problems) == 1 and problems[0].startswith(where + ": "), problems
+    assert "\n" not in problems[0].replace("\\n", "")
+
+
+def test_validate_is_one_line_naming_the_key(cfg, tmp_path):
+    from calbench.config_check import validate
+
+    cfg["evaluation"]["level"] = float("nan")
+    schema = tmp_path / "schema.yaml"
+    schema.write_text(yaml.safe_dump(SCHEMA))
+    with pytest.raises(ValueError) as exc:
+        validate(cfg, schema)
+    assert str(exc.value).count("\n") == 0 and "evaluation.level" in str(exc.value)
+
+
+def test_config_files_are_read_with_the_checking_loader(tmp_path):
+    from calbench.config_check import check_config_files
+
+    text = (REPO / "config" / "test.yaml").read_text()
+    good = tmp_path / "good.yaml"
+    good.write_text(text)
+    check_config_files([good])
+    dup = tmp_path / "dup.yaml"
+    dup.write_text(text.replace("  ts: {display: T-scaling}\n", "  ts: {display: T-scaling}\n  ts: {}\n"))
+    with pytest.raises(ValueError, match=r"dup.yaml line \d+: duplicate key 'ts' \(first at line \d+\)"):
+        check_config_files([good, dup])
+
+
+@pytest.mark.parametrize(
+    "edit, key",
+    [
+        (lambda c: c["datasets"]["fashion_mnist"].update(archive="../../x.tar"), "datasets.fashion_mnist.archive"),
+        (lambda c: c["models"]["tiny_mlp"].update(source="checkpoint", arch="huyvnphan_resnet18", checkpoint={"urls": [], "filename": "../../../X/w.zip"}), "models.tiny_mlp.checkpoint.filename"),
+        (lambda c: c["models"]["tiny_mlp"].update(source="checkpoint", arch="huyvnphan_resnet18", checkpoint={"urls": [], "filename": "w.zip", "archive_member": "/etc/passwd"}), "models.tiny_mlp.checkpoint.archive_member"),
+    ],
+)  # fmt: skip
+def test_file_names_in_the_config_stay_in_their_folder(cfg, edit, key):
+    edit(cfg)
+    problems = [p for p in check_config(cfg) if p.startswith(key + ": ")]
+    assert len(problems) == 1 and ("holds '..'" in problems[0] or "absolute" in problems[0])

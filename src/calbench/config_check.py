@@ -20,10 +20,16 @@ naming the config key.
 from __future__ import annotations
 
 import ast
-from collections.abc import Mapping
+import math
+import os
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
+from calbench._checks import MAX_BINS
+from calbench._paths import confined
+from calbench._yaml import load_yaml_file
 from calbench.calibrators import REGISTRY, get_calibrator
+from calbench.evaluation import MAX_RESAMPLES
 from calbench.logits_sources import check_entry as check_logits_entry
 from calbench.logits_sources import is_presplit
 from calbench.metrics import METRICS
@@ -165,22 +171,153 @@ def _model_problems(config: Mapping) -> list[str]:
     return problems
 
 
-def check_config(config: Mapping) -> list[str]:
+def check_config_files(paths: Sequence[str | os.PathLike]) -> None:
+    """Parse each config file with calbench's YAML loader (:mod:`calbench._yaml`: duplicate
+    keys, YAML 1.1 booleans as keys, alias bombs, each a one-line ``ValueError`` naming the file
+    and line). Snakemake reads ``--configfile`` itself with PyYAML's ``safe_load``; the
+    Snakefile calls this before anything walks the config."""
+    cwd = Path.cwd()
+    for path in paths:
+        p = Path(path).absolute()
+        load_yaml_file(p.relative_to(cwd) if p.is_relative_to(cwd) else p)
+
+
+def strict_type_problems(config: Mapping, schema: Mapping) -> list[str]:
+    """Values the JSON schema lets through but no step can use, as ``"key: problem; fix"``:
+    jsonschema counts ``20.0`` as an ``integer`` and ``.nan`` / ``.inf`` as a ``number`` (NaN
+    passes every bound, since every comparison with it is false). Here an integer is an int and
+    a number is finite."""
+    from jsonschema import Draft202012Validator, validators  # lazy: only with a schema
+
+    checker = Draft202012Validator.TYPE_CHECKER.redefine_many(
+        {
+            "integer": lambda _, x: isinstance(x, int) and not isinstance(x, bool),
+            "number": lambda _, x: isinstance(x, int | float)
+            and not isinstance(x, bool)
+            and math.isfinite(x),
+        }
+    )
+    strict = validators.extend(Draft202012Validator, type_checker=checker)(schema)
+    problems = []
+    for err in strict.iter_errors(config):
+        x = err.instance
+        if err.validator != "type" or not isinstance(x, float):
+            continue  # the schema check proper reports the rest
+        key = ".".join(str(p) for p in err.absolute_path) or "(top level)"
+        if not math.isfinite(x):
+            problems.append(f"{key}: {x} is not a finite number; write a number")
+        elif x.is_integer():
+            problems.append(
+                f"{key}: {x!r} is not a whole number (YAML reads it as a float); write {int(x)}"
+            )
+        else:
+            problems.append(f"{key}: {x!r} is not a whole number; write an integer")
+    return problems
+
+
+#: Upper bounds of sizes in the config: the bounds the verbs apply to their flags, named here
+#: by config key so that a config fails before any job runs.
+BOUNDS = {
+    ("evaluation", "n_bootstrap"): MAX_RESAMPLES,
+    ("compare", "n_bootstrap"): MAX_RESAMPLES,
+    ("shift", "n_bootstrap"): MAX_RESAMPLES,
+    ("plots", "n_bins"): MAX_BINS,
+}
+
+
+def _bound_problems(config: Mapping) -> list[str]:
+    problems = []
+    for (section, key), high in BOUNDS.items():
+        value = (config.get(section) or {}).get(key)
+        if isinstance(value, int | float) and not isinstance(value, bool) and value > high:
+            problems.append(f"{section}.{key}: {value} is too large; use at most {high:,}")
+    return problems
+
+
+def _display_texts(config: Mapping):
+    """``(key, text)`` of every label the tables, diagrams and report print."""
+    study = config.get("study") or {}
+    if isinstance(study.get("title"), str):
+        yield "study.title", study["title"]
+    for section in ("datasets", "calibrators"):
+        for name, entry in (config.get(section) or {}).items():
+            if isinstance(entry, Mapping) and isinstance(entry.get("display"), str):
+                yield f"{section}.{name}.display", entry["display"]
+    for name, entry in (config.get("models") or {}).items():
+        display = entry.get("display") if isinstance(entry, Mapping) else None
+        for field in ("name", "loss"):
+            if isinstance(display, Mapping) and isinstance(display.get(field), str):
+                yield f"models.{name}.display.{field}", display[field]
+
+
+def _display_problems(config: Mapping) -> list[str]:
+    problems = []
+    for key, text in _display_texts(config):
+        if "$" in text:
+            problems.append(
+                f"{key}: {text!r} holds '$', which the diagrams read as mathematics "
+                "(matplotlib mathtext); write the label without '$'"
+            )
+        elif any(ord(c) < 32 or ord(c) == 127 for c in text):
+            problems.append(f"{key}: {text!r} holds a line break or control character; write one line")
+    return problems
+
+
+def _file_name_problems(config: Mapping) -> list[str]:
+    """File names the config gives for downloads and archives: plain names confined to their
+    folder (:func:`calbench._paths.confined`), never ``../x`` or ``/abs``."""
+    names = []
+    for d, entry in (config.get("datasets") or {}).items():
+        for field in ("archive", "devkit"):
+            names.append((f"datasets.{d}.{field}", (entry or {}).get(field)))
+    for m, entry in (config.get("models") or {}).items():
+        ckpt = (entry or {}).get("checkpoint") or {}
+        names.append((f"models.{m}.checkpoint.filename", ckpt.get("filename")))
+        names.append((f"models.{m}.timm.file", ((entry or {}).get("timm") or {}).get("file")))
+    for d, entry in ((config.get("shift") or {}).get("archives") or {}).items():
+        names.append((f"shift.archives.{d}.archive", (entry or {}).get("archive")))
+    problems = []
+    for key, name in names:
+        if name is not None:
+            try:
+                confined("resources", name, key, plain=True)
+            except ValueError as exc:
+                problems.append(str(exc))
+    for m, entry in (config.get("models") or {}).items():
+        member = ((entry or {}).get("checkpoint") or {}).get("archive_member")
+        if member is not None:
+            try:
+                confined("archive", member, f"models.{m}.checkpoint.archive_member")
+            except ValueError as exc:
+                problems.append(str(exc))
+    return problems
+
+
+def check_config(config: Mapping, schema: Mapping | None = None) -> list[str]:
     """Every fault of ``config`` (a parsed workflow configuration, already valid against its
-    JSON schema) as ``"key: problem; fix"``: names the library must know, then references
-    between sections (:func:`_reference_problems`)."""
+    JSON schema) as ``"key: problem; fix"``: with ``schema``, whole numbers and finite numbers
+    (:func:`strict_type_problems`); sizes within the verbs' bounds (:data:`BOUNDS`), labels the
+    diagrams can draw; names the library must know, then references between sections
+    (:func:`_reference_problems`)."""
     return (
-        _calibrator_problems(config)
+        (strict_type_problems(config, schema) if schema is not None else [])
+        + _bound_problems(config)
+        + _display_problems(config)
+        + _file_name_problems(config)
+        + _calibrator_problems(config)
         + _metric_problems(config)
         + _model_problems(config)
         + _reference_problems(config)
     )
 
 
-def validate(config: Mapping) -> None:
+def validate(config: Mapping, schema: Mapping | str | os.PathLike | None = None) -> None:
     """The workflow's one semantic check, run once before any job (after the schema): raise
-    one ``ValueError`` naming every fault of :func:`check_config`."""
-    problems = check_config(config)
+    one ``ValueError`` naming every fault of :func:`check_config`; ``schema`` (the schema, or
+    its YAML file) adds :func:`strict_type_problems`."""
+    if schema is not None and not isinstance(schema, Mapping):
+        schema = load_yaml_file(schema)
+    problems = check_config(config, schema)
     if problems:
         raise ValueError("invalid config: " + "; ".join(problems))
 

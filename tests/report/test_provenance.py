@@ -102,8 +102,8 @@ def test_run_info_file_and_config_digest(tmp_path):
     path = tmp_path / "run.json"
     path.write_text(json.dumps(info))
     run = P.run_provenance(P.read_run_info(path), env={"SOURCE_DATE_EPOCH": "86400"})
-    assert run["config_files"] == [
-        {"path": str(config), "sha256": hashlib.sha256(b"study: {title: x}\n").hexdigest()}
+    assert run["config_files"] == [  # relative to the workflow folder: no machine layout
+        {"path": "config.yaml", "sha256": hashlib.sha256(b"study: {title: x}\n").hexdigest()}
     ]
     rows = {r["id"]: r for r in P.run_view(run)}
     assert rows["run-command"]["value"] == "snakemake --cores 8 --configfile 'my config.yaml'"
@@ -314,3 +314,93 @@ def test_render_report_run_info_option(tmp_path, monkeypatch, capsys):
     assert main([*argv, "--run-info", str(run)]) == 2
     err = capsys.readouterr().err.strip()
     assert "unknown keys ['commands']" in err and "\n" not in err
+
+
+# --- provenance that travels (issue 30 item 6, issue 33 group 11) -----------------------------
+def _study(folder: Path) -> list[str]:
+    """A tiny study in ``folder`` (metrics, config, template, benchmarks, the run-info JSON
+    with absolute paths, as the workflow writes it); the render-report arguments, relative."""
+    metrics = folder / "results" / "metrics.csv"
+    metrics.parent.mkdir(parents=True)
+    lines = ["dataset,model,method,half,metric,value,ci_low,ci_high"]
+    for m in ("a", "b"):
+        for c, v in (("uncalibrated", 0.1), ("ts", 0.05)):
+            lines.append(f"d,{m},{c},test,ece,{v + (m == 'b') * 0.01},,")
+    metrics.write_text("\n".join(lines) + "\n")
+    (folder / "config.yaml").write_text("study: {title: t}\n")
+    template = folder / "workflow" / "templates" / "report.html.j2"
+    template.parent.mkdir(parents=True)
+    shutil.copy(Path(__file__).resolve().parents[2] / "workflow" / "templates" / "report.html.j2", template)
+    bench = folder / "benchmarks" / "calibrate" / "d"
+    bench.mkdir(parents=True)
+    (bench / "a.tsv").write_text("s\th:m:s\tmax_rss\n12.5\t0:00:12\t100\n")
+    (folder / "run.json").write_text(json.dumps({
+        "command": ["snakemake", "--cores", "2", "--configfile", str(folder / "config.yaml"),
+                    f"--directory={folder}"],
+        "snakemake_version": "9.9.9",
+        "config_files": [str(folder / "config.yaml")],
+        "workflow_dir": str(folder),
+        "benchmarks_dir": "benchmarks",
+    }))  # fmt: skip
+    spec = {
+        "title": "t",
+        "protocol": {"n_bins": 15, "plot_bins": 10, "n_bootstrap": 10, "level": 0.95},
+        "datasets": {"d": {"display": "D"}},
+        "models": {m: {"dataset": "d", "display": {}} for m in "ab"},
+        "calibrators": {"uncalibrated": {"display": "U"}, "ts": {"display": "TS"}},
+        "table_metrics": ["ece"],
+    }
+    return ["render-report", "--template", "workflow/templates/report.html.j2", "--metrics",
+            "results/metrics.csv", "--spec", json.dumps(spec), "--run-info", "run.json",
+            "--out", "reports/report.html"]  # fmt: skip
+
+
+def test_same_study_in_two_folders_gives_byte_identical_reports(tmp_path, monkeypatch):
+    pytest.importorskip("jinja2")
+    from calbench.cli import main
+
+    monkeypatch.setenv("SOURCE_DATE_EPOCH", "1622550896")
+    monkeypatch.setenv("GIT_CEILING_DIRECTORIES", str(tmp_path))
+    pages = []
+    for where in ("alpha_folder/study", "elsewhere/deeper/copy"):
+        folder = tmp_path / where
+        argv = _study(folder)
+        monkeypatch.chdir(folder)
+        assert main(argv) == 0
+        pages.append((folder / "reports" / "report.html").read_bytes())
+    assert pages[0] == pages[1]
+    html = pages[0].decode()
+    assert str(tmp_path) not in html and "/tmp" not in html and "alpha_folder" not in html
+    assert "--configfile config.yaml --directory=." in html
+    assert 'id="run-hardware"' in html and "cores; GPU:" in html
+    assert re.search(r'id="run-wall">.*left out: SOURCE_DATE_EPOCH is set', html)
+
+
+def test_wall_time_from_benchmark_files(tmp_path):
+    import os
+
+    from calbench.report.machine import hardware, wall_time
+
+    bench = tmp_path / "benchmarks"
+    (bench / "r").mkdir(parents=True)
+    for name, seconds, end in (("a", 10.0, 1000), ("b", 30.0, 1010), ("c", 5.0, 1100)):
+        f = bench / "r" / f"{name}.tsv"
+        f.write_text(f"s\th:m:s\tmax_rss\n{seconds}\t0:00:10\t1\n")
+        os.utime(f, (end, end))
+    (bench / "r" / "broken.tsv").write_text("s\n")  # half-written: skipped
+    # jobs ran [990, 1000], [980, 1010], [1095, 1100]: elapsed 1100 - 980, summed 45
+    assert wall_time(bench, env={}) == {"elapsed_s": 120.0, "job_s": 45.0, "jobs": 3}
+    assert "SOURCE_DATE_EPOCH" in wall_time(bench, env={"SOURCE_DATE_EPOCH": "0"})["note"]
+    assert "not recorded" in wall_time(tmp_path / "none", env={})["note"]
+    rows = {r["id"]: r for r in P.run_view(P.run_provenance({"benchmarks_dir": str(bench)}, env={}))}
+    assert rows["run-wall"]["value"].startswith("0:02:00 elapsed") and "0:00:45 summed over 3 jobs" in rows["run-wall"]["value"]
+    hw = hardware()
+    assert hw["cores"] == os.cpu_count() and hw["cpu"] and isinstance(hw["gpus"], list)
+
+
+def test_absolute_paths_are_shown_relative_or_by_name(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    assert P.display_path(tmp_path / "c" / "x.yaml") == "c/x.yaml"
+    assert P.display_path("/somewhere/else/x.yaml") == ".../x.yaml"
+    assert P.display_path("rel/x.yaml") == "rel/x.yaml"
+    assert P.display_path("/wf/config/x.yaml", ["/wf"]) == "config/x.yaml"

@@ -321,8 +321,9 @@ def test_two_clean_runs_are_byte_identical(run, tmp_path):
         except OSError:
             continue
     assert lingering == []
-    # the run's date and time is the one field allowed to differ (SOURCE_DATE_EPOCH pins it)
-    date = re.compile(rb'(<tr id="run-date">).*?(</tr>)', re.S)
+    # the run's date, time and wall time are the fields allowed to differ (SOURCE_DATE_EPOCH
+    # pins the date and leaves the wall time out)
+    date = re.compile(rb'(<tr id="run-(?:date|wall)">).*?(</tr>)', re.S)
 
     def read(p):
         return date.sub(rb"\1\2", p.read_bytes()) if p.suffix == ".html" else p.read_bytes()
@@ -359,9 +360,10 @@ def _result_files(root: Path) -> dict[str, bytes]:
             continue
         if p.is_file() and p.suffix in (".csv", ".json", ".png", ".md", ".html", ".tex"):
             out[str(p.relative_to(root))] = p.read_bytes()
-    # the run's date and time is the one field allowed to differ (SOURCE_DATE_EPOCH pins it)
+    # the run's date, time and wall time are the fields allowed to differ (SOURCE_DATE_EPOCH
+    # pins the date and leaves the wall time out)
     html = (root / "reports" / "report.html").read_bytes()
-    out["reports/report.html"] = re.sub(rb'(<tr id="run-date">).*?(</tr>)', rb"\1\2", html)
+    out["reports/report.html"] = re.sub(rb'(<tr id="run-(?:date|wall)">).*?(</tr>)', rb"\1\2", html)
     return out
 
 

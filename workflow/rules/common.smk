@@ -3,11 +3,36 @@
 # the small input files below. Study-specific helpers live next to their stage's rules.
 import importlib.util
 import json
+import os
+import shlex
 import shutil
 from pathlib import Path
 from types import SimpleNamespace
 
 SLUG = "[a-z0-9][a-z0-9_]*"
+
+
+def shell_args(*args):
+    """The one way a value reaches a rule's ``shell:`` command other than as a Snakemake file or
+    a slug wildcard: every argument shell-quoted (:func:`shlex.quote`) and joined by spaces;
+    ``None`` left out. A config value (a data root, a mirror, a metric list, a number) is data:
+    ``$(...)``, backticks, ``;``, quotes and newlines in it reach the verb as one argument and
+    never run (tests/workflow/test_shell_safety.py). Larger slices of the config travel as spec
+    files (:func:`spec_file`, ``--spec @file``). Rules interpolate only ``{input.*}``,
+    ``{output.*}``, ``{log}``, ``{threads}``, ``{wildcards.*}`` (slugs) and ``{params.*}`` built
+    with this function."""
+    return " ".join(shlex.quote(str(a)) for a in args if a is not None)
+
+
+def portable_path(path):
+    """``path`` relative to the working directory when it lies inside it, else absolute: the
+    workflow's own files (the template, a packaged table) as inputs that do not change when the
+    study folder moves (an absolute path would rerun the rules that read them, and put this
+    machine's layout into the report). Outside the folder (``--directory``, an installed
+    package) the absolute path stays put when the folder moves."""
+    path = Path(path).absolute()
+    cwd = Path.cwd()
+    return str(path.relative_to(cwd)) if path.is_relative_to(cwd) else str(path)
 
 
 wildcard_constraints:
@@ -84,6 +109,18 @@ def dataset_spec(wildcards):
     return spec_file(f"dataset_{wildcards.dataset}", json.dumps(entry, sort_keys=True))
 
 
+#: Dataset entry fields the download does not read: the samples the study evaluates (``limit``)
+#: and the label. Left out of download_dataset's spec, so that editing them does not rewrite the
+#: manifest, which would retrain every model of the dataset.
+NOT_DOWNLOADED = frozenset({"display", "limit"})
+
+
+def download_spec(wildcards):
+    """The dataset's entry as download_dataset reads it (:data:`NOT_DOWNLOADED` left out)."""
+    entry = {k: v for k, v in dataset_cfg(wildcards.dataset).items() if k not in NOT_DOWNLOADED}
+    return spec_file(f"download_{wildcards.dataset}", json.dumps(entry, sort_keys=True))
+
+
 # --- models and their files ------------------------------------------------------------------
 #: One GPU for the training, logits and shift-logits jobs when this machine has one; profiles
 #: (profiles/slurm) set it per rule for a cluster.
@@ -103,14 +140,24 @@ def data_root(dataset):
     return dataset_cfg(dataset).get("root") or f"resources/datasets/{dataset}"
 
 
+def data_root_arg(wildcards):
+    """The dataset's folder (``datasets.<slug>.root``), quoted for the shell."""
+    return shell_args(data_root(wildcards.dataset))
+
+
 def limit_arg(wildcards):
     limit = dataset_cfg(wildcards.dataset).get("limit")
-    return f"--limit {limit}" if limit else ""
+    return shell_args("--limit", limit) if limit else ""
+
+
+def mirror_args(mirrors):
+    """``--mirror DIR`` for each of ``mirrors``, quoted for the shell."""
+    return " ".join(shell_args("--mirror", m) for m in mirrors)
 
 
 def global_mirror_args(wildcards=None):
     """``--mirror DIR`` for every top-level ``mirrors:`` directory (local copies of downloads)."""
-    return " ".join(f"--mirror {m}" for m in config.get("mirrors") or [])
+    return mirror_args(config.get("mirrors") or [])
 
 
 def weights_input(wildcards):

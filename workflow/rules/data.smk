@@ -7,10 +7,10 @@ rule download_dataset:
         manifest="resources/datasets/{dataset}/manifest.json",
     input:
         lib=lib_sources("download-dataset"),
-        dataset=dataset_spec,
+        dataset=download_spec,
     params:
         args=download_args,
-        root=lambda wildcards: data_root(wildcards.dataset),
+        root=data_root_arg,
     log:
         "logs/download_dataset/{dataset}.log",
     benchmark:

@@ -65,7 +65,7 @@ rule cache_logits:
         spec=model_spec,
         dataset=dataset_spec,
     params:
-        root=lambda wildcards: data_root(wildcards.dataset),
+        root=data_root_arg,
         limit=limit_arg,
     log:
         "logs/cache_logits/{dataset}/{model}.log",

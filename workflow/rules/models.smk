@@ -11,7 +11,7 @@ rule train_model:
         lib=lib_sources("train-model"),
         spec=model_spec,
     params:
-        root=lambda wildcards: data_root(wildcards.dataset),
+        root=data_root_arg,
     log:
         "logs/train_model/{dataset}/{model}.log",
     benchmark:

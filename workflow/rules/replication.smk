@@ -38,6 +38,8 @@ rule replication_tables:
         logits=model_paths("results/logits/{dataset}/{model}.npz"),
         lib=lib_sources("replication-tables"),
         spec=spec_file("replication_tables", replication_spec()),
+    params:
+        reference=lambda wildcards, input: reference_arg(input),
     log:
         "logs/replication_tables/replication.log",
     threads: 1
@@ -47,7 +49,7 @@ rule replication_tables:
     conda:
         "../../envs/calbench.yaml"
     shell:
-        "calbench replication-tables --metrics {input.metrics} --reference {input.reference}"
+        "calbench replication-tables --metrics {input.metrics} {params.reference}"
         " --spec @{input.spec} --logits {input.logits} --out-html {output.html}"
         " --out-md {output.md} --out-csv {output.cells} --out-accuracy {output.accuracy}"
         " > {log} 2>&1"
@@ -74,7 +76,7 @@ rule temperature_sweep:
         lib=lib_sources("temperature-sweep"),
     params:
         args=sweep_args(),
-        calibrator=lambda wildcards, input: f"--calibrator {input.ts}" if input.ts else "",
+        calibrator=lambda wildcards, input: shell_args("--calibrator", *input.ts) if input.ts else "",
     log:
         "logs/temperature_sweep/{dataset}/{model}.log",
     threads: 1
@@ -100,7 +102,7 @@ rule guo_kull_tables:
         metrics="results/aggregate/metrics.csv",
         sweep_csvs=guo_kull_sweeps(["sweep.csv"]),
         sweep_figures=guo_kull_sweeps(SWEEP_FIGURES),
-        reference=str(LIB_ROOT / "reference" / "guo_kull_logits.csv"),
+        reference=portable_path(LIB_ROOT / "reference" / "guo_kull_logits.csv"),
         lib=lib_sources("guo-kull-tables"),
         spec=spec_file("guo_kull_tables", guo_kull_spec()),
     params:

@@ -76,8 +76,9 @@ rule render_report:
         robustness=model_paths("results/robustness/{dataset}/{model}.csv"),
     params:
         reference=lambda wildcards, input: (
-            f"--reference-table {input.reference_table[0]}" if input.reference_table else ""
+            shell_args("--reference-table", input.reference_table[0]) if input.reference_table else ""
         ),
+        template=lambda wildcards, input: shell_args(input.template),
     log:
         "logs/render_report/report.log",
     benchmark:
@@ -89,7 +90,7 @@ rule render_report:
     conda:
         "../../envs/calbench.yaml"
     shell:
-        "calbench render-report --template {input.template} --metrics {input.metrics}"
+        "calbench render-report --template {params.template} --metrics {input.metrics}"
         " --compare {input.compare} --spec @{input.spec} --config @{input.config}"
         " --grids {input.grids} --manifests {input.manifests} --logits {input.logits}"
         " --splits {input.splits} {params.reference} --sections {input.sections}"

@@ -36,7 +36,7 @@ rule corrupt_dataset:
         lib=lib_sources("corrupt-dataset"),
         dataset=dataset_spec,
     params:
-        root=lambda wildcards: data_root(wildcards.dataset),
+        root=data_root_arg,
         limit=limit_arg,
         source=shift_corrupt_args,
     log:
@@ -97,11 +97,7 @@ rule evaluate_shift:
         calibrators=calibrator_files,
         lib=lib_sources("evaluate-shift"),
     params:
-        metrics=lambda wildcards: ",".join(shift_cfg().get("metrics", ["accuracy", "ece", "nll"])),
-        compare=lambda wildcards: ",".join(shift_cfg().get("compare_metrics", ["ece", "nll"])),
-        n_bootstrap=lambda wildcards: shift_cfg().get("n_bootstrap", 200),
-        level=config["evaluation"]["level"],
-        seed=config["evaluation"]["seed"],
+        args=evaluate_shift_args,
     log:
         "logs/evaluate_shift/{dataset}/{model}.log",
     benchmark:
@@ -115,8 +111,7 @@ rule evaluate_shift:
     shell:
         "OMP_NUM_THREADS={threads} calbench evaluate-shift --shift-logits {input.shift}"
         " --logits {input.clean} --split {input.split} --calibrators {input.calibrators}"
-        " --metrics {params.metrics} --compare-metrics '{params.compare}'"
-        " --n-bootstrap {params.n_bootstrap} --level {params.level} --seed {params.seed}"
+        " {params.args}"
         " --out-metrics {output.metrics} --out-compare {output.compare} > {log} 2>&1"
 
 

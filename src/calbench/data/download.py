@@ -24,6 +24,7 @@ import urllib.request
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
+from calbench._paths import confined
 from calbench.io import atomic_path, file_digest
 
 _CHUNK = 1 << 20
@@ -145,16 +146,19 @@ def fetch(
     filename: str | None = None,
     timeout: float = 60.0,
     unpinned: bool = False,
+    name_key: str = "filename",
 ) -> Path:
     """Place a verified copy of a file at ``dest`` and return ``dest``.
 
     ``mirrors`` are directories searched for ``filename`` (default: ``dest``'s name) before any of
-    ``urls`` is tried, in order. A file without any checksum is refused unless ``unpinned=True``
-    (the pin-on-first-use callers, which check the file themselves, :func:`fetch_origin`).
+    ``urls`` is tried, in order; the name must be a plain file name (``name_key`` names where it
+    came from in the error, :func:`calbench._paths.confined`). A file without any checksum is
+    refused unless ``unpinned=True`` (the pin-on-first-use callers, which check the file
+    themselves, :func:`fetch_origin`).
     """
     return fetch_origin(
         dest, urls=urls, mirrors=mirrors, sha256=sha256, md5=md5, filename=filename,
-        timeout=timeout, unpinned=unpinned,
+        timeout=timeout, unpinned=unpinned, name_key=name_key,
     )[0]
 
 
@@ -168,11 +172,17 @@ def fetch_origin(
     filename: str | None = None,
     timeout: float = 60.0,
     unpinned: bool = False,
+    name_key: str = "filename",
 ) -> tuple[Path, str]:
     """:func:`fetch`, also returning where the file came from: ``"existing"`` (already at
     ``dest``), ``"mirror <dir>"`` or the URL it was downloaded from."""
     dest = Path(dest)
     name = filename or dest.name
+    # the name is looked up in every mirror: confined to it (before anything is read or written)
+    mirrors = list(mirrors)
+    candidates = [confined(Path(m).expanduser(), name, name_key, plain=True) for m in mirrors]
+    if not mirrors:
+        confined(dest.parent, name, name_key, plain=True)
     if not (sha256 or md5 or unpinned):
         raise ChecksumError(
             f"{name} has no checksum to verify it against; pin its sha256 (or md5) in the config"
@@ -182,11 +192,9 @@ def fetch_origin(
     if dest.exists():
         verify(dest, sha256=sha256, md5=md5)
         return dest, "existing"
-    mirrors = list(mirrors)
     urls = list(urls)
     errors: list[str] = []
-    for mirror in mirrors:
-        candidate = Path(mirror).expanduser() / name
+    for mirror, candidate in zip(mirrors, candidates, strict=True):
         if not candidate.is_file():
             continue
         try:

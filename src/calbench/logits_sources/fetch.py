@@ -8,6 +8,7 @@ import os
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
+from calbench._paths import confined
 from calbench.io import file_digest
 from calbench.lockfile import LOCK_NAME, Lock, PinError, lock_key
 from calbench.logits_sources import formats
@@ -66,15 +67,16 @@ def _local_lookup(where: Path, lg: Mapping, name: str) -> tuple[Path, Path | Non
         return where, (t if t.is_file() else None)
     if not where.is_dir():
         return None
-    direct = where / name
+    direct = confined(where, name, "logits.file", plain=True)
     if lg.get("folder"):
         try:
             hit, targets = S.find_in_tree(S.local_tree(where), lg["folder"], name, str(where))
         except FileNotFoundError:
             hit = None
         if hit is not None:
-            f = where / hit.path.lstrip("/")
-            return f, (where / targets.path.lstrip("/") if targets else None)
+            listed = f"a file listed under {where}"
+            f = confined(where, hit.path.lstrip("/"), listed)
+            return f, (confined(where, targets.path.lstrip("/"), listed) if targets else None)
     if direct.is_file():
         t = where / TARGETS_FILE
         return direct, (t if t.is_file() else None)
@@ -113,7 +115,7 @@ def obtain(
     mdir = model_dir(name, entry, resources)
     lock_file = Lock(Path(resources) / LOCK_NAME)
     pin = _has_service(lg)  # downloadable files without a published checksum: pin on first use
-    key = lock_key(mdir / fname, resources)
+    key = lock_key(confined(mdir, fname, f"models.{name}.logits.file", plain=True), resources)
     tkey = lock_key(mdir / TARGETS_FILE, resources)
     t_sha = lg.get("targets_sha256")
     if strict and pin:
@@ -177,7 +179,8 @@ def obtain(
         found = _local_lookup(Path(m), lg, fname)
         if found is not None:
             return done(*found, origin=f"mirror {m}")
-    dest, tdest = mdir / fname, mdir / TARGETS_FILE
+    dest = confined(mdir, fname, f"models.{name}.logits.file", plain=True)
+    tdest = mdir / TARGETS_FILE
     if dest.is_file() and (
         not needs_targets or tdest.is_file() or lg.get("targets") == "class_blocks"
     ):

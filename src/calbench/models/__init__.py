@@ -65,13 +65,9 @@ def parse_spec(text: str) -> dict:
         with open(src) as fh:
             content = fh.read()
         if src.endswith((".yaml", ".yml")):
-            import yaml
+            from calbench._yaml import load_yaml  # lazy: code inputs
 
-            try:
-                spec = yaml.safe_load(content)
-            except yaml.YAMLError as exc:
-                raise ValueError(f"spec file {src} is not valid YAML ({exc.problem})") from None
-            return _check_mapping(spec, src)
+            return _check_mapping(load_yaml(content, f"spec file {src}"), src)
     else:
         content = src
         src = "--spec"

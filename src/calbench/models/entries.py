@@ -16,18 +16,22 @@ import re
 from collections.abc import Mapping
 from pathlib import Path
 
+from calbench._paths import confined
+
 SOURCES = ("checkpoint", "torchhub", "timm")
 _REQUIRED = ("dataset", "source", "num_classes")
 
 
 def load_registry(path: str | os.PathLike) -> dict:
     """Read a registry YAML (``models:`` mapping) and check every entry; return the whole document."""
-    import yaml
+    from calbench._yaml import load_yaml  # lazy: code inputs
 
     path = Path(path)
     if not path.is_file():
         raise FileNotFoundError(f"registry {path} not found; pass --config config/coursework.yaml")
-    doc = yaml.safe_load(path.read_text()) or {}
+    doc = load_yaml(path.read_text(), str(path)) or {}
+    if not isinstance(doc, Mapping):
+        raise ValueError(f"{path} is not a YAML mapping; write 'models:' with one entry per model")
     models = doc.get("models")
     if not isinstance(models, Mapping) or not models:
         raise ValueError(f"{path} has no 'models:' mapping; add one entry per model")
@@ -65,6 +69,8 @@ def check_entry(name: str, entry: Mapping) -> None:
     ckpt = entry.get("checkpoint") or {}
     if ckpt and not ckpt.get("filename"):
         raise ValueError(f"model {name}: checkpoint.filename is missing; name the file to fetch")
+    if ckpt:
+        confined("archives", ckpt["filename"], f"models.{name}.checkpoint.filename", plain=True)
 
 
 def get_entry(registry: Mapping, name: str) -> dict:
@@ -89,9 +95,14 @@ def checkpoint_path(name: str, entry: Mapping, resources: str | os.PathLike = "r
     return Path(resources) / "checkpoints" / entry["dataset"] / name / CHECKPOINT_FILE
 
 
-def archive_path(entry: Mapping, resources: str | os.PathLike = "resources") -> Path:
-    """Where a shared weights archive (e.g. the huyvnphan zip) is kept under ``resources``."""
-    return Path(resources) / "archives" / entry["checkpoint"]["filename"]
+def archive_path(
+    entry: Mapping, resources: str | os.PathLike = "resources", name: str | None = None
+) -> Path:
+    """Where a shared weights archive (e.g. the huyvnphan zip) is kept under ``resources``: its
+    ``checkpoint.filename``, confined to ``<resources>/archives`` (:func:`calbench._paths.confined`;
+    ``name`` is the model, for the error)."""
+    key = f"models.{name}.checkpoint.filename" if name else "checkpoint.filename"
+    return confined(Path(resources) / "archives", entry["checkpoint"]["filename"], key, plain=True)
 
 
 def hub_dir_candidates(entry: Mapping, resources: str | os.PathLike = "resources") -> list[Path]:

@@ -12,6 +12,7 @@ import sys
 from collections.abc import Callable, Mapping
 from pathlib import Path
 
+from calbench._paths import confined
 from calbench.data.download import ChecksumError, fetch, fetch_origin, verify
 from calbench.io import atomic_path
 from calbench.lockfile import LOCK_NAME, Lock, PinError, lock_key
@@ -100,8 +101,11 @@ def _fetch_pinned(
         local = target
     if local is None:
         for mirror in fetch_kwargs.get("mirrors") or ():
-            if (Path(mirror).expanduser() / name).is_file():
-                local = Path(mirror).expanduser() / name
+            candidate = confined(
+                Path(mirror).expanduser(), name, fetch_kwargs.get("name_key", "filename"), plain=True
+            )
+            if candidate.is_file():
+                local = candidate
                 break
     if local is not None:
         if prove is None:
@@ -165,7 +169,7 @@ def checksum_provenance(config: Mapping) -> dict:
                 add(name, Path(f["dest"]), "published" if f["pin"] == "pinned" else None)
         elif source in SOURCES and ckpt:
             if ckpt.get("archive_member"):
-                add(name, archive_path(entry, resources), ckpt.get("sha256"))
+                add(name, archive_path(entry, resources, name), ckpt.get("sha256"))
             add(
                 name,
                 checkpoint_path(name, entry, resources),

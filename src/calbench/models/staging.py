@@ -87,7 +87,7 @@ def download_checkpoint(
             )
     filename = ckpt["filename"]
     dest = Path(out) if out is not None else checkpoint_path(name, entry, resources)
-    target = archive_path(entry, resources) if ckpt.get("archive_member") else dest
+    target = archive_path(entry, resources, name) if ckpt.get("archive_member") else dest
     pin = ckpt.get("sha256")
     if strict and not pin:
         raise refuse_unpinned(
@@ -111,6 +111,7 @@ def download_checkpoint(
         urls=ckpt.get("urls") or (),
         mirrors=mirrors,
         filename=filename,
+        name_key=f"models.{name}.checkpoint.filename",
         timeout=timeout,
     )
     if ckpt.get("archive_member"):

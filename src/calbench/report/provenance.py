@@ -8,6 +8,13 @@ workflow knows, passed as a small JSON file (:data:`RUN_INFO_KEYS`, ``calbench r
 --run-info FILE``): the command line, the Snakemake version and the configuration files, whose
 SHA-256 is computed here. The library never imports snakemake.
 
+The report travels: no absolute path of the machine appears in it (:func:`display_path`: paths
+relative to the study folder or the workflow folder, others by their name only), so the same
+study run in two folders gives byte-identical reports when ``SOURCE_DATE_EPOCH`` is set.
+:func:`hardware` records the machine that rendered the report (CPU model, cores, GPUs) and
+:func:`wall_time` the run's duration from Snakemake's ``benchmarks/`` files (see there how it is
+measured); wall time is a clock reading, so it is left out when ``SOURCE_DATE_EPOCH`` is set.
+
 :func:`package_versions` reads installed versions from metadata (nothing imported);
 :func:`provenance_view` shows the run as a compact field/value table, the logits and split
 hashes with repeated values once and every dataset manifest field with what it means
@@ -26,6 +33,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from calbench.io import file_digest
+from calbench.report.machine import duration as _duration
+from calbench.report.machine import hardware, wall_time
 
 #: The keys of the run-info JSON file (``calbench render-report --run-info FILE``), what the
 #: workflow knows and the library does not. Every key is optional; no other key is accepted.
@@ -39,6 +48,8 @@ RUN_INFO_KEYS = {
     "SHA-256 is computed when the report is rendered",
     "workflow_dir": "the workflow's directory (where the Snakefile is): the git commit is read "
     "there; default the current directory",
+    "benchmarks_dir": "the folder of Snakemake's benchmark files (benchmarks/): the run's wall "
+    "time is measured from them (wall_time)",
 }
 
 #: The text shown for the commit outside a git working tree (a tarball, a copied folder).
@@ -74,7 +85,7 @@ def check_run_info(info, where: str = "run info") -> dict:
         isinstance(cmd, str) or (isinstance(cmd, list) and all(isinstance(a, str) for a in cmd))
     ):
         raise ValueError(f"{where}: command must be a string or a list of strings, got {cmd!r}")
-    for key in ("snakemake_version", "workflow_dir"):
+    for key in ("snakemake_version", "workflow_dir", "benchmarks_dir"):
         if out.get(key) is not None and not isinstance(out[key], str):
             raise ValueError(f"{where}: {key} must be a string, got {out[key]!r}")
     files = out.get("config_files")
@@ -135,24 +146,63 @@ def run_time(env: Mapping[str, str] | None = None) -> dict:
     return {"iso": when.strftime("%Y-%m-%dT%H:%M:%SZ"), "source": source}
 
 
+def display_path(path: str | os.PathLike, bases: Sequence[str | os.PathLike] = ()) -> str:
+    """``path`` as the report shows it, without this machine's layout: a relative path as given;
+    an absolute one relative to the first of ``bases`` (default: the current directory, the
+    study folder) that holds it, else ``.../<name>`` (outside the study: its name only)."""
+    p = Path(path)
+    if not p.is_absolute():
+        return str(path)
+    for base in [*bases, Path.cwd()]:
+        base = Path(os.path.abspath(base))
+        if Path(os.path.abspath(p)).is_relative_to(base):
+            return Path(os.path.abspath(p)).relative_to(base).as_posix() or "."
+    return f".../{p.name}"
+
+
+def _display_command(cmd, bases) -> list[str] | str | None:
+    """The command line with every absolute path argument (``/a/b``, ``--opt=/a/b``, the
+    interpreter) shown by :func:`display_path`."""
+    if not isinstance(cmd, list):
+        return cmd
+
+    def one(arg: str) -> str:
+        if arg.startswith("/"):
+            return display_path(arg, bases)
+        if "=" in arg and arg.split("=", 1)[1].startswith("/"):
+            opt, value = arg.split("=", 1)
+            return f"{opt}={display_path(value, bases)}"
+        return arg
+
+    return [one(a) for a in cmd]
+
+
 def run_provenance(run_info: Mapping | None = None, env: Mapping[str, str] | None = None) -> dict:
     """How this report was made: git state, run time, command, Snakemake version, config files
-    with their SHA-256 (``run_info``: :data:`RUN_INFO_KEYS`, or None when not given)."""
+    with their SHA-256 (``run_info``: :data:`RUN_INFO_KEYS`, or None when not given), the
+    hardware and the run's wall time. Paths are shown by :func:`display_path` (relative to the
+    study folder or the workflow folder): no absolute path of the machine."""
     info = check_run_info(run_info or {})
+    bases = [b for b in (Path.cwd(), info.get("workflow_dir")) if b]
     configs = []
     for path in info.get("config_files") or []:
         p = Path(path)
         if not p.is_file():
             raise ValueError(
-                f"config file {p} named in the run info does not exist; pass existing paths"
+                f"config file {display_path(p, bases)} named in the run info does not exist; "
+                "pass existing paths"
             )
-        configs.append({"path": str(path), "sha256": file_digest(p)})
+        configs.append({"path": display_path(path, bases), "sha256": file_digest(p)})
     return {
         "git": git_state(info.get("workflow_dir") or "."),
         "time": run_time(env),
-        "command": info.get("command"),
+        "command": _display_command(info.get("command"), bases),
         "snakemake_version": info.get("snakemake_version"),
         "config_files": configs,
+        "hardware": hardware(),
+        "wall_time": wall_time(info.get("benchmarks_dir"), env)
+        if run_info is not None
+        else {"note": "not recorded (calbench render-report --run-info FILE)"},
         "given": run_info is not None,
     }
 
@@ -231,6 +281,29 @@ def run_view(run: Mapping | None) -> list[dict]:
         rows.append(
             {"field": "Config file SHA-256", "value": missing, "code": False, "id": "run-config"}
         )
+    hw = run.get("hardware")
+    if hw:
+        gpus = ", ".join(hw.get("gpus") or []) or "none found"
+        rows.append(
+            {
+                "field": "Hardware",
+                "value": f"{hw.get('cpu')}, {hw.get('cores')} cores; GPU: {gpus}",
+                "code": False,
+                "id": "run-hardware",
+                "note": "the machine that rendered the report",
+            }
+        )
+    wall = run.get("wall_time")
+    if wall:
+        if "elapsed_s" in wall:
+            value = (
+                f"{_duration(wall['elapsed_s'])} elapsed (first job start to last job end), "
+                f"{_duration(wall['job_s'])} summed over {wall['jobs']} jobs"
+            )
+            note = "from Snakemake's benchmark files"
+        else:
+            value, note = wall.get("note", ""), ""
+        rows.append({"field": "Wall time", "value": value, "code": False, "id": "run-wall", "note": note})
     return [{"note": "", "warn": False, **r} for r in rows]
 
 

@@ -19,10 +19,21 @@ def split_source(wildcards):
     (e.g. limit) does, through its spec. The model is the one the existing split records it was
     made from (calbench.split.split_made_from) while that model is configured, else the
     dataset's first such model: adding a model in front of the others keeps the split. Every
-    step that reads logits with the split checks that they agree (N, sample order)."""
+    step that reads logits with the split checks that they agree (N, sample order).
+
+    ancient() only while the split is at least as new as its other inputs (the dataset entry's
+    spec, the split code): Snakemake does not look at the inputs of a job downstream of one that
+    reruns, so when a change of the dataset entry (e.g. limit) also reruns cache_logits, an
+    ancient edge would leave the old split in place (a stale-split failure, then success on the
+    second run). A stale split takes the logits as a plain input and is rebuilt after them."""
     from calbench.split import split_made_from
 
     models = [m for m in models_of(wildcards.dataset) if not presplit(m)]
     candidates = [f"results/logits/{wildcards.dataset}/{m}.npz" for m in models]
-    recorded = split_made_from(f"results/split/{wildcards.dataset}/split.npz")
-    return ancient(recorded if recorded in candidates else candidates[0])
+    split = Path(f"results/split/{wildcards.dataset}/split.npz")
+    recorded = split_made_from(split)
+    logits = recorded if recorded in candidates else candidates[0]
+    others = [dataset_spec(wildcards), lib_sources("split")]
+    if split.is_file() and all(Path(p).stat().st_mtime <= split.stat().st_mtime for p in others):
+        return ancient(logits)
+    return logits

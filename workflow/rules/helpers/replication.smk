@@ -71,9 +71,9 @@ def guo_kull_summary_inputs(wildcards):
 def guo_kull_summary_args(wildcards, input):
     if not hasattr(input, "summary_logits"):
         return ""
-    return (
-        f"--summary-logits {input.summary_logits} --summary-split {input.summary_split}"
-        " --summary-calibrators " + " ".join(input.summary_calibrators)
+    return shell_args(
+        "--summary-logits", input.summary_logits, "--summary-split", input.summary_split,
+        "--summary-calibrators", *input.summary_calibrators,
     )
 
 
@@ -87,11 +87,11 @@ def sweep_args():
     g = guo_kull_cfg()
     args = []
     if g.get("sweep_temperatures"):
-        args.append("--temperatures " + ",".join(str(t) for t in g["sweep_temperatures"]))
+        args += ["--temperatures", ",".join(str(t) for t in g["sweep_temperatures"])]
     if g.get("curve"):
         c = g["curve"]
-        args.append(f"--curve {c['start']},{c['stop']},{c['num']}")
-    return " ".join(args)
+        args += ["--curve", f"{c['start']},{c['stop']},{c['num']}"]
+    return shell_args(*args)
 
 
 def sweep_calibrator(wildcards):

@@ -1,8 +1,9 @@
 # Helpers of the report stage (workflow/rules/report.smk): functions and constants only,
 # kept apart from the rules as Snakemake's linter asks; shared helpers live in common.smk.
 REFERENCE_TABLE = "results/tables/reference.csv"  # ours versus published (report.reference)
-#: The report template, in the workflow's source tree (works with --directory elsewhere).
-TEMPLATE = str(Path(workflow.basedir) / "workflow" / "templates" / "report.html.j2")
+#: The report template, in the workflow's source tree (works with --directory elsewhere), relative
+#: to the study folder when inside it: a moved folder does not rerun render_report.
+TEMPLATE = portable_path(Path(workflow.basedir) / "workflow" / "templates" / "report.html.j2")
 from calbench.report import spec as report_specs  # the reporting steps' config slices
 from calbench.report.display import compares_losses  # the one rule for the losses tables
 
@@ -19,7 +20,7 @@ def reference_input():
 
 
 def reference_arg(input):
-    return f"--reference {input.reference[0]}" if input.reference else ""
+    return shell_args("--reference", input.reference[0]) if input.reference else ""
 
 
 def losses_tables():
@@ -46,18 +47,21 @@ def all_plots():
 def run_info():
     """What only the workflow knows of this run, for the report's provenance
     (calbench.report.provenance.RUN_INFO_KEYS): the command line, Snakemake's version, the
-    config files and the workflow's folder (for its git commit). An input of render_report
-    marked ancient: another command line alone does not rerun the report."""
+    config files (relative to the study folder when inside it), the workflow's folder (for its
+    git commit; never shown) and the benchmarks folder (the run's wall time). An input of
+    render_report marked ancient: another command line or folder alone does not rerun the
+    report."""
     import sys
 
     import snakemake
 
-    files = [str(p) for p in workflow.configfiles] or ["config.yaml"]
+    files = [portable_path(p) for p in workflow.configfiles] or ["config.yaml"]
     info = {
         "command": ["snakemake", *sys.argv[1:]],
         "snakemake_version": snakemake.__version__,
         "config_files": files,
         "workflow_dir": str(workflow.basedir),
+        "benchmarks_dir": "benchmarks",
     }
     # under .snakemake/: it holds this machine's paths, so it is not a result of the study
     path = write_if_changed(".snakemake/calbench/run_info.json", json.dumps(info, indent=1))

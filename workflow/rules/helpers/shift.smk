@@ -47,7 +47,8 @@ def shift_archive_args(wildcards):
     entry = (shift_cfg().get("archives") or {}).get(wildcards.dataset)
     if not entry:
         return ""
-    return f"--archive @{spec_file(f'archive_{wildcards.dataset}', json.dumps(entry, sort_keys=True))}"
+    spec = spec_file(f"archive_{wildcards.dataset}", json.dumps(entry, sort_keys=True))
+    return shell_args("--archive", f"@{spec}")
 
 
 def shift_corrupt_inputs(wildcards):
@@ -59,5 +60,21 @@ def shift_corrupt_inputs(wildcards):
 
 def shift_corrupt_args(wildcards, input):
     if shift_cfg().get("source", "generate") == "published":
-        return f"--source published --archive-file {input.archive} {shift_archive_args(wildcards)}"
-    return f"--source generate --seed {shift_cfg().get('seed', 0)}"
+        return (
+            shell_args("--source", "published", "--archive-file", input.archive)
+            + " "
+            + shift_archive_args(wildcards)
+        )
+    return shell_args("--source", "generate", "--seed", shift_cfg().get("seed", 0))
+
+
+def evaluate_shift_args(wildcards):
+    """The options of ``calbench evaluate-shift`` from the shift and evaluation sections."""
+    cfg = shift_cfg()
+    return shell_args(
+        "--metrics", ",".join(cfg.get("metrics", ["accuracy", "ece", "nll"])),
+        "--compare-metrics", ",".join(cfg.get("compare_metrics", ["ece", "nll"])),
+        "--n-bootstrap", cfg.get("n_bootstrap", 200),
+        "--level", config["evaluation"]["level"],
+        "--seed", config["evaluation"]["seed"],
+    )
