@@ -1,0 +1,444 @@
+"""Plug-in calibrators and metrics: code from other packages (or the user's own folder) used by
+name, exactly like calbench's own entries.
+
+Two ways to name a plug-in:
+
+* an **entry point** of an installed distribution, group ``calbench.calibrators`` (a
+  :class:`calbench.calibrators.Calibrator` subclass) or ``calbench.metrics`` (a
+  :class:`calbench.metrics.Metric`, e.g. made with :func:`metric`); its name is the name used in
+  ``config.yaml`` and must equal the object's own ``name``;
+* an explicit **reference** ``module:Class`` (a calibrator's ``method``, ``calbench
+  check-calibrator``) or ``module:function`` (``calbench check-metric``), importable from the
+  current folder; the reference itself is then the name (a fitted calibrator's JSON stores it).
+  A metric's name becomes a file name (``results/tables/<metric>.csv``), so a metric in a
+  workflow config comes from an entry point.
+
+Calibrators are found when a lookup misses (:func:`find_calibrator`, called by
+``get_calibrator`` / ``load_calibrator``); metrics are loaded when :mod:`calbench.metrics` is
+imported (:func:`load_metric_plugins`), because the report's tables read every metric's facts
+at import. Both are registered in the one registry (``REGISTRY`` through
+:func:`calbench.calibrators.register`, ``METRICS`` through :func:`register_metric`). A plug-in
+metric declares every fact a built-in one does (``Metric.missing_facts``); a missing fact is an
+error, never a default. A broken plug-in never breaks ``import calbench``: its one-line error,
+naming the entry point and the fix, is raised when its name is used.
+
+:func:`plugin_code_inputs` gives the workflow the source files of the plug-ins a config uses, as
+code inputs of exactly the verbs that run them (:mod:`calbench._sources` sees calbench's own
+files only), and :func:`code_digest` the digest that keeps ``calibrate --reuse-dir`` from
+restoring a plug-in's output computed by older code.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import importlib
+import os
+import re
+import sys
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+
+from calbench.metrics import INTERVALS, METRICS, PAIRED_TESTS, Metric
+
+CALIBRATOR_GROUP = "calbench.calibrators"
+METRIC_GROUP = "calbench.metrics"
+#: entry-point names: the registry's lower-case names, dots allowed (``netcal.ts``)
+NAME = re.compile(r"^[a-z0-9][a-z0-9_]*(\.[a-z0-9_]+)*$")
+#: metric names become file names and table keys: slugs only
+METRIC_NAME = re.compile(r"^[a-z0-9][a-z0-9_]*$")
+REFERENCE = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_][\w.]*$")
+
+#: one-line load errors of plug-ins that failed, by (group, name); raised when the name is used
+_FAILED: dict[tuple[str, str], str] = {}
+#: where each loaded plug-in came from: (group, name) -> (origin text, the object)
+_ORIGINS: dict[tuple[str, str], tuple[str, object]] = {}
+
+
+class PluginError(ValueError):
+    """A plug-in that cannot be used: the message names the entry point or reference and the fix."""
+
+
+# --- discovery ----------------------------------------------------------------------------------
+@functools.cache
+def entry_points(group: str) -> dict[str, tuple[str, str]]:
+    """``{name: (module:attr, distribution)}`` of the installed entry points of ``group``."""
+    from importlib import metadata  # lazy: pulls email, zipfile (~50 ms) for plug-in look-ups only
+
+    out: dict[str, tuple[str, str]] = {}
+    for ep in metadata.entry_points(group=group):
+        dist = getattr(ep, "dist", None)
+        where = f"{dist.name} {dist.version}" if dist is not None else "an installed package"
+        if ep.name in out and out[ep.name][0] != ep.value:
+            _FAILED[(group, ep.name)] = (
+                f"plug-in {ep.name!r}: two installed packages define entry point {ep.name!r} in "
+                f"group {group} ({out[ep.name][1]}, {where}); uninstall one of them"
+            )
+            continue
+        out[ep.name] = (ep.value, where)
+    return out
+
+
+def calibrator_entry_points() -> dict[str, tuple[str, str]]:
+    """:func:`entry_points` of group ``calbench.calibrators`` and calbench's own adapters
+    (:data:`calbench.adapters.ADAPTERS`, the same entry points as in pyproject.toml, so they are
+    found before calbench is reinstalled)."""
+    from calbench.adapters import ADAPTERS  # lazy: code inputs (the adapters' files)
+
+    return {**{n: (ref, "calbench[arena]") for n, ref in ADAPTERS.items()}, **entry_points(CALIBRATOR_GROUP)}
+
+
+def _describe(group: str, name: str, ref: str, where: str) -> str:
+    if name == ref:
+        return f"reference {ref!r}"
+    return f"entry point {name} = {ref} (group {group}, from {where})"
+
+
+def _import(ref: str, what: str):
+    """The object ``module:attr`` names; the current folder is searched first (user code)."""
+    if not REFERENCE.match(ref):
+        raise PluginError(f"{what}: {ref!r} is not a module:attribute reference")
+    module, attr = ref.split(":", 1)
+    cwd = os.getcwd()
+    added = cwd not in sys.path and "" not in sys.path
+    if added:
+        sys.path.insert(0, cwd)
+    try:
+        obj = importlib.import_module(module)
+        for part in attr.split("."):
+            obj = getattr(obj, part)
+    except ImportError as exc:
+        raise PluginError(
+            f"{what}: cannot import {module!r} ({type(exc).__name__}: {exc}); install the package "
+            "that provides it (pip install -e <folder>) or run from the folder holding the module"
+        ) from None
+    except AttributeError:
+        raise PluginError(f"{what}: module {module!r} has no attribute {attr!r}; fix the reference") from None
+    except Exception as exc:  # the plug-in's own import failed: name it, one line
+        raise PluginError(f"{what}: importing {module!r} failed ({type(exc).__name__}: {exc}); fix the plug-in") from None
+    finally:
+        if added:
+            sys.path.remove(cwd)
+    return obj
+
+
+def _missing_requirements(obj) -> list[str]:
+    """Modules a plug-in declares in ``requires`` that are not installed."""
+    from importlib.util import find_spec
+
+    return [m for m in getattr(obj, "requires", ()) if find_spec(m) is None]
+
+
+# --- calibrators ----------------------------------------------------------------------------------
+def find_calibrator(name: str):
+    """The calibrator class registered (or registrable) as ``name``: a built-in, an entry point
+    of group ``calbench.calibrators`` or a ``module:Class`` reference; one-line
+    :class:`PluginError` otherwise."""
+    from calbench.calibrators.base import REGISTRY  # lazy: code inputs
+
+    if not isinstance(name, str):
+        raise PluginError(f"a calibrator name must be a string, got {name!r:.40}")
+    if name in REGISTRY:
+        return REGISTRY[name]
+    key = (CALIBRATOR_GROUP, name)
+    if key in _FAILED:
+        raise PluginError(_FAILED[key])
+    if ":" in name:
+        ref, where = name, "the current folder"
+    else:
+        found = calibrator_entry_points().get(name)
+        if key in _FAILED:
+            raise PluginError(_FAILED[key])
+        if found is None:
+            raise PluginError(
+                f"unknown calibrator {name!r}; choose one of {known_calibrators()}, or install a "
+                f"package with an entry point {name} in group {CALIBRATOR_GROUP}, or give a "
+                "module:Class reference (docs/plugins.md)"
+            )
+        ref, where = found
+    what = f"plug-in calibrator {_describe(CALIBRATOR_GROUP, name, ref, where)}"
+    try:
+        cls = _calibrator_class(name, ref, what)
+    except PluginError as exc:
+        _FAILED[key] = str(exc)
+        raise
+    _ORIGINS[key] = (what, cls)
+    return cls
+
+
+def _calibrator_class(name: str, ref: str, what: str):
+    from calbench.calibrators.base import Calibrator, register  # lazy: code inputs
+
+    obj = _import(ref, what)
+    if not (isinstance(obj, type) and issubclass(obj, Calibrator)):
+        raise PluginError(
+            f"{what}: {ref} is {type(obj).__name__} {obj!r:.40}, not a subclass of "
+            "calbench.calibrators.Calibrator; point the entry point at the class"
+        )
+    missing = _missing_requirements(obj)
+    if missing:
+        raise PluginError(
+            f"{what}: needs {', '.join(missing)}, which is not installed; "
+            f"pip install {obj.__dict__.get('install', ' '.join(missing))}"
+        )
+    if ":" in name:  # a reference: registered under the reference, which its JSON then stores
+        if getattr(obj, "name", "") == name:
+            cls = obj
+        else:
+            cls = type(obj.__name__, (obj,), {"name": name, "__module__": obj.__module__})
+    else:
+        if obj.name != name:
+            raise PluginError(
+                f"{what}: the class's name is {obj.name!r}, not {name!r}; make the entry point's "
+                "name and the class attribute `name` equal"
+            )
+        cls = obj
+    if not NAME.match(name) and ":" not in name:
+        raise PluginError(f"{what}: the name must match {NAME.pattern} (lower case, digits, _ and .)")
+    try:
+        register(cls)
+    except TypeError as exc:
+        raise PluginError(f"{what}: {exc}; rename the plug-in") from None
+    return cls
+
+
+def known_calibrators() -> list[str]:
+    """Built-in and plug-in calibrator names (installed entry points, loaded or not)."""
+    from calbench.calibrators.base import REGISTRY  # lazy: code inputs
+
+    return sorted(set(REGISTRY) | set(calibrator_entry_points()))
+
+
+def calibrator_problem(name: str) -> str | None:
+    """Why ``name`` cannot be used as a calibrator method (one line), or ``None``."""
+    try:
+        find_calibrator(name)
+    except PluginError as exc:
+        return str(exc)
+    return None
+
+
+# --- metrics ----------------------------------------------------------------------------------------
+def metric(
+    *,
+    name: str,
+    display: str,
+    scale: float,
+    decimals: int,
+    higher_is_better: bool,
+    interval: str | None,
+    paired_test: str,
+    reference: str,
+    no_interval_reason: str = "",
+):
+    """Decorator: the function ``f(probs, labels) -> float`` as a :class:`Metric` carrying every
+    fact a built-in metric declares (all keywords required; ``interval=None`` needs
+    ``no_interval_reason``). ``probs`` arrive validated as float64 ``(N, K)``, ``labels`` int64.
+
+    ``interval``: one of :data:`calbench.metrics.INTERVALS` or ``None``; ``paired_test``: one of
+    :data:`calbench.metrics.PAIRED_TESTS`; ``scale``: 1.0 or 100.0 (percent in tables)."""
+
+    def wrap(fn):
+        def core(p, y, dtype=None):
+            return float(fn(p, y))
+
+        core.__wrapped__ = fn
+        return Metric(
+            name, core, display=display, scale=scale, decimals=decimals,
+            higher_is_better=higher_is_better, interval=interval,
+            no_interval_reason=no_interval_reason, paired_test=paired_test, reference=reference,
+        )  # fmt: skip
+
+    return wrap
+
+
+def register_metric(m: Metric, origin: str = "plug-in metric") -> Metric:
+    """Add ``m`` to :data:`calbench.metrics.METRICS` after checking it declares every fact;
+    one-line :class:`PluginError` naming the missing facts otherwise."""
+    if not isinstance(m, Metric):
+        raise PluginError(
+            f"{origin}: is {type(m).__name__}, not a calbench.metrics.Metric; decorate the "
+            "function with calbench.plugins.metric(name=..., display=..., ...)"
+        )
+    if not isinstance(m.name, str) or not METRIC_NAME.match(m.name):
+        raise PluginError(f"{origin}: name {m.name!r} must match {METRIC_NAME.pattern} (it names files)")
+    missing = m.missing_facts()
+    if missing:
+        raise PluginError(
+            f"{origin}: metric {m.name!r} does not declare {', '.join(missing)}; declare every fact "
+            f"(interval in {list(INTERVALS)} or None with no_interval_reason, paired_test in "
+            f"{list(PAIRED_TESTS)}, scale 1.0 or 100.0, a reference with its year)"
+        )
+    if m.name in METRICS and METRICS[m.name] is not m:
+        raise PluginError(f"{origin}: metric name {m.name!r} is taken; rename the plug-in")
+    METRICS[m.name] = m
+    return m
+
+
+def load_metric_plugins() -> None:
+    """Register every metric of the installed entry points of group ``calbench.metrics``; a
+    broken one is remembered (:func:`metric_problem`), never raised here. Called when
+    :mod:`calbench.metrics` is imported; again it does nothing."""
+    for name, (ref, where) in entry_points(METRIC_GROUP).items():
+        key = (METRIC_GROUP, name)
+        if key in _FAILED or key in _ORIGINS:
+            continue
+        try:
+            _load_metric(name, ref, where)
+        except PluginError as exc:
+            _FAILED[key] = str(exc)
+
+
+def _load_metric(name: str, ref: str, where: str) -> Metric:
+    what = f"plug-in metric {_describe(METRIC_GROUP, name, ref, where)}"
+    obj = _import(ref, what)
+    if isinstance(obj, Metric) and obj.name != name and name != ref:
+        raise PluginError(
+            f"{what}: the metric's name is {obj.name!r}, not {name!r}; make them equal"
+        )
+    m = register_metric(obj, what)
+    _ORIGINS[(METRIC_GROUP, name)] = (what, m)
+    return m
+
+
+def find_metric(name: str) -> Metric:
+    """The metric registered as ``name`` (a built-in, an entry point) or named by a
+    ``module:function`` reference; one-line :class:`PluginError` otherwise."""
+    if name in METRICS:
+        return METRICS[name]
+    key = (METRIC_GROUP, name)
+    if key in _FAILED:
+        raise PluginError(_FAILED[key])
+    if isinstance(name, str) and ":" in name:
+        try:
+            obj = _import(name, f"plug-in metric reference {name!r}")
+            return register_metric(obj, f"plug-in metric reference {name!r}")
+        except PluginError as exc:
+            _FAILED[key] = str(exc)
+            raise
+    raise PluginError(
+        f"unknown metric {name!r}; choose one of {sorted(METRICS)}, or install a package with an "
+        f"entry point {name} in group {METRIC_GROUP} (docs/plugins.md)"
+    )
+
+
+def metric_problem(name: str) -> str | None:
+    """Why ``name`` is not a usable metric (one line), or ``None``."""
+    try:
+        find_metric(name)
+    except PluginError as exc:
+        return str(exc)
+    return None
+
+
+# --- code inputs ------------------------------------------------------------------------------------
+def _source_module(obj) -> str:
+    if isinstance(obj, Metric):
+        core = getattr(obj.core, "__wrapped__", obj.core)
+        return getattr(core, "__module__", "") or ""
+    return getattr(obj, "__module__", "") or ""
+
+
+def plugin_object(name: str, group: str):
+    """The loaded plug-in (class or :class:`Metric`) called ``name`` in ``group``, or ``None``
+    for a built-in; a name that does not load raises :class:`PluginError`."""
+    obj = find_calibrator(name) if group == CALIBRATOR_GROUP else find_metric(name)
+    builtin = "calbench.calibrators." if group == CALIBRATOR_GROUP else "calbench.metrics"
+    return None if _source_module(obj).startswith(builtin) else obj
+
+
+def _files_of(obj) -> list[str]:
+    """The source files of the plug-in defining ``obj``: calbench's own modules it runs (an
+    adapter) or every ``.py`` file of its top-level package (a module alone: that file)."""
+    module = _source_module(obj)
+    mod = sys.modules.get(module)
+    if mod is None or not getattr(mod, "__file__", None):
+        return []
+    top = module.split(".")[0]
+    if top == "calbench":
+        from calbench._sources import closure, module_file  # lazy: code inputs
+
+        return sorted({str(module_file(m)) for m, _ in closure({(module, "*")})})
+    root_file = getattr(sys.modules.get(top), "__file__", None)
+    if root_file and Path(root_file).name == "__init__.py":
+        return sorted(str(p) for p in Path(root_file).parent.rglob("*.py"))
+    return [str(Path(mod.__file__))]
+
+
+def _config_metrics(config: Mapping) -> list[str]:
+    out: list[str] = []
+    ev, cmp = config.get("evaluation") or {}, config.get("compare") or {}
+    rep, shift = config.get("report") or {}, config.get("shift") or {}
+    for names in (ev.get("metrics"), ev.get("ci_metrics"), cmp.get("metrics"),
+                  rep.get("table_metrics"), rep.get("losses_metrics"), shift.get("metrics"),
+                  shift.get("compare_metrics")):  # fmt: skip
+        out += [n for n in names or [] if isinstance(n, str) and n not in out]
+    return out
+
+
+def plugin_names(config: Mapping) -> tuple[list[str], list[str]]:
+    """(calibrator methods, metric names) of ``config`` that are loadable plug-ins."""
+    cals: list[str] = []
+    for key, entry in (config.get("calibrators") or {}).items():
+        method = (entry or {}).get("method", key)
+        if method not in cals and _plugin_or_none(method, CALIBRATOR_GROUP) is not None:
+            cals.append(method)
+    metrics = [n for n in _config_metrics(config) if _plugin_or_none(n, METRIC_GROUP) is not None]
+    return cals, metrics
+
+
+def _plugin_or_none(name: str, group: str):
+    try:
+        return plugin_object(name, group)
+    except PluginError:
+        return None
+
+
+def plugin_files(names: Iterable[str], group: str) -> list[str]:
+    """Sorted source files of the plug-ins ``names`` of ``group`` (built-ins: none)."""
+    files: set[str] = set()
+    for name in names:
+        obj = _plugin_or_none(name, group)
+        if obj is not None:
+            files |= set(_files_of(obj))
+    return sorted(files)
+
+
+#: the calbench units through which a verb runs a calibrator or looks a metric's facts up
+CALIBRATOR_UNITS = frozenset(
+    {("calbench.calibrators.base", "get_calibrator"), ("calbench.calibrators.base", "load_calibrator")}
+)
+METRIC_UNITS = frozenset({("calbench.stats", ""), ("calbench.report.display", "")})
+
+
+@functools.cache
+def _verb_runs(verb: str) -> tuple[bool, bool]:
+    from calbench._sources import verb_units  # lazy: code inputs
+
+    units = verb_units(verb)
+    return bool(units & CALIBRATOR_UNITS), bool(units & METRIC_UNITS)
+
+
+def plugin_code_inputs(config: Mapping, verb: str) -> list[str]:
+    """Source files of the plug-ins ``config`` uses that ``calbench <verb>`` runs: plug-in
+    calibrators for the verbs that fit or load calibrators, plug-in metrics for the verbs that
+    compute or tabulate metrics. Empty (and free) for a config without plug-ins."""
+    cals, metrics = plugin_names(config)
+    if not cals and not metrics:
+        return []
+    runs_cal, runs_metric = _verb_runs(verb)
+    files = plugin_files(cals, CALIBRATOR_GROUP) if runs_cal else []
+    files += plugin_files(metrics, METRIC_GROUP) if runs_metric else []
+    return sorted(set(files))
+
+
+def code_digest(calibrators: Iterable[str] = (), metrics: Iterable[str] = ()) -> str:
+    """SHA-256 over the source files of the plug-ins among the calibrator methods and metric
+    names given; ``""`` when none is a plug-in (built-ins are covered by calbench's own digest)."""
+    files = set(plugin_files(calibrators, CALIBRATOR_GROUP)) | set(plugin_files(metrics, METRIC_GROUP))
+    if not files:
+        return ""
+    h = hashlib.sha256()
+    for f in sorted(files):
+        h.update(Path(f).name.encode() + b"\0" + Path(f).read_bytes() + b"\0")
+    return h.hexdigest()
