@@ -11,6 +11,8 @@ one-vs-rest calibrators do (a row summing to 0 becomes uniform).
 
 from __future__ import annotations
 
+import contextlib
+import io
 from typing import Any, ClassVar
 
 import numpy as np
@@ -73,12 +75,19 @@ class Adapter(Calibrator):
     def _fit(self, logits: np.ndarray, labels: np.ndarray) -> None:
         p = softmax(np.asarray(logits, dtype=np.float64))
         y = np.asarray(labels, dtype=np.int64)
-        self._model = self._fit_lib(p, y)
+        self._model = self._quiet(self._fit_lib, p, y)
         self._fit_data = (p, y)
+
+    @staticmethod
+    def _quiet(fn, *args):
+        """``fn(*args)`` with its progress bars and prints (netcal's BBQ, ENIR) discarded."""
+        sink = io.StringIO()
+        with contextlib.redirect_stdout(sink), contextlib.redirect_stderr(sink):
+            return fn(*args)
 
     def _predict_proba(self, logits: np.ndarray) -> np.ndarray:
         p = softmax(np.asarray(logits, dtype=np.float64))
-        return normalise_rows(self._predict_lib(self._model, p))
+        return normalise_rows(self._quiet(self._predict_lib, self._model, p))
 
     def _get_state(self) -> dict[str, Any]:
         p, y = self._fit_data
@@ -87,7 +96,7 @@ class Adapter(Calibrator):
     def _set_state(self, state: dict[str, Any]) -> None:
         p = np.asarray(state["probs"], dtype=np.float64)
         y = np.asarray(state["labels"], dtype=np.int64)
-        self._model = self._fit_lib(p, y)
+        self._model = self._quiet(self._fit_lib, p, y)
         self._fit_data = (p, y)
 
     def n_parameters(self) -> int:  # the stored data are not parameters
