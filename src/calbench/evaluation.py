@@ -34,6 +34,7 @@ from calbench._checks import check_choice
 from calbench.calibrators import get_calibrator, load_calibrator, save_calibrator
 from calbench.io import file_digest
 from calbench.metrics import METRICS
+from calbench.plugins import code_digest as plugin_code_digest
 from calbench.report.tables import (
     COMPARE_COLUMNS,  # noqa: F401  (the comparison CSV's columns)
     METRIC_COLUMNS,
@@ -743,6 +744,12 @@ def reuse_digest(key: str, spec: dict, meta: dict, split_digest: str, code_diges
         "code": code_digest,
         "threads": os.environ.get("OMP_NUM_THREADS"),
     }
+    # a plug-in's code (the calibrator's, the evaluated metrics') is not calbench's: its digest
+    plugins = plugin_code_digest(
+        [record["entry"]["method"]], (spec["evaluation"].get("metrics") or [])
+    )
+    if plugins:
+        record["plugins"] = plugins
     text = json.dumps(record, sort_keys=True, default=str)
     return hashlib.sha256(text.encode()).hexdigest()[:32]
 

@@ -269,6 +269,11 @@ def register_metric(m: Metric, origin: str = "plug-in metric") -> Metric:
             f"(interval in {list(INTERVALS)} or None with no_interval_reason, paired_test in "
             f"{list(PAIRED_TESTS)}, scale 1.0 or 100.0, a reference with its year)"
         )
+    if m.paired_test in ("mcnemar_exact", "paired_t", "wilcoxon") and not (m.is_mean and m.stats):
+        raise PluginError(
+            f"{origin}: paired_test {m.paired_test!r} of metric {m.name!r} compares per-sample "
+            "values, which a plain function does not give; declare paired_test='sign_flip'"
+        )
     if m.name in METRICS and METRICS[m.name] is not m:
         raise PluginError(f"{origin}: metric name {m.name!r} is taken; rename the plug-in")
     METRICS[m.name] = m
