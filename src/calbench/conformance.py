@@ -103,7 +103,9 @@ def layout_variants(x: np.ndarray, y: np.ndarray) -> list[tuple[str, object, obj
     out += [(f"labels {d.__name__}", x, y.astype(d), dt) for d in LABEL_DTYPES]
     out.append(("strided labels", x, np.repeat(y, 2)[::2], dt))
     if torch is not None:
-        out.append(("torch requires_grad", torch.tensor(x, requires_grad=True), torch.tensor(y), dt))
+        out.append(
+            ("torch requires_grad", torch.tensor(x, requires_grad=True), torch.tensor(y), dt)
+        )
         out.append(("torch", torch.tensor(x), torch.tensor(y, dtype=torch.int32), dt))
     return out
 
@@ -145,7 +147,9 @@ def calibrator_classes(make: Callable[[], object]) -> int:
     return 3
 
 
-def calibrator_checks(name: str, params: dict | None = None, *, timing: bool = True) -> Iterator[Check]:
+def calibrator_checks(
+    name: str, params: dict | None = None, *, timing: bool = True
+) -> Iterator[Check]:
     """The calibrator checks of ``name`` (a registry name, an entry point or ``module:Class``)
     with hyperparameters ``params``, one :class:`Check` at a time."""
     params = dict(params or {})
@@ -163,13 +167,17 @@ def calibrator_checks(name: str, params: dict | None = None, *, timing: bool = T
         yield Check("shapes", False, f"fit/predict_proba failed: {type(exc).__name__}: {exc}")
         return
     ok = isinstance(p, np.ndarray) and p.shape == zt.shape
-    yield Check("shapes", ok, f"fit (400, {k}) -> predict (150, {k}) gave {getattr(p, 'shape', type(p))}")
+    yield Check(
+        "shapes", ok, f"fit (400, {k}) -> predict (150, {k}) gave {getattr(p, 'shape', type(p))}"
+    )
     if not ok:
         return
     p64 = np.asarray(p, dtype=np.float64)
     dev = float(np.abs(p64.sum(axis=1) - 1).max()) if np.all(np.isfinite(p64)) else np.nan
     ok = bool(np.all(np.isfinite(p64)) and p64.min() >= 0 and p64.max() <= 1 and dev <= ROW_ATOL)
-    yield Check("probabilities", ok, f"finite, in [0, 1], max |row sum - 1| = {dev:.1e} (<= {ROW_ATOL:g})")
+    yield Check(
+        "probabilities", ok, f"finite, in [0, 1], max |row sum - 1| = {dev:.1e} (<= {ROW_ATOL:g})"
+    )
     again = _quiet(lambda: make().fit(z, y)).predict_proba(zt)
     yield Check("deterministic", bool(np.array_equal(again, p)),
                 "two fits predict bit-identically" if np.array_equal(again, p) else
@@ -198,8 +206,11 @@ def _round_trip(cal, zt: np.ndarray, p: np.ndarray) -> Check:
     except Exception as exc:  # noqa: BLE001
         return Check("round trip", False, f"save/load failed: {type(exc).__name__}: {exc}")
     same = bool(np.array_equal(back, p))
-    detail = "JSON save/load predicts bit-identically" if same else (
-        f"the loaded calibrator differs by up to {np.abs(back - p).max():.2e}")
+    detail = (
+        "JSON save/load predicts bit-identically"
+        if same
+        else (f"the loaded calibrator differs by up to {np.abs(back - p).max():.2e}")
+    )
     return Check("round trip", same, detail)
 
 
@@ -209,7 +220,9 @@ def _layout_check(make, k: int) -> Check:
     worst = []
     for dtype in (np.float64, np.float32, np.float16):
         z = z0.astype(dtype)
-        ref = _quiet(lambda z=z: make().fit(z.astype(np.float64), y).predict_proba(z.astype(np.float64)))
+        ref = _quiet(
+            lambda z=z: make().fit(z.astype(np.float64), y).predict_proba(z.astype(np.float64))
+        )
         for label, zv, yv, dt in layout_variants(z, y):
             try:
                 got = _quiet(lambda zv=zv, yv=yv: make().fit(zv, yv).predict_proba(zv))
@@ -221,8 +234,12 @@ def _layout_check(make, k: int) -> Check:
                 err = np.abs(got - ref).max() if got.shape == ref.shape else got.shape
                 worst.append(f"{label} ({dtype.__name__}): {err}")
     if worst:
-        return Check("layout and dtype", False, "differs from C-ordered float64 for " + "; ".join(worst[:3]))
-    return Check("layout and dtype", True, "Fortran, strided, float16/32/64, int8..uint64 labels, torch")
+        return Check(
+            "layout and dtype", False, "differs from C-ordered float64 for " + "; ".join(worst[:3])
+        )
+    return Check(
+        "layout and dtype", True, "Fortran, strided, float16/32/64, int8..uint64 labels, torch"
+    )
 
 
 def _bad_input_check(make, z: np.ndarray, y: np.ndarray) -> Check:
@@ -242,7 +259,9 @@ def _bad_input_check(make, z: np.ndarray, y: np.ndarray) -> Check:
         (lambda: fitted.predict_proba(np.concatenate([z, z[:, :1]], axis=1)), "K + 1 classes"),
         (lambda: fitted.predict_proba(nan), "NaN logits at predict"),
     ]
-    problems = [why for fn, what in cases if (why := _one_line_value_error(lambda fn=fn: _quiet(fn), what))]
+    problems = [
+        why for fn, what in cases if (why := _one_line_value_error(lambda fn=fn: _quiet(fn), what))
+    ]
     if problems:
         return Check("bad input", False, "; ".join(problems))
     return Check("bad input", True, f"{len(cases)} bad inputs, each a one-line ValueError")
@@ -252,8 +271,10 @@ def _probabilities_check(make, cal, z: np.ndarray, y: np.ndarray) -> Check:
     p = softmax(z)
     problems = [
         why
-        for fn, what in [(lambda: make().fit(p, y), "fit(probabilities)"),
-                         (lambda: cal.predict_proba(p), "predict_proba(probabilities)")]  # fmt: skip
+        for fn, what in [
+            (lambda: make().fit(p, y), "fit(probabilities)"),
+            (lambda: cal.predict_proba(p), "predict_proba(probabilities)"),
+        ]  # fmt: skip
         if (why := _one_line_value_error(lambda fn=fn: _quiet(fn), what))
     ]
     if problems:
@@ -287,7 +308,9 @@ def metric_checks(name: str, *, timing: bool = True) -> Iterator[Check]:
     ok = isinstance(v, float | np.floating) and bool(np.isfinite(v))
     yield Check("value", ok, f"a finite float on (300, 4): {v!r}")
     again = m(p.copy(), y.copy())
-    yield Check("deterministic", again == v or (np.isnan(again) and np.isnan(v)), "same value twice")
+    yield Check(
+        "deterministic", again == v or (np.isnan(again) and np.isnan(v)), "same value twice"
+    )
     k = 4
     # calibrated by construction (labels drawn from these probabilities) vs confidently wrong
     good, yc = calibrated_probs(2000, k, seed=7)
@@ -310,7 +333,11 @@ def metric_checks(name: str, *, timing: bool = True) -> Iterator[Check]:
         (lambda: m(p, y[:-1]), "labels of another length"),
     ]
     problems = [why for fn, what in cases if (why := _one_line_value_error(fn, what))]
-    yield Check("bad input", not problems, "; ".join(problems) or f"{len(cases)} bad inputs, each a one-line ValueError")
+    yield Check(
+        "bad input",
+        not problems,
+        "; ".join(problems) or f"{len(cases)} bad inputs, each a one-line ValueError",
+    )
     if timing:
         for n, kk in TIMING_SIZES:
             zz, yy = overconfident_logits(n, kk, seed=3)
@@ -330,7 +357,9 @@ def _metric_layout_check(m) -> Check:
                 worst.append(f"{label} ({dtype.__name__}): {got!r} vs {ref!r}")
     if worst:
         return Check("layout and dtype", False, "; ".join(worst[:3]))
-    return Check("layout and dtype", True, "Fortran, strided, float16/32/64, int8..uint64 labels, torch")
+    return Check(
+        "layout and dtype", True, "Fortran, strided, float16/32/64, int8..uint64 labels, torch"
+    )
 
 
 def run(checks: Iterator[Check], emit: Callable[[str], object] = print) -> bool:

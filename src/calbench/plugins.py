@@ -38,11 +38,17 @@ import re
 import sys
 from collections.abc import Iterable, Mapping
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from calbench.metrics import INTERVALS, METRICS, PAIRED_TESTS, Metric
+if TYPE_CHECKING:
+    from calbench.metrics import Metric
 
-CALIBRATOR_GROUP = "calbench.calibrators"
-METRIC_GROUP = "calbench.metrics"
+
+#: (spelt from the package name: calbench._sources counts a string naming a calbench module as
+#: that module's code)
+_PKG = __name__.split(".")[0]
+CALIBRATOR_GROUP = f"{_PKG}.calibrators"
+METRIC_GROUP = f"{_PKG}.metrics"
 #: entry-point names: the registry's lower-case names, dots allowed (``netcal.ts``)
 NAME = re.compile(r"^[a-z0-9][a-z0-9_]*(\.[a-z0-9_]+)*$")
 #: metric names become file names and table keys: slugs only
@@ -85,7 +91,10 @@ def calibrator_entry_points() -> dict[str, tuple[str, str]]:
     found before calbench is reinstalled)."""
     from calbench.adapters import ADAPTERS  # lazy: code inputs (the adapters' files)
 
-    return {**{n: (ref, "calbench[arena]") for n, ref in ADAPTERS.items()}, **entry_points(CALIBRATOR_GROUP)}
+    return {
+        **{n: (ref, "calbench[arena]") for n, ref in ADAPTERS.items()},
+        **entry_points(CALIBRATOR_GROUP),
+    }
 
 
 def _describe(group: str, name: str, ref: str, where: str) -> str:
@@ -113,9 +122,13 @@ def _import(ref: str, what: str):
             "that provides it (pip install -e <folder>) or run from the folder holding the module"
         ) from None
     except AttributeError:
-        raise PluginError(f"{what}: module {module!r} has no attribute {attr!r}; fix the reference") from None
+        raise PluginError(
+            f"{what}: module {module!r} has no attribute {attr!r}; fix the reference"
+        ) from None
     except Exception as exc:  # the plug-in's own import failed: name it, one line
-        raise PluginError(f"{what}: importing {module!r} failed ({type(exc).__name__}: {exc}); fix the plug-in") from None
+        raise PluginError(
+            f"{what}: importing {module!r} failed ({type(exc).__name__}: {exc}); fix the plug-in"
+        ) from None
     finally:
         if added:
             sys.path.remove(cwd)
@@ -194,7 +207,9 @@ def _calibrator_class(name: str, ref: str, what: str):
             )
         cls = obj
     if not NAME.match(name) and ":" not in name:
-        raise PluginError(f"{what}: the name must match {NAME.pattern} (lower case, digits, _ and .)")
+        raise PluginError(
+            f"{what}: the name must match {NAME.pattern} (lower case, digits, _ and .)"
+        )
     try:
         register(cls)
     except TypeError as exc:
@@ -237,6 +252,7 @@ def metric(
 
     ``interval``: one of :data:`calbench.metrics.INTERVALS` or ``None``; ``paired_test``: one of
     :data:`calbench.metrics.PAIRED_TESTS`; ``scale``: 1.0 or 100.0 (percent in tables)."""
+    from calbench.metrics import Metric  # lazy: import cycle
 
     def wrap(fn):
         def core(p, y, dtype=None):
@@ -255,13 +271,17 @@ def metric(
 def register_metric(m: Metric, origin: str = "plug-in metric") -> Metric:
     """Add ``m`` to :data:`calbench.metrics.METRICS` after checking it declares every fact;
     one-line :class:`PluginError` naming the missing facts otherwise."""
+    from calbench.metrics import INTERVALS, METRICS, PAIRED_TESTS, Metric  # lazy: import cycle
+
     if not isinstance(m, Metric):
         raise PluginError(
             f"{origin}: is {type(m).__name__}, not a calbench.metrics.Metric; decorate the "
             "function with calbench.plugins.metric(name=..., display=..., ...)"
         )
     if not isinstance(m.name, str) or not METRIC_NAME.match(m.name):
-        raise PluginError(f"{origin}: name {m.name!r} must match {METRIC_NAME.pattern} (it names files)")
+        raise PluginError(
+            f"{origin}: name {m.name!r} must match {METRIC_NAME.pattern} (it names files)"
+        )
     missing = m.missing_facts()
     if missing:
         raise PluginError(
@@ -295,6 +315,8 @@ def load_metric_plugins() -> None:
 
 
 def _load_metric(name: str, ref: str, where: str) -> Metric:
+    from calbench.metrics import Metric  # lazy: import cycle
+
     what = f"plug-in metric {_describe(METRIC_GROUP, name, ref, where)}"
     obj = _import(ref, what)
     if isinstance(obj, Metric) and obj.name != name and name != ref:
@@ -309,6 +331,8 @@ def _load_metric(name: str, ref: str, where: str) -> Metric:
 def find_metric(name: str) -> Metric:
     """The metric registered as ``name`` (a built-in, an entry point) or named by a
     ``module:function`` reference; one-line :class:`PluginError` otherwise."""
+    from calbench.metrics import METRICS  # lazy: import cycle
+
     if name in METRICS:
         return METRICS[name]
     key = (METRIC_GROUP, name)
@@ -338,6 +362,8 @@ def metric_problem(name: str) -> str | None:
 
 # --- code inputs ------------------------------------------------------------------------------------
 def _source_module(obj) -> str:
+    from calbench.metrics import Metric  # lazy: import cycle
+
     if isinstance(obj, Metric):
         core = getattr(obj.core, "__wrapped__", obj.core)
         return getattr(core, "__module__", "") or ""
@@ -348,7 +374,7 @@ def plugin_object(name: str, group: str):
     """The loaded plug-in (class or :class:`Metric`) called ``name`` in ``group``, or ``None``
     for a built-in; a name that does not load raises :class:`PluginError`."""
     obj = find_calibrator(name) if group == CALIBRATOR_GROUP else find_metric(name)
-    builtin = "calbench.calibrators." if group == CALIBRATOR_GROUP else "calbench.metrics"
+    builtin = f"{_PKG}.calibrators." if group == CALIBRATOR_GROUP else f"{_PKG}.metrics"
     return None if _source_module(obj).startswith(builtin) else obj
 
 
@@ -409,11 +435,13 @@ def plugin_files(names: Iterable[str], group: str) -> list[str]:
     return sorted(files)
 
 
-#: the calbench units through which a verb runs a calibrator or looks a metric's facts up
+#: the calbench units (module below the package, function; "" = import-time code) through which
+#: a verb runs a calibrator or looks a metric's facts up. Written without the package prefix:
+#: calbench._sources counts a string naming a calbench module as that whole module's code.
 CALIBRATOR_UNITS = frozenset(
-    {("calbench.calibrators.base", "get_calibrator"), ("calbench.calibrators.base", "load_calibrator")}
+    {("calibrators.base", "get_calibrator"), ("calibrators.base", "load_calibrator")}
 )
-METRIC_UNITS = frozenset({("calbench.stats", ""), ("calbench.report.display", "")})
+METRIC_UNITS = frozenset({("stats", ""), ("report.display", "")})
 
 
 @functools.cache
@@ -421,7 +449,9 @@ def _verb_runs(verb: str) -> tuple[bool, bool]:
     from calbench._sources import verb_units  # lazy: code inputs
 
     units = verb_units(verb)
-    return bool(units & CALIBRATOR_UNITS), bool(units & METRIC_UNITS)
+    cal = {(f"{_PKG}.{m}", f) for m, f in CALIBRATOR_UNITS}
+    met = {(f"{_PKG}.{m}", f) for m, f in METRIC_UNITS}
+    return bool(units & cal), bool(units & met)
 
 
 def plugin_code_inputs(config: Mapping, verb: str) -> list[str]:
@@ -440,7 +470,9 @@ def plugin_code_inputs(config: Mapping, verb: str) -> list[str]:
 def code_digest(calibrators: Iterable[str] = (), metrics: Iterable[str] = ()) -> str:
     """SHA-256 over the source files of the plug-ins among the calibrator methods and metric
     names given; ``""`` when none is a plug-in (built-ins are covered by calbench's own digest)."""
-    files = set(plugin_files(calibrators, CALIBRATOR_GROUP)) | set(plugin_files(metrics, METRIC_GROUP))
+    files = set(plugin_files(calibrators, CALIBRATOR_GROUP)) | set(
+        plugin_files(metrics, METRIC_GROUP)
+    )
     if not files:
         return ""
     h = hashlib.sha256()

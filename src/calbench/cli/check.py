@@ -30,7 +30,9 @@ def register(sub) -> None:
     )
     p.add_argument("--calibrators", required=True, help="comma-separated names, e.g. ts,netcal.ts")
     p.add_argument("--metrics", default="ece,nll,brier,accuracy", help="comma-separated metrics")
-    p.add_argument("--logits", help="logits .npz (fit on the validation half, compare on the test half)")
+    p.add_argument(
+        "--logits", help="logits .npz (fit on the validation half, compare on the test half)"
+    )
     p.add_argument("--split", help="split .npz of --logits")
     p.add_argument("--synthetic", help="NxK: synthetic over-confident logits instead of --logits")
     p.add_argument("--seed", type=int, default=0, help="seed of --synthetic")
@@ -66,13 +68,21 @@ def cmd_compare_implementations(args) -> int:
         try:
             n, k = (int(x) for x in args.synthetic.lower().split("x"))
         except ValueError:
-            raise ValueError(f"--synthetic must be NxK like 5000x10, got {args.synthetic!r}") from None
+            raise ValueError(
+                f"--synthetic must be NxK like 5000x10, got {args.synthetic!r}"
+            ) from None
         synthetic = (n, k)
     if args.logits and not args.split:
         raise ValueError("--logits needs --split (the validation / test halves)")
     rows = run_comparison(
-        [c for c in args.calibrators.split(",") if c], [m for m in args.metrics.split(",") if m],
-        args.csv, args.html, logits=args.logits, split=args.split, synthetic=synthetic, seed=args.seed,
+        [c for c in args.calibrators.split(",") if c],
+        [m for m in args.metrics.split(",") if m],
+        args.csv,
+        args.html,
+        logits=args.logits,
+        split=args.split,
+        synthetic=synthetic,
+        seed=args.seed,
     )
     for r in sorted(rows, key=lambda r: -r["max_abs_diff"])[:10]:
         print(f"{r['method']}: {r['a']} vs {r['b']} {r['quantity']}: {r['max_abs_diff']:.3g}")
