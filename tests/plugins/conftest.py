@@ -48,3 +48,11 @@ def plugin_env(tmp_path, monkeypatch):
 
     yield install
     reset_plugins()
+
+
+@pytest.fixture(autouse=True)
+def _forget_plugins_after():
+    """Leave the registries as calbench's own tests expect them (adapters and references the
+    conformance tests loaded are registered on use)."""
+    yield
+    reset_plugins()

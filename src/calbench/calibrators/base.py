@@ -563,7 +563,8 @@ def load_calibrator(path: str | os.PathLike) -> Calibrator:
         try:
             _find(method)  # a plug-in's file: register it, or say why it cannot load
         except ValueError as exc:
-            raise ValueError(f"{path}: {exc}") from None
+            if not str(exc).startswith("unknown calibrator"):  # unknown: from_dict says so
+                raise ValueError(f"{path}: {exc}") from None
     return Calibrator.from_dict(data, where=str(path))
 
 
