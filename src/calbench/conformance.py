@@ -87,7 +87,7 @@ def layout_variants(x: np.ndarray, y: np.ndarray) -> list[tuple[str, object, obj
     Fortran-ordered array, a strided view, every integer label dtype, strided labels and torch
     tensors; for float32 / float16 ``x`` the array itself and its torch tensor."""
     try:
-        import torch  # lazy: pulls torch (optional here)
+        import torch  # lazy: pulls torch
     except ImportError:  # pragma: no cover - torch is a calbench dependency
         torch = None
     dt = x.dtype.type

@@ -37,6 +37,7 @@ import os
 import re
 import sys
 from collections.abc import Iterable, Mapping
+from importlib import metadata
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -69,8 +70,6 @@ class PluginError(ValueError):
 @functools.cache
 def entry_points(group: str) -> dict[str, tuple[str, str]]:
     """``{name: (module:attr, distribution)}`` of the installed entry points of ``group``."""
-    from importlib import metadata  # lazy: pulls email, zipfile (~50 ms) for plug-in look-ups only
-
     out: dict[str, tuple[str, str]] = {}
     for ep in metadata.entry_points(group=group):
         dist = getattr(ep, "dist", None)
@@ -89,7 +88,7 @@ def calibrator_entry_points() -> dict[str, tuple[str, str]]:
     """:func:`entry_points` of group ``calbench.calibrators`` and calbench's own adapters
     (:data:`calbench.adapters.ADAPTERS`, the same entry points as in pyproject.toml, so they are
     found before calbench is reinstalled)."""
-    from calbench.adapters import ADAPTERS  # lazy: code inputs (the adapters' files)
+    from calbench.adapters import ADAPTERS  # lazy: code inputs
 
     return {
         **{n: (ref, "calbench[arena]") for n, ref in ADAPTERS.items()},

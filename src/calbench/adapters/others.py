@@ -21,7 +21,7 @@ class BetacalBeta(Adapter):
     reference = "Kull, Silva Filho & Flach 2017; betacal"
 
     def _fit_lib(self, p: np.ndarray, y: np.ndarray) -> Any:
-        from betacal import BetaCalibration  # lazy: pulls sklearn
+        from betacal import BetaCalibration  # lazy: pulls scipy
 
         return one_vs_rest(lambda s, t: BetaCalibration("abm").fit(s, t), p, y)
 
@@ -40,7 +40,7 @@ class VennAbersIVAP(Adapter):
     reference = "Vovk & Petej 2014 (inductive Venn-Abers); venn-abers"
 
     def _fit_lib(self, p: np.ndarray, y: np.ndarray) -> Any:
-        from venn_abers import VennAbersCalibrator  # lazy: pulls sklearn
+        from venn_abers import VennAbersCalibrator  # lazy: pulls scipy
 
         return VennAbersCalibrator(), p, y
 
@@ -61,7 +61,7 @@ class SklearnIsotonic(Adapter):
     reference = "Zadrozny & Elkan 2002; scikit-learn (Pedregosa et al. 2011)"
 
     def _fit_lib(self, p: np.ndarray, y: np.ndarray) -> Any:
-        from sklearn.isotonic import IsotonicRegression  # lazy: pulls sklearn
+        from sklearn.isotonic import IsotonicRegression  # lazy: pulls scipy
 
         def fit(s, t):
             return IsotonicRegression(out_of_bounds="clip", y_min=0.0, y_max=1.0).fit(s, t)
@@ -84,7 +84,7 @@ class SklearnSigmoid(Adapter):
     reference = "Platt 1999; scikit-learn (Pedregosa et al. 2011)"
 
     def _fit_lib(self, p: np.ndarray, y: np.ndarray) -> Any:
-        from sklearn.calibration import _SigmoidCalibration  # lazy: pulls sklearn
+        from sklearn.calibration import _SigmoidCalibration  # lazy: pulls scipy
 
         return one_vs_rest(lambda s, t: _SigmoidCalibration().fit(s, t), p, y)
 
