@@ -102,6 +102,11 @@ def _describe(group: str, name: str, ref: str, where: str) -> str:
     return f"entry point {name} = {ref} (group {group}, from {where})"
 
 
+def _line(exc: BaseException) -> str:
+    """An exception's message on one line."""
+    return " ".join(str(exc).split())
+
+
 def _import(ref: str, what: str):
     """The object ``module:attr`` names; the current folder is searched first (user code)."""
     if not REFERENCE.match(ref):
@@ -117,7 +122,7 @@ def _import(ref: str, what: str):
             obj = getattr(obj, part)
     except ImportError as exc:
         raise PluginError(
-            f"{what}: cannot import {module!r} ({type(exc).__name__}: {exc}); install the package "
+            f"{what}: cannot import {module!r} ({type(exc).__name__}: {_line(exc)}); install the package "
             "that provides it (pip install -e <folder>) or run from the folder holding the module"
         ) from None
     except AttributeError:
@@ -126,7 +131,7 @@ def _import(ref: str, what: str):
         ) from None
     except Exception as exc:  # the plug-in's own import failed: name it, one line
         raise PluginError(
-            f"{what}: importing {module!r} failed ({type(exc).__name__}: {exc}); fix the plug-in"
+            f"{what}: importing {module!r} failed ({type(exc).__name__}: {_line(exc)}); fix the plug-in"
         ) from None
     finally:
         if added:
