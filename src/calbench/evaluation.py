@@ -746,7 +746,7 @@ def reuse_digest(key: str, spec: dict, meta: dict, split_digest: str, code_diges
     }
     # a plug-in's code (the calibrator's, the evaluated metrics') is not calbench's: its digest
     plugins = plugin_code_digest(
-        [record["entry"]["method"]], (spec["evaluation"].get("metrics") or [])
+        [record["entry"]["method"]], spec["evaluation"].get("metrics") or list(METRICS)
     )
     if plugins:
         record["plugins"] = plugins
