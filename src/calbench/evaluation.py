@@ -34,7 +34,7 @@ from calbench._checks import check_choice
 from calbench.calibrators import get_calibrator, load_calibrator, save_calibrator
 from calbench.io import file_digest
 from calbench.metrics import METRICS
-from calbench.plugins import code_digest as plugin_code_digest
+from calbench.plugin_inputs import code_digest as plugin_code_digest
 from calbench.report.tables import (
     COMPARE_COLUMNS,  # noqa: F401  (the comparison CSV's columns)
     METRIC_COLUMNS,

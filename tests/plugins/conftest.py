@@ -16,6 +16,7 @@ def reset_plugins() -> None:
     from calbench import plugins
     from calbench.calibrators import REGISTRY
     from calbench.metrics import METRICS
+    from calbench.plugin_inputs import _source_module
 
     plugins.entry_points.cache_clear()
     plugins._FAILED.clear()
@@ -24,7 +25,7 @@ def reset_plugins() -> None:
         if not cls.__module__.startswith("calbench.calibrators."):
             del REGISTRY[name]
     for name, m in list(METRICS.items()):
-        if not plugins._source_module(m).startswith("calbench.metrics"):
+        if not _source_module(m).startswith("calbench.metrics"):
             del METRICS[name]
     for mod in list(sys.modules):
         if mod.split(".")[0] in ("my_calibrator", "broken_pkg", "user_cal"):

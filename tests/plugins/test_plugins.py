@@ -15,6 +15,7 @@ from calbench import plugins
 from calbench.calibrators import REGISTRY, get_calibrator, load_calibrator, save_calibrator
 from calbench.conformance import overconfident_logits
 from calbench.metrics import METRICS
+from calbench.plugin_inputs import plugin_code_inputs
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -199,14 +200,14 @@ def _config(**extra):
 def test_plugin_files_are_code_inputs_of_exactly_the_verbs_running_them(plugin_env):
     path = plugin_env()
     init = str(path / "my_calibrator" / "__init__.py")
-    inputs = {v: plugins.plugin_code_inputs(_config(), v) for v in
+    inputs = {v: plugin_code_inputs(_config(), v) for v in
               ("calibrate", "evaluate-shift", "aggregate", "render-report", "train-model",
                "cache-logits", "split")}  # fmt: skip
     assert inputs["calibrate"] == [init] and inputs["evaluate-shift"] == [init]
     assert inputs["aggregate"] == [init]  # the metric's facts: tables
     assert inputs["render-report"] == [init]
     assert inputs["train-model"] == inputs["cache-logits"] == inputs["split"] == []
-    assert plugins.plugin_code_inputs({"calibrators": {"ts": None}}, "calibrate") == []
+    assert plugin_code_inputs({"calibrators": {"ts": None}}, "calibrate") == []
 
 
 def test_manifest_names_plugin_files_by_folder(plugin_env):

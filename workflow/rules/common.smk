@@ -22,7 +22,7 @@ wildcard_constraints:
 # executes, derived from the code (calbench._sources, read with ast; cached in .snakemake/), so
 # an edit reruns exactly the jobs that run the edited file (tests/workflow/test_lib_sources.py).
 from calbench._sources import all_verb_sources, code_manifest_text
-from calbench.plugins import plugin_code_inputs
+from calbench.plugin_inputs import plugin_code_inputs
 
 LIB_ROOT = Path(importlib.util.find_spec("calbench").submodule_search_locations[0])
 VERB_SOURCES = all_verb_sources(cache=".snakemake/calbench/lib_sources.json")
