@@ -345,13 +345,17 @@ def all_verb_sources(cache=None) -> dict[str, list[str]]:
 
 def code_manifest_text(paths) -> str:
     """``sha256  path`` lines (``sha256sum`` format, paths relative to the calbench package's
-    parent folder, sorted) of the library files ``paths``: the workflow's code input of a verb.
+    parent folder, sorted; a plug-in's file outside it: ``plugin:<folder>/<file>``) of the library
+    files ``paths``: the workflow's code input of a verb.
     The text depends on the files' content only, not on where calbench is installed."""
     lines = []
     for p in sorted(str(p) for p in paths):
         path = Path(p)
         st = path.stat()
-        rel = path.resolve().relative_to(ROOT.parent).as_posix()
+        try:
+            rel = path.resolve().relative_to(ROOT.parent).as_posix()
+        except ValueError:  # a plug-in's file (calbench.plugins): its package folder and name
+            rel = "plugin:" + "/".join(path.resolve().parts[-2:])
         lines.append(f"{_digest(path, st.st_mtime_ns, st.st_size)}  {rel}")
     return "\n".join(lines) + "\n"
 

@@ -1,7 +1,8 @@
 """Checks of a workflow configuration that its JSON schema cannot make, run when the workflow
 starts (before any job): every name the config uses must exist in the library.
 
-* calibrators: each entry's method is registered (:data:`calbench.calibrators.REGISTRY`) and
+* calibrators: each entry's method is registered (:data:`calbench.calibrators.REGISTRY`, plug-ins
+  included: :mod:`calbench.plugins`) and
   its ``params`` construct it (unknown keys name the accepted ones; bad values fail as they
   would in ``fit-calibrator``);
 * metrics: every metric named anywhere (evaluation, compare, report, shift) is in
@@ -28,12 +29,13 @@ from pathlib import Path
 from calbench._checks import MAX_BINS
 from calbench._paths import confined
 from calbench._yaml import load_yaml_file
-from calbench.calibrators import REGISTRY, get_calibrator
+from calbench.calibrators import get_calibrator
 from calbench.evaluation import MAX_RESAMPLES
 from calbench.logits_sources import check_entry as check_logits_entry
 from calbench.logits_sources import is_presplit
 from calbench.metrics import METRICS
 from calbench.models import ZOOS
+from calbench.plugins import calibrator_problem, metric_problem
 from calbench.shift.corruptions import CORRUPTIONS
 from calbench.shift.datasets import PUBLISHED_CORRUPTIONS
 from calbench.training import parse_training
@@ -99,10 +101,9 @@ def _calibrator_problems(config: Mapping) -> list[str]:
         entry = entry or {}
         method = entry.get("method", key)
         where = f"calibrators.{key}" + (".method" if "method" in entry else "")
-        if method not in REGISTRY:
-            problems.append(
-                f"{where}: unknown calibrator {method!r}; choose one of {sorted(REGISTRY)}"
-            )
+        why = calibrator_problem(method)  # a built-in, or a plug-in that loads (calbench.plugins)
+        if why:
+            problems.append(f"{where}: {why}")
             continue
         try:
             get_calibrator(method, **(entry.get("params") or {}))
@@ -124,8 +125,9 @@ def _metric_problems(config: Mapping) -> list[str]:
     lists.append(("shift.compare_metrics", shift.get("compare_metrics") or []))
     for where, names in lists:
         for m in names:
-            if m not in METRICS:
-                problems.append(f"{where}: unknown metric {m!r}; choose one of {sorted(METRICS)}")
+            why = metric_problem(m)
+            if why:
+                problems.append(f"{where}: {why}")
     return problems
 
 

@@ -23,6 +23,8 @@ import tempfile
 from pathlib import Path
 
 from calbench.io import atomic_write_bytes, atomic_write_text, file_digest
+from calbench.metrics import METRICS
+from calbench.plugin_inputs import code_digest as plugin_code_digest
 
 #: the numeric libraries whose versions a calibrator's files may depend on
 NUMERIC_LIBRARIES = ("numpy", "scipy", "torch", "matplotlib", "scikit-learn")
@@ -69,6 +71,12 @@ def reuse_digest(key: str, spec: dict, meta: dict, split_digest: str, code_diges
         "code": code_digest,
         "threads": os.environ.get("OMP_NUM_THREADS"),
     }
+    # a plug-in's code (the calibrator's, the evaluated metrics') is not calbench's: its digest
+    plugins = plugin_code_digest(
+        [record["entry"]["method"]], spec["evaluation"].get("metrics") or list(METRICS)
+    )
+    if plugins:
+        record["plugins"] = plugins
     text = json.dumps(record, sort_keys=True, default=str)
     return hashlib.sha256(text.encode()).hexdigest()[:32]
 

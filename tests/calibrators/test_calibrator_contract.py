@@ -35,8 +35,12 @@ def _fast(name):
 
 
 def test_registry_is_complete_and_exported():
-    assert sorted(REGISTRY) == sorted(ALL)
-    for name, cls in REGISTRY.items():
+    # plug-ins (calbench.plugins: adapters, entry points) join REGISTRY when first used
+    builtins = {
+        n: c for n, c in REGISTRY.items() if c.__module__.startswith("calbench.calibrators.")
+    }
+    assert sorted(builtins) == sorted(ALL)
+    for name, cls in builtins.items():
         assert getattr(cal, cls.__name__) is cls
         assert cls.name == name
 

@@ -47,6 +47,7 @@ wildcard_constraints:
 # executes, derived from the code (calbench._sources, read with ast; cached in .snakemake/), so
 # an edit reruns exactly the jobs that run the edited file (tests/workflow/test_lib_sources.py).
 from calbench._sources import all_verb_sources, code_manifest_text
+from calbench.plugin_inputs import plugin_code_inputs
 
 LIB_ROOT = Path(importlib.util.find_spec("calbench").submodule_search_locations[0])
 VERB_SOURCES = all_verb_sources(cache=".snakemake/calbench/lib_sources.json")
@@ -68,7 +69,9 @@ def lib_sources(verb):
     """The code input of ``calbench <verb>`` (the verb as typed, e.g. ``calibrate``)."""
     if verb not in VERB_SOURCES:
         raise ValueError(f"lib_sources({verb!r}): calbench has no verb {verb!r}; verbs: {sorted(VERB_SOURCES)}")
-    return write_if_changed(f"results/code/{verb}.sha256", code_manifest_text(VERB_SOURCES[verb]))
+    # plug-ins the config uses (another package's files) are code inputs of the verbs running them
+    paths = VERB_SOURCES[verb] + plugin_code_inputs(config, verb)
+    return write_if_changed(f"results/code/{verb}.sha256", code_manifest_text(paths))
 
 
 # --- config inputs: slices of the config as files --------------------------------------------

@@ -486,9 +486,17 @@ class Calibrator:
 
 def get_calibrator(name: str, **params: Any) -> Calibrator:
     """Instantiate the registered calibrator ``name`` with hyperparameters ``params``."""
-    if name not in REGISTRY:
-        raise ValueError(f"unknown calibrator {name!r}; choose one of {sorted(REGISTRY)}")
-    return REGISTRY[name](**params)
+    return _find(name)(**params)
+
+
+def _find(name: str) -> type[Calibrator]:
+    """``REGISTRY[name]``, or the plug-in of that name (an entry point or a ``module:Class``
+    reference: :func:`calbench.plugins.find_calibrator`); one-line ``ValueError`` otherwise."""
+    if isinstance(name, str) and name in REGISTRY:
+        return REGISTRY[name]
+    from calbench.plugins import find_calibrator  # lazy: import cycle
+
+    return find_calibrator(name)
 
 
 def save_calibrator(calibrator: Calibrator, path: str | os.PathLike) -> None:
@@ -543,6 +551,13 @@ def load_calibrator(path: str | os.PathLike) -> Calibrator:
             f"{path} nests deeper than {MAX_JSON_DEPTH} levels, which no calibrator file does; "
             "delete it and refit (calbench fit-calibrator)"
         )
+    method = data.get("method") if isinstance(data, dict) else None
+    if isinstance(method, str) and method not in REGISTRY:
+        try:
+            _find(method)  # a plug-in's file: register it, or say why it cannot load
+        except ValueError as exc:
+            if not str(exc).startswith("unknown calibrator"):  # unknown: from_dict says so
+                raise ValueError(f"{path}: {exc}") from None
     return Calibrator.from_dict(data, where=str(path))
 
 

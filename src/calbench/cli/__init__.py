@@ -26,6 +26,7 @@ _COMMAND_MODULES = (
     "replication",
     "stage",
     "shift",
+    "check",
 )
 
 

@@ -872,3 +872,10 @@ def compute_metrics(probs, labels, names: Iterable[str] | None = None) -> dict[s
 
 # keep the helpers importable for plots and calibrators
 __all__ += ["classwise_sums", "top_label"]
+
+
+# plug-in metrics (entry points of group calbench.metrics) join METRICS before any module reads
+# its facts; a broken one is reported when its name is used (calbench.plugins)
+from calbench.plugins import load_metric_plugins  # noqa: E402
+
+load_metric_plugins()

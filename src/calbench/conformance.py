@@ -1,0 +1,373 @@
+"""One conformance suite for any calibrator or metric, built-in or plug-in (``calbench
+check-calibrator NAME``, ``calbench check-metric NAME``; the test suite runs it over every
+built-in, so built-ins and plug-ins meet one bar).
+
+Calibrators (:func:`check_calibrator`), on synthetic over-confident logits:
+
+* ``shapes``: ``fit`` returns the calibrator, ``predict_proba`` gives ``(N, K)``;
+* ``probabilities``: finite, in [0, 1], rows summing to 1 (within ``ROW_ATOL``);
+* ``deterministic``: two fresh fits on the same data predict bit-identically;
+* ``round trip``: ``save_calibrator`` / ``load_calibrator`` (JSON) predicts bit-identically;
+* ``layout and dtype``: Fortran-ordered and strided arrays, float16/32/64 values, every integer
+  label dtype, torch tensors (when torch is installed) give the answer of the C-ordered float64
+  array holding the same values, within the input dtype's precision (:func:`layout_variants`);
+* ``bad input``: NaN or infinite logits, labels out of range, the wrong number of classes and
+  predicting before fitting are one-line ``ValueError`` s;
+* ``refuses probabilities``: ``fit`` and ``predict_proba`` refuse rows that are probability
+  vectors (calibrators take logits);
+* ``fit time``: seconds to fit 5,000 x 10 and 5,000 x 100 logits (printed, never judged).
+
+Metrics (:func:`check_metric`): every fact declared (``Metric.missing_facts``), a finite float,
+deterministic, the values of calibrated predictions (labels drawn from them) and confidently wrong
+ones beside the declared direction (printed, not judged), the layout and dtype property, one-line errors on bad input, and the time on
+5,000 x 10 and 5,000 x 100 probabilities.
+"""
+
+from __future__ import annotations
+
+import json
+import tempfile
+import time
+import warnings
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from calbench.calibrators import get_calibrator, load_calibrator, save_calibrator
+from calbench.functional import softmax
+from calbench.plugins import find_calibrator, find_metric
+
+#: largest deviation of a row sum from 1 accepted from a calibrator
+ROW_ATOL = 1e-9
+#: relative tolerance per input float dtype in the layout check: same values, other arithmetic
+RTOL = {np.float64: 1e-9, np.float32: 2e-3, np.float16: 2e-3}
+LABEL_DTYPES = (np.int8, np.int16, np.int32, np.int64, np.uint8, np.uint16, np.uint32, np.uint64)
+#: the (N, K) inputs whose fitting time is printed
+TIMING_SIZES = ((5000, 10), (5000, 100))
+
+
+@dataclass(frozen=True)
+class Check:
+    """One check's outcome: ``ok`` is ``None`` for a figure that is printed, not judged."""
+
+    name: str
+    ok: bool | None
+    detail: str = ""
+
+    def line(self) -> str:
+        mark = {True: "PASS", False: "FAIL", None: "INFO"}[self.ok]
+        return f"{mark}  {self.name}" + (f": {self.detail}" if self.detail else "")
+
+
+# --- data -------------------------------------------------------------------------------------
+def overconfident_logits(n: int, k: int, seed: int = 0, temperature: float = 2.5):
+    """(float64 logits (n, k), int64 labels): informative logits whose labels are drawn from
+    the softmax at ``temperature`` (> 1: the logits are over-confident)."""
+    rng = np.random.default_rng(seed)
+    z = rng.normal(size=(n, k)) * 2.0
+    z[np.arange(n), rng.integers(0, k, n)] += 2.0
+    p = softmax(z / temperature)
+    u = rng.random((n, 1))
+    y = np.minimum((u > np.cumsum(p, axis=1)).sum(axis=1), k - 1).astype(np.int64)
+    return z, y
+
+
+def calibrated_probs(n: int, k: int, seed: int = 0):
+    """(probabilities (n, k), labels drawn from them): calibrated by construction."""
+    rng = np.random.default_rng(seed)
+    p = softmax(rng.normal(size=(n, k)) * 2.0)
+    y = np.minimum((rng.random((n, 1)) > np.cumsum(p, axis=1)).sum(axis=1), k - 1)
+    return p, y.astype(np.int64)
+
+
+def layout_variants(x: np.ndarray, y: np.ndarray) -> list[tuple[str, object, object, type]]:
+    """``(label, x variant, y variant, float dtype of the values)``: for float64 ``x`` a
+    Fortran-ordered array, a strided view, every integer label dtype, strided labels and torch
+    tensors; for float32 / float16 ``x`` the array itself and its torch tensor."""
+    try:
+        import torch  # lazy: pulls torch
+    except ImportError:  # pragma: no cover - torch is a calbench dependency
+        torch = None
+    dt = x.dtype.type
+    if dt is not np.float64:
+        out = [(dt.__name__, x, y, dt)]
+        if torch is not None:
+            t = torch.tensor(x, requires_grad=dt is not np.float16)
+            out.append((f"torch {dt.__name__}", t, torch.tensor(y), dt))
+        return out
+    big = np.zeros((2 * x.shape[0], 3 * x.shape[1]), dtype=x.dtype)
+    big[::2, ::3] = x
+    out = [("fortran", np.asfortranarray(x), y, dt), ("strided", big[::2, ::3], y, dt)]
+    out += [(f"labels {d.__name__}", x, y.astype(d), dt) for d in LABEL_DTYPES]
+    out.append(("strided labels", x, np.repeat(y, 2)[::2], dt))
+    if torch is not None:
+        out.append(
+            ("torch requires_grad", torch.tensor(x, requires_grad=True), torch.tensor(y), dt)
+        )
+        out.append(("torch", torch.tensor(x), torch.tensor(y, dtype=torch.int32), dt))
+    return out
+
+
+def _one_line_value_error(fn: Callable[[], object], expect: str) -> str | None:
+    """``None`` if ``fn()`` raises a one-line ``ValueError``, else why not."""
+    try:
+        fn()
+    except ValueError as exc:
+        text = str(exc)
+        if "\n" in text or not text.strip():
+            return f"{expect}: the ValueError is not one line ({text[:80]!r})"
+        return None
+    except Exception as exc:  # noqa: BLE001 - any other exception is the finding
+        return f"{expect}: raised {type(exc).__name__} ({str(exc)[:80]}), not a ValueError"
+    return f"{expect}: accepted"
+
+
+def _timed(fn: Callable[[], object]) -> float:
+    t0 = time.perf_counter()
+    fn()
+    return time.perf_counter() - t0
+
+
+# --- calibrators ------------------------------------------------------------------------------
+def _quiet(fn: Callable[[], object]):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # few-samples warnings of the small problems
+        return fn()
+
+
+def calibrator_classes(make: Callable[[], object]) -> int:
+    """3, or 2 for a calibrator that refuses more classes (binary only)."""
+    z, y = overconfident_logits(200, 3, seed=5)
+    try:
+        _quiet(lambda: make().fit(z, y))
+    except ValueError:
+        return 2
+    except Exception:  # noqa: BLE001 - a crash: the shapes check reports it
+        return 3
+    return 3
+
+
+def calibrator_checks(
+    name: str, params: dict | None = None, *, timing: bool = True
+) -> Iterator[Check]:
+    """The calibrator checks of ``name`` (a registry name, an entry point or ``module:Class``)
+    with hyperparameters ``params``, one :class:`Check` at a time."""
+    params = dict(params or {})
+    cls = find_calibrator(name)  # an unknown or broken name: one-line ValueError
+    make = lambda: get_calibrator(name, **params)  # noqa: E731
+    make()  # bad params: one-line ValueError before any check
+    yield Check("loads", True, f"{cls.__module__}.{cls.__name__}")
+    k = calibrator_classes(make)
+    z, y = overconfident_logits(400, k, seed=1)
+    zt, _ = overconfident_logits(150, k, seed=2)
+    try:
+        cal = _quiet(lambda: make().fit(z, y))
+        p = cal.predict_proba(zt)
+    except Exception as exc:  # noqa: BLE001
+        yield Check("shapes", False, f"fit/predict_proba failed: {type(exc).__name__}: {exc}")
+        return
+    ok = isinstance(p, np.ndarray) and p.shape == zt.shape
+    yield Check(
+        "shapes", ok, f"fit (400, {k}) -> predict (150, {k}) gave {getattr(p, 'shape', type(p))}"
+    )
+    if not ok:
+        return
+    p64 = np.asarray(p, dtype=np.float64)
+    dev = float(np.abs(p64.sum(axis=1) - 1).max()) if np.all(np.isfinite(p64)) else np.nan
+    ok = bool(np.all(np.isfinite(p64)) and p64.min() >= 0 and p64.max() <= 1 and dev <= ROW_ATOL)
+    yield Check(
+        "probabilities", ok, f"finite, in [0, 1], max |row sum - 1| = {dev:.1e} (<= {ROW_ATOL:g})"
+    )
+    again = _quiet(lambda: make().fit(z, y)).predict_proba(zt)
+    yield Check("deterministic", bool(np.array_equal(again, p)),
+                "two fits predict bit-identically" if np.array_equal(again, p) else
+                f"two fits differ by up to {np.abs(again - p).max():.2e}")  # fmt: skip
+    yield _round_trip(cal, zt, p)
+    yield _layout_check(make, k)
+    yield _bad_input_check(make, z, y)
+    yield _probabilities_check(make, cal, z, y)
+    if timing:
+        for n, kk in TIMING_SIZES:
+            if k == 2 and kk > 2:
+                yield Check(f"fit time {n} x {kk}", None, "binary-only calibrator: not applicable")
+                continue
+            zz, yy = overconfident_logits(n, kk, seed=3)
+            secs = _quiet(lambda zz=zz, yy=yy: _timed(lambda: make().fit(zz, yy)))
+            yield Check(f"fit time {n} x {kk}", None, f"{secs:.3f} s")
+
+
+def _round_trip(cal, zt: np.ndarray, p: np.ndarray) -> Check:
+    try:
+        json.dumps(cal.to_dict(), allow_nan=False)
+        with tempfile.TemporaryDirectory() as tmp:
+            path = Path(tmp) / "c.json"
+            save_calibrator(cal, path)
+            back = load_calibrator(path).predict_proba(zt)
+    except Exception as exc:  # noqa: BLE001
+        return Check("round trip", False, f"save/load failed: {type(exc).__name__}: {exc}")
+    same = bool(np.array_equal(back, p))
+    detail = (
+        "JSON save/load predicts bit-identically"
+        if same
+        else (f"the loaded calibrator differs by up to {np.abs(back - p).max():.2e}")
+    )
+    return Check("round trip", same, detail)
+
+
+def _layout_check(make, k: int) -> Check:
+    """The property test over layouts and dtypes (each variant fits and predicts)."""
+    z0, y = overconfident_logits(90, k, seed=4)
+    worst = []
+    for dtype in (np.float64, np.float32, np.float16):
+        z = z0.astype(dtype)
+        ref = _quiet(
+            lambda z=z: make().fit(z.astype(np.float64), y).predict_proba(z.astype(np.float64))
+        )
+        for label, zv, yv, dt in layout_variants(z, y):
+            try:
+                got = _quiet(lambda zv=zv, yv=yv: make().fit(zv, yv).predict_proba(zv))
+            except Exception as exc:  # noqa: BLE001
+                return Check("layout and dtype", False, f"{label}: {type(exc).__name__}: {exc}")
+            got = np.asarray(got, dtype=np.float64)
+            tol = RTOL[dt]
+            if got.shape != ref.shape or not np.allclose(got, ref, rtol=tol, atol=tol):
+                err = np.abs(got - ref).max() if got.shape == ref.shape else got.shape
+                worst.append(f"{label} ({dtype.__name__}): {err}")
+    if worst:
+        return Check(
+            "layout and dtype", False, "differs from C-ordered float64 for " + "; ".join(worst[:3])
+        )
+    return Check(
+        "layout and dtype", True, "Fortran, strided, float16/32/64, int8..uint64 labels, torch"
+    )
+
+
+def _bad_input_check(make, z: np.ndarray, y: np.ndarray) -> Check:
+    k = z.shape[1]
+    nan = z.copy()
+    nan[3, 1] = np.nan
+    inf = z.copy()
+    inf[3, 1] = np.inf
+    fitted = _quiet(lambda: make().fit(z, y))
+    cases = [
+        (lambda: make().predict_proba(z), "predict before fit"),
+        (lambda: make().fit(nan, y), "NaN logits"),
+        (lambda: make().fit(inf, y), "infinite logits"),
+        (lambda: make().fit(z, np.where(y == 0, k, y)), "label = K"),
+        (lambda: make().fit(z, np.where(y == 0, -1, y)), "negative label"),
+        (lambda: make().fit(z, y[:-1]), "labels of another length"),
+        (lambda: fitted.predict_proba(np.concatenate([z, z[:, :1]], axis=1)), "K + 1 classes"),
+        (lambda: fitted.predict_proba(nan), "NaN logits at predict"),
+    ]
+    problems = [
+        why for fn, what in cases if (why := _one_line_value_error(lambda fn=fn: _quiet(fn), what))
+    ]
+    if problems:
+        return Check("bad input", False, "; ".join(problems))
+    return Check("bad input", True, f"{len(cases)} bad inputs, each a one-line ValueError")
+
+
+def _probabilities_check(make, cal, z: np.ndarray, y: np.ndarray) -> Check:
+    p = softmax(z)
+    problems = [
+        why
+        for fn, what in [
+            (lambda: make().fit(p, y), "fit(probabilities)"),
+            (lambda: cal.predict_proba(p), "predict_proba(probabilities)"),
+        ]  # fmt: skip
+        if (why := _one_line_value_error(lambda fn=fn: _quiet(fn), what))
+    ]
+    if problems:
+        return Check("refuses probabilities", False, "; ".join(problems))
+    return Check("refuses probabilities", True, "fit and predict_proba refuse probability rows")
+
+
+# --- metrics ----------------------------------------------------------------------------------
+def _grid_probs(z: np.ndarray) -> np.ndarray:
+    """softmax(z) on a 1/1024 grid: exact in float16/32/64, rows summing to 1."""
+    n = z.shape[0]
+    counts = np.floor(softmax(z) * 1024).astype(np.int64)
+    counts[np.arange(n), counts.argmax(axis=1)] += 1024 - counts.sum(axis=1)
+    return counts / 1024
+
+
+def metric_checks(name: str, *, timing: bool = True) -> Iterator[Check]:
+    """The metric checks of ``name`` (a registry name, an entry point or ``module:function``)."""
+    m = find_metric(name)  # an unknown, broken or incompletely declared metric: ValueError
+    missing = m.missing_facts()
+    yield Check("facts", not missing, "missing: " + ", ".join(missing) if missing else
+                f"display {m.display!r}, higher_is_better={m.higher_is_better}, interval "
+                f"{m.interval}, paired test {m.paired_test}")  # fmt: skip
+    z, y = overconfident_logits(300, 4, seed=1)
+    p = softmax(z)
+    try:
+        v = m(p, y)
+    except Exception as exc:  # noqa: BLE001
+        yield Check("value", False, f"{type(exc).__name__}: {exc}")
+        return
+    ok = isinstance(v, float | np.floating) and bool(np.isfinite(v))
+    yield Check("value", ok, f"a finite float on (300, 4): {v!r}")
+    again = m(p.copy(), y.copy())
+    yield Check(
+        "deterministic", again == v or (np.isnan(again) and np.isnan(v)), "same value twice"
+    )
+    k = 4
+    # calibrated by construction (labels drawn from these probabilities) vs confidently wrong
+    good, yc = calibrated_probs(2000, k, seed=7)
+    bad = np.full_like(good, 0.1 / (k - 1))
+    bad[np.arange(len(yc)), (yc + 1) % k] = 0.9
+    vg, vb = m(good, yc), m(bad, yc)
+    better = vg >= vb if m.higher_is_better else vg <= vb
+    # printed, not judged: a coverage is 'higher is better' yet trivially 1 for wide sets
+    yield Check("direction", None, f"{'as declared' if better else 'NOT as declared'}: calibrated {vg:.4g} vs confidently wrong {vb:.4g} "
+                f"({'higher' if m.higher_is_better else 'lower'} is better)")  # fmt: skip
+    yield _metric_layout_check(m)
+    nan = p.copy()
+    nan[0, 0] = np.nan
+    off = p.copy()
+    off[0] *= 1.5
+    cases = [
+        (lambda: m(nan, y), "NaN probabilities"),
+        (lambda: m(off, y), "a row not summing to 1"),
+        (lambda: m(p, np.where(y == 0, k, y)), "label = K"),
+        (lambda: m(p, y[:-1]), "labels of another length"),
+    ]
+    problems = [why for fn, what in cases if (why := _one_line_value_error(fn, what))]
+    yield Check(
+        "bad input",
+        not problems,
+        "; ".join(problems) or f"{len(cases)} bad inputs, each a one-line ValueError",
+    )
+    if timing:
+        for n, kk in TIMING_SIZES:
+            zz, yy = overconfident_logits(n, kk, seed=3)
+            pp = softmax(zz)
+            yield Check(f"time {n} x {kk}", None, f"{_timed(lambda pp=pp, yy=yy: m(pp, yy)):.3f} s")
+
+
+def _metric_layout_check(m) -> Check:
+    z, y = overconfident_logits(90, 4, seed=6)
+    worst = []
+    for dtype in (np.float64, np.float32, np.float16):
+        p = _grid_probs(z).astype(dtype)
+        ref = float(m(p.astype(np.float64), y))
+        for label, pv, yv, dt in layout_variants(p, y):
+            got = float(m(pv, yv))
+            if not np.isclose(got, ref, rtol=RTOL[dt], atol=RTOL[dt] * 1e-2):
+                worst.append(f"{label} ({dtype.__name__}): {got!r} vs {ref!r}")
+    if worst:
+        return Check("layout and dtype", False, "; ".join(worst[:3]))
+    return Check(
+        "layout and dtype", True, "Fortran, strided, float16/32/64, int8..uint64 labels, torch"
+    )
+
+
+def run(checks: Iterator[Check], emit: Callable[[str], object] = print) -> bool:
+    """Print each check as it completes; ``True`` when none failed."""
+    ok = True
+    for c in checks:
+        emit(c.line())
+        ok &= c.ok is not False
+    return ok
