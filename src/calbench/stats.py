@@ -289,6 +289,9 @@ def bootstrap_ci(
     else:
         check_probs_labels(probs, labels)  # bad input is reported before a missing interval
         method = _check_method(method, metric)
+    if method == "jackknife":
+        est, lo, hi = ub_interval(metric, probs, labels, level)
+        return BootstrapCI(est, lo, hi, level, 0, "jackknife", est)
     estimate, values = bootstrap_values(metric, probs, labels, n_resamples, seed)
     return interval_from_values(estimate, values, level, method)
 
@@ -317,6 +320,10 @@ def interval_from_values(estimate: float, values, level: float, method: str) -> 
       an upper confidence bound at ``level`` that always includes 0, for errors that may be 0.
     """
     values = np.asarray(values, dtype=np.float64)
+    if method == "jackknife":
+        raise ValueError(
+            "the jackknife interval is not built from bootstrap values; use ub_interval"
+        )
     if method not in INTERVAL_METHODS:
         raise ValueError(f"method must be one of {list(INTERVAL_METHODS)}, got {method!r}")
     n_resamples = int(values.shape[0])
@@ -830,6 +837,8 @@ def paired_test(
         raise ValueError(f"test must be one of {list(PAIRED_TEST_NAMES)} or None, got {test!r}")
     if test == "sign_flip":
         return sign_flip_test(metric, probs_a, probs_b, labels, n_permutations, seed)
+    if test == "jackknife_z":
+        return ub_paired_test(metric, probs_a, probs_b, labels)
     m = _resolve(metric)
     if not getattr(m, "is_mean", False) or getattr(m, "stats", None) is None:
         raise ValueError(
@@ -853,3 +862,89 @@ def min_adjusted_p(min_p: float, family_size: int) -> float:
     family of ``family_size`` tests: ``min(1, m min_p)`` (Holm 1979: the smallest p-value is
     multiplied by ``m``)."""
     return float(min(1.0, family_size * min_p))
+
+
+# --------------------------------------------------------------------------------------------
+# unbiased squared calibration errors: jackknife intervals and paired tests
+# --------------------------------------------------------------------------------------------
+def _jackknife_of(metric):
+    m = _resolve(metric)
+    jack = getattr(m, "jackknife", None)
+    if jack is None:
+        raise ValueError(
+            f"metric {getattr(m, 'name', m)!r} has no jackknife form; "
+            "use ece_ub, ece_ub_mass or cwece_ub"
+        )
+    return jack
+
+
+def ub_jackknife(metric, probs, labels) -> tuple[float, np.ndarray]:
+    """``(T, T_loo)`` of an unbiased squared calibration error (``Metric.jackknife``): the
+    unclipped estimate and its ``N`` leave-one-out values."""
+    jack = _jackknife_of(metric)
+    dtype = getattr(probs, "dtype", None)
+    p, y = check_probs_labels(probs, labels)
+    if p.shape[0] < 3:
+        raise ValueError(f"the jackknife needs >= 3 samples, got {p.shape[0]}")
+    t, loo = jack(p, y, dtype)
+    return float(t), np.asarray(loo, dtype=np.float64)
+
+
+def _ub_bounds(t: float, se: float, level: float, sided: str) -> tuple[float, float]:
+    from scipy.special import ndtri
+
+    if not 0.0 < float(level) < 1.0:
+        raise ValueError(f"level must lie in (0, 1), e.g. 0.95, got {level!r}")
+    z = float(ndtri((1.0 + level) / 2.0)) if sided == "two" else float(ndtri(level))
+    return t - z * se, t + z * se
+
+
+def ub_interval(metric, probs, labels, level: float = 0.95) -> tuple[float, float, float]:
+    """``(estimate, low, high)`` of an unbiased squared calibration error's root
+    ``sqrt(theta)``: the normal interval ``T +- z_{(1+level)/2} se`` of the **unclipped**
+    U-statistic ``T`` with its jackknife standard error (Efron & Stein 1981; the leave-one-out
+    values are exact, :mod:`calbench.metrics.unbiased`), each bound clipped at 0 and
+    square-rooted; ``estimate = sqrt(max(T, 0))``. The interval is for the population binned
+    error with the same bins (Sun, Chaudhari, Barnett & Dobriban 2024 study such intervals);
+    its coverage is checked by simulation in perf/bench_coverage.py (docs/statistics.md)."""
+    t, loo = ub_jackknife(metric, probs, labels)
+    from calbench.metrics.unbiased import jackknife_se, root
+
+    lo, hi = _ub_bounds(t, jackknife_se(loo), level, "two")
+    return float(root(t)), float(root(lo)), float(root(hi))
+
+
+def ub_upper_bound(metric, probs, labels, level: float = 0.95) -> float:
+    """One-sided upper confidence bound at ``level`` of ``sqrt(theta)``:
+    ``sqrt(max(T + z_level se_jack, 0))``. A calibrator is "calibrated within delta" at this
+    level when the bound is below delta (no multiplicity adjustment makes that easier)."""
+    t, loo = ub_jackknife(metric, probs, labels)
+    from calbench.metrics.unbiased import jackknife_se, root
+
+    _, hi = _ub_bounds(t, jackknife_se(loo), level, "one")
+    return float(root(hi))
+
+
+def ub_paired_test(metric, probs_a, probs_b, labels) -> PairedTest:
+    """Two-sided test of equal population squared calibration error of two calibrators on the
+    same samples: ``D = T_a - T_b`` (unclipped), its jackknife standard error from the
+    leave-one-out differences ``T_a(-i) - T_b(-i)`` (same samples left out: the paired
+    dependence is kept), ``z = D / se``, p from the standard normal. Asymptotic (no resolution
+    floor: ``min_p = 0``); its type-I error and power are measured in perf/bench_tests.py
+    (docs/statistics.md). ``difference`` is the reported ``sqrt(max(T_a, 0)) -
+    sqrt(max(T_b, 0))``, ``statistic`` is ``z``."""
+    from scipy.special import ndtr
+
+    from calbench.metrics.unbiased import jackknife_se, root
+
+    pa, pb, y = _paired_inputs(probs_a, probs_b, labels)
+    ta, la = ub_jackknife(metric, pa, y)
+    tb, lb = ub_jackknife(metric, pb, y)
+    d = ta - tb
+    se = jackknife_se(la - lb)
+    diff = float(root(ta) - root(tb))
+    if not se > 0.0:
+        return PairedTest(diff, 0.0 if d == 0 else math.copysign(math.inf, d),
+                          1.0 if d == 0 else 0.0, "jackknife_z", 0.0)
+    z = d / se
+    return PairedTest(diff, float(z), float(min(1.0, 2.0 * ndtr(-abs(z)))), "jackknife_z", 0.0)

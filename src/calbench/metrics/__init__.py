@@ -21,7 +21,7 @@ from functools import partial
 import numpy as np
 
 from calbench._checks import check_probs_labels
-from calbench.metrics import conformal, refinement, selective
+from calbench.metrics import conformal, refinement, selective, unbiased
 from calbench.metrics.binning import (
     ReliabilityBins,
     fixed_bins_weighted,
@@ -106,14 +106,19 @@ __all__ = [
 
 #: Interval constructions a metric may name (:mod:`calbench.stats`): ``"percentile"`` (Davison
 #: & Hinkley 1997, eq. 5.18), ``"basic"`` (eq. 5.6; Kumar, Liang & Ma 2019) and ``"upper"`` (the
-#: one-sided basic bound ``[0, 2 t - q_alpha]``, an upper confidence bound that includes 0).
-INTERVALS = ("percentile", "basic", "upper")
+#: one-sided basic bound ``[0, 2 t - q_alpha]``, an upper confidence bound that includes 0) and
+#: ``"jackknife"`` (the unbiased squared errors ``*_ub``: the normal interval ``T +- z se_jack`` of
+#: the unclipped U-statistic, clipped at 0 and square-rooted, :func:`calbench.stats.ub_interval`).
+INTERVALS = ("percentile", "basic", "upper", "jackknife")
 
 #: Paired tests a metric may name (:func:`calbench.stats.paired_test`): McNemar's exact test of
 #: the discordant pairs (McNemar 1947), the paired t-test and the Wilcoxon signed-rank test of
 #: the per-sample differences (Wilcoxon 1945), and the sign-flip permutation test that swaps the
-#: two calibrators' outputs sample by sample (Good 2005, ch. 3; exact under exchangeability).
-PAIRED_TESTS = ("mcnemar_exact", "paired_t", "wilcoxon", "sign_flip")
+#: two calibrators' outputs sample by sample (Good 2005, ch. 3; exact under exchangeability, a
+#: null that two equally calibrated predictors of different sharpness violate), and the
+#: jackknife z-test of equal population squared calibration error for the ``*_ub`` metrics
+#: (:func:`calbench.stats.ub_paired_test`: ``D = T_a - T_b`` over its jackknife standard error).
+PAIRED_TESTS = ("mcnemar_exact", "paired_t", "wilcoxon", "sign_flip", "jackknife_z")
 
 #: Marks an interval a metric did not declare (``None`` is a declared "no interval").
 MISSING = "missing"
@@ -152,7 +157,20 @@ class Metric:
       interval, with ``no_interval_reason`` (one sentence the report prints);
     * ``paired_test``: how two calibrators are compared on the same test samples
       (:data:`PAIRED_TESTS`);
-    * ``reference``: the paper defining the metric (authors, year, equation).
+    * ``reference``: the paper defining the metric (authors, year, equation);
+    * ``verdicts``: whether significance marks, ranks, CD diagrams, robustness verdicts and
+      findings may be drawn from this metric: ``True`` only when its estimator's bias does not
+      depend on the predictor's sharpness (sample means of per-sample scores: accuracy, NLL,
+      Brier score; the unbiased squared calibration errors ``ece_ub``, ``ece_ub_mass``,
+      ``cwece_ub``) and its paired test's null is "equal population value" (so not the
+      sign-flip test, whose null is exchangeability). Plug-in binned or kernel calibration
+      errors (ECE, MCE, cwECE, ACE, KS, smECE, ...) are biased upward by an amount that shrinks
+      as predictions get coarser: they stay in the tables as descriptive numbers only.
+
+    ``jackknife(p, y, dtype)``, when set, returns ``(T, T_loo)``: the unclipped unbiased squared
+    error and its ``N`` leave-one-out values (:mod:`calbench.metrics.unbiased`), from which
+    :func:`calbench.stats.ub_interval` and :func:`calbench.stats.ub_paired_test` are built
+    (``interval = "jackknife"``, ``paired_test = "jackknife_z"``).
     """
 
     name: str
@@ -172,6 +190,8 @@ class Metric:
     paired_test: str | None = None
     reference: str | None = None
     linear: Callable[..., tuple] | None = None
+    verdicts: bool | None = None
+    jackknife: Callable[..., tuple] | None = None
 
     def __post_init__(self) -> None:
         if self.scale is None and self.percent:
@@ -213,6 +233,13 @@ class Metric:
             out.append("paired_test")
         if not isinstance(self.reference, str) or not any(c.isdigit() for c in self.reference):
             out.append("reference")
+        if not isinstance(self.verdicts, bool):
+            out.append("verdicts")
+        elif self.verdicts and self.paired_test == "sign_flip":
+            out.append("verdicts")  # the sign-flip null is exchangeability, not equal value
+        needs_jackknife = self.interval == "jackknife" or self.paired_test == "jackknife_z"
+        if needs_jackknife and self.jackknife is None:
+            out.append("jackknife")
         return out
 
     @property
@@ -403,8 +430,21 @@ _UNVERIFIED = (
     "its coverage is not verified: perf/bench_coverage.py knows the population value of ECE, "
     "classwise ECE and MCE only, and the bootstrap of a biased plug-in error may miss it"
 )
-_ERROR = {"higher_is_better": False, "paired_test": "sign_flip"}
-_SCORE_MEAN = {"higher_is_better": False, "paired_test": "paired_t", "interval": "percentile"}
+_ERROR = {"higher_is_better": False, "paired_test": "sign_flip", "verdicts": False}
+_SCORE_MEAN = {
+    "higher_is_better": False,
+    "paired_test": "paired_t",
+    "interval": "percentile",
+    "verdicts": True,
+}
+_UB = {
+    "higher_is_better": False,
+    "paired_test": "jackknife_z",
+    "interval": "jackknife",
+    "verdicts": True,
+    "scale": 100.0,
+    "decimals": 2,
+}
 
 
 def _plain(fn):
@@ -436,6 +476,7 @@ def _calibration_test_metrics() -> list[Metric]:
         "interval": None,
         "no_interval_reason": "a p-value of a test, not an estimate",
         "paired_test": "sign_flip",
+        "verdicts": False,
     }
     return [
         Metric(
@@ -462,12 +503,80 @@ def _calibration_test_metrics() -> list[Metric]:
     ]
 
 
+def _ub_metrics() -> list[Metric]:
+    """The unbiased binned squared calibration errors of :mod:`calbench.metrics.unbiased`,
+    reported as ``sqrt(max(T, 0))`` with jackknife intervals and tests of the unclipped ``T``."""
+    ref = (
+        "Kumar, Liang & Ma 2019, sec. 5; Sun, Chaudhari, Barnett & Dobriban 2024 "
+        "(per-bin U-statistic of the squared binned error)"
+    )
+
+    def top(binning):
+        def stats(p, y, dtype=None):
+            return top_label(p, y)
+
+        def jack(p, y, dtype=None):
+            return unbiased.ub_top_jackknife(*top_label(p, y), 15, binning)
+
+        return stats, jack
+
+    w_stats, w_jack = top("width")
+    m_stats, m_jack = top("mass")
+    return [
+        _decomposed(
+            "ece_ub",
+            w_stats,
+            partial(unbiased.ub_from_values, n_bins=15, binning="width"),
+            weighted=lambda p, y, dtype=None: _root_weighted(
+                unbiased.ub_top_weighted(*top_label(p, y), 15)
+            ),
+            jackknife=w_jack,
+            display="Unbiased ECE, % (l2, 15 bins)",
+            reference=ref + ", top-label, 15 equal-width bins",
+            **_UB,
+        ),
+        _decomposed(
+            "ece_ub_mass",
+            m_stats,
+            partial(unbiased.ub_from_values, n_bins=15, binning="mass"),
+            jackknife=m_jack,
+            display="Unbiased ECE, % (l2, 15 equal-mass bins)",
+            reference=ref + ", top-label, 15 equal-mass bins",
+            **_UB,
+        ),
+        Metric(
+            "cwece_ub",
+            lambda p, y, dtype=None: float(unbiased.root(unbiased.cw_ub_sq(p, y, 15))),
+            weighted=lambda p, y, dtype=None: _root_weighted(unbiased.cw_ub_weighted(p, y, 15)),
+            jackknife=lambda p, y, dtype=None: unbiased.cw_ub_jackknife(p, y, 15),
+            display="Unbiased classwise ECE, % (l2, 15 bins)",
+            reference=ref + ", classwise (one-vs-rest, mean over classes), 15 equal-width bins",
+            **_UB,
+        ),
+    ]
+
+
+def _root_weighted(g):
+    """``weighted`` form reporting ``sqrt(max(T, 0))`` of a ``weighted`` form of ``T``."""
+
+    def h(weights=None):
+        out = unbiased.root(g(weights))
+        return float(out) if np.ndim(out) == 0 else out
+
+    return h
+
+
 def _plain_metrics() -> list[Metric]:
     """Metrics that are functions of the whole evaluated set (no per-sample decomposition):
     the calibration / refinement split of log-loss and Brier score (Berta et al. 2025),
     selective prediction (Geifman & El-Yaniv 2017) and split-conformal sets (Sadinle et al.
     2019; Romano et al. 2020). None has a verified interval; compared by the sign-flip test."""
-    unverified = {"interval": None, "no_interval_reason": _UNVERIFIED, "paired_test": "sign_flip"}
+    unverified = {
+        "interval": None,
+        "no_interval_reason": _UNVERIFIED,
+        "paired_test": "sign_flip",
+        "verdicts": False,
+    }
     split = "Berta, Holzmueller, Jordan & Bach 2025, eq. 4 (TS-mix refit, as probmetrics)"
     return [
         Metric(
@@ -590,6 +699,7 @@ METRICS: dict[str, Metric] = {
             higher_is_better=True,
             interval="percentile",
             paired_test="mcnemar_exact",
+            verdicts=True,
             reference="top-1 accuracy; paired test of McNemar 1947 (Dietterich 1998)",
         ),
         _decomposed(
@@ -775,6 +885,8 @@ METRICS: dict[str, Metric] = {
             reference="Blasiok & Nakkiran 2023 (smooth ECE, reflected Gaussian kernel)",
             **_ERROR,
         ),
+        # unbiased squared calibration errors (calbench.metrics.unbiased)
+        *_ub_metrics(),
         # Kull et al. 2019's conventions (calbench.metrics.kull)
         _decomposed(
             "ece_kull",
