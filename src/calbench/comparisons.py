@@ -45,7 +45,7 @@ NULL_HYPOTHESES = {
         "exchangeability of the two calibrators' outputs on each sample (not equal "
         "calibration error)"
     ),
-    "ub_normal": "equal population binned squared calibration error",
+    "jackknife_z": "equal population binned squared calibration error (unbiased estimate)",
 }
 
 

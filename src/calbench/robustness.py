@@ -93,7 +93,9 @@ def first_place_probability(
     methods = list(probs_by_method)
     y = np.asarray(labels)
     n = y.shape[0]
-    weighted = {m: METRICS[DEFAULT_METRIC].weighted(np.asarray(p), y) for m, p in probs_by_method.items()}
+    weighted = {
+        m: METRICS[DEFAULT_METRIC].weighted(np.asarray(p), y) for m, p in probs_by_method.items()
+    }
     wins = np.zeros(len(methods))
     for idx in resample_indices(n, n_resamples, seed):
         w = multiplicities(idx, n)
@@ -222,7 +224,8 @@ def summarise(rows: Sequence[Mapping], alpha: float = ALPHA) -> dict:
     "headline": the methods of best average rank under the default variant, "runner_up": the
     next, "survives": [variants where the headline has the best average rank], "disagree":
     [the other variants], "p": the exact signed-rank test over models of the headline against
-    the runner-up on the default variant's values (:func:`signed_rank_exact`), "p_floor": its
+    the runner-up on the default variant's values (:func:`signed_rank_exact`; with one model,
+    that model's paired test), "p_floor": its
     smallest attainable p-value, "separated": ``p < alpha``, "robust": one headline method,
     separated and first under every variant, "per_model": [{"dataset", "model", "winner",
     "runner_up", "p", "tied", "disagree", "separated", "robust"}], "p_first": {method: mean
@@ -262,12 +265,15 @@ def summarise(rows: Sequence[Mapping], alpha: float = ALPHA) -> dict:
     runner_up = runner_up if rest else []
     survives = [v["variant"] for v in variants if v["best"] == headline]
     disagree = [v["variant"] for v in variants if v["best"] != headline]
+    per_model = _per_model(rows, alpha)
     p, floor = 1.0, 1.0
-    if len(headline) == 1 and len(runner_up) >= 1:
+    if len(models) == 1 and per_model:  # one model: its own test of winner against runner-up
+        p, floor = per_model[0]["p"], 0.0
+    elif len(headline) == 1 and len(runner_up) >= 1:
         h, u = headline[0], runner_up[0]
         d = [v[h] - v[u] for v in values.values() if h in v and u in v]
         p, floor = signed_rank_exact(d)
-    separated = len(headline) == 1 and p < alpha
+    separated = len(headline) == 1 and math.isfinite(p) and p < alpha
     return {
         "variants": variants,
         "headline": headline,
@@ -278,7 +284,7 @@ def summarise(rows: Sequence[Mapping], alpha: float = ALPHA) -> dict:
         "p_floor": floor,
         "separated": separated,
         "robust": separated and not disagree,
-        "per_model": _per_model(rows, alpha),
+        "per_model": per_model,
         "p_first": {m: float(np.mean(v)) for m, v in p_first.items()},
         "models": len(models),
     }

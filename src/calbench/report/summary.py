@@ -1,16 +1,20 @@
 """The findings that open the report, computed from the results (never written by hand).
 
-* :func:`rank_summaries`: per metric, each calibrator's winner count (models on which its printed
-  test-half value is the best, ties shared) and average rank over models, the Friedman test and
-  the Nemenyi critical difference with its diagram (Demšar 2006, §3.2.2; as Kull et al. 2019
-  compare calibrators over datasets and models).
-* :func:`findings`: two or three headline findings, each with the counts behind it, and the
-  anomalies a reader should check: a calibrator that moves accuracy by more than
-  :data:`ACCURACY_POINTS` points, a model already calibrated before calibration, calibrators a
-  metric cannot tell apart, plug-in estimates that lie outside their interval.
+* :func:`rank_summaries`: per verdict-eligible metric (``Metric.verdicts``: accuracy, NLL, Brier
+  score, the unbiased calibration errors; never a plug-in ECE, whose bias rewards coarse
+  predictions), each calibrator's winner count (models on which its printed test-half value is
+  the best, ties shared) and average rank over models, the Friedman test and the Nemenyi
+  critical difference with its diagram (Demšar 2006, §3.2.2; as Kull et al. 2019 compare
+  calibrators over datasets and models).
+* :func:`finding_items`: the findings as data (the one structure the report's layout reads):
+  supported results with their size and direction first (a calibrator that significantly
+  lowers or raises a metric against a baseline on most models and never the other way), then
+  what to check (fragile or mixed results, a "best" pick beaten on the test half, anomalies).
+  :func:`findings` splits them into the template's two lists.
 
 Everything works on the long metric rows (``dataset, model, method, half, metric, value,
-ci_low, ci_high``) and the study spec's display names.
+ci_low, ci_high``), the comparison rows (``calbench.comparisons.compare_rows``) and the study
+spec's display names.
 """
 
 from __future__ import annotations
@@ -23,13 +27,18 @@ import numpy as np
 
 from calbench import plots
 from calbench import stats as S
+from calbench.metrics import METRICS
 from calbench.report.display import HIGHER_IS_BETTER, best_mask, display_spec, format_value
 from calbench.stats import interval_method
 
 #: A calibrator that changes test accuracy by more than this many percentage points is flagged.
 ACCURACY_POINTS = 2.0
-#: An uncalibrated model whose test ECE is at most this (a fraction) counts as already calibrated.
+#: An uncalibrated model whose unbiased ECE has an upper confidence bound below this (a fraction)
+#: is already calibrated within it.
 CALIBRATED_ECE = 0.01
+#: the calibration error of the findings: unbiased, so its ranks and tests do not reward coarse
+#: predictions
+CAL_METRIC = "ece_ub"
 #: Significance level of the Friedman test and the Nemenyi critical difference.
 ALPHA = 0.05
 
@@ -62,7 +71,8 @@ def rank_summaries(
     methods: Sequence[str],
     method_labels: Mapping[str, str],
 ) -> list[dict]:
-    """Winner counts, average ranks, Friedman test and critical difference per metric.
+    """Winner counts, average ranks, Friedman test and critical difference per metric of
+    ``metrics`` whose ``verdicts`` fact is true (the others are skipped).
 
     Models lacking a value of some method are left out of that metric's ranks (``n`` says how
     many remain). The Friedman test and the diagram need at least 2 models and 2 methods; with
@@ -70,6 +80,8 @@ def rank_summaries(
     """
     out = []
     for metric in metrics:
+        if metric not in METRICS or not METRICS[metric].verdicts:
+            continue  # no rank from a plug-in estimate whose bias depends on sharpness
         x = matrix(rows, metric, models, methods)
         complete = np.all(np.isfinite(x), axis=1)
         if not complete.any() or len(methods) < 2:
@@ -120,10 +132,14 @@ def rank_summaries(
     return out
 
 
-def format_p(p: float) -> str:
-    """``p < 0.001`` below one in a thousand, else three decimals (NaN: en dash)."""
+def format_p(p: float, floor: float = 0.0) -> str:
+    """``p < 0.001`` below one in a thousand, else three decimals (NaN: en dash). A p-value at
+    the resolution floor of a resampling test (``floor = m / (B + 1)``, ``p <= floor``) prints as
+    ``≤ floor``: no resample was as extreme, so the p-value is at most that, not equal to it."""
     if p is None or not math.isfinite(p):
         return "–"
+    if floor and math.isfinite(floor) and floor > 0 and p <= floor * (1 + 1e-9):
+        return f"≤ {floor:.2g}" if floor < 0.001 else f"≤ {floor:.3g}"
     return "< 0.001" if p < 0.001 else f"{p:.3f}"
 
 
@@ -132,10 +148,10 @@ def _pct(x: float) -> str:
 
 
 def _rank_headline(ranks: Sequence[Mapping]) -> list[str]:
-    """The overall winner of the first calibration error among the ranked metrics."""
+    """The overall winner of the first unbiased calibration error among the ranked metrics."""
     for entry in ranks:
-        if entry["metric"] in HIGHER_IS_BETTER or entry["metric"] in ("nll", "brier"):
-            continue
+        if METRICS[entry["metric"]].paired_test != "jackknife_z":
+            continue  # the first unbiased calibration error
         best = entry["methods"][0]
         text = (
             f"{best['label']} has the best average rank on {entry['label']} "
@@ -196,28 +212,26 @@ def _accuracy_findings(rows, models, methods, ml, cl) -> tuple[list[str], list[s
     return headlines, anomalies
 
 
-def _ece_findings(rows, models, methods, ml, cl) -> tuple[list[str], list[str]]:
-    """Temperature scaling against no calibration on ECE; models calibrated already."""
-    headlines: list[str] = []
-    anomalies: list[str] = []
-    ece = matrix(rows, "ece", models, methods)
-    if "uncalibrated" not in methods or "ts" not in methods or not np.isfinite(ece).any():
-        return headlines, anomalies
-    j0, jt = list(methods).index("uncalibrated"), list(methods).index("ts")
-    ok = np.isfinite(ece[:, j0]) & np.isfinite(ece[:, jt])
-    if ok.any():
-        lower = int(np.sum(ece[ok, jt] < ece[ok, j0]))
-        headlines.append(
-            f"{cl('ts')} lowers ECE on {lower}/{int(ok.sum())} models (median "
-            f"{format_value('ece', float(np.median(ece[ok, j0])))}% → "
-            f"{format_value('ece', float(np.median(ece[ok, jt])))}%)."
-        )
-    for i in np.flatnonzero(np.isfinite(ece[:, j0]) & (ece[:, j0] <= CALIBRATED_ECE)):
-        anomalies.append(
-            f"{ml(models[i])} is already calibrated before calibration (ECE "
-            f"{format_value('ece', float(ece[i, j0]))}%): calibrators can only add noise."
-        )
-    return headlines, anomalies
+def _calibrated_already(rows, models, ml, delta: float = CALIBRATED_ECE) -> list[str]:
+    """Models whose uncalibrated predictions are calibrated within ``delta`` already: the
+    upper confidence bound of the unbiased ECE (``ci_high`` of :data:`CAL_METRIC`) is below it."""
+    out = []
+    for r in rows:
+        if (
+            r["metric"] == CAL_METRIC
+            and r["method"] == "uncalibrated"
+            and r.get("half", "test") == "test"
+            and r["model"] in models
+            and math.isfinite(float(r.get("ci_high", math.nan)))
+            and float(r["ci_high"]) < delta
+        ):
+            out.append(
+                f"{ml(r['model'])} is calibrated within {format_value(CAL_METRIC, delta)} points "
+                f"before calibration (unbiased ECE {format_value(CAL_METRIC, float(r['value']))}%, "
+                f"upper bound {format_value(CAL_METRIC, float(r['ci_high']))}%): calibrators can "
+                "only add noise."
+            )
+    return out
 
 
 def _precision_anomalies(rows, ranks, models, methods) -> list[str]:
@@ -235,10 +249,10 @@ def _precision_anomalies(rows, ranks, models, methods) -> list[str]:
             f"Too close to rank over {n} models: the calibrators' average ranks do not differ "
             f"significantly on {', '.join(flat)} (Friedman test)."
         )
-    wide = _overlapping_best(rows, "ece", models, methods)
+    wide = _overlapping_best(rows, CAL_METRIC, models, methods)
     if wide:
         anomalies.append(
-            f"ECE: on {wide[0]}/{wide[1]} models the best calibrator's interval overlaps the "
+            f"{metric_name(CAL_METRIC)}: on {wide[0]}/{wide[1]} models the best calibrator's interval overlaps the "
             "runner-up's, so the per-model winner is not established."
         )
     outside = [
@@ -258,6 +272,179 @@ def _precision_anomalies(rows, ranks, models, methods) -> list[str]:
     return anomalies
 
 
+def _verb(metric: str, direction: str) -> str:
+    """``lowers`` / ``raises``: what a ``better`` or ``worse`` change does to ``metric``."""
+    up = METRICS[metric].higher_is_better if metric in METRICS else False
+    return "raises" if (direction == "better") == bool(up) else "lowers"
+
+
+def _significant(r: Mapping, alpha: float) -> bool:
+    p = float(r.get("p_holm", math.nan))
+    return math.isfinite(p) and p < alpha
+
+
+def _baseline_items(compare, models, ml, cl, alpha) -> list[dict]:
+    """Per (baseline, metric, calibrator): on how many models the calibrator is significantly
+    better or worse than the baseline (Holm within the family), and the median difference."""
+    groups: dict[tuple, list[Mapping]] = {}
+    for r in compare:
+        fam = str(r.get("family") or "")
+        if fam.startswith("vs:") and r["model"] in models:
+            groups.setdefault((fam[3:], r["metric"], r["method"]), []).append(r)
+    items = []
+    for (base, metric, method), rs in groups.items():
+        n = len(rs)
+        better = sum(_significant(r, alpha) and r.get("direction") == "better" for r in rs)
+        worse = sum(_significant(r, alpha) and r.get("direction") == "worse" for r in rs)
+        if not better and not worse:
+            continue
+        size = float(np.median([float(r["difference"]) for r in rs]))
+        name, against = cl(method), cl(base)
+        label = metric_name(metric)
+        med = format_value(metric, size, signed=True)
+        if (better * 2 > n and not worse) or (worse * 2 > n and not better):
+            direction = "better" if better else "worse"
+            k = max(better, worse)
+            items.append(
+                {
+                    "family": f"vs:{base}",
+                    "text": f"{name} {_verb(metric, direction)} {label} vs {against} on "
+                    f"{k}/{n} models (significant after Holm; median difference {med}).",
+                    "direction": direction,
+                    "size": size,
+                    "support": "supported",
+                    "metric": metric,
+                    "count": k,
+                }
+            )
+        else:
+            items.append(
+                {
+                    "family": f"vs:{base}",
+                    "text": f"{name} vs {against} on {label}: significantly better on "
+                    f"{better}/{n} and worse on {worse}/{n} models (median difference {med}); "
+                    "the models disagree or too few agree.",
+                    "direction": "mixed" if better and worse else ("better" if better else "worse"),
+                    "size": size,
+                    "support": "to check",
+                    "metric": metric,
+                    "count": max(better, worse),
+                }
+            )
+    order = {m: i for i, m in enumerate(dict.fromkeys(r["metric"] for r in compare))}
+    items.sort(key=lambda d: (order.get(d["metric"], 0), -d["count"], -abs(d["size"])))
+    return items
+
+
+def _best_items(compare, models, ml, cl, alpha) -> list[dict]:
+    """The cross-fitted "best" picks: beaten on the test half (to check), or significantly
+    better than every other calibrator (supported), per metric."""
+    by: dict[tuple, list[Mapping]] = {}
+    for r in compare:
+        if r.get("family") == "best" and r["model"] in models:
+            by.setdefault((r["metric"], r["model"]), []).append(r)
+    items, wins = [], {}
+    for (metric, model), rs in by.items():
+        label = metric_name(metric)
+        beaten = [r for r in rs if _significant(r, alpha) and r.get("direction") == "worse"]
+        for r in beaten:
+            items.append(
+                {
+                    "family": "best",
+                    "text": f"{ml(model)}: {cl(r['method'])}, the best-on-validation pick for "
+                    f"{label} (cross-fitted), is significantly worse on the test half than "
+                    f"{cl(r['baseline'])} "
+                    f"({format_value(metric, float(r['difference']), signed=True)}).",
+                    "direction": "worse",
+                    "size": float(r["difference"]),
+                    "support": "to check",
+                }
+            )
+        all_better = all(_significant(r, alpha) and r.get("direction") == "better" for r in rs)
+        k, n = wins.get(metric, (0, 0))
+        wins[metric] = (k + all_better, n + 1)
+    for metric, (k, n) in wins.items():
+        if k:
+            items.append(
+                {
+                    "family": "best",
+                    "text": f"The best-on-validation pick for {metric_name(metric)} "
+                    f"(cross-fitted inside the validation half) is significantly better than "
+                    f"every other calibrator on the test half on {k}/{n} models.",
+                    "direction": "better",
+                    "size": None,
+                    "support": "supported" if k * 2 > n else "to check",
+                }
+            )
+    return items
+
+
+def finding_items(
+    rows: Sequence[Mapping],
+    ranks: Sequence[Mapping],
+    models: Sequence[str],
+    methods: Sequence[str],
+    model_labels: Mapping[str, str],
+    method_labels: Mapping[str, str],
+    compare: Sequence[Mapping] = (),
+    alpha: float = ALPHA,
+) -> list[dict]:
+    """The report's findings as data, supported ones first.
+
+    Each finding is a dict:
+
+    * ``family``: what it is about: ``"ranks"`` (average ranks, Friedman / Nemenyi),
+      ``"vs:<baseline>"`` (calibrators against a baseline), ``"best"`` (the cross-fitted
+      best-on-validation pick tested on the test half), ``"accuracy"``, ``"calibrated"``
+      (models calibrated before calibration), ``"precision"`` (what the data cannot resolve),
+      ``"robustness"`` (added by :func:`calbench.report.render.build_context`);
+    * ``text``: the sentence, with the counts and sizes behind it;
+    * ``direction``: ``"better"``, ``"worse"``, ``"mixed"`` or ``""`` (no direction);
+    * ``size``: the effect as a fraction in the metric's units (the median difference over
+      models for a ``vs:`` finding, the average rank for ``ranks``), or ``None``;
+    * ``support``: ``"supported"`` (significant on a majority of models after Holm's
+      correction and never significant the other way; a Friedman test that rejects) or
+      ``"to check"`` (mixed, a minority of models, or an anomaly).
+
+    Only verdict-eligible metrics (``Metric.verdicts``) give findings: the comparison rows
+    carry no others (:func:`calbench.comparisons.check_verdict_metrics`), ``ranks`` come from
+    :func:`rank_summaries`.
+    """
+    ml = lambda m: model_labels.get(m, m)  # noqa: E731
+    cl = lambda c: method_labels.get(c, c)  # noqa: E731
+    items: list[dict] = []
+    for text in _rank_headline(ranks):
+        entry = next(e for e in ranks if METRICS[e["metric"]].paired_test == "jackknife_z")
+        fr = entry["friedman"]
+        ok = fr is not None and fr.p_f < alpha and bool(entry.get("worse_than_best"))
+        items.append(
+            {
+                "family": "ranks",
+                "text": text,
+                "direction": "",
+                "size": entry["methods"][0]["rank"],
+                "support": "supported" if ok else "to check",
+            }
+        )
+    items += _baseline_items(compare, set(models), ml, cl, alpha)
+    items += _best_items(compare, set(models), ml, cl, alpha)
+    acc_h, acc_a = _accuracy_findings(rows, models, methods, ml, cl)
+    items += [_plain("accuracy", t, "supported") for t in acc_h]
+    items += [_plain("accuracy", t, "to check") for t in acc_a]
+    items += [_plain("calibrated", t, "to check") for t in _calibrated_already(rows, models, ml)]
+    items += [
+        _plain("precision", t, "to check")
+        for t in _precision_anomalies(rows, ranks, models, methods)
+    ]
+    return [d for d in items if d["support"] == "supported"] + [
+        d for d in items if d["support"] != "supported"
+    ]
+
+
+def _plain(family: str, text: str, support: str) -> dict:
+    return {"family": family, "text": text, "direction": "", "size": None, "support": support}
+
+
 def findings(
     rows: Sequence[Mapping],
     ranks: Sequence[Mapping],
@@ -265,15 +452,16 @@ def findings(
     methods: Sequence[str],
     model_labels: Mapping[str, str],
     method_labels: Mapping[str, str],
+    compare: Sequence[Mapping] = (),
 ) -> dict:
-    """``{"headlines": [...], "anomalies": [...]}``: sentences with the evidence in them."""
-    ml = lambda m: model_labels.get(m, m)  # noqa: E731
-    cl = lambda c: method_labels.get(c, c)  # noqa: E731
-    headlines = _rank_headline(ranks)
-    acc_h, acc_a = _accuracy_findings(rows, models, methods, ml, cl)
-    ece_h, ece_a = _ece_findings(rows, models, methods, ml, cl)
-    anomalies = acc_a + ece_a + _precision_anomalies(rows, ranks, models, methods)
-    return {"headlines": headlines + acc_h + ece_h, "anomalies": anomalies}
+    """``{"items": finding_items(...), "headlines": [supported texts], "anomalies": [texts to
+    check]}``: the template's two lists of :func:`finding_items`."""
+    items = finding_items(rows, ranks, models, methods, model_labels, method_labels, compare)
+    return {
+        "items": items,
+        "headlines": [d["text"] for d in items if d["support"] == "supported"],
+        "anomalies": [d["text"] for d in items if d["support"] != "supported"],
+    }
 
 
 def _p_phrase(p: float) -> str:
@@ -285,7 +473,7 @@ def _overlapping_best(rows, metric, models, methods) -> tuple[int, int] | None:
     """How many models' best and second-best intervals of ``metric`` overlap, of how many;
     ``None`` for a metric whose intervals are not two-sided (a one-sided ``[0, U]`` bound
     always overlaps another, which says nothing)."""
-    if interval_method(metric) not in ("percentile", "basic"):
+    if interval_method(metric) not in ("percentile", "basic", "jackknife"):
         return None
     vals = {}
     for r in rows:
