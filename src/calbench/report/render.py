@@ -216,7 +216,7 @@ def robustness_view(rows, spec: Mapping) -> dict:
         if s["models"] == 1
         else f"exact signed-rank test over {s['models']} models"
     )
-    p_text = format_p(s["p"], s["p_floor"])
+    p_text = format_p(s["p"])  # exact (enumerated or analytic): no resolution floor
     p_text = p_text if p_text[0] in "<≤" else f"= {p_text}"
     if s["robust"]:
         sentence = (

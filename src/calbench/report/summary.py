@@ -333,7 +333,7 @@ def _baseline_items(compare, models, ml, cl, alpha) -> list[dict]:
             )
     order = {m: i for i, m in enumerate(dict.fromkeys(r["metric"] for r in compare))}
     items.sort(key=lambda d: (order.get(d["metric"], 0), -d["count"], -abs(d["size"])))
-    return items
+    return [{k: v for k, v in d.items() if k not in ("metric", "count")} for d in items]
 
 
 def _best_items(compare, models, ml, cl, alpha) -> list[dict]:
