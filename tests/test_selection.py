@@ -142,7 +142,9 @@ def test_calibrate_cross_fits_inside_the_validation_half_only(tmp_path, monkeypa
         real_fit, real_pred = cls._fit, cls._predict_proba
 
         def _fit(self, zz, yy, _f=real_fit):
-            log.append((id(self), "fit", frozenset(ids[r.astype(np.float32).tobytes()] for r in zz)))
+            log.append(
+                (id(self), "fit", frozenset(ids[r.astype(np.float32).tobytes()] for r in zz))
+            )
             return _f(self, zz, yy)
 
         def _pred(self, zz, _f=real_pred):

@@ -44,7 +44,9 @@ def _study(acc_vs_b=0.80, ece_unc_c=0.05, bound_unc_c=None):
 def test_ranks_wins_and_friedman():
     rows = _study()
     # the plug-in ECE gives no ranks (its bias depends on sharpness); the unbiased one does
-    assert SU.rank_summaries(_rows({("a", "ts", "ece"): 0.1}), ["ece"], MODELS, ["ts"], LABELS) == []
+    assert (
+        SU.rank_summaries(_rows({("a", "ts", "ece"): 0.1}), ["ece"], MODELS, ["ts"], LABELS) == []
+    )
     (ece,) = SU.rank_summaries(rows, ["ece", "ece_ub"], MODELS, METHODS, LABELS)
     assert [(d["label"], d["rank"], d["wins"]) for d in ece["methods"]] == [
         ("TS", 1.0, 3),

@@ -19,8 +19,16 @@ SPEC = {
 def _rows(bounds, metric=VERDICT_METRIC, half="test", model="m1"):
     """``{method: (value, ci_high)}`` -> metric rows."""
     return [
-        {"dataset": "d", "model": model, "method": m, "half": half, "metric": metric,
-         "value": v, "ci_low": 0.0, "ci_high": hi}  # fmt: skip
+        {
+            "dataset": "d",
+            "model": model,
+            "method": m,
+            "half": half,
+            "metric": metric,
+            "value": v,
+            "ci_low": 0.0,
+            "ci_high": hi,
+        }  # fmt: skip
         for m, (v, hi) in bounds.items()
     ]
 
@@ -76,8 +84,8 @@ def test_bound_from_the_registered_interval_matches_stats():
     # the metrics CSV's ci_high of ece_ub is the upper end of stats.ub_interval at the level
     from calbench.functional import softmax
     from calbench.metrics import METRICS
-    from calbench.steps import evaluate_rows
     from calbench.stats import ub_interval
+    from calbench.steps import evaluate_rows
 
     rng = np.random.default_rng(0)
     p = softmax(rng.normal(size=(3000, 5)) * 3)
