@@ -944,12 +944,7 @@ def ub_paired_test(metric, probs_a, probs_b, labels) -> PairedTest:
     se = jackknife_se(la - lb)
     diff = float(root(ta) - root(tb))
     if not se > 0.0:
-        return PairedTest(
-            diff,
-            0.0 if d == 0 else math.copysign(math.inf, d),
-            1.0 if d == 0 else 0.0,
-            "jackknife_z",
-            0.0,
-        )
+        return PairedTest(diff, 0.0 if d == 0 else math.copysign(math.inf, d),
+                          1.0 if d == 0 else 0.0, "jackknife_z", 0.0)
     z = d / se
     return PairedTest(diff, float(z), float(min(1.0, 2.0 * ndtr(-abs(z)))), "jackknife_z", 0.0)

@@ -76,14 +76,10 @@ def parse_json_arg(text: str, what: str) -> dict:
         if not path.is_file():
             raise ValueError(f"{what} {path} does not exist; pass an existing JSON file")
         if path.stat().st_size > MAX_JSON_ARG_BYTES:
-            raise ValueError(
-                f"{what} {path} is larger than {MAX_JSON_ARG_BYTES} bytes; is it the right file?"
-            )
+            raise ValueError(f"{what} {path} is larger than {MAX_JSON_ARG_BYTES} bytes; is it the right file?")
         text = path.read_text()
     if len(text) > MAX_JSON_ARG_BYTES:
-        raise ValueError(
-            f"{what} is longer than {MAX_JSON_ARG_BYTES} characters; pass a smaller object"
-        )
+        raise ValueError(f"{what} is longer than {MAX_JSON_ARG_BYTES} characters; pass a smaller object")
     try:
         value = json.loads(text)
     except json.JSONDecodeError as exc:
@@ -145,13 +141,9 @@ def timeout_arg(text: str) -> float:
     try:
         value = float(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(
-            f"--timeout must be a number of seconds, got {text!r}"
-        ) from None
+        raise argparse.ArgumentTypeError(f"--timeout must be a number of seconds, got {text!r}") from None
     if not 0 < value <= 3600:
-        raise argparse.ArgumentTypeError(
-            f"--timeout = {text} is out of range; use (0, 3600] seconds"
-        )
+        raise argparse.ArgumentTypeError(f"--timeout = {text} is out of range; use (0, 3600] seconds")
     return value
 
 

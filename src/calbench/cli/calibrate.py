@@ -111,9 +111,7 @@ def _naming(p: argparse.ArgumentParser) -> None:
 
 
 def _bootstrap(p: argparse.ArgumentParser, n: int) -> None:
-    p.add_argument(
-        "--n-bootstrap", type=bootstrap_arg, default=n, help=f"bootstrap resamples (default {n})"
-    )
+    p.add_argument("--n-bootstrap", type=bootstrap_arg, default=n, help=f"bootstrap resamples (default {n})")
     p.add_argument("--level", type=float, default=0.95, help="confidence level (default 0.95)")
     p.add_argument("--seed", type=int, default=0, help="bootstrap seed (default 0)")
 
@@ -214,10 +212,7 @@ def register(sub) -> None:
         "accuracy, nll, brier, ece_ub)",
     )
     p.add_argument(
-        "--select-folds",
-        type=int,
-        default=5,
-        help="folds of the cross-fitted selection (default 5)",
+        "--select-folds", type=int, default=5, help="folds of the cross-fitted selection (default 5)"
     )
     p.add_argument(
         "--select-exclude",

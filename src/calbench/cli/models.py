@@ -43,9 +43,7 @@ def register(sub) -> None:
     p = sub.add_parser("download-checkpoint", help="fetch and verify one model's published weights")
     add_download_options(p, config_required=False)
     add_repin(p)
-    p.add_argument(
-        "--model", type=name_arg, default=None, help="model name in --config, e.g. c10_resnet18"
-    )
+    p.add_argument("--model", type=name_arg, default=None, help="model name in --config, e.g. c10_resnet18")
     p.add_argument(
         "--spec", default=None, help="the model's config entry as JSON (the workflow's form)"
     )

@@ -153,14 +153,8 @@ def fetch(
     (the pin-on-first-use callers, which check the file themselves, :func:`fetch_origin`).
     """
     return fetch_origin(
-        dest,
-        urls=urls,
-        mirrors=mirrors,
-        sha256=sha256,
-        md5=md5,
-        filename=filename,
-        timeout=timeout,
-        unpinned=unpinned,
+        dest, urls=urls, mirrors=mirrors, sha256=sha256, md5=md5, filename=filename,
+        timeout=timeout, unpinned=unpinned,
     )[0]
 
 

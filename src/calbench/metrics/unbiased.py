@@ -55,9 +55,7 @@ def u_terms(count, s, q):
 def t_from_sums(count, s, q, total, groups: int = 1):
     """``T`` from bin sums ``(..., B)`` (classwise: ``(..., K, B)`` with ``groups = K``) and the
     sample count ``total`` (``(...)``): a float for 1-D / 2-D sums, an array over leading axes."""
-    u = u_terms(count, s, q).reshape(
-        *np.shape(count)[: np.ndim(count) - (2 if groups > 1 else 1)], -1
-    )
+    u = u_terms(count, s, q).reshape(*np.shape(count)[: np.ndim(count) - (2 if groups > 1 else 1)], -1)
     out = u.sum(axis=-1) / (np.asarray(total, dtype=np.float64) * groups)
     return float(out) if np.ndim(out) == 0 else out
 

@@ -142,9 +142,7 @@ def prove_hub_archive(path: Path, hub: Mapping) -> None:
             names = zf.namelist()
     except (zipfile.BadZipFile, OSError) as exc:
         raise PinError(f"{path} is not a zip archive ({exc}); nothing was pinned") from None
-    if comment != hub["ref"] or not any(
-        n.count("/") == 1 and n.endswith("/hubconf.py") for n in names
-    ):
+    if comment != hub["ref"] or not any(n.count("/") == 1 and n.endswith("/hubconf.py") for n in names):
         raise PinError(
             f"{path} is not GitHub's archive of {hub['repo']}@{hub['ref']} (its comment names "
             f"commit {comment[:12] or 'none'}); nothing was pinned. Fetch it from GitHub, or add "
