@@ -17,7 +17,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from calbench.report import table_model as G
-from calbench.report.display import display_spec, format_value, spec_labels
+from calbench.comparisons import direction
+from calbench.report.display import display_spec, format_value, higher_is_better, spec_labels
 from calbench.report.tables import Table
 
 
@@ -265,7 +266,8 @@ def compare_view(compare: Sequence[Mapping], spec: Mapping, level: float) -> dic
         d, lo, hi = float(r["difference"]), _float(r["ci_low"]), _float(r["ci_high"])
         p_adj, m_size = r["p_holm"], r["family_size"]
         said = verdict(p_adj, r["min_p_holm"], alpha)
-        way = str(r.get("direction") or "")
+        # older comparison files carry no direction: the sign of the difference gives it
+        way = str(r.get("direction") or direction(d, higher_is_better(m)))
         floor = _float(r.get("p_floor"), 0.0)
         floor = floor if math.isfinite(floor) else 0.0
         shown = f"significant, {way}" if said == "significant" and way else said
