@@ -24,7 +24,7 @@ from calbench.robustness import (
 def _ub_pairs(p, y, n_bins):
     """Independent unbiased top-label error by brute force: equal-width bins [a, b) (confidence
     1 in the last bin), T = 1/N sum_b sum_{i != j in b} d_i d_j / (n_b - 1), d = correct - conf;
-    reported as sqrt(max(T, 0))."""
+    as its signed root sign(T) sqrt(|T|) (the reported sqrt(max(T, 0)) where T >= 0)."""
     conf, pred = p.max(1), p.argmax(1)
     d = (pred == y).astype(float) - conf
     ids = np.minimum((conf * n_bins).astype(int), n_bins - 1)
@@ -35,7 +35,8 @@ def _ub_pairs(p, y, n_bins):
         if n >= 2:
             pairs = sum(db[i] * db[j] for i in range(n) for j in range(n) if i != j)
             total += pairs / (n - 1)
-    return math.sqrt(max(total / len(y), 0.0))
+    t = total / len(y)
+    return math.copysign(math.sqrt(abs(t)), t)
 
 
 @pytest.fixture(scope="module")
@@ -67,6 +68,8 @@ def test_values_equal_an_independent_unbiased_error():
             assert r["value"] == pytest.approx(_ub_pairs(by[r["method"]], y, bins), abs=1e-12)
     assert {r["variant"] for r in rows} == set(VARIANTS)
     assert len(rows) == len(VARIANTS) * 3
+    # an estimate below 0 ranks below a 0 estimate: no tie from the clipping at 0
+    assert min(r["value"] for r in rows) < 0
 
 
 def test_calibrated_model_ranks_first_everywhere_and_summary_says_robust(probs):
@@ -86,7 +89,7 @@ def test_calibrated_model_ranks_first_everywhere_and_summary_says_robust(probs):
 
 
 def _ub_fast(p, y, n_bins=15):
-    """:func:`_ub_pairs` with sum_{i != j} d_i d_j = S^2 - Q per bin."""
+    """The unclipped T of :func:`_ub_pairs`, with sum_{i != j} d_i d_j = S^2 - Q per bin."""
     conf, pred = p.max(1), p.argmax(1)
     d = (pred == y).astype(float) - conf
     ids = np.minimum((conf * n_bins).astype(int), n_bins - 1)
@@ -95,7 +98,7 @@ def _ub_fast(p, y, n_bins=15):
         db = d[ids == b]
         if len(db) >= 2:
             total += (db.sum() ** 2 - (db * db).sum()) / (len(db) - 1)
-    return math.sqrt(max(total / len(y), 0.0))
+    return total / len(y)
 
 
 def test_first_place_probability_equals_a_resample_loop(probs):

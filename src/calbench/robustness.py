@@ -30,9 +30,10 @@ from functools import partial
 
 import numpy as np
 
+from calbench._checks import check_probs_labels
 from calbench.metrics import METRICS
 from calbench.metrics.binning import top_label
-from calbench.metrics.unbiased import cw_ub_sq, root, ub_from_values
+from calbench.metrics.unbiased import cw_ub_sq, ub_sq_from_values, ub_top_weighted
 from calbench.stats import mean_ranks, multiplicities, paired_test, resample_indices
 
 #: The tables' unbiased ECE (15 equal-width bins): the variant the headline uses.
@@ -43,15 +44,23 @@ DEFAULT_METRIC = "ece_ub"
 ALPHA = 0.05
 
 
+def signed_root(t: float) -> float:
+    """``sign(T) sqrt(|T|)``: the reported ``sqrt(max(T, 0))`` where ``T >= 0``, and below 0
+    where the unbiased estimate is (an error too small to measure). Ranking on it ranks on the
+    unclipped ``T``: two calibrators whose clipped errors both print as 0 are not tied."""
+    return float(np.sign(t) * np.sqrt(abs(t)))
+
+
 def _top(n_bins: int, binning: str, p, y) -> float:
-    return ub_from_values(*top_label(p, y), n_bins, binning)
+    return signed_root(ub_sq_from_values(*top_label(p, y), n_bins, binning))
 
 
 def _classwise(p, y) -> float:
-    return float(root(cw_ub_sq(p, y, 15)))
+    return signed_root(cw_ub_sq(p, y, 15))
 
 
-#: variant -> (label, f(probs, labels) -> float); every variant is an error: lower is better
+#: variant -> (label, f(probs, labels) -> float): the unbiased error's signed root
+#: (:func:`signed_root`); every variant is an error: lower is better
 VARIANTS: dict[str, tuple[str, Callable]] = {
     "ece_ub_w10": ("Unbiased ECE, 10 equal-width bins", partial(_top, 10, "width")),
     DEFAULT_VARIANT: ("Unbiased ECE, 15 equal-width bins", partial(_top, 15, "width")),
@@ -86,15 +95,18 @@ def first_place_probability(
     seed: int = 0,
 ) -> dict[str, float]:
     """Share of bootstrap resamples of the samples in which each method has the lowest unbiased
-    ECE (15 equal-width bins, :data:`DEFAULT_METRIC`). Every method is evaluated on the same resampled indices
+    squared ECE ``T`` (15 equal-width bins, unclipped). Every method is evaluated on the same
+    resampled indices
     (:func:`calbench.stats.resample_indices`); a tie for first shares the resample equally."""
     if n_resamples < 1:
         raise ValueError(f"n_resamples must be >= 1, got {n_resamples}")
     methods = list(probs_by_method)
     y = np.asarray(labels)
     n = y.shape[0]
+    # the unclipped T of each resample (ties only where the estimates are equal)
     weighted = {
-        m: METRICS[DEFAULT_METRIC].weighted(np.asarray(p), y) for m, p in probs_by_method.items()
+        m: ub_top_weighted(*top_label(*check_probs_labels(p, y)), 15)
+        for m, p in probs_by_method.items()
     }
     wins = np.zeros(len(methods))
     for idx in resample_indices(n, n_resamples, seed):
@@ -115,7 +127,8 @@ def robustness_rows(
     n_resamples: int = 200,
     seed: int = 0,
 ) -> list[dict]:
-    """One row per (method, variant): its value on the test half, its rank among the model's
+    """One row per (method, variant): its value on the test half (the unbiased error's signed
+    root, :func:`signed_root`: negative where the estimate fell below 0), its rank among the model's
     methods under that variant, and (default variant only) its first-place probability over
     ``n_resamples`` bootstrap resamples (NaN when 0). The default variant's winner (the one
     method of rank 1) carries ``p_runner_up``: the p-value of the paired test of
