@@ -124,6 +124,18 @@ def test_finding_items_lead_with_supported_results_with_size_and_direction():
     assert support == sorted(support, key=lambda s: s != "supported")  # supported first
 
 
+def test_supported_results_of_one_kind_are_one_finding_listing_each_size():
+    compare = [_cmp(m, c, "ece_ub", d, 0.001, "better") for m in MODELS for c, d in
+               (("ts", -0.03), ("vs", -0.05))]  # fmt: skip
+    (item,) = SU.finding_items([], [], MODELS, METHODS, {}, LABELS, compare)
+    assert item["text"] == (
+        "2 calibrators lower Unbiased ECE vs Uncalibrated on 3/3 models (significant after "
+        "Holm; median difference VS -5.00 points; TS -3.00 points)."
+    )
+    assert (item["direction"], item["support"]) == ("better", "supported")
+    assert item["size"] == pytest.approx(-0.04)
+
+
 def test_a_worse_result_says_raises_for_an_error_and_lowers_for_a_score():
     compare = [_cmp(m, "iso", "nll", 0.1, 0.001, "worse") for m in MODELS]
     compare += [_cmp(m, "iso", "accuracy", -0.02, 0.001, "worse") for m in MODELS]

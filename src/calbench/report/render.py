@@ -72,6 +72,8 @@ def build_context(**kwargs) -> dict:
     if ctx["verdicts"]:
         at = next((i for i, e in enumerate(ctx["toc"]) if e["id"] == "diagrams"), len(ctx["toc"]))
         ctx["toc"].insert(at, {"id": "verdicts", "title": "Calibrated within δ?", "children": []})
+    if ctx["verdicts"]:
+        _add_finding(ctx["findings"], _within_item(ctx["verdicts"]))
     if ctx["robustness"]:
         at = next((i for i, e in enumerate(ctx["toc"]) if e["id"] == "diagrams"), len(ctx["toc"]))
         ctx["toc"].insert(at, {"id": "robustness", "title": "Robustness", "children": []})
@@ -82,11 +84,7 @@ def build_context(**kwargs) -> dict:
             "size": None,
             "support": "supported" if ctx["robustness"]["robust"] else "to check",
         }
-        found = ctx["findings"]
-        items = found.setdefault("items", [])
-        at = next((i for i, d in enumerate(items) if d["support"] != "supported"), len(items))
-        items.insert(at if item["support"] == "supported" else len(items), item)
-        found["headlines" if item["support"] == "supported" else "anomalies"].append(item["text"])
+        _add_finding(ctx["findings"], item)
     cal_spec = spec.get("calibrators") or {}
     keys = list(dict.fromkeys(r["method"] for r in rows))
     methods = {k: str((cal_spec.get(k) or {}).get("method") or k) for k in keys}
@@ -97,6 +95,48 @@ def build_context(**kwargs) -> dict:
     sections += ["verdicts"] if ctx["verdicts"] else []
     ctx["bibliography"], ctx["cited_for"] = bibliography(methods, metrics, labels, sections)
     return ctx
+
+
+def _add_finding(found: dict, item: dict) -> None:
+    """Add one finding (:func:`calbench.report.summary.finding_items`' structure): a supported
+    one after the other supported ones, one to check at the end."""
+    items = found.setdefault("items", [])
+    at = next((i for i, d in enumerate(items) if d["support"] != "supported"), len(items))
+    items.insert(at if item["support"] == "supported" else len(items), item)
+    found["headlines" if item["support"] == "supported" else "anomalies"].append(item["text"])
+
+
+def _within_item(v: dict) -> dict:
+    """The finding of the "calibrated within delta" table: how many were shown, and the
+    smallest error the test halves can show."""
+    shown = [
+        f"{h} on {r['label']}"
+        for r in v["rows"]
+        for h, c in zip(v["header"], r["cells"], strict=True)
+        if c["ok"]
+    ]
+    detect = sorted(
+        (r["detectable"] for r in v["rows"] if r["detectable"] != "–"),
+        key=lambda t: float(t.rstrip("%")),
+    )
+    text = (
+        f"Calibrated within {v['delta']} points (upper bound of the unbiased ECE below it): "
+        f"{v['n_within']} of {v['n']} calibrator-model pairs"
+        + (f" ({', '.join(shown)})" if shown else "")
+        + "."
+    )
+    if detect:
+        text += (
+            f" The smallest error these test halves can show is {detect[0]} to {detect[-1]}"
+            " (per model); a smaller one cannot be shown at this sample size."
+        )
+    return {
+        "family": "calibrated",
+        "text": text,
+        "direction": "",
+        "size": None,
+        "support": "supported" if v["n_within"] else "to check",
+    }
 
 
 #: the calibration error behind the report's "calibrated within delta" table

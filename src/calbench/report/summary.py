@@ -1,6 +1,6 @@
 """The findings that open the report, computed from the results (never written by hand).
 
-* :func:`rank_summaries`: per verdict-eligible metric (``Metric.verdicts``: accuracy, NLL, Brier
+* :func:`rank_summaries` (:mod:`calbench.report.ranks`, re-exported): per verdict-eligible metric (``Metric.verdicts``: accuracy, NLL, Brier
   score, the unbiased calibration errors; never a plug-in ECE, whose bias rewards coarse
   predictions), each calibrator's winner count (models on which its printed test-half value is
   the best, ties shared) and average rank over models, the Friedman test and the Nemenyi
@@ -19,16 +19,19 @@ spec's display names.
 
 from __future__ import annotations
 
-import base64
 import math
 from collections.abc import Mapping, Sequence
 
 import numpy as np
 
-from calbench import plots
-from calbench import stats as S
 from calbench.metrics import METRICS
-from calbench.report.display import HIGHER_IS_BETTER, best_mask, display_spec, format_value
+from calbench.report.display import HIGHER_IS_BETTER, display_spec, format_value
+from calbench.report.ranks import (  # noqa: F401  (re-exported)
+    ALPHA,
+    matrix,
+    metric_name,
+    rank_summaries,
+)
 from calbench.stats import interval_method
 
 #: A calibrator that changes test accuracy by more than this many percentage points is flagged.
@@ -39,97 +42,6 @@ CALIBRATED_ECE = 0.01
 #: the calibration error of the findings: unbiased, so its ranks and tests do not reward coarse
 #: predictions
 CAL_METRIC = "ece_ub"
-#: Significance level of the Friedman test and the Nemenyi critical difference.
-ALPHA = 0.05
-
-
-def metric_name(metric: str) -> str:
-    """The display name of a metric without its unit ("ECE", "Accuracy")."""
-    return display_spec(metric)[2].split(",")[0].split(" (")[0]
-
-
-def matrix(
-    rows: Sequence[Mapping], metric: str, models: Sequence[str], methods: Sequence[str]
-) -> np.ndarray:
-    """Test-half values ``models x methods`` of one metric (NaN where missing)."""
-    pos_m = {m: i for i, m in enumerate(models)}
-    pos_c = {c: j for j, c in enumerate(methods)}
-    out = np.full((len(models), len(methods)), np.nan)
-    for r in rows:
-        if r["metric"] != metric or r.get("half", "test") != "test":
-            continue
-        i, j = pos_m.get(r["model"]), pos_c.get(r["method"])
-        if i is not None and j is not None:
-            out[i, j] = float(r["value"])
-    return out
-
-
-def rank_summaries(
-    rows: Sequence[Mapping],
-    metrics: Sequence[str],
-    models: Sequence[str],
-    methods: Sequence[str],
-    method_labels: Mapping[str, str],
-) -> list[dict]:
-    """Winner counts, average ranks, Friedman test and critical difference per metric of
-    ``metrics`` whose ``verdicts`` fact is true (the others are skipped).
-
-    Models lacking a value of some method are left out of that metric's ranks (``n`` says how
-    many remain). The Friedman test and the diagram need at least 2 models and 2 methods; with
-    fewer, ``friedman`` is ``None``.
-    """
-    out = []
-    for metric in metrics:
-        if metric not in METRICS or not METRICS[metric].verdicts:
-            continue  # no rank from a plug-in estimate whose bias depends on sharpness
-        x = matrix(rows, metric, models, methods)
-        complete = np.all(np.isfinite(x), axis=1)
-        if not complete.any() or len(methods) < 2:
-            continue
-        xc = x[complete]
-        higher = metric in HIGHER_IS_BETTER
-        ranks = S.rank_rows(xc, higher).mean(axis=0)
-        wins = best_mask(xc, metric).sum(axis=0)
-        entry = {
-            "metric": metric,
-            "label": metric_name(metric),
-            "n": int(xc.shape[0]),
-            "methods": sorted(
-                (
-                    {
-                        "key": c,
-                        "label": method_labels.get(c, c),
-                        "rank": float(ranks[j]),
-                        "wins": int(wins[j]),
-                    }
-                    for j, c in enumerate(methods)
-                ),
-                key=lambda d: d["rank"],
-            ),
-            "friedman": None,
-            "cd": None,
-            "figure": "",
-        }
-        if xc.shape[0] >= 2:
-            fr = S.friedman_test(xc, higher)
-            cd = S.nemenyi_cd(len(methods), xc.shape[0], ALPHA)
-            entry["friedman"] = fr
-            entry["cd"] = cd
-            fig = plots.critical_difference_diagram(
-                {method_labels.get(c, c): float(ranks[j]) for j, c in enumerate(methods)},
-                cd,
-                display_spec(metric)[2],
-                n_models=xc.shape[0],
-            )
-            entry["figure"] = "data:image/svg+xml;base64," + base64.b64encode(
-                plots.figure_svg(fig)
-            ).decode("ascii")
-            best = entry["methods"][0]
-            entry["worse_than_best"] = [
-                d["label"] for d in entry["methods"][1:] if d["rank"] - best["rank"] > cd
-            ]
-        out.append(entry)
-    return out
 
 
 def format_p(p: float, floor: float = 0.0) -> str:
@@ -283,14 +195,23 @@ def _significant(r: Mapping, alpha: float) -> bool:
     return math.isfinite(p) and p < alpha
 
 
+def _diff(metric: str, x: float) -> str:
+    """A signed difference as printed, with "points" for metrics printed in percent."""
+    unit = " points" if display_spec(metric)[0] == 100.0 else ""
+    return format_value(metric, x, signed=True) + unit
+
+
 def _baseline_items(compare, models, ml, cl, alpha) -> list[dict]:
     """Per (baseline, metric, calibrator): on how many models the calibrator is significantly
-    better or worse than the baseline (Holm within the family), and the median difference."""
+    better or worse than the baseline (Holm within the family), and the median difference.
+    Supported results with the same baseline, metric, direction and count are one finding
+    listing each calibrator's median difference (``size``: the median of those medians)."""
     groups: dict[tuple, list[Mapping]] = {}
     for r in compare:
         fam = str(r.get("family") or "")
         if fam.startswith("vs:") and r["model"] in models:
             groups.setdefault((fam[3:], r["metric"], r["method"]), []).append(r)
+    supported: dict[tuple, list[tuple[str, float]]] = {}
     items = []
     for (base, metric, method), rs in groups.items():
         n = len(rs)
@@ -299,41 +220,54 @@ def _baseline_items(compare, models, ml, cl, alpha) -> list[dict]:
         if not better and not worse:
             continue
         size = float(np.median([float(r["difference"]) for r in rs]))
-        name, against = cl(method), cl(base)
-        label = metric_name(metric)
-        med = format_value(metric, size, signed=True)
         if (better * 2 > n and not worse) or (worse * 2 > n and not better):
-            direction = "better" if better else "worse"
-            k = max(better, worse)
-            items.append(
-                {
-                    "family": f"vs:{base}",
-                    "text": f"{name} {_verb(metric, direction)} {label} vs {against} on "
-                    f"{k}/{n} models (significant after Holm; median difference {med}).",
-                    "direction": direction,
-                    "size": size,
-                    "support": "supported",
-                    "metric": metric,
-                    "count": k,
-                }
-            )
-        else:
-            items.append(
-                {
-                    "family": f"vs:{base}",
-                    "text": f"{name} vs {against} on {label}: significantly better on "
-                    f"{better}/{n} and worse on {worse}/{n} models (median difference {med}); "
-                    "the models disagree or too few agree.",
-                    "direction": "mixed" if better and worse else ("better" if better else "worse"),
-                    "size": size,
-                    "support": "to check",
-                    "metric": metric,
-                    "count": max(better, worse),
-                }
-            )
+            way = "better" if better else "worse"
+            key = (base, metric, way, max(better, worse), n)
+            supported.setdefault(key, []).append((method, size))
+            continue
+        items.append(
+            {
+                "family": f"vs:{base}",
+                "text": f"{cl(method)} vs {cl(base)} on {metric_name(metric)}: significantly "
+                f"better on {better}/{n} and worse on {worse}/{n} models (median difference "
+                f"{_diff(metric, size)}); the models disagree or too few agree.",
+                "direction": "mixed" if better and worse else ("better" if better else "worse"),
+                "size": size,
+                "support": "to check",
+            }
+        )
     order = {m: i for i, m in enumerate(dict.fromkeys(r["metric"] for r in compare))}
-    items.sort(key=lambda d: (order.get(d["metric"], 0), -d["count"], -abs(d["size"])))
-    return [{k: v for k, v in d.items() if k not in ("metric", "count")} for d in items]
+    lead = []
+    for (base, metric, way, k, n), members in supported.items():
+        members.sort(key=lambda ms: ms[1] if way == "better" else -ms[1])
+        verb = _verb(metric, way)
+        if len(members) > 1:
+            head = f"{len(members)} calibrators {verb[:-1]}"  # "lower", "raise"
+        else:
+            head = f"{cl(members[0][0])} {verb}"
+        sizes = [x for _, x in members]
+        text = (
+            f"{head} {metric_name(metric)} vs {cl(base)} on {k}/{n} models (significant after "
+            "Holm; median difference "
+        )
+        if len(members) == 1:
+            text += f"{_diff(metric, sizes[0])})."
+        else:
+            text += "; ".join(f"{cl(m)} {_diff(metric, x)}" for m, x in members) + ")."
+        lead.append(
+            (
+                (order.get(metric, 0), way != "better", -k),
+                {
+                    "family": f"vs:{base}",
+                    "text": text,
+                    "direction": way,
+                    "size": float(np.median(sizes)),
+                    "support": "supported",
+                },
+            )
+        )
+    lead.sort(key=lambda t: t[0])
+    return [d for _, d in lead] + items
 
 
 def _best_items(compare, models, ml, cl, alpha) -> list[dict]:

@@ -16,8 +16,8 @@ import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from calbench.report import table_model as G
 from calbench.comparisons import direction
+from calbench.report import table_model as G
 from calbench.report.display import display_spec, format_value, higher_is_better, spec_labels
 from calbench.report.tables import Table
 
