@@ -71,7 +71,7 @@ def test_smallest_detectable_error_known_answers():
     assert detectable_error(0.0, 0.02) == pytest.approx(0.02)
     assert math.isnan(detectable_error(0.01, float("nan")))
     view = verdict_view(_rows({"a": (0.03, 0.05), "b": (0.0, 0.02), "c": (0.0, 0.06)}), SPEC)
-    assert view["rows"][0]["detectable"] == "4.00%"  # median of 4, 2, 6 points
+    assert view["rows"][0]["detectable"] == "2.00%"  # the smallest of 4, 2, 6 points
 
 
 def test_no_interval_rows_no_section_and_validation_half_ignored():

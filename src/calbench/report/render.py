@@ -22,8 +22,6 @@ import os
 from collections.abc import Mapping
 from pathlib import Path
 
-import numpy as np
-
 from calbench.report import context as _context
 from calbench.report.context import (  # noqa: F401  (re-exported)
     build_tables,
@@ -164,7 +162,9 @@ def verdict_view(rows, spec: Mapping) -> dict | None:
     an adjustment over the calibrators (Holm) would make the claim easier, not harder. A
     bound at or above ``delta`` says "not shown within delta" (never "miscalibrated": the
     data may simply be too few). Each model also gets the smallest error its test half can
-    show (:func:`detectable_error`, the median over its calibrators). ``None`` when the rows
+    show (:func:`detectable_error`, the smallest over its calibrators: the one nearest to
+    calibrated has the standard error of a calibrated predictor; a miscalibrated one's is
+    larger). ``None`` when the rows
     have no interval of :data:`VERDICT_METRIC`.
     """
     delta = float((spec.get("protocol") or {}).get("calibrated_within", 0.01))
@@ -208,7 +208,7 @@ def verdict_view(rows, spec: Mapping) -> dict | None:
             {
                 "label": ml.get(model, model),
                 "cells": cells,
-                "detectable": f"{pct(float(np.median(finite)))}%" if finite else "–",
+                "detectable": f"{pct(min(finite))}%" if finite else "–",
             }
         )
     return {
