@@ -257,7 +257,7 @@ def _reference_problems(config: Mapping) -> list[str]:
     within = ev.get("calibrated_within", 0.01)
     if isinstance(within, bool) or not isinstance(within, int | float) or not 0 < within < 1:
         problems.append(
-            f"evaluation.calibrated_within must be a calibration error in (0, 1) (a fraction, "
+            f"evaluation.calibrated_within: must be a calibration error in (0, 1) (a fraction, "
             f"e.g. 0.01 = 1 point), got {within!r}"
         )
     g = config["report"].get("guo_kull") or {}
