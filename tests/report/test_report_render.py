@@ -400,3 +400,33 @@ def test_report_is_deterministic(tmp_path):
     a = render.render_html(TEMPLATE, _context(tmp_path / "a"))
     b = render.render_html(TEMPLATE, _context(tmp_path / "b"))
     assert a.replace(str(tmp_path / "a"), "") == b.replace(str(tmp_path / "b"), "")
+
+
+def test_comparison_rows_print_direction_floor_and_null():
+    # a sign-flip p-value at its floor 1/(B+1) prints as "<= floor" (Holm: m times it); a
+    # significantly worse difference is marked, not bold; each test's null is listed
+    from calbench.comparisons import NULL_HYPOTHESES
+    from calbench.report import views as V
+
+    floor = 1 / 1800
+    rows = [
+        _cmp(floor, 9 * floor, 9 * floor, direction="worse", p_floor=floor,
+             null_hypothesis=NULL_HYPOTHESES["sign_flip"], difference=0.04),
+        _cmp(0.001, 0.009, 0.0, direction="better", p_floor=0.0, test="jackknife_z",
+             null_hypothesis=NULL_HYPOTHESES["jackknife_z"]),
+    ]  # fmt: skip
+    view = V.compare_view(rows, _spec(), 0.95)
+    first, second = view["rows"]
+    assert [c["text"] for c in first[-3:]] == [
+        "≤ 0.000556",
+        "≤ 0.005 (m = 9)",
+        "significant, worse",
+    ]
+    j = view["header"].index("Difference")
+    assert first[j]["bad"] and not first[j]["bold"] and second[j]["bold"]
+    assert second[-1]["text"] == "significant, better" and second[-3]["text"] == "0.001"
+    assert view["n_floor"] == 1
+    assert {n["test"]: n["null"] for n in view["nulls"]} == {
+        "sign-flip": NULL_HYPOTHESES["sign_flip"],
+        "jackknife z": NULL_HYPOTHESES["jackknife_z"],
+    }
