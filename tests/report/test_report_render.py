@@ -418,7 +418,7 @@ def test_comparison_rows_print_direction_floor_and_null():
     view = V.compare_view(rows, _spec(), 0.95)
     first, second = view["rows"]
     assert [c["text"] for c in first[-3:]] == [
-        "≤ 0.000556",
+        "≤ 0.00056",
         "≤ 0.005 (m = 9)",
         "significant, worse",
     ]
