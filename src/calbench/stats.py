@@ -878,73 +878,79 @@ def _jackknife_of(metric):
     return jack
 
 
-def ub_jackknife(metric, probs, labels) -> tuple[float, np.ndarray]:
-    """``(T, T_loo)`` of an unbiased squared calibration error (``Metric.jackknife``): the
-    unclipped estimate and its ``N`` leave-one-out values."""
+def ub_jackknife(metric, probs, labels):
+    """:class:`calbench.metrics.unbiased.UStat` of an unbiased squared calibration error
+    (``Metric.jackknife``): the unclipped estimate ``t``, its ``N`` leave-one-out values ``loo``
+    and the variance ``excess`` of the jackknife."""
     jack = _jackknife_of(metric)
     dtype = getattr(probs, "dtype", None)
     p, y = check_probs_labels(probs, labels)
     if p.shape[0] < 3:
         raise ValueError(f"the jackknife needs >= 3 samples, got {p.shape[0]}")
-    t, loo = jack(p, y, dtype)
-    return float(t), np.asarray(loo, dtype=np.float64)
+    return jack(p, y, dtype)
 
 
-def _ub_bounds(t: float, se: float, level: float, sided: str) -> tuple[float, float]:
+def _z(level: float, sided: str) -> float:
     from scipy.special import ndtri
 
+    if isinstance(level, bool) or not isinstance(level, int | float | np.floating):
+        raise ValueError(f"level must be a number in (0, 1), e.g. 0.95, got {level!r}")
     if not 0.0 < float(level) < 1.0:
         raise ValueError(f"level must lie in (0, 1), e.g. 0.95, got {level!r}")
-    z = float(ndtri((1.0 + level) / 2.0)) if sided == "two" else float(ndtri(level))
-    return t - z * se, t + z * se
+    return float(ndtri((1.0 + level) / 2.0)) if sided == "two" else float(ndtri(level))
 
 
 def ub_interval(metric, probs, labels, level: float = 0.95) -> tuple[float, float, float]:
     """``(estimate, low, high)`` of an unbiased squared calibration error's root
-    ``sqrt(theta)``: the normal interval ``T +- z_{(1+level)/2} se`` of the **unclipped**
-    U-statistic ``T`` with its jackknife standard error (Efron & Stein 1981; the leave-one-out
-    values are exact, :mod:`calbench.metrics.unbiased`), each bound clipped at 0 and
-    square-rooted; ``estimate = sqrt(max(T, 0))``. The interval is for the population binned
-    error with the same bins (Sun, Chaudhari, Barnett & Dobriban 2024 study such intervals);
-    its coverage is checked by simulation in perf/bench_coverage.py (docs/statistics.md)."""
-    t, loo = ub_jackknife(metric, probs, labels)
-    from calbench.metrics.unbiased import jackknife_se, root
+    ``sqrt(theta)``: the score interval of the **unclipped** U-statistic ``T``
+    (:func:`calbench.metrics.unbiased.score_bounds`: the ``theta >= 0`` a two-sided z-test at
+    ``1 - level`` does not reject, its null variance the degenerate part plus a linear part
+    proportional to ``theta`` from the exact jackknife, Efron & Stein 1981), square-rooted;
+    ``estimate = sqrt(max(T, 0))``. The interval is for the population binned error with the
+    same bins (Sun, Chaudhari, Barnett & Dobriban 2024 study such intervals); its coverage is
+    checked by simulation in perf/bench_coverage.py (docs/statistics.md)."""
+    from calbench.metrics.unbiased import root, score_bounds
 
-    lo, hi = _ub_bounds(t, jackknife_se(loo), level, "two")
-    return float(root(t)), float(root(lo)), float(root(hi))
+    z = _z(level, "two")
+    u = ub_jackknife(metric, probs, labels)
+    lo, hi = score_bounds(u, z)
+    return float(root(u.t)), float(root(lo)), float(root(hi))
 
 
 def ub_upper_bound(metric, probs, labels, level: float = 0.95) -> float:
-    """One-sided upper confidence bound at ``level`` of ``sqrt(theta)``:
-    ``sqrt(max(T + z_level se_jack, 0))``. A calibrator is "calibrated within delta" at this
-    level when the bound is below delta (no multiplicity adjustment makes that easier)."""
-    t, loo = ub_jackknife(metric, probs, labels)
-    from calbench.metrics.unbiased import jackknife_se, root
+    """One-sided upper confidence bound at ``level`` of ``sqrt(theta)`` (the upper score bound
+    of :func:`ub_interval` at the one-sided quantile ``z_level``). A calibrator is
+    "calibrated within delta" at this level when the bound is below delta (no multiplicity
+    adjustment makes that easier)."""
+    from calbench.metrics.unbiased import root, score_bounds
 
-    _, hi = _ub_bounds(t, jackknife_se(loo), level, "one")
-    return float(root(hi))
+    z = _z(level, "one")
+    u = ub_jackknife(metric, probs, labels)
+    return float(root(score_bounds(u, z)[1]))
 
 
 def ub_paired_test(metric, probs_a, probs_b, labels) -> PairedTest:
     """Two-sided test of equal population squared calibration error of two calibrators on the
     same samples: ``D = T_a - T_b`` (unclipped), its jackknife standard error from the
     leave-one-out differences ``T_a(-i) - T_b(-i)`` (same samples left out: the paired
-    dependence is kept), ``z = D / se``, p from the standard normal. Asymptotic (no resolution
-    floor: ``min_p = 0``); its type-I error and power are measured in perf/bench_tests.py
-    (docs/statistics.md). ``difference`` is the reported ``sqrt(max(T_a, 0)) -
-    sqrt(max(T_b, 0))``, ``statistic`` is ``z``."""
+    dependence is kept), ``z = D / se``, p from the standard normal. The plain jackknife
+    variance (no degenerate-part correction: the two errors' degenerate parts are correlated)
+    is conservative when both predictors are calibrated and consistent otherwise. Asymptotic
+    (no resolution floor: ``min_p = 0``); its type-I error and power are measured in
+    perf/bench_tests.py (docs/statistics.md). ``difference`` is the reported
+    ``sqrt(max(T_a, 0)) - sqrt(max(T_b, 0))``, ``statistic`` is ``z``."""
     from scipy.special import ndtr
 
     from calbench.metrics.unbiased import jackknife_se, root
 
     pa, pb, y = _paired_inputs(probs_a, probs_b, labels)
-    ta, la = ub_jackknife(metric, pa, y)
-    tb, lb = ub_jackknife(metric, pb, y)
-    d = ta - tb
-    se = jackknife_se(la - lb)
-    diff = float(root(ta) - root(tb))
+    ua = ub_jackknife(metric, pa, y)
+    ub = ub_jackknife(metric, pb, y)
+    d = ua.t - ub.t
+    se = jackknife_se(ua.loo - ub.loo)
+    diff = float(root(ua.t) - root(ub.t))
     if not se > 0.0:
-        return PairedTest(diff, 0.0 if d == 0 else math.copysign(math.inf, d),
-                          1.0 if d == 0 else 0.0, "jackknife_z", 0.0)
+        z = 0.0 if d == 0 else math.copysign(math.inf, d)
+        return PairedTest(diff, z, 1.0 if d == 0 else 0.0, "jackknife_z", 0.0)
     z = d / se
     return PairedTest(diff, float(z), float(min(1.0, 2.0 * ndtr(-abs(z)))), "jackknife_z", 0.0)

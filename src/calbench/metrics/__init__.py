@@ -167,8 +167,9 @@ class Metric:
       errors (ECE, MCE, cwECE, ACE, KS, smECE, ...) are biased upward by an amount that shrinks
       as predictions get coarser: they stay in the tables as descriptive numbers only.
 
-    ``jackknife(p, y, dtype)``, when set, returns ``(T, T_loo)``: the unclipped unbiased squared
-    error and its ``N`` leave-one-out values (:mod:`calbench.metrics.unbiased`), from which
+    ``jackknife(p, y, dtype)``, when set, returns a :class:`calbench.metrics.unbiased.UStat`:
+    the unclipped unbiased squared error, its ``N`` leave-one-out values and the jackknife's
+    variance excess (:mod:`calbench.metrics.unbiased`), from which
     :func:`calbench.stats.ub_interval` and :func:`calbench.stats.ub_paired_test` are built
     (``interval = "jackknife"``, ``paired_test = "jackknife_z"``).
     """
@@ -546,14 +547,22 @@ def _ub_metrics() -> list[Metric]:
         ),
         Metric(
             "cwece_ub",
-            lambda p, y, dtype=None: float(unbiased.root(unbiased.cw_ub_sq(p, y, 15))),
-            weighted=lambda p, y, dtype=None: _root_weighted(unbiased.cw_ub_weighted(p, y, 15)),
-            jackknife=lambda p, y, dtype=None: unbiased.cw_ub_jackknife(p, y, 15),
-            display="Unbiased classwise ECE, % (l2, 15 bins)",
-            reference=ref + ", classwise (one-vs-rest, mean over classes), 15 equal-width bins",
+            lambda p, y, dtype=None: float(unbiased.root(unbiased.cw_ub_sq(p, y, _cw_bins(p)))),
+            weighted=lambda p, y, dtype=None: _root_weighted(
+                unbiased.cw_ub_weighted(p, y, _cw_bins(p))
+            ),
+            jackknife=lambda p, y, dtype=None: unbiased.cw_ub_jackknife(p, y, _cw_bins(p)),
+            display="Unbiased classwise ECE, % (l2, up to 15 bins)",
+            reference=ref
+            + ", classwise (one-vs-rest, mean over classes), min(15, N / (2 K)) equal-width bins",
             **_UB,
         ),
     ]
+
+
+def _cw_bins(p) -> int:
+    """Bins per class of ``cwece_ub``: 15, fewer when thin (:func:`unbiased.classwise_bins`)."""
+    return unbiased.classwise_bins(p.shape[0], p.shape[1], 15)
 
 
 def _root_weighted(g):
