@@ -931,23 +931,25 @@ def ub_upper_bound(metric, probs, labels, level: float = 0.95) -> float:
 
 def ub_paired_test(metric, probs_a, probs_b, labels) -> PairedTest:
     """Two-sided test of equal population squared calibration error of two calibrators on the
-    same samples: ``D = T_a - T_b`` (unclipped), its jackknife standard error from the
-    leave-one-out differences ``T_a(-i) - T_b(-i)`` (same samples left out: the paired
-    dependence is kept), ``z = D / se``, p from the standard normal. The plain jackknife
-    variance (no degenerate-part correction: the two errors' degenerate parts are correlated)
-    is conservative when both predictors are calibrated and consistent otherwise. Asymptotic
-    (no resolution floor: ``min_p = 0``); its type-I error and power are measured in
-    perf/bench_tests.py (docs/statistics.md). ``difference`` is the reported
-    ``sqrt(max(T_a, 0)) - sqrt(max(T_b, 0))``, ``statistic`` is ``z``."""
+    same samples: ``D = T_a - T_b`` (unclipped), ``z = D / se``, p from the standard normal.
+    ``se^2`` is the jackknife variance of ``D`` from the leave-one-out differences
+    ``T_a(-i) - T_b(-i)`` (the same sample left out of both: the pairing is kept; Efron & Stein
+    1981) less its double count of ``D``'s degenerate part
+    (:func:`calbench.metrics.unbiased.paired_excess`), never below half the jackknife variance.
+    The plain jackknife rejected 0-1.5% of the time at alpha = 0.05 when both predictors are
+    calibrated, losing power. Asymptotic (no resolution floor: ``min_p = 0``); its type-I
+    error and power are measured in perf/bench_tests.py (docs/statistics.md). ``difference``
+    is the reported ``sqrt(max(T_a, 0)) - sqrt(max(T_b, 0))``, ``statistic`` is ``z``."""
     from scipy.special import ndtr
 
-    from calbench.metrics.unbiased import jackknife_se, root
+    from calbench.metrics.unbiased import jackknife_se, paired_excess, root
 
     pa, pb, y = _paired_inputs(probs_a, probs_b, labels)
     ua = ub_jackknife(metric, pa, y)
     ub = ub_jackknife(metric, pb, y)
     d = ua.t - ub.t
-    se = jackknife_se(ua.loo - ub.loo)
+    vj = jackknife_se(ua.loo - ub.loo) ** 2
+    se = math.sqrt(max(vj - paired_excess(ua, ub), 0.5 * vj))
     diff = float(root(ua.t) - root(ub.t))
     if not se > 0.0:
         z = 0.0 if d == 0 else math.copysign(math.inf, d)

@@ -58,13 +58,19 @@ class UStat(NamedTuple):
     exact under ``theta = 0``, where it decides, and free of the label noise (a bin's sample
     variance of ``d``, squared, overstated it many times in thin classwise bins); the
     jackknife variance counts this part twice (Efron & Stein 1981);
-    ``slope0``: ``4 s^2 / (N G)``, the fallback slope of :func:`score_bounds`.
+    ``slope0``: ``4 s^2 / (N G)``, the fallback slope of :func:`score_bounds`; ``count``: the
+    flat per-(group, bin) counts, ``bins`` the bins per group and ``members()`` an iterator of
+    ``(rows, key, d)`` row blocks (``key``: the flat bin of every entry, ``(r, G)``), which
+    :func:`paired_excess` needs.
     """
 
     t: float
     loo: np.ndarray
     excess: float
     slope0: float
+    count: np.ndarray | None = None
+    bins: int = 0
+    members: object = None
 
 
 def variance_parts(count, s, q, sv, sv2, total, groups: int = 1) -> tuple[float, float]:
@@ -182,7 +188,11 @@ def ub_top_jackknife(
     delta = _loo_from_members(ids, d, count, s, q, n, 1, total)
     sv, sv2 = _null_sums(ids, x, count.shape[0])
     parts = variance_parts(count, s, q, sv, sv2, n)
-    return UStat(total / n, (total + delta) / (n - 1), *parts)
+
+    def members():
+        yield slice(0, n), ids[:, None], d[:, None]
+
+    return UStat(total / n, (total + delta) / (n - 1), *parts, count, count.shape[0], members)
 
 
 def ub_top_weighted(x: np.ndarray, target: np.ndarray, n_bins: int = 15):
@@ -270,7 +280,13 @@ def cw_ub_jackknife(p: np.ndarray, y: np.ndarray, n_bins: int = 15) -> UStat:
     for rows, ids, d, _ in _class_blocks(p, y, n_bins):
         key = ids + offset
         delta[rows] = _loo_from_members(key, d, count, s, q, n, k, total).sum(axis=1)
-    return UStat(total / (n * k), (total + delta) / ((n - 1) * k), *parts)
+    def members():
+        for rows, ids, d, _ in _class_blocks(p, y, n_bins):
+            yield rows, ids + offset, d
+
+    return UStat(
+        total / (n * k), (total + delta) / ((n - 1) * k), *parts, count, n_bins, members
+    )
 
 
 def cw_ub_weighted(p: np.ndarray, y: np.ndarray, n_bins: int = 15):
@@ -314,6 +330,40 @@ def cw_ub_weighted(p: np.ndarray, y: np.ndarray, n_bins: int = 15):
         return out if batched else float(out[0])
 
     return g
+
+
+def paired_excess(a: UStat, b: UStat) -> float:
+    """The jackknife's double count of the degenerate part of ``D = T_a - T_b`` (same samples):
+    ``D_a + D_b - 2 C`` with ``D`` of :class:`UStat` and ``C`` the covariance of the two
+    degenerate parts, ``2 / (N G)^2 sum_cells sum_{i != j in cell} c_i c_j / ((n_a - 1)
+    (n_b - 1))`` over the cells of samples sharing a bin of ``a`` and a bin of ``b``, with
+    ``c_i = d^a_i d^b_i`` (unbiased for ``E[e^a_i e^b_i]`` when both are calibrated, as the
+    products over distinct pairs are). Exact expectations: Hoeffding 1948."""
+    size_b = b.bins
+    n_cells = a.count.shape[0] * size_b
+    c1 = np.zeros(n_cells)
+    c2 = np.zeros(n_cells)
+    for (rows, key_a, d_a), (_, key_b, d_b) in zip(a.members(), b.members(), strict=True):
+        cell = (key_a * size_b + key_b % size_b).ravel()
+        c = (d_a * d_b).ravel()
+        c1 += np.bincount(cell, weights=c, minlength=n_cells)
+        c2 += np.bincount(cell, weights=c * c, minlength=n_cells)
+    n_a = np.repeat(a.count, size_b)
+    n_b = _b_counts(a, b)
+    ok = (n_a >= 2) & (n_b >= 2)
+    denom = np.maximum(n_a - 1.0, 1.0) * np.maximum(n_b - 1.0, 1.0)
+    n = a.loo.shape[0]
+    groups = a.count.shape[0] // max(a.bins, 1)
+    cov = float(np.sum(np.where(ok, 2.0 * (c1 * c1 - c2) / denom, 0.0))) / (n * groups) ** 2
+    return a.excess + b.excess - 2.0 * cov
+
+
+def _b_counts(a: UStat, b: UStat) -> np.ndarray:
+    """``n_b`` of every cell ``key_a * bins_b + local_b`` (the group of ``key_a``)."""
+    groups = a.count.shape[0] // a.bins
+    group_of_key_a = np.arange(a.count.shape[0]) // a.bins
+    counts_b = b.count.reshape(groups, b.bins)
+    return counts_b[group_of_key_a].ravel()
 
 
 def jackknife_se(loo: np.ndarray) -> float:
