@@ -212,9 +212,12 @@ def test_paired_test_statistic_against_a_direct_computation():
     assert S.ub_jackknife("ece_ub", p, y).excess == pytest.approx(d_a, rel=1e-12)
     z = (ta - tb) / math.sqrt(max(vj - excess, vj / 2))
     assert res.statistic == pytest.approx(z, rel=1e-10)
-    from scipy.stats import norm
+    from scipy.stats import t as student
 
-    assert res.p_value == pytest.approx(2 * norm.sf(abs(z)), rel=1e-10)
+    cells = np.unique(ida * 15 + idb, return_counts=True)[1]
+    df = int(np.sum(cells >= 2)) - 1
+    assert U.paired_excess(S.ub_jackknife("ece_ub", p, y), S.ub_jackknife("ece_ub", q, y))[1] == df + 1
+    assert res.p_value == pytest.approx(2 * student.sf(abs(z), df), rel=1e-10)
     assert res.difference == pytest.approx(
         math.sqrt(max(ta, 0)) - math.sqrt(max(tb, 0)), abs=1e-12
     )

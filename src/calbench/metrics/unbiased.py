@@ -332,14 +332,17 @@ def cw_ub_weighted(p: np.ndarray, y: np.ndarray, n_bins: int = 15):
     return g
 
 
-def paired_excess(a: UStat, b: UStat) -> float:
-    """The jackknife's double count of the degenerate part of ``D = T_a - T_b`` (same samples):
+def paired_excess(a: UStat, b: UStat) -> tuple[float, int]:
+    """``(excess, cells)``: the jackknife's double count of the degenerate part of
+    ``D = T_a - T_b`` (same samples) and the number of cells holding >= 2 samples (the
+    degrees of freedom of :func:`calbench.stats.ub_paired_test`'s t reference). The excess is
     ``D_a + D_b - 2 C`` with ``D`` of :class:`UStat` and ``C`` the covariance of the two
     degenerate parts, ``2 / (N G)^2 sum_cells sum_{i != j in cell} c_i c_j / ((n_a - 1)
     (n_b - 1))`` over the cells of samples sharing a bin of ``a`` and a bin of ``b``, with
     ``c_i = d^a_i d^b_i`` (unbiased for ``E[e^a_i e^b_i]`` when both are calibrated, as the
     products over distinct pairs are). Exact expectations: Hoeffding 1948."""
     size_b = b.bins
+    occupied = np.zeros(a.count.shape[0] * size_b)
     n_cells = a.count.shape[0] * size_b
     c1 = np.zeros(n_cells)
     c2 = np.zeros(n_cells)
@@ -348,6 +351,7 @@ def paired_excess(a: UStat, b: UStat) -> float:
         c = (d_a * d_b).ravel()
         c1 += np.bincount(cell, weights=c, minlength=n_cells)
         c2 += np.bincount(cell, weights=c * c, minlength=n_cells)
+        occupied += np.bincount(cell, minlength=n_cells)
     n_a = np.repeat(a.count, size_b)
     n_b = _b_counts(a, b)
     ok = (n_a >= 2) & (n_b >= 2)
@@ -355,7 +359,7 @@ def paired_excess(a: UStat, b: UStat) -> float:
     n = a.loo.shape[0]
     groups = a.count.shape[0] // max(a.bins, 1)
     cov = float(np.sum(np.where(ok, 2.0 * (c1 * c1 - c2) / denom, 0.0))) / (n * groups) ** 2
-    return a.excess + b.excess - 2.0 * cov
+    return a.excess + b.excess - 2.0 * cov, int(np.count_nonzero(occupied >= 2))
 
 
 def _b_counts(a: UStat, b: UStat) -> np.ndarray:
