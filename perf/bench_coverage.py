@@ -536,7 +536,12 @@ def main() -> None:
 
 
 #: The parts, in the order they run.
-PARTS = {"ub": ub_intervals, "errors": calibration_errors, "shown": shown_intervals, "bands": smooth_bands}
+PARTS = {
+    "ub": ub_intervals,
+    "errors": calibration_errors,
+    "shown": shown_intervals,
+    "bands": smooth_bands,
+}
 
 
 if __name__ == "__main__":

@@ -136,6 +136,25 @@ def _rate(hits: int, reps: int) -> str:
     return f"{r:.3f} ± {np.sqrt(max(r * (1 - r), 0.05 * 0.95) / reps):.3f}"
 
 
+def _cell(metric, test, reps, alpha, make, label, pops, n, seed) -> None:
+    """One row of part "same-sample": ``reps`` test sets of ``make[0]`` against ``make[1]`` of
+    their probabilities, on the same labels."""
+    rng = np.random.default_rng(seed)
+    hits = lower = 0
+    for r in range(reps):
+        p, y = make[0].sample(n, rng)
+        q = make[1](p)
+        res = S.paired_test(metric, p, q, y, n_permutations=199, seed=r)
+        hits += res.p_value < alpha
+        lower += res.difference > 0  # the second (coarser) has the lower value
+    coarse = label.startswith("null (i)") and metric in PLUGIN_METRICS
+    extra = f" (coarser lower: {lower / reps:.2f})" if coarse else ""
+    print(
+        f"| {metric} | {test} | {label} | {n} | {pops} | {reps} | {_rate(hits, reps)}{extra} |",
+        flush=True,
+    )
+
+
 def same_sample(args) -> None:
     """Part "same-sample" (see the module docstring)."""
     alpha = 0.05
@@ -151,35 +170,35 @@ def same_sample(args) -> None:
         reps = args.ub_reps if ub else args.flip_reps
         test = "jackknife_z" if ub else "sign_flip (B = 199)"
 
-        def run(make, label, pops, n, seed):
-            rng = np.random.default_rng(seed)
-            hits = lower = 0
-            for r in range(reps):
-                p, y = make[0].sample(n, rng)
-                q = make[1](p)
-                res = S.paired_test(metric, p, q, y, n_permutations=199, seed=r)
-                hits += res.p_value < alpha
-                lower += res.difference > 0  # the second (coarser) has the lower value
-            extra = f" (coarser lower: {lower / reps:.2f})" if label.startswith("null (i)") and not ub else ""
-            print(
-                f"| {metric} | {test} | {label} | {n} | {pops} | {reps} "
-                f"| {_rate(hits, reps)}{extra} |",
-                flush=True,
-            )
+        def run(make, label, pops, n, seed, metric=metric, reps=reps, test=test):
+            _cell(metric, test, reps, alpha, make, label, pops, n, seed)
 
         truth_over = population_errors(over)[metric]
         t_under = temperature_for(over, metric, truth_over, 1.1, 2.0)
         for n in sizes:
-            run((calibrated, lambda p: coarsen(calibrated, p)), "null (i): calibrated vs its "
-                "4-level coarsening", "0 vs 0", n, n + 1)
-            run((over, lambda p, t=t_under: variant(p, temperature=t)),
+            run(
+                (calibrated, lambda p: coarsen(calibrated, p)),
+                "null (i): calibrated vs its 4-level coarsening",
+                "0 vs 0",
+                n,
+                n + 1,
+            )
+            run(
+                (over, lambda p, t=t_under: variant(p, temperature=t)),
                 f"null (ii): over- vs under-confident (T = {t_under:.3f})",
-                f"{truth_over * 100:.2f} vs {truth_over * 100:.2f}", n, n + 2)
+                f"{truth_over * 100:.2f} vs {truth_over * 100:.2f}",
+                n,
+                n + 2,
+            )
             for points in args.effects if ub else ():  # plug-in errors: nulls only
                 t = temperature_for(calibrated, metric, points / 100.0, 0.3, 1.0)
-                run((calibrated, lambda p, t=t: variant(p, temperature=t)),
-                    f"power: calibrated vs sharpened (T = {t:.3f})", f"0 vs {points:g}", n,
-                    n + 3)
+                run(
+                    (calibrated, lambda p, t=t: variant(p, temperature=t)),
+                    f"power: calibrated vs sharpened (T = {t:.3f})",
+                    f"0 vs {points:g}",
+                    n,
+                    n + 3,
+                )
 
 
 def main() -> None:

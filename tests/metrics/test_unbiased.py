@@ -216,11 +216,11 @@ def test_paired_test_statistic_against_a_direct_computation():
 
     cells = np.unique(ida * 15 + idb, return_counts=True)[1]
     df = int(np.sum(cells >= 2)) - 1
-    assert U.paired_excess(S.ub_jackknife("ece_ub", p, y), S.ub_jackknife("ece_ub", q, y))[1] == df + 1
-    assert res.p_value == pytest.approx(2 * student.sf(abs(z), df), rel=1e-10)
-    assert res.difference == pytest.approx(
-        math.sqrt(max(ta, 0)) - math.sqrt(max(tb, 0)), abs=1e-12
+    assert (
+        U.paired_excess(S.ub_jackknife("ece_ub", p, y), S.ub_jackknife("ece_ub", q, y))[1] == df + 1
     )
+    assert res.p_value == pytest.approx(2 * student.sf(abs(z), df), rel=1e-10)
+    assert res.difference == pytest.approx(math.sqrt(max(ta, 0)) - math.sqrt(max(tb, 0)), abs=1e-12)
     same = S.paired_test("ece_ub", p, p, y)
     assert (same.p_value, same.statistic) == (1.0, 0.0)
 

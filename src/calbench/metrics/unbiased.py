@@ -124,7 +124,9 @@ def u_terms(count, s, q):
 def t_from_sums(count, s, q, total, groups: int = 1):
     """``T`` from bin sums ``(..., B)`` (classwise: ``(..., K, B)`` with ``groups = K``) and the
     sample count ``total`` (``(...)``): a float for 1-D / 2-D sums, an array over leading axes."""
-    u = u_terms(count, s, q).reshape(*np.shape(count)[: np.ndim(count) - (2 if groups > 1 else 1)], -1)
+    u = u_terms(count, s, q).reshape(
+        *np.shape(count)[: np.ndim(count) - (2 if groups > 1 else 1)], -1
+    )
     out = u.sum(axis=-1) / (np.asarray(total, dtype=np.float64) * groups)
     return float(out) if np.ndim(out) == 0 else out
 
@@ -280,13 +282,12 @@ def cw_ub_jackknife(p: np.ndarray, y: np.ndarray, n_bins: int = 15) -> UStat:
     for rows, ids, d, _ in _class_blocks(p, y, n_bins):
         key = ids + offset
         delta[rows] = _loo_from_members(key, d, count, s, q, n, k, total).sum(axis=1)
+
     def members():
         for rows, ids, d, _ in _class_blocks(p, y, n_bins):
             yield rows, ids + offset, d
 
-    return UStat(
-        total / (n * k), (total + delta) / ((n - 1) * k), *parts, count, n_bins, members
-    )
+    return UStat(total / (n * k), (total + delta) / ((n - 1) * k), *parts, count, n_bins, members)
 
 
 def cw_ub_weighted(p: np.ndarray, y: np.ndarray, n_bins: int = 15):
@@ -346,7 +347,7 @@ def paired_excess(a: UStat, b: UStat) -> tuple[float, int]:
     n_cells = a.count.shape[0] * size_b
     c1 = np.zeros(n_cells)
     c2 = np.zeros(n_cells)
-    for (rows, key_a, d_a), (_, key_b, d_b) in zip(a.members(), b.members(), strict=True):
+    for (_, key_a, d_a), (_, key_b, d_b) in zip(a.members(), b.members(), strict=True):
         cell = (key_a * size_b + key_b % size_b).ravel()
         c = (d_a * d_b).ravel()
         c1 += np.bincount(cell, weights=c, minlength=n_cells)
