@@ -257,3 +257,14 @@ def test_interval_and_upper_bound():
         S.ub_interval("ece_ub", p, y, 1.5)
     with pytest.raises(ValueError, match="not built from bootstrap values"):
         S.interval_from_values(0.1, np.ones(3), 0.95, "jackknife")
+
+
+def test_classwise_interval_withheld_when_classes_are_thin():
+    p, rng = softmax_rows(300, 50, 10)  # 6 samples per class
+    y = rng.integers(0, 50, 300)
+    est, lo, hi = S.ub_interval("cwece_ub", p, y)
+    assert est == pytest.approx(METRICS["cwece_ub"](p, y)) and math.isnan(lo) and math.isnan(hi)
+    assert math.isnan(S.ub_upper_bound("cwece_ub", p, y))
+    assert "fewer than 10 per class" in U.cw_thin_reason(300, 50)
+    assert U.cw_thin_reason(500, 50) == ""
+    assert not math.isnan(S.ub_interval("ece_ub", p, y)[1])

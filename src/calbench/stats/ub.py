@@ -53,11 +53,15 @@ def ub_interval(metric, probs, labels, level: float = 0.95) -> tuple[float, floa
     proportional to ``theta`` from the exact jackknife, Efron & Stein 1981), square-rooted;
     ``estimate = sqrt(max(T, 0))``. The interval is for the population binned error with the
     same bins (Sun, Chaudhari, Barnett & Dobriban 2024 study such intervals); its coverage is
-    checked by simulation in perf/bench_coverage.py (docs/statistics.md)."""
+    checked by simulation in perf/bench_coverage.py (docs/statistics.md). Where that check
+    failed (the classwise error with fewer than 10 samples per class,
+    :func:`calbench.metrics.unbiased.cw_thin_reason`) the bounds are NaN."""
     from calbench.metrics.unbiased import root, score_bounds
 
     z = _z(level, "two")
     u = ub_jackknife(metric, probs, labels)
+    if u.thin:  # too few samples for a verified interval (UStat.thin says why)
+        return float(root(u.t)), math.nan, math.nan
     lo, hi = score_bounds(u, z)
     return float(root(u.t)), float(root(lo)), float(root(hi))
 
@@ -66,11 +70,13 @@ def ub_upper_bound(metric, probs, labels, level: float = 0.95) -> float:
     """One-sided upper confidence bound at ``level`` of ``sqrt(theta)`` (the upper score bound
     of :func:`ub_interval` at the one-sided quantile ``z_level``). A calibrator is
     "calibrated within delta" at this level when the bound is below delta (no multiplicity
-    adjustment makes that easier)."""
+    adjustment makes that easier). NaN where :func:`ub_interval` gives no interval."""
     from calbench.metrics.unbiased import root, score_bounds
 
     z = _z(level, "one")
     u = ub_jackknife(metric, probs, labels)
+    if u.thin:
+        return math.nan
     return float(root(score_bounds(u, z)[1]))
 
 
