@@ -308,7 +308,8 @@ def cw_ub_jackknife(p: np.ndarray, y: np.ndarray, n_bins: int = 15) -> UStat:
         for rows, ids, d, _ in _class_blocks(p, y, n_bins):
             yield rows, ids + offset, d
 
-    return UStat(total / (n * k), (total + delta) / ((n - 1) * k), *parts, count, n_bins, members)
+    loo = (total + delta) / ((n - 1) * k)
+    return UStat(total / (n * k), loo, *parts, count, n_bins, members, cw_thin_reason(n, k))
 
 
 def cw_ub_weighted(p: np.ndarray, y: np.ndarray, n_bins: int = 15):
