@@ -151,7 +151,11 @@ def test_verdicts_only_from_estimators_whose_bias_ignores_sharpness():
         assert METRICS[name].verdicts is False
     for name in ("ece_ub", "ece_ub_mass", "cwece_ub"):
         m = METRICS[name]
-        assert (m.interval, m.paired_test, m.higher_is_better) == ("jackknife", "jackknife_z", False)
+        assert (m.interval, m.paired_test, m.higher_is_better) == (
+            "jackknife",
+            "jackknife_z",
+            False,
+        )
         assert m.jackknife is not None and m.scale == 100.0
 
 
