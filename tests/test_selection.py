@@ -5,6 +5,7 @@ calibrator fitted on it, and no test-half row is ever seen."""
 from __future__ import annotations
 
 import csv
+import itertools
 import json
 
 import numpy as np
@@ -17,16 +18,20 @@ from calbench.selection import CrossFit, check_folds, crossfit_scores, fold_ids,
 
 class Spy:
     """A calibrator that records the row ids (column 0 of the logits) it fits and predicts,
-    per instance; it predicts softmax of the remaining columns."""
+    per instance (numbered as created); it predicts softmax of the remaining columns."""
 
     log: list[tuple[int, str, frozenset]] = []
+    made = itertools.count()
+
+    def __init__(self):
+        self.tag = next(Spy.made)
 
     def fit(self, z, y):
-        Spy.log.append((id(self), "fit", frozenset(z[:, 0].astype(int).tolist())))
+        Spy.log.append((self.tag, "fit", frozenset(z[:, 0].astype(int).tolist())))
         return self
 
     def predict_proba(self, z):
-        Spy.log.append((id(self), "predict", frozenset(z[:, 0].astype(int).tolist())))
+        Spy.log.append((self.tag, "predict", frozenset(z[:, 0].astype(int).tolist())))
         return softmax(z[:, 1:])
 
 
@@ -67,6 +72,7 @@ def test_scores_are_fold_means_and_the_best_has_the_lowest_mean():
 
     class Scaled(Spy):
         def __init__(self, t):
+            super().__init__()
             self.t = t
 
         def predict_proba(self, zz):
@@ -137,19 +143,21 @@ def test_calibrate_cross_fits_inside_the_validation_half_only(tmp_path, monkeypa
     save_split(tmp_path / "s.npz", val, test)
     ids = {z[i].tobytes(): i for i in range(n)}
     log = []
+    counter = itertools.count()
+    tag = lambda obj: obj.__dict__.setdefault("_spy_tag", next(counter))  # noqa: E731
     for method in ("uncalibrated", "ts"):
         cls = REGISTRY[method]
         real_fit, real_pred = cls._fit, cls._predict_proba
 
         def _fit(self, zz, yy, _f=real_fit):
             log.append(
-                (id(self), "fit", frozenset(ids[r.astype(np.float32).tobytes()] for r in zz))
+                (tag(self), "fit", frozenset(ids[r.astype(np.float32).tobytes()] for r in zz))
             )
             return _f(self, zz, yy)
 
         def _pred(self, zz, _f=real_pred):
             rows = frozenset(ids[r.astype(np.float32).tobytes()] for r in zz)
-            log.append((id(self), "predict", rows))
+            log.append((tag(self), "predict", rows))
             return _f(self, zz)
 
         monkeypatch.setattr(cls, "_fit", _fit)
