@@ -100,11 +100,25 @@ def bench_import(work: Path) -> list[tuple[str, float, float, float]]:
     spec = {
         "dataset": "imagenet",
         "source": "logits",
-        "logits": {"format": "coursework", "folder": "imagenet", "file": "vgg19_bn.pt",
-                   "targets": "class_blocks", "local_path": str(pt)},
+        "logits": {
+            "format": "coursework",
+            "folder": "imagenet",
+            "file": "vgg19_bn.pt",
+            "targets": "class_blocks",
+            "local_path": str(pt),
+        },
     }
-    wall, _, rss = run(calbench("import-logits", "--spec", json.dumps(spec), "--out",
-                                work / "imp" / "in_vgg19_bn.npz", "--resources", work / "res"))
+    wall, _, rss = run(
+        calbench(
+            "import-logits",
+            "--spec",
+            json.dumps(spec),
+            "--out",
+            work / "imp" / "in_vgg19_bn.npz",
+            "--resources",
+            work / "res",
+        )
+    )
     rows.append(("coursework .pt 50000 x 1000", pt.stat().st_size / 1e6, wall, rss))
     kp = work / "in" / "probs_resnet152_imgnet_logits.p"
     with open(kp, "wb") as fh:
@@ -115,13 +129,30 @@ def bench_import(work: Path) -> list[tuple[str, float, float, float]]:
     spec = {
         "dataset": "imagenet",
         "source": "logits",
-        "logits": {"format": "kull_pickle", "file": kp.name, "sha256": sha,
-                   "size": kp.stat().st_size, "local_path": str(kp)},
+        "logits": {
+            "format": "kull_pickle",
+            "file": kp.name,
+            "sha256": sha,
+            "size": kp.stat().st_size,
+            "local_path": str(kp),
+        },
     }
-    wall, _, rss = run(calbench("import-logits", "--spec", json.dumps(spec), "--out",
-                                work / "imp" / "k.npz", "--split-out", work / "imp" / "ks.npz",
-                                "--resources", work / "res"))
-    rows.append(("kull_pickle 25000 + 25000 x 1000 (sha256 checked)", kp.stat().st_size / 1e6, wall, rss))
+    wall, _, rss = run(
+        calbench(
+            "import-logits",
+            "--spec",
+            json.dumps(spec),
+            "--out",
+            work / "imp" / "k.npz",
+            "--split-out",
+            work / "imp" / "ks.npz",
+            "--resources",
+            work / "res",
+        )
+    )
+    rows.append(
+        ("kull_pickle 25000 + 25000 x 1000 (sha256 checked)", kp.stat().st_size / 1e6, wall, rss)
+    )
     return rows
 
 
@@ -133,12 +164,18 @@ def bench_chain(work: Path, name: str, cfg: dict, ms_iters: int) -> dict[str, tu
     (d / "in").mkdir(parents=True, exist_ok=True)
     write_pt(d / "in" / "m.pt", z)
     (d / "in" / "targets.txt").write_text("\n".join(map(str, y)))
-    spec = {"dataset": name, "source": "logits",
-            "logits": {"format": "coursework", "file": "m.pt", "local_path": str(d / "in")}}
+    spec = {
+        "dataset": name,
+        "source": "logits",
+        "logits": {"format": "coursework", "file": "m.pt", "local_path": str(d / "in")},
+    }
     out = {}
     logits = d / "logits.npz"
-    out["import_logits"] = run(calbench("import-logits", "--spec", json.dumps(spec), "--out",
-                                        logits, "--resources", d / "res"))
+    out["import_logits"] = run(
+        calbench(
+            "import-logits", "--spec", json.dumps(spec), "--out", logits, "--resources", d / "res"
+        )
+    )
     out["split"] = run(calbench("split", "--logits", logits, "--out", d / "split.npz"))
     ev = cfg["evaluation"]
     cal_files = []
@@ -150,31 +187,103 @@ def bench_chain(work: Path, name: str, cfg: dict, ms_iters: int) -> dict[str, tu
             params["max_iter"] = ms_iters
             label = f"fit ms_b ({ms_iters} LBFGS iterations)"
         cal = d / f"{method}.json"
-        out[label] = run(calbench("fit-calibrator", "--logits", logits, "--split", d / "split.npz",
-                                  "--method", entry.get("method", method), "--params",
-                                  json.dumps(params), "--threads", 1, "--out", cal))
+        out[label] = run(
+            calbench(
+                "fit-calibrator",
+                "--logits",
+                logits,
+                "--split",
+                d / "split.npz",
+                "--method",
+                entry.get("method", method),
+                "--params",
+                json.dumps(params),
+                "--threads",
+                1,
+                "--out",
+                cal,
+            )
+        )
         cal_files.append(cal)
         ci_args = []  # the rule's --ci-halves / --ci-metrics (ci_args() in common.smk)
         for key, flag in (("ci_halves", "--ci-halves"), ("ci_metrics", "--ci-metrics")):
             if ev.get(key):
                 ci_args += [flag, ",".join(ev[key])]
         title = str(entry.get("display", method))
-        out[f"evaluate + diagram {method}"] = run(calbench(
-            "evaluate", "--logits", logits, "--split", d / "split.npz", "--calibrator", cal,
-            "--metrics", ",".join(ev["metrics"]), "--halves", ",".join(ev["halves"]),
-            "--n-bootstrap", ev["n_bootstrap"], "--level", ev["level"], "--seed", ev["seed"],
-            *ci_args, "--plot", d / f"{method}.png", "--n-bins", cfg["plots"]["n_bins"],
-            "--style", cfg["plots"]["style"], "--title", title, "--out", d / f"{method}.csv"))
+        out[f"evaluate + diagram {method}"] = run(
+            calbench(
+                "evaluate",
+                "--logits",
+                logits,
+                "--split",
+                d / "split.npz",
+                "--calibrator",
+                cal,
+                "--metrics",
+                ",".join(ev["metrics"]),
+                "--halves",
+                ",".join(ev["halves"]),
+                "--n-bootstrap",
+                ev["n_bootstrap"],
+                "--level",
+                ev["level"],
+                "--seed",
+                ev["seed"],
+                *ci_args,
+                "--plot",
+                d / f"{method}.png",
+                "--n-bins",
+                cfg["plots"]["n_bins"],
+                "--style",
+                cfg["plots"]["style"],
+                "--title",
+                title,
+                "--out",
+                d / f"{method}.csv",
+            )
+        )
     cmp = cfg["compare"]
-    out["compare"] = run(calbench(
-        "compare", "--logits", logits, "--split", d / "split.npz", "--calibrators", *cal_files,
-        "--metrics", ",".join(cmp["metrics"]), "--baselines", ",".join(cmp["baselines"]),
-        "--n-bootstrap", cmp["n_bootstrap"], "--level", ev["level"], "--seed", ev["seed"],
-        "--out", d / "compare.csv"))
-    out["plot grid"] = run(calbench(
-        "plot-reliability", "--grid", "--logits", logits, "--split", d / "split.npz",
-        "--calibrator", *cal_files, "--n-bins", cfg["plots"]["n_bins"], "--style",
-        cfg["plots"]["style"], "--out", d / "grid.png"))
+    out["compare"] = run(
+        calbench(
+            "compare",
+            "--logits",
+            logits,
+            "--split",
+            d / "split.npz",
+            "--calibrators",
+            *cal_files,
+            "--metrics",
+            ",".join(cmp["metrics"]),
+            "--baselines",
+            ",".join(cmp["baselines"]),
+            "--n-bootstrap",
+            cmp["n_bootstrap"],
+            "--level",
+            ev["level"],
+            "--seed",
+            ev["seed"],
+            "--out",
+            d / "compare.csv",
+        )
+    )
+    out["plot grid"] = run(
+        calbench(
+            "plot-reliability",
+            "--grid",
+            "--logits",
+            logits,
+            "--split",
+            d / "split.npz",
+            "--calibrator",
+            *cal_files,
+            "--n-bins",
+            cfg["plots"]["n_bins"],
+            "--style",
+            cfg["plots"]["style"],
+            "--out",
+            d / "grid.png",
+        )
+    )
     return out
 
 
@@ -233,26 +342,37 @@ def bench_workflow(work: Path, config: Path, cores: int, ms_iters: int) -> None:
     print(f"\n## run 2: those fits capped at {ms_iters} LBFGS iterations, and what follows")
     second = run_study(project, cores, [*base, "--rerun-triggers", "mtime", "input"])
     summary = summarize(collect(project))
-    print(f"\nworkflow jobs: {summary['jobs']}; per rule, from Snakemake's benchmark files "
-          "(wall seconds; with warm start a job's CPU runs in the warm process, not counted):")
+    print(
+        f"\nworkflow jobs: {summary['jobs']}; per rule, from Snakemake's benchmark files "
+        "(wall seconds; with warm start a job's CPU runs in the warm process, not counted):"
+    )
     for rule, row in sorted(summary["rules"].items()):
-        print(f"  {rule:28s} {row['jobs']:5d} jobs  {row['wall_s']:8.1f} s wall in all  "
-              f"longest {row['max_wall_s']:6.1f} s")
+        print(
+            f"  {rule:28s} {row['jobs']:5d} jobs  {row['wall_s']:8.1f} s wall in all  "
+            f"longest {row['max_wall_s']:6.1f} s"
+        )
     total = first + second
-    print(f"\nrun 1 {first:.0f} s + run 2 {second:.0f} s = {total:.0f} s = {total / 60:.1f} min "
-          f"on {cores} cores for every job but the {len(big)} ImageNet M-scaling-b fits (plus "
-          f"{ms_iters} iterations of each)")
+    print(
+        f"\nrun 1 {first:.0f} s + run 2 {second:.0f} s = {total:.0f} s = {total / 60:.1f} min "
+        f"on {cores} cores for every job but the {len(big)} ImageNet M-scaling-b fits (plus "
+        f"{ms_iters} iterations of each)"
+    )
 
 
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--config", default=str(REPO / "config" / "coursework_logits.yaml"))
     p.add_argument("--shapes", default=",".join(SHAPES), help="comma-separated subset")
-    p.add_argument("--ms-iters", type=int, default=5, help="LBFGS iterations of the timed ImageNet ms_b fit")
+    p.add_argument(
+        "--ms-iters", type=int, default=5, help="LBFGS iterations of the timed ImageNet ms_b fit"
+    )
     p.add_argument("--cores", type=int, default=2, help="cores the workflow would use")
     p.add_argument("--import-only", action="store_true")
-    p.add_argument("--workflow", action="store_true",
-                   help="run the study end to end through snakemake (see above)")
+    p.add_argument(
+        "--workflow",
+        action="store_true",
+        help="run the study end to end through snakemake (see above)",
+    )
     p.add_argument("--keep", default=None, help="work folder to keep (default: a temporary one)")
     args = p.parse_args(argv)
     cfg = yaml.safe_load(Path(args.config).read_text())
@@ -271,9 +391,11 @@ def main(argv=None) -> int:
             return 0
         print("\n## Process start-up (every workflow job is one process)")
         startup = {}
-        for label, code in (("python + numpy + calbench CLI", "import calbench.cli; import numpy"),
-                            ("+ torch (torch-based fits)", "import calbench.cli, torch"),
-                            ("+ matplotlib (plots)", "import calbench.cli, matplotlib.pyplot")):
+        for label, code in (
+            ("python + numpy + calbench CLI", "import calbench.cli; import numpy"),
+            ("+ torch (torch-based fits)", "import calbench.cli, torch"),
+            ("+ matplotlib (plots)", "import calbench.cli, matplotlib.pyplot"),
+        ):
             wall, cpu, rss = run([sys.executable, "-c", code])
             startup[label] = cpu
             print(f"{label:40s} {wall:7.2f} s wall {cpu:7.2f} CPU-s  peak RSS {rss:6.0f} MB")
@@ -290,24 +412,33 @@ def main(argv=None) -> int:
         ms_line = None
         for name, jobs in per_shape.items():
             n, k, count = SHAPES[name]
-            model_s = sum(c for j, (_, c, _) in jobs.items()
-                          if j != "split" and not j.startswith("fit ms_b ("))
+            model_s = sum(
+                c
+                for j, (_, c, _) in jobs.items()
+                if j != "split" and not j.startswith("fit ms_b (")
+            )
             ms = [c for j, (_, c, _) in jobs.items() if j.startswith("fit ms_b (")]
             if ms:
                 base = jobs["fit ts"][1]  # start-up + data + a cheap fit
                 ms_line = (base, max(ms[0] - base, 0.0) / args.ms_iters, count)
             sub = model_s * count + jobs["split"][1]
             total += sub
-            print(f"{name:14s} {count:3d} models x {model_s:7.1f} CPU-s/model + split = {sub:8.0f} CPU-s")
-        print(f"every job but the ImageNet M-scaling-b fits: {total:.0f} CPU-s, about "
-              f"{total / args.cores / 60:.0f} min on {args.cores} fully used cores (aggregate, "
-              "report and replication tables not included: seconds)")
+            print(
+                f"{name:14s} {count:3d} models x {model_s:7.1f} CPU-s/model + split = {sub:8.0f} CPU-s"
+            )
+        print(
+            f"every job but the ImageNet M-scaling-b fits: {total:.0f} CPU-s, about "
+            f"{total / args.cores / 60:.0f} min on {args.cores} fully used cores (aggregate, "
+            "report and replication tables not included: seconds)"
+        )
         if ms_line:
             base, per_iter, count = ms_line
             one = base + 1000 * per_iter
-            print(f"ImageNet M-scaling-b: {per_iter:.2f} CPU-s per LBFGS iteration (1 thread); "
-                  f"at most 1000 iterations = up to {one / 60:.0f} min per model, "
-                  f"{count} models up to {count * one / 3600:.1f} CPU-hours")
+            print(
+                f"ImageNet M-scaling-b: {per_iter:.2f} CPU-s per LBFGS iteration (1 thread); "
+                f"at most 1000 iterations = up to {one / 60:.0f} min per model, "
+                f"{count} models up to {count * one / 3600:.1f} CPU-hours"
+            )
     finally:
         if not args.keep:
             shutil.rmtree(work, ignore_errors=True)

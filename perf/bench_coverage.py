@@ -1,11 +1,24 @@
 """Coverage of bootstrap intervals on models with known population values.
 
-Run: ``python perf/bench_coverage.py [--parts errors,shown,bands] [--reps 200]
-[--shown-reps 500] [--band-reps 200]``.
+Run: ``python perf/bench_coverage.py [--parts ub,errors,shown,bands] [--reps 200]
+[--ub-reps 400] [--shown-reps 500] [--band-reps 200]``.
 All parts simulate test sets from :class:`calbench.synthetic.SyntheticModel` in three scenarios
 (over-confident with a large ECE, nearly calibrated with a small one, perfectly calibrated with
 true error 0), for K classes (``--classes``, 10 and 100) and test-set sizes N (``--sizes``, 500,
 2000 and 5000), and count how often a 95% interval contains the population value.
+
+**Part "ub": the unbiased squared calibration errors' intervals** (``ece_ub``, ``ece_ub_mass``,
+``cwece_ub``; :func:`calbench.stats.ub_interval`, the score interval of the unclipped
+U-statistic, and the one-sided upper bound :func:`calbench.stats.ub_upper_bound` behind
+"calibrated within delta"). Per cell, ``--ub-reps`` test sets; the population value is the
+root of the population squared binned error with the same bins
+(:func:`calbench.synthetic.population_errors`; ``cwece_ub`` with its
+:func:`calbench.metrics.unbiased.classwise_bins` bins at that N and K). Prints the two-sided
+95% interval's coverage, the 95% upper bound's coverage, the mean estimate and mean width, then
+per metric the lowest and highest coverage and whether both lie in [0.90, 0.99] (the
+one-sided bound's range leaves out the perfectly calibrated scenario, where any upper bound
+covers the true 0). Cells where the product gives no interval
+(:func:`calbench.metrics.unbiased.cw_thin_reason`) print "no interval".
 
 **Part "errors": calibration errors (no interval in the report).** Draws ``--reps`` test sets
 per cell and builds, from one set of bootstrap resamples per test set
@@ -166,6 +179,73 @@ def calibration_errors(args, sizes, classes, gammas) -> None:
                     + "".join(f" {cover[m] / reps:.3f} |" for m in METHODS)
                     + f" {own / reps:.3f} | {100 * width / reps:.2f} | "
                     f"{100 * upper / reps:.2f} |",
+                    flush=True,
+                )
+    print()
+    print("| metric | construction | lowest coverage | highest coverage | within [0.90, 0.99] |")
+    print("|---|---|---:|---:|---|")
+    for (name, method), shares in worst.items():
+        ok = min(shares) >= 0.90 and max(shares) <= 0.99
+        print(
+            f"| {name} | {method} | {min(shares):.3f} | {max(shares):.3f} | "
+            f"{'yes' if ok else 'no'} |"
+        )
+    print(f"{time.perf_counter() - t0:.0f} s")
+
+
+UB_METRICS = ("ece_ub", "ece_ub_mass", "cwece_ub")
+
+
+def ub_intervals(args, sizes, classes, gammas) -> None:
+    """Part "ub" (see the module docstring)."""
+    from scipy.special import ndtri
+
+    from calbench.metrics.unbiased import classwise_bins, root, score_bounds
+    from calbench.stats import ub_jackknife
+
+    z2, z1 = float(ndtri(0.975)), float(ndtri(0.95))
+
+    reps = args.ub_reps
+    print(f"{reps} test sets per cell, 95% intervals (two-sided) and 95% upper bounds")
+    print(
+        "| scenario | K | N | metric | bins | population value, % | mean estimate, % "
+        "| interval coverage | upper-bound coverage | mean width, % |"
+    )
+    print("|---|---:|---:|---|---:|---:|---:|---:|---:|---:|")
+    worst: dict[tuple[str, str], list[float]] = {}
+    t0 = time.perf_counter()
+    for label, _gamma, k, model in scenario_models(gammas, classes):
+        for n in sizes:
+            rng = np.random.default_rng(n + 7 * k)
+            tests = [model.sample(n, rng) for _ in range(reps)]
+            for name in UB_METRICS:
+                bins = classwise_bins(n, k) if name == "cwece_ub" else 15
+                truth = population_errors(model, n_bins=bins)[name]
+                cover = upper = 0
+                est = width = 0.0
+                thin = ""
+                for p, y in tests:
+                    # ub_interval and ub_upper_bound at 0.95 from one jackknife
+                    u = ub_jackknife(name, p, y)
+                    thin = u.thin
+                    est += float(root(u.t))
+                    if thin:
+                        continue
+                    lo, hi = (float(root(b)) for b in score_bounds(u, z2))
+                    cover += lo <= truth <= hi
+                    upper += truth <= float(root(score_bounds(u, z1)[1]))
+                    width += hi - lo
+                head = f"| {label} | {k} | {n} | {name} | {bins} | {100 * truth:.3f} "
+                head += f"| {100 * est / reps:.3f} "
+                if thin:
+                    print(head + "| no interval | no bound | – |", flush=True)
+                    continue
+                worst.setdefault((name, "interval"), []).append(cover / reps)
+                if truth > 1e-12:  # an upper bound of an error covers a true 0 always
+                    worst.setdefault((name, "upper bound"), []).append(upper / reps)
+                print(
+                    head + f"| {cover / reps:.3f} | {upper / reps:.3f} "
+                    f"| {100 * width / reps:.3f} |",
                     flush=True,
                 )
     print()
@@ -437,7 +517,8 @@ def smooth_bands(args, sizes, classes, gammas) -> None:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--parts", default="errors,shown,bands")
+    ap.add_argument("--parts", default="ub,errors,shown,bands")
+    ap.add_argument("--ub-reps", type=int, default=400, help="test sets per cell, part ub")
     ap.add_argument("--reps", type=int, default=200, help="test sets per cell, part errors")
     ap.add_argument("--shown-reps", type=int, default=500, help="test sets per cell, part shown")
     ap.add_argument("--band-reps", type=int, default=200, help="test sets per cell, part bands")
@@ -466,7 +547,12 @@ def main() -> None:
 
 
 #: The parts, in the order they run.
-PARTS = {"errors": calibration_errors, "shown": shown_intervals, "bands": smooth_bands}
+PARTS = {
+    "ub": ub_intervals,
+    "errors": calibration_errors,
+    "shown": shown_intervals,
+    "bands": smooth_bands,
+}
 
 
 if __name__ == "__main__":

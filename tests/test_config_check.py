@@ -79,6 +79,22 @@ def test_shipped_configs_pass(path):
             "shift.compare_metrics",
             "unknown metric 'ecce'",
         ),
+        (
+            lambda c: c["compare"].update(metrics=["ece", "nll"]),
+            "compare.metrics",
+            "'ece' is a plug-in estimate whose bias depends on the predictions' sharpness, so no "
+            "test or rank may be drawn from it; use 'ece_ub'",
+        ),
+        (
+            lambda c: c["compare"].update(select_exclude=["nope"]),
+            "compare.select_exclude",
+            "'nope' is not a key of calibrators",
+        ),
+        (
+            lambda c: c["evaluation"].update(calibrated_within=2),
+            "evaluation.calibrated_within",
+            "must be a calibration error in (0, 1)",
+        ),
         (lambda c: c["models"]["tiny_mlp"].update(arch="mlpp"), "models.tiny_mlp.arch", "'mlpp'"),
         (
             lambda c: c["models"]["tiny_mlp"]["training"].update(loss="focall"),

@@ -1,4 +1,6 @@
-"""calbench.robustness: rankings under other evaluation choices (Nixon et al. 2019)."""
+"""calbench.robustness: rankings under other evaluation choices (Nixon et al. 2019) on the
+unbiased calibration errors, and the robust-winner rule (a test against the runner-up that
+rejects and first place under every choice)."""
 
 from __future__ import annotations
 
@@ -14,20 +16,27 @@ from calbench.robustness import (
     first_place_probability,
     ranks,
     robustness_rows,
+    signed_rank_exact,
     summarise,
 )
 
 
-def _ece_loop(p, y, n_bins):
-    """Independent top-label ECE: equal-width bins [a, b), confidence 1 in the last bin."""
+def _ub_pairs(p, y, n_bins):
+    """Independent unbiased top-label error by brute force: equal-width bins [a, b) (confidence
+    1 in the last bin), T = 1/N sum_b sum_{i != j in b} d_i d_j / (n_b - 1), d = correct - conf;
+    as its signed root sign(T) sqrt(|T|) (the reported sqrt(max(T, 0)) where T >= 0)."""
     conf, pred = p.max(1), p.argmax(1)
+    d = (pred == y).astype(float) - conf
     ids = np.minimum((conf * n_bins).astype(int), n_bins - 1)
     total = 0.0
     for b in range(n_bins):
-        sel = ids == b
-        if sel.any():
-            total += sel.sum() / len(y) * abs((pred[sel] == y[sel]).mean() - conf[sel].mean())
-    return total
+        db = d[ids == b]
+        n = len(db)
+        if n >= 2:
+            pairs = sum(db[i] * db[j] for i in range(n) for j in range(n) if i != j)
+            total += pairs / (n - 1)
+    t = total / len(y)
+    return math.copysign(math.sqrt(abs(t)), t)
 
 
 @pytest.fixture(scope="module")
@@ -46,15 +55,21 @@ def test_ranks_known_answers():
     assert ranks([float("nan"), 0.1]).tolist() == [2.0, 1.0]
 
 
-def test_values_equal_an_independent_binned_ece(probs):
-    by, y = probs
-    rows = robustness_rows(by, y, dataset="d", model="m", n_resamples=20)
+def test_values_equal_an_independent_unbiased_error():
+    rng = np.random.default_rng(3)
+    z = rng.normal(size=(150, 4)) * 2.0
+    p = softmax(z)
+    y = (p.cumsum(1) > rng.random((150, 1))).argmax(1)
+    by = {"good": p, "over": softmax(3 * z), "under": softmax(z / 3)}
+    rows = robustness_rows(by, y, dataset="d", model="m", n_resamples=5)
     for r in rows:
-        if r["variant"] in ("ece_w10", "ece_w15", "ece_w20"):
+        if r["variant"] in ("ece_ub_w10", "ece_ub_w15", "ece_ub_w20"):
             bins = int(r["variant"][-2:])
-            assert r["value"] == pytest.approx(_ece_loop(by[r["method"]], y, bins), abs=1e-12)
+            assert r["value"] == pytest.approx(_ub_pairs(by[r["method"]], y, bins), abs=1e-12)
     assert {r["variant"] for r in rows} == set(VARIANTS)
     assert len(rows) == len(VARIANTS) * 3
+    # an estimate below 0 ranks below a 0 estimate: no tie from the clipping at 0
+    assert min(r["value"] for r in rows) < 0
 
 
 def test_calibrated_model_ranks_first_everywhere_and_summary_says_robust(probs):
@@ -64,8 +79,26 @@ def test_calibrated_model_ranks_first_everywhere_and_summary_says_robust(probs):
     p_first = {r["method"]: r["p_first"] for r in rows if r["variant"] == DEFAULT_VARIANT}
     assert p_first["good"] > 0.9 and sum(p_first.values()) == pytest.approx(1.0)
     assert all(math.isnan(r["p_first"]) for r in rows if r["variant"] != DEFAULT_VARIANT)
+    # the winner's row carries its test against the runner-up (equal calibration error)
+    win = next(r for r in rows if r["variant"] == DEFAULT_VARIANT and r["method"] == "good")
+    assert win["p_runner_up"] < 1e-6
+    assert all(math.isnan(r["p_runner_up"]) for r in rows if r is not win)
     s = summarise(rows)
     assert s["headline"] == ["good"] and s["robust"] and s["models"] == 1
+    assert s["per_model"][0]["robust"] and s["per_model"][0]["runner_up"] in ("over", "under")
+
+
+def _ub_fast(p, y, n_bins=15):
+    """The unclipped T of :func:`_ub_pairs`, with sum_{i != j} d_i d_j = S^2 - Q per bin."""
+    conf, pred = p.max(1), p.argmax(1)
+    d = (pred == y).astype(float) - conf
+    ids = np.minimum((conf * n_bins).astype(int), n_bins - 1)
+    total = 0.0
+    for b in range(n_bins):
+        db = d[ids == b]
+        if len(db) >= 2:
+            total += (db.sum() ** 2 - (db * db).sum()) / (len(db) - 1)
+    return total / len(y)
 
 
 def test_first_place_probability_equals_a_resample_loop(probs):
@@ -77,7 +110,7 @@ def test_first_place_probability_equals_a_resample_loop(probs):
     wins = dict.fromkeys(by, 0.0)
     for idx in resample_indices(len(y), 30, 4):
         for row in idx:
-            vals = {m: _ece_loop(p[row], y[row], 15) for m, p in by.items()}
+            vals = {m: _ub_fast(p[row], y[row]) for m, p in by.items()}
             best = min(vals.values())
             firsts = [m for m, v in vals.items() if abs(v - best) <= 1e-12]
             for m in firsts:
@@ -85,26 +118,62 @@ def test_first_place_probability_equals_a_resample_loop(probs):
     assert got == pytest.approx({m: w / 30 for m, w in wins.items()}, abs=1e-12)
 
 
-def test_summary_reports_a_flip():
-    """A ranking that flips under one variant is not robust, and the summary names where."""
+def _table(ranks_by_variant, p_runner_up, values=None, model="m"):
+    """Hand-built robustness rows: ``{variant: {method: rank}}``; the default variant's rank-1
+    method carries ``p_runner_up``."""
     rows = []
-    for variant in (DEFAULT_VARIANT, "ece_w10"):
-        for method, rank in (("a", 1.0), ("b", 2.0)):
-            if variant == "ece_w10":
-                rank = 3.0 - rank
+    for variant, per_method in ranks_by_variant.items():
+        for method, rank in per_method.items():
+            default = variant == DEFAULT_VARIANT
             rows.append(
                 {
                     "dataset": "d",
-                    "model": "m",
+                    "model": model,
                     "method": method,
                     "variant": variant,
-                    "value": rank / 10,
+                    "value": (values or {}).get(method, rank / 10),
                     "rank": rank,
-                    "p_first": 0.5 if variant == DEFAULT_VARIANT else float("nan"),
+                    "p_first": 0.5 if default else float("nan"),
+                    "p_runner_up": p_runner_up if default and rank == 1.0 else float("nan"),
                 }
             )
-    s = summarise(rows)
+    return rows
+
+
+def test_robust_only_when_the_test_rejects_and_first_under_every_choice():
+    first = {DEFAULT_VARIANT: {"a": 1.0, "b": 2.0}, "ece_ub_w10": {"a": 1.0, "b": 2.0}}
+    s = summarise(_table(first, 0.001))
+    assert s["robust"] and s["separated"] and not s["disagree"]
+    # first everywhere, but the test against the runner-up does not reject: not robust
+    s = summarise(_table(first, 0.2))
+    assert not s["robust"] and not s["separated"] and not s["disagree"]
+    assert s["per_model"][0]["robust"] is False
+    # the test rejects, but another calibrator ranks first under 10 bins: not robust
+    flip = {DEFAULT_VARIANT: {"a": 1.0, "b": 2.0}, "ece_ub_w10": {"a": 2.0, "b": 1.0}}
+    s = summarise(_table(flip, 0.001))
     assert s["headline"] == ["a"] and s["survives"] == [DEFAULT_VARIANT] and not s["robust"]
+    assert s["disagree"] == ["ece_ub_w10"] and s["per_model"][0]["disagree"] == ["ece_ub_w10"]
+
+
+def test_over_models_the_exact_signed_rank_test_decides():
+    first = {DEFAULT_VARIANT: {"a": 1.0, "b": 2.0}, "ece_ub_w10": {"a": 1.0, "b": 2.0}}
+    rows = []
+    for i in range(6):  # a below b on all six models: p = 2 / 2^6 = 0.03125
+        rows += _table(first, 0.001, {"a": 0.01, "b": 0.02 + i / 100}, model=f"m{i}")
+    s = summarise(rows)
+    assert s["p"] == pytest.approx(2 / 64) and s["robust"] and s["models"] == 6
+    # five models allow no p below 2 / 2^5 = 0.0625: never robust, whatever the data
+    s = summarise([r for r in rows if r["model"] != "m5"])
+    assert s["p"] == pytest.approx(2 / 32) == s["p_floor"] and not s["robust"]
+
+
+def test_signed_rank_exact_known_answers():
+    assert signed_rank_exact([1, 2, 3, 4, 5, 6]) == pytest.approx((2 / 64, 2 / 64))
+    # ranks 1, 2, 3; W+ = 4, mu = 3: subset sums 0,1,2,3,3,4,5,6 -> 6 of 8 with |W - 3| >= 1
+    assert signed_rank_exact([0.1, -0.2, 0.3]) == pytest.approx((0.75, 0.25))
+    assert signed_rank_exact([0.0, 0.0]) == (1.0, 1.0)
+    # ties share mean ranks: |d| = 1, 1 -> ranks 1.5, 1.5; W+ = 3 = max: p = 2/4
+    assert signed_rank_exact([1.0, 1.0])[0] == pytest.approx(0.5)
 
 
 def test_bad_input():
@@ -140,7 +209,9 @@ def test_written_rows_read_back_and_bad_files_are_named(probs, tmp_path):
     with pytest.raises(ValueError, match="m.csv line 2"):
         _robustness_rows([path])
     default_line = next(i for i, t in enumerate(text) if f",{DEFAULT_VARIANT}," in t)
-    text[default_line] = text[default_line].rsplit(",", 1)[0] + ","  # blank p_first
+    cells = text[default_line].split(",")
+    cells[ROBUSTNESS_COLUMNS.index("p_first")] = ""  # blank p_first
+    text[default_line] = ",".join(cells)
     path.write_text("\n".join(text) + "\n")
     with pytest.raises(ValueError, match="has no first-place probability"):
         _robustness_rows([path])
@@ -152,17 +223,34 @@ def test_report_view_says_robust_or_names_the_flip(probs):
     by, y = probs
     spec = {"calibrators": {"good": {"display": "Good"}, "over": {}, "under": {}}}
     view = robustness_view(robustness_rows(by, y, dataset="d", model="m", n_resamples=10), spec)
-    assert view["sentence"].startswith("Robust: Good has the best average ECE rank under all")
-    assert all(r["same"] for r in view["table"])
+    assert view["sentence"].startswith(
+        "Robust: Good has the best average rank on the unbiased ECE under all 5"
+    )
+    assert view["robust"] and all(r["same"] for r in view["table"]) and view["n_robust"] == 1
     flipped = [
         {
             **r,
             "rank": 3.0 - r["rank"]
-            if r["variant"] == "ece_w10" and r["method"] != "under"
+            if r["variant"] == "ece_ub_w10" and r["method"] != "under"
             else r["rank"],
         }
         for r in robustness_rows(by, y, dataset="d", model="m", n_resamples=10)
     ]
     view = robustness_view(flipped, spec)
-    assert view["sentence"].startswith("Not robust: Good has the best average ECE rank under")
-    assert "ECE, 10 equal-width bins" in view["sentence"]
+    assert view["sentence"].startswith("Not shown robust: Good has the best average rank")
+    assert "Unbiased ECE, 10 equal-width bins (over)" in view["sentence"]
+    assert "the data cannot separate" in view["sentence"]
+
+
+def test_report_view_says_when_the_data_cannot_separate_the_two():
+    from calbench.report.render import robustness_view
+
+    first = {DEFAULT_VARIANT: {"a": 1.0, "b": 2.0}, "ece_ub_w10": {"a": 1.0, "b": 2.0}}
+    rows = []
+    for i in range(3):
+        rows += _table(first, 0.001, {"a": 0.01, "b": 0.02}, model=f"m{i}")
+    view = robustness_view(rows, {"calibrators": {"a": {"display": "A"}, "b": {}}})
+    assert not view["robust"]
+    assert "its difference from the runner-up b is not significant" in view["sentence"]
+    assert "exact signed-rank test over 3 models, p = 0.250" in view["sentence"]
+    assert "the smallest p-value 3 models allow is 0.25" in view["sentence"]

@@ -49,6 +49,7 @@ from scipy.special import ndtr
 
 from calbench._checks import check_binary_pairs, check_choice, check_probs_labels
 from calbench.metrics.binning import top_label
+from calbench.multiplicity import benjamini_hochberg, holm
 
 TARGETS = ("top", "binary")
 ALTERNATIVES = ("two-sided", "greater", "less")
@@ -223,19 +224,6 @@ class Verdict:
     calibrated: bool
 
 
-def benjamini_hochberg(p_values) -> np.ndarray:
-    """Benjamini & Hochberg (1995) step-up adjusted p-values: with ``m`` p-values sorted
-    ascending, ``p_(i) -> min_{j >= i} min(1, m p_(j) / j)``."""
-    p = np.asarray(p_values, dtype=np.float64)
-    m = p.shape[0]
-    order = np.argsort(p, kind="stable")
-    scaled = p[order] * m / np.arange(1, m + 1)
-    adjusted = np.minimum(1.0, np.minimum.accumulate(scaled[::-1])[::-1])
-    out = np.empty(m)
-    out[order] = adjusted
-    return out
-
-
 def calibration_verdicts(
     p_values: Mapping[Hashable, float], alpha: float = 0.05, method: str = "holm"
 ) -> dict[Hashable, Verdict]:
@@ -246,8 +234,6 @@ def calibration_verdicts(
     (``method="bh"``, false discovery rate); a pair is *calibrated* when its adjusted p-value
     exceeds ``alpha`` (no evidence of miscalibration, not proof of calibration).
     """
-    from calbench.stats import holm  # lazy: code inputs
-
     method = check_choice(method, "method", CORRECTIONS)
     if isinstance(alpha, bool) or not isinstance(alpha, float | int) or not 0.0 < alpha < 1.0:
         raise ValueError(f"alpha must be a number in (0, 1), got {alpha!r}")

@@ -6,7 +6,9 @@ starts (before any job): every name the config uses must exist in the library.
   its ``params`` construct it (unknown keys name the accepted ones; bad values fail as they
   would in ``fit-calibrator``);
 * metrics: every metric named anywhere (evaluation, compare, report, shift) is in
-  :data:`calbench.metrics.METRICS`, the one registry of metric facts;
+  :data:`calbench.metrics.METRICS`, the one registry of metric facts; the compared metrics
+  are verdict-eligible (``Metric.verdicts``: :func:`calbench.comparisons.check_verdict_metrics`
+  names the unbiased metric to use instead of a plug-in one);
 * models trained by the workflow: the ``training`` block parses
   (:func:`calbench.training.parse_training`: method, options), the loss and the secondary
   loss are registered (:data:`calbench.losses.LOSSES`) and ``arch`` is in the dataset's zoo;
@@ -30,6 +32,7 @@ from calbench._checks import MAX_BINS
 from calbench._paths import confined
 from calbench._yaml import load_yaml_file
 from calbench.calibrators import get_calibrator
+from calbench.comparisons import check_verdict_metrics
 from calbench.evaluation import MAX_RESAMPLES
 from calbench.logits_sources import check_entry as check_logits_entry
 from calbench.logits_sources import is_presplit
@@ -381,6 +384,21 @@ def _reference_problems(config: Mapping) -> list[str]:
     for base in config["compare"]["baselines"]:
         if base not in calibrators:
             problems.append(f"compare.baselines: {base!r} is not a key of calibrators")
+    for c in config["compare"].get("select_exclude") or []:
+        if c not in calibrators:
+            problems.append(f"compare.select_exclude: {c!r} is not a key of calibrators")
+    for m in config["compare"]["metrics"]:
+        if m in METRICS:
+            try:
+                check_verdict_metrics([m], "compare.metrics")
+            except ValueError as exc:
+                problems.append(str(exc))
+    within = ev.get("calibrated_within", 0.01)
+    if isinstance(within, bool) or not isinstance(within, int | float) or not 0 < within < 1:
+        problems.append(
+            f"evaluation.calibrated_within: must be a calibration error in (0, 1) (a fraction, "
+            f"e.g. 0.01 = 1 point), got {within!r}"
+        )
     g = config["report"].get("guo_kull") or {}
     if g.get("summary_model") and g["summary_model"] not in models:
         problems.append(

@@ -143,13 +143,15 @@ def _grid(model: SyntheticModel, points: int) -> tuple[np.ndarray, np.ndarray]:
     return c, w
 
 
-def _binned(x, weight, conf, target, n_bins) -> tuple[float, float]:
-    """Population ``sum_b P(b) |E[target|b] - E[conf|b]|`` and the largest bin gap."""
-    ids = width_bin_ids(x, n_bins)
+def _binned(x, weight, conf, target, n_bins, ids=None) -> tuple[float, float, float]:
+    """Population ``sum_b P(b) |E[target|b] - E[conf|b]|``, the largest bin gap and the root
+    of the squared error ``sqrt(sum_b P(b) (E[target|b] - E[conf|b])^2)``."""
+    ids = width_bin_ids(x, n_bins) if ids is None else ids
     mass = np.bincount(ids, weights=weight, minlength=n_bins)
     gap = np.bincount(ids, weights=weight * (target - conf), minlength=n_bins)
     used = mass > 0
-    return float(np.abs(gap).sum()), float(np.max(np.abs(gap[used] / mass[used])))
+    sq = float(np.sum(gap[used] ** 2 / mass[used]))
+    return float(np.abs(gap).sum()), float(np.max(np.abs(gap[used] / mass[used]))), sq**0.5
 
 
 def population_errors(
@@ -160,17 +162,31 @@ def population_errors(
     swap: float = 0.0,
 ) -> dict:
     """Population top-label ECE, MCE and classwise ECE of ``model`` with ``n_bins`` bins (of its
-    :func:`variant` with ``temperature`` and ``swap``, by default the model itself)."""
+    :func:`variant` with ``temperature`` and ``swap``, by default the model itself), and the
+    roots of the squared binned errors the unbiased estimators target
+    (:mod:`calbench.metrics.unbiased`): ``ece_ub`` (equal-width), ``ece_ub_mass`` (equal-mass
+    bins at the population quantiles of the confidence) and ``cwece_ub``."""
     k = model.n_classes
     w, c, q, f = _outcomes(model, points, temperature, swap)
-    ece, mce = _binned(c, w, c, f, n_bins)
+    ece, mce, ece_ub = _binned(c, w, c, f, n_bins)
+    # c increases with the grid cell: the cell's mid cumulative mass gives its quantile bin
+    mid = np.cumsum(w) - w / 2.0
+    mass_ids = np.minimum((mid / w.sum() * n_bins).astype(np.int64), n_bins - 1)
+    _, _, ece_ub_mass = _binned(c, w, c, f, n_bins, mass_ids)
     # one class j: it is the predicted class with probability 1/K (value c, label prob f),
     # else it holds q = (1 - c)/(K - 1) with label prob (1 - f)/(K - 1)
     x = np.concatenate([c, q])
     weight = np.concatenate([w / k, w * (k - 1) / k])
     target = np.concatenate([f, (1.0 - f) / (k - 1)])
-    cwece, _ = _binned(x, weight, x, target, n_bins)
-    return {"ece": ece, "mce": mce, "cwece": cwece}
+    cwece, _, cwece_ub = _binned(x, weight, x, target, n_bins)
+    return {
+        "ece": ece,
+        "mce": mce,
+        "cwece": cwece,
+        "ece_ub": ece_ub,
+        "ece_ub_mass": ece_ub_mass,
+        "cwece_ub": cwece_ub,
+    }
 
 
 def population_scores(

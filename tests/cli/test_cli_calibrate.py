@@ -302,9 +302,9 @@ def test_evaluate_unknown_metric(data, fitted, tmp_path, capsys):
 
 def test_compare_best_vs_baselines(data, fitted, tmp_path):
     from calbench import stats as S
-    from calbench.calibrators import load_calibrator
+    from calbench.calibrators import get_calibrator, load_calibrator
     from calbench.metrics import METRICS
-    from calbench.stats import paired_bootstrap
+    from calbench.selection import crossfit_scores
 
     out = tmp_path / "cmp.csv"
     assert (
@@ -318,9 +318,11 @@ def test_compare_best_vs_baselines(data, fitted, tmp_path):
                 "--calibrators",
                 *fitted.values(),
                 "--metrics",
-                "ece,accuracy",
+                "ece_ub,accuracy",
                 "--n-bootstrap",
                 "100",
+                "--select-folds",
+                "3",
                 "--out",
                 out,
             ]
@@ -332,13 +334,16 @@ def test_compare_best_vs_baselines(data, fitted, tmp_path):
     zv, yv = data["z"][data["val"]], data["y"][data["val"]]
     cals = {m: load_calibrator(p) for m, p in fitted.items()}
     probs = {m: c.predict_proba(zt) for m, c in cals.items()}
-    val = {m: c.predict_proba(zv) for m, c in cals.items()}
     methods = list(fitted)
-    # the best method is picked on the validation half; the test half measures the difference
-    best_ece = min(cals, key=lambda m: METRICS["ece"](val[m], yv))
-    best_acc = max(cals, key=lambda m: METRICS["accuracy"](val[m], yv))
+    # the best method is picked by 3-fold cross-fitting inside the validation half (each
+    # calibrator refitted from its method and hyperparameters); the test half measures it
+    makers = {m: (lambda c=c: get_calibrator(c.name, **c.get_params())) for m, c in cals.items()}
+    chosen = {k: METRICS[k] for k in ("ece_ub", "accuracy")}
+    cross = crossfit_scores(makers, zv, yv, chosen, k=3, seed=0)
+    best_ece = cross.best("ece_ub")
+    best_acc = cross.best("accuracy", higher_is_better=True)
     expected = []
-    for metric, best in (("ece", best_ece), ("accuracy", best_acc)):
+    for metric, best in (("ece_ub", best_ece), ("accuracy", best_acc)):
         expected += [
             (metric, f"vs:{b}", m, b) for b in ("uncalibrated", "ts") for m in methods if m != b
         ]
@@ -346,39 +351,31 @@ def test_compare_best_vs_baselines(data, fitted, tmp_path):
     got = [(r["metric"], r["family"], r["method"], r["baseline"]) for r in rows]
     assert got == expected  # no self-comparisons
     assert all(r["method"] != r["baseline"] for r in rows)
-    assert {r["selected_on"] for r in rows if r["family"] == "best"} == {"val"}
+    assert {r["selected_on"] for r in rows if r["family"] == "best"} == {"val:3-fold cross-fit"}
     assert {r["n_resamples"] for r in rows} == {"100"}
     assert {r["family_size"] for r in rows} == {str(len(methods) - 1)}
-    first = next(r for r in rows if r["family"] == "best" and r["metric"] == "ece")
+    first = next(r for r in rows if r["family"] == "best" and r["metric"] == "ece_ub")
     assert first["method"] == best_ece and first["interval"] == "none"
-    assert first["test"] == "sign_flip"
-    n_perm = S.permutations_for(len(methods) - 1, 0.05)
-    assert int(first["n_permutations"]) == n_perm
-    ref = paired_bootstrap(
-        METRICS["ece"],
-        probs[best_ece],
-        probs[first["baseline"]],
-        yt,
-        n_resamples=100,
-        seed=0,
-        method="basic",
-    )
-    test = S.paired_test(
-        "ece", probs[best_ece], probs[first["baseline"]], yt, n_permutations=n_perm
-    )
-    assert float(first["difference"]) == pytest.approx(ref.difference, abs=1e-15)
-    assert float(first["value"]) == pytest.approx(METRICS["ece"](probs[best_ece], yt))
-    assert first["ci_low"] == first["ci_high"] == ""  # no interval for a calibration error
+    assert first["test"] == "jackknife_z" and first["p_floor"] == "0.0"
+    test = S.paired_test("ece_ub", probs[best_ece], probs[first["baseline"]], yt)
+    value = METRICS["ece_ub"](probs[best_ece], yt)
+    against = METRICS["ece_ub"](probs[first["baseline"]], yt)
+    assert float(first["value"]) == pytest.approx(value)
+    assert float(first["difference"]) == pytest.approx(value - against, abs=1e-15)
+    assert first["direction"] == ("better" if value < against else "worse")
+    assert first["ci_low"] == first["ci_high"] == ""  # no interval of the difference
     assert float(first["p_value"]) == pytest.approx(test.p_value)
-    assert float(first["min_p_holm"]) == pytest.approx((len(methods) - 1) / (n_perm + 1))
+    assert "equal population" in first["null_hypothesis"]
     # Holm within each family of each metric
-    for metric in ("ece", "accuracy"):
+    for metric in ("ece_ub", "accuracy"):
         for fam in ("vs:uncalibrated", "vs:ts", "best"):
             group = [r for r in rows if r["metric"] == metric and r["family"] == fam]
             want = S.holm([float(r["p_value"]) for r in group])
             np.testing.assert_allclose([float(r["p_holm"]) for r in group], want)
     acc = [r for r in rows if r["metric"] == "accuracy"]
     assert all(r["interval"] == "percentile" and r["test"] == "mcnemar_exact" for r in acc)
+    from calbench.stats import paired_bootstrap
+
     a0 = acc[0]
     ref = paired_bootstrap(
         "accuracy", probs[a0["method"]], probs[a0["baseline"]], yt, n_resamples=100, seed=0
@@ -387,36 +384,14 @@ def test_compare_best_vs_baselines(data, fitted, tmp_path):
     assert all(r["method"] == best_acc for r in acc if r["family"] == "best")
 
 
-def test_compare_rows_selects_on_validation_not_test():
-    # method "a" is best on the validation half, "b" on the test half: "a" is compared
-    from calbench.evaluation import compare_rows
-    from calbench.metrics import METRICS
-
-    y = np.array([0, 1] * 50)
-    good = np.eye(2)[y] * 0.8 + 0.1
-    bad = np.full((100, 2), 0.5)
-    halves = {"meta": {"dataset": "d", "model": "m"}, "val": (None, y), "test": (None, y)}
-    rows = compare_rows(
-        halves,
-        {"a": bad, "b": good, "c": bad},
-        {"nll": METRICS["nll"]},
-        ["b", "c"],
-        val_probs_by_method={"a": good, "b": bad, "c": bad},
-        n_bootstrap=20,
-    )
-    best = [(r["method"], r["baseline"]) for r in rows if r["family"] == "best"]
-    assert best == [("a", "b"), ("a", "c")]
-    assert rows[-2]["difference"] > 0  # on the test half the selected method is worse
-    assert {r["selected_on"] for r in rows if r["family"] == "best"} == {"val"}
-    rows = compare_rows(halves, {"a": bad, "b": good}, {"nll": METRICS["nll"]}, ["b"])
-    # test-half selection picks b: "best" and "vs:b" are the same single comparison
-    assert [(r["family"], r["method"], r["baseline"]) for r in rows] == [
-        ("vs:b", "a", "b"),
-        ("best", "b", "a"),
-    ]
-    assert rows[1]["selected_on"] == "test"
-    assert rows[0]["p_value"] == rows[1]["p_value"]
-    assert rows[0]["difference"] == -rows[1]["difference"]
+def test_compare_refuses_a_plug_in_metric(data, fitted, tmp_path, capsys):
+    out = tmp_path / "cmp.csv"
+    argv = ["compare", "--logits", data["logits"], "--split", data["split"],
+            "--calibrators", *fitted.values(), "--metrics", "ece,nll", "--out", out]  # fmt: skip
+    assert _main(argv) == 2
+    err = capsys.readouterr().err.strip()
+    assert "'ece' is a plug-in estimate" in err and "use 'ece_ub'" in err
+    assert len(err.splitlines()) == 1 and not out.exists()
 
 
 def test_compare_missing_baseline(data, fitted, tmp_path, capsys):

@@ -23,7 +23,7 @@ CALIBRATORS = {
 SPEC = {
     "calibrators": CALIBRATORS,
     "evaluation": {
-        "metrics": ["accuracy", "ece", "cwece", "nll"],
+        "metrics": ["accuracy", "ece", "cwece", "ece_ub", "nll"],
         "halves": ["test", "val"],
         "n_bootstrap": 20,
         "level": 0.9,
@@ -31,7 +31,13 @@ SPEC = {
         "ci_halves": ["test"],
         "ci_metrics": ["ece", "nll"],
     },
-    "compare": {"metrics": ["ece", "nll"], "baselines": ["uncalibrated", "ts"], "n_bootstrap": 50},
+    "compare": {
+        "metrics": ["ece_ub", "nll"],
+        "baselines": ["uncalibrated", "ts"],
+        "n_bootstrap": 50,
+        "select_folds": 3,
+        "select_exclude": [],
+    },
     "plots": {"n_bins": 10, "style": "guo"},
 }
 
@@ -155,9 +161,11 @@ def test_calibrate_equals_the_single_step_verbs(data, tmp_path):
                 "--calibrators",
                 *cals,
                 "--metrics",
-                "ece,nll",
+                "ece_ub,nll",
                 "--baselines",
                 "uncalibrated,ts",
+                "--select-folds",
+                3,
                 "--n-bootstrap",
                 50,
                 "--level",
@@ -216,6 +224,11 @@ def test_calibrate_equals_the_single_step_verbs(data, tmp_path):
         (lambda s: s["evaluation"].update(metrics=["ecee"]), "unknown metrics ['ecee']"),
         (lambda s: s["evaluation"].update(n_bootstrap=10**9), "must be an integer in [0, 100000]"),
         (lambda s: s["plots"].update(n_bins=10**9), "n_bins"),
+        (lambda s: s["compare"].update(metrics=["ece", "nll"]), "'ece' is a plug-in estimate"),
+        (lambda s: s["compare"].update(metrics=["cwece"]), "use 'cwece_ub'"),
+        (lambda s: s["compare"].update(select_folds=1), "select_folds must be an integer"),
+        (lambda s: s["compare"].update(select_exclude=["x"]), "compare.select_exclude names"),
+        (lambda s: s["compare"].pop("select_folds"), "compare: missing key 'select_folds'"),
     ],
 )
 def test_bad_spec_is_one_line_and_writes_nothing(data, tmp_path, capsys, edit, message):
@@ -255,12 +268,17 @@ def test_reuse_dir_refits_only_what_changed_and_writes_the_same_bytes(data, tmp_
     assert _calibrate(data, tmp_path / "plain", grown) == 0  # no reuse: the reference bytes
 
     fitted = []
+    n_val = len(study_split(N)[0])
     for method in ("uncalibrated", "ts", "hist", "iso"):
         cls = REGISTRY[method]
         real = cls.fit
-        monkeypatch.setattr(
-            cls, "fit", lambda self, *a, _m=method, _f=real, **k: fitted.append(_m) or _f(self, *a, **k)
-        )
+
+        def fit(self, z, *a, _m=method, _f=real, **k):
+            if len(z) == n_val:  # the fit on the whole validation half, not a cross-fit fold
+                fitted.append(_m)
+            return _f(self, z, *a, **k)
+
+        monkeypatch.setattr(cls, "fit", fit)
     assert _calibrate(data, tmp_path / "second", grown, reuse=reuse) == 0
     assert sorted(fitted) == ["hist", "iso"]  # ts and uncalibrated came from --reuse-dir
     assert _outputs(tmp_path / "second") == _outputs(tmp_path / "plain")

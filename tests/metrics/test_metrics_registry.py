@@ -23,6 +23,9 @@ NAMES = [
     "marginal_ce",
     "ece_sweep",
     "smece",
+    "ece_ub",
+    "ece_ub_mass",
+    "cwece_ub",
     "ece_kull",
     "mce_kull",
     "cwece_kull",
@@ -129,6 +132,56 @@ def test_registry_facts_known_values():
     assert METRICS["ece"].paired_test == "sign_flip"
 
 
+VERDICT_METRICS = {
+    "accuracy",
+    "nll",
+    "nll_modern",
+    "brier",
+    "brier_kull",
+    "nll_kull",
+    "ece_ub",
+    "ece_ub_mass",
+    "cwece_ub",
+}
+
+
+def test_verdicts_only_from_estimators_whose_bias_ignores_sharpness():
+    assert {n for n, m in METRICS.items() if m.verdicts} == VERDICT_METRICS
+    for name in ("ece", "mce", "cwece", "ace", "ece_l2_mass", "smece", "ks", "sbece", "dece"):
+        assert METRICS[name].verdicts is False
+    for name in ("ece_ub", "ece_ub_mass", "cwece_ub"):
+        m = METRICS[name]
+        assert (m.interval, m.paired_test, m.higher_is_better) == (
+            "jackknife",
+            "jackknife_z",
+            False,
+        )
+        assert m.jackknife is not None and m.scale == 100.0
+
+
+def test_verdicts_fact_is_required_and_consistent():
+    base = METRICS["ece"]
+    facts = {
+        "display": "x",
+        "scale": 1.0,
+        "decimals": 2,
+        "higher_is_better": False,
+        "interval": None,
+        "no_interval_reason": "why",
+        "reference": "Someone 2020",
+    }
+    core = base.core
+    assert M.Metric("x", core, paired_test="sign_flip", **facts).missing_facts() == ["verdicts"]
+    # a verdict from the sign-flip test (its null is exchangeability) is inconsistent
+    bad = M.Metric("x", core, paired_test="sign_flip", verdicts=True, **facts)
+    assert bad.missing_facts() == ["verdicts"]
+    ok = M.Metric("x", core, paired_test="sign_flip", verdicts=False, **facts)
+    assert ok.missing_facts() == []
+    # the jackknife interval and test need the metric's leave-one-out form
+    nojack = M.Metric("x", core, paired_test="jackknife_z", verdicts=True, **facts)
+    assert nojack.missing_facts() == ["jackknife"]
+
+
 def test_old_constructor_is_caught_by_the_fact_check():
     """A metric built with the old positional constructor still runs, but the registry check
     names every fact it lacks (no silent defaults for the label or direction)."""
@@ -143,6 +196,7 @@ def test_old_constructor_is_caught_by_the_fact_check():
         "interval",
         "paired_test",
         "reference",
+        "verdicts",
     }
     bare = M.Metric("bare", lambda p, y, dtype=None: 0.5)
     assert "scale" in bare.missing_facts() and not bare.percent

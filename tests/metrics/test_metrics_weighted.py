@@ -15,7 +15,17 @@ WEIGHTED = sorted(name for name, m in METRICS.items() if m.weighted is not None)
 
 def test_the_weighted_metrics():
     assert WEIGHTED == sorted(
-        ["ece", "mce", "cwece", "marginal_ce", "cwece_kull", "ece_kull", "mce_kull"]
+        [
+            "ece",
+            "mce",
+            "cwece",
+            "marginal_ce",
+            "cwece_kull",
+            "ece_kull",
+            "mce_kull",
+            "ece_ub",
+            "cwece_ub",
+        ]
     )
 
 
@@ -89,9 +99,7 @@ def test_weighted_column_sums_of_float32():
     rng = np.random.default_rng(1)
     p = rng.random((1000, 7)).astype(np.float32)
     w = multiplicities(rng.integers(0, 1000, (3, 1000)), 1000)
-    np.testing.assert_allclose(
-        B.weighted_column_sums(w, p), w @ p.astype(np.float64), rtol=1e-12
-    )
+    np.testing.assert_allclose(B.weighted_column_sums(w, p), w @ p.astype(np.float64), rtol=1e-12)
 
 
 def test_multiplicities_are_bincounts():

@@ -97,7 +97,7 @@ def study(tmp_path_factory):
                     "--calibrators",
                     *cals,
                     "--metrics",
-                    "ece",
+                    "ece_ub",
                     "--n-bootstrap",
                     "20",
                     "--out",

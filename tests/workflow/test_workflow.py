@@ -248,7 +248,7 @@ def _rules_running(module: str) -> list[str]:
 
 @pytest.mark.parametrize(
     "module",
-    ["robustness.py", "_torch.py", "logits.py", "split.py", "plots/reliability.py", "stats.py", "report/render.py",
+    ["robustness.py", "_torch.py", "logits.py", "split.py", "plots/reliability.py", "stats/intervals.py", "report/render.py",
      "report/tables.py", "calibrators/scaling.py", "metrics/ece.py", "training/loop.py",
      "shift/corruptions.py"],
 )

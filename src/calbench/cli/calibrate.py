@@ -100,6 +100,8 @@ def _cmd_compare(args: argparse.Namespace) -> int:
         n_bootstrap=args.n_bootstrap,
         level=args.level,
         seed=args.seed,
+        select_folds=args.select_folds,
+        select_exclude=parse_list(args.select_exclude) or [],
         dataset=args.dataset,
         model=args.model,
         allow_other_logits=args.allow_other_logits,
@@ -223,16 +225,29 @@ def register(sub) -> None:
 
     p = sub.add_parser(
         "compare",
-        help="paired bootstrap: best calibrator of a model vs baselines",
-        description="Paired-bootstrap differences on the test half between the best method "
-        "(per metric, selected on the validation half) and each other baseline; method names "
-        "are the calibrator file stems.",
+        help="paired tests: calibrators of a model vs baselines and the cross-fitted best",
+        description="Paired tests on the test half of each calibrator against each baseline "
+        "and of the best calibrator (per metric, chosen by K-fold cross-fitting inside the "
+        "validation half: each calibrator refitted on K - 1 folds from its JSON's method and "
+        "hyperparameters, scored on the held-out fold) against every other one; method names "
+        "are the calibrator file stems. Only verdict-eligible metrics (Metric.verdicts).",
     )
     add_logits_split(p)
     _naming(p)
     p.add_argument("--calibrators", nargs="+", required=True, help="calibrator .json files")
     p.add_argument("--baselines", default="uncalibrated,ts", help="comma-separated baselines")
-    p.add_argument("--metrics", help="comma-separated metric names (default: all of METRICS)")
+    p.add_argument(
+        "--metrics",
+        help="comma-separated verdict-eligible metric names (default: all of them, e.g. "
+        "accuracy, nll, brier, ece_ub)",
+    )
+    p.add_argument(
+        "--select-folds", type=int, default=5, help="folds of the cross-fitted selection (default 5)"
+    )
+    p.add_argument(
+        "--select-exclude",
+        help="comma-separated calibrators left out of the selection's candidates (cost)",
+    )
     _bootstrap(p, 1000)
     add_allow_other_logits(p)
     p.add_argument("--out", required=True, help="comparison .csv to write")

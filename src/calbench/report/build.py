@@ -287,8 +287,8 @@ def _robustness_rows(paths) -> list[dict] | None:
     rows = read_long_csv(
         paths,
         ROBUSTNESS_COLUMNS,
-        numeric=("value", "rank", "p_first"),
-        blank_ok=("p_first",),
+        numeric=("value", "rank", "p_first", "p_runner_up"),
+        blank_ok=("p_first", "p_runner_up"),
         empty_ok=False,
     )
     for r in rows:

@@ -101,14 +101,17 @@ def build_tables(rows: Sequence[Mapping], spec: Mapping) -> dict:
 #: The works the report cites (author-year keys in the text); no URLs, the report fetches nothing.
 
 
-def _rank_summaries(rows, tables, spec, model_order, method_order) -> tuple[list, list]:
-    """Average ranks with the Friedman test per metric table, and the headline findings."""
+def _rank_summaries(rows, tables, spec, model_order, method_order, compare=()) -> tuple:
+    """Average ranks with the Friedman test per verdict-eligible metric of the tables and the
+    comparisons, and the findings (:func:`calbench.report.summary.findings`)."""
     from calbench.report import summary as SU  # lazy: code inputs
 
     ml, cl, _, _ = spec_labels(spec)
-    ranked = [t.metric for t in tables["metrics"]]
+    ranked = list(
+        dict.fromkeys([t.metric for t in tables["metrics"]] + [r["metric"] for r in compare])
+    )
     ranks = SU.rank_summaries(rows, ranked, model_order, method_order, cl)
-    found = SU.findings(rows, ranks, model_order, method_order, ml, cl)
+    found = SU.findings(rows, ranks, model_order, method_order, ml, cl, compare)
     for entry in ranks:
         fr = entry["friedman"]
         entry["friedman_text"] = (
@@ -196,7 +199,7 @@ def build_context(
     method_order = [c for c in spec.get("calibrators", {}) if c in present_methods] or sorted(
         present_methods
     )
-    ranks, found = _rank_summaries(rows, tables, spec, model_order, method_order)
+    ranks, found = _rank_summaries(rows, tables, spec, model_order, method_order, compare)
     metric_views = [metric_view(t, t.metric) for t in tables["metrics"]]
     losses_views = [metric_view(t, f"losses-uncalibrated-{t.metric}") for t in tables["losses"]]
     losses_views += [metric_view(t, f"losses-ts-{t.metric}") for t in tables["losses_ts"]]

@@ -73,6 +73,10 @@ REFERENCES = {
     "Metrics of calibration for probabilistic predictions. JMLR 23, 2022.",
     "Naeini et al. 2015": "M. P. Naeini, G. F. Cooper, M. Hauskrecht. Obtaining well calibrated "
     "probabilities using Bayesian binning. AAAI 2015.",
+    "Wilcoxon 1945": "F. Wilcoxon. Individual comparisons by ranking methods. Biometrics "
+    "Bulletin 1(6), 1945.",
+    "Efron & Stein 1981": "B. Efron, C. Stein. The jackknife estimate of variance. The "
+    "Annals of Statistics 9(3), 1981.",
     "Nixon et al. 2019": "J. Nixon, M. W. Dusenberry, L. Zhang, G. Jerfel, D. Tran. Measuring "
     "calibration in deep learning. CVPR Workshops 2019.",
     "Platt 1999": "J. C. Platt. Probabilistic outputs for support vector machines and "
@@ -132,8 +136,8 @@ def metric_references() -> dict[str, tuple[str, ...]]:
 #: Works cited by an optional section of the report, when it is shown.
 SECTION_CITATIONS = {
     "dece_history": ("Bohdal et al. 2021",),
-    "robustness": ("Nixon et al. 2019",),
-    "verdicts": ("Gupta et al. 2021", "Arrieta-Ibarra et al. 2022", "Holm 1979"),
+    "robustness": ("Nixon et al. 2019", "Kumar et al. 2019", "Wilcoxon 1945"),
+    "verdicts": ("Kumar et al. 2019", "Efron & Stein 1981"),
 }
 
 

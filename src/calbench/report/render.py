@@ -17,6 +17,7 @@ renders it and keeps the names other code imports.
 
 from __future__ import annotations
 
+import math
 import os
 from collections.abc import Mapping
 from pathlib import Path
@@ -29,6 +30,8 @@ from calbench.report.context import (  # noqa: F401  (re-exported)
 )
 from calbench.report.display import (
     calibrator_labels,
+    display_spec,
+    format_value,
     model_label,  # noqa: F401  (re-exported)
     spec_labels,
 )
@@ -66,11 +69,20 @@ def build_context(**kwargs) -> dict:
     ctx["verdicts"] = verdict_view(rows, spec)
     if ctx["verdicts"]:
         at = next((i for i, e in enumerate(ctx["toc"]) if e["id"] == "diagrams"), len(ctx["toc"]))
-        ctx["toc"].insert(at, {"id": "verdicts", "title": "Calibrated?", "children": []})
+        ctx["toc"].insert(at, {"id": "verdicts", "title": "Calibrated within δ?", "children": []})
+    if ctx["verdicts"]:
+        _add_finding(ctx["findings"], _within_item(ctx["verdicts"]))
     if ctx["robustness"]:
         at = next((i for i, e in enumerate(ctx["toc"]) if e["id"] == "diagrams"), len(ctx["toc"]))
         ctx["toc"].insert(at, {"id": "robustness", "title": "Robustness", "children": []})
-        ctx["findings"]["headlines"].append(ctx["robustness"]["sentence"])
+        item = {
+            "family": "robustness",
+            "text": ctx["robustness"]["sentence"],
+            "direction": "",
+            "size": None,
+            "support": "supported" if ctx["robustness"]["robust"] else "to check",
+        }
+        _add_finding(ctx["findings"], item)
     cal_spec = spec.get("calibrators") or {}
     keys = list(dict.fromkeys(r["method"] for r in rows))
     methods = {k: str((cal_spec.get(k) or {}).get("method") or k) for k in keys}
@@ -83,53 +95,129 @@ def build_context(**kwargs) -> dict:
     return ctx
 
 
-#: the calibration test behind the report's "calibrated at the 5% level?" table
-VERDICT_TEST = "ks_cal_p"
+def _add_finding(found: dict, item: dict) -> None:
+    """Add one finding (:func:`calbench.report.summary.finding_items`' structure): a supported
+    one after the other supported ones, one to check at the end."""
+    items = found.setdefault("items", [])
+    at = next((i for i, d in enumerate(items) if d["support"] != "supported"), len(items))
+    items.insert(at if item["support"] == "supported" else len(items), item)
+    found["headlines" if item["support"] == "supported" else "anomalies"].append(item["text"])
 
 
-def verdict_view(rows, spec: Mapping, alpha: float = 0.05) -> dict | None:
-    """ "Calibrated at the 5% level?" per model and calibrator (test half): the top-label
-    Kolmogorov-Smirnov calibration test's p-values (:mod:`calbench.caltests`, analytic, so Holm
-    has full resolution) adjusted with Holm within each model's family of calibrators
-    (:func:`calbench.caltests.calibration_verdicts`). None when the rows have no such test."""
-    from calbench.caltests import calibration_verdicts  # lazy: pulls scipy
+def _within_item(v: dict) -> dict:
+    """The finding of the "calibrated within delta" table: how many were shown, and the
+    smallest error the test halves can show."""
+    shown = [
+        f"{h} on {r['label']}"
+        for r in v["rows"]
+        for h, c in zip(v["header"], r["cells"], strict=True)
+        if c["ok"]
+    ]
+    detect = sorted(
+        (r["detectable"] for r in v["rows"] if r["detectable"] != "–"),
+        key=lambda t: float(t.rstrip("%")),
+    )
+    text = (
+        f"Calibrated within {v['delta']} points (upper bound of the unbiased ECE below it): "
+        f"{v['n_within']} of {v['n']} calibrator-model pairs"
+        + (f" ({', '.join(shown)})" if shown else "")
+        + "."
+    )
+    if detect:
+        text += (
+            f" The smallest error these test halves can show is {detect[0]} to {detect[-1]}"
+            " (per model); a smaller one cannot be shown at this sample size."
+        )
+    return {
+        "family": "calibrated",
+        "text": text,
+        "direction": "",
+        "size": None,
+        "support": "supported" if v["n_within"] else "to check",
+    }
 
-    tests = [r for r in rows if r["metric"] == VERDICT_TEST and r.get("half", "test") == "test"]
-    if not tests:
+
+#: the calibration error behind the report's "calibrated within delta" table
+VERDICT_METRIC = "ece_ub"
+
+
+def detectable_error(value: float, high: float) -> float:
+    """The smallest calibration error these samples can show, read off one calibrator's
+    interval of the unbiased error: its interval's upper bound had its estimate been 0,
+    ``sqrt(max(high^2 - value^2, 0))`` (``high^2 - value^2 = z se`` of the squared error
+    ``T`` when ``T >= 0``, :func:`calbench.stats.ub_interval`); NaN without an interval."""
+    if not (math.isfinite(value) and math.isfinite(high)):
+        return math.nan
+    return math.sqrt(max(high * high - value * value, 0.0))
+
+
+def verdict_view(rows, spec: Mapping) -> dict | None:
+    """ "Calibrated within delta?" per model and calibrator (test half).
+
+    A calibrator is shown calibrated within ``delta`` (``protocol.calibrated_within``, a
+    fraction; config ``evaluation.calibrated_within``) only when the upper bound of the
+    interval of its unbiased top-label calibration error (:data:`VERDICT_METRIC`, ``ci_high``:
+    the jackknife interval at the study's level, a one-sided bound at level ``(1 + level) / 2``)
+    lies below ``delta``. No multiplicity adjustment: each claim stands at its own level, and
+    an adjustment over the calibrators (Holm) would make the claim easier, not harder. A
+    bound at or above ``delta`` says "not shown within delta" (never "miscalibrated": the
+    data may simply be too few). Each model also gets the smallest error its test half can
+    show (:func:`detectable_error`, the smallest over its calibrators: the one nearest to
+    calibrated has the standard error of a calibrated predictor; a miscalibrated one's is
+    larger). ``None`` when the rows
+    have no interval of :data:`VERDICT_METRIC`.
+    """
+    delta = float((spec.get("protocol") or {}).get("calibrated_within", 0.01))
+    level = float((spec.get("protocol") or {}).get("level", 0.95))
+    if not 0.0 < delta < 1.0:
+        raise ValueError(
+            f"evaluation.calibrated_within must lie in (0, 1) (a fraction, e.g. 0.01), got {delta}"
+        )
+    rated = [
+        r
+        for r in rows
+        if r["metric"] == VERDICT_METRIC
+        and r.get("half", "test") == "test"
+        and math.isfinite(float(r.get("ci_high", math.nan)))
+    ]
+    if not rated:
         return None
     cl = calibrator_labels(spec)
-    methods = list(dict.fromkeys(r["method"] for r in tests))
-    models = list(dict.fromkeys((r["dataset"], r["model"]) for r in tests))
     ml = spec_labels(spec)[0]
-    table = []
-    n_cal = 0
+    methods = list(dict.fromkeys(r["method"] for r in rated))
+    models = list(dict.fromkeys((r["dataset"], r["model"]) for r in rated))
+    pct = lambda x: format_value(VERDICT_METRIC, x)  # noqa: E731
+    table, n_within, n = [], 0, 0
     for dataset, model in models:
-        p = {
-            r["method"]: float(r["value"])
-            for r in tests
-            if (r["dataset"], r["model"]) == (dataset, model)
-        }
-        verdicts = calibration_verdicts(p, alpha=alpha)
-        cells = []
+        mine = {r["method"]: r for r in rated if (r["dataset"], r["model"]) == (dataset, model)}
+        cells, detect = [], []
         for m in methods:
-            v = verdicts.get(m)
-            if v is None:
+            r = mine.get(m)
+            if r is None:
                 cells.append({"text": "–", "ok": None})
                 continue
-            n_cal += v.calibrated
-            cells.append(
-                {
-                    "text": ("yes" if v.calibrated else "no") + f" (p = {v.adjusted:.3g})",
-                    "ok": v.calibrated,
-                }
-            )
-        table.append({"label": ml.get(model, model), "cells": cells})
-    n = sum(1 for row in table for c in row["cells"] if c["ok"] is not None)
+            value, high = float(r["value"]), float(r["ci_high"])
+            within = high < delta
+            n_within += within
+            n += 1
+            detect.append(detectable_error(value, high))
+            word = "within" if within else "not shown within"
+            cells.append({"text": f"{word} (bound {pct(high)}%)", "ok": within})
+        finite = [d for d in detect if math.isfinite(d)]
+        table.append(
+            {
+                "label": ml.get(model, model),
+                "cells": cells,
+                "detectable": f"{pct(min(finite))}%" if finite else "–",
+            }
+        )
     return {
         "header": [cl.get(m, m) for m in methods],
         "rows": table,
-        "alpha": alpha,
-        "n_calibrated": n_cal,
+        "delta": pct(delta),
+        "metric": display_spec(VERDICT_METRIC)[2],
+        "level": f"{(1 + level) / 2 * 100:g}",
+        "n_within": n_within,
         "n": n,
         "m": len(methods),
     }
@@ -137,14 +225,19 @@ def verdict_view(rows, spec: Mapping, alpha: float = 0.05) -> dict | None:
 
 def robustness_view(rows, spec: Mapping) -> dict:
     """The robustness section (:func:`calbench.robustness.summarise` of the per-model rows):
-    one table row per evaluation choice with the calibrator of best average rank there, and a
-    findings sentence saying whether the default choice's winner survives all of them."""
-    from calbench.robustness import DEFAULT_VARIANT, summarise  # lazy: code inputs
+    one table row per evaluation choice with the calibrator of best average rank there, one
+    row per model with its winner, runner-up and their test, and a findings sentence: robust
+    only when the winner beats the runner-up (a paired test that rejects) and ranks first under
+    every evaluation choice; otherwise which choices disagree, or that the data cannot separate
+    the two."""
+    from calbench.report.summary import format_p  # lazy: code inputs
+    from calbench.robustness import ALPHA, DEFAULT_VARIANT, summarise  # lazy: code inputs
 
     s = summarise(rows)
     cl = calibrator_labels(spec)
+    ml = spec_labels(spec)[0]
     name = lambda keys: " = ".join(cl.get(k, k) for k in keys)  # noqa: E731
-    head = name(s["headline"])
+    head, up = name(s["headline"]), name(s["runner_up"])
     table = [
         {
             "label": v["label"]
@@ -155,24 +248,64 @@ def robustness_view(rows, spec: Mapping) -> dict:
         }
         for v in s["variants"]
     ]
+    labels = {v["variant"]: v["label"] for v in s["variants"]}
     first = sorted(s["p_first"].items(), key=lambda kv: -kv[1])
-    n_var, n_same = len(s["variants"]), len(s["survives"])
+    n_var = len(s["variants"])
+    test = (
+        "its paired test on the one model"
+        if s["models"] == 1
+        else f"exact signed-rank test over {s['models']} models"
+    )
+    p_text = format_p(s["p"])  # exact (enumerated or analytic): no resolution floor
+    p_text = p_text if p_text[0] in "<≤" else f"= {p_text}"
     if s["robust"]:
         sentence = (
-            f"Robust: {head} has the best average ECE rank under all {n_var} evaluation choices "
-            f"(bin count, binning scheme, top-label, classwise and smooth ECE; Nixon et al. 2019)."
+            f"Robust: {head} has the best average rank on the unbiased ECE under all {n_var} "
+            f"evaluation choices (bin count, binning scheme, top-label and classwise) and is "
+            f"better than the runner-up {up} ({test}, p {p_text})."
         )
     else:
-        flips = [v["label"] for v in s["variants"] if v["best"] != s["headline"]]
+        why = []
+        if s["disagree"]:
+            flips = [
+                f"{labels[v]} ({name(next(x['best'] for x in s['variants'] if x['variant'] == v))})"
+                for v in s["disagree"]
+            ]
+            why.append(f"other calibrators rank first under {'; '.join(flips)}")
+        if not s["separated"]:
+            floor = (
+                f"; the smallest p-value {s['models']} models allow is {s['p_floor']:.3g}"
+                if s["p_floor"] >= ALPHA
+                else ""
+            )
+            why.append(
+                f"its difference from the runner-up {up} is not significant ({test}, p "
+                f"{p_text}{floor})"
+            )
         sentence = (
-            f"Not robust: {head} has the best average ECE rank under {n_same} of {n_var} "
-            f"evaluation choices; under {'; '.join(flips)} another calibrator ranks first."
+            f"Not shown robust: {head} has the best average rank on the unbiased ECE under the "
+            f"tables' choice, but {' and '.join(why)}: the data cannot separate these "
+            "calibrators."
         )
+    per_model = [
+        {
+            "label": ml.get(d["model"], d["model"]),
+            "winner": cl.get(d["winner"], d["winner"]),
+            "runner_up": cl.get(d["runner_up"], d["runner_up"]),
+            "p": "tied" if d["tied"] else format_p(d["p"]),
+            "disagree": ", ".join(labels.get(v, v) for v in d["disagree"]) or "none",
+            "robust": d["robust"],
+        }
+        for d in s["per_model"]
+    ]
     return {
         "sentence": sentence,
+        "robust": s["robust"],
         "headline": head,
         "models": s["models"],
         "table": table,
+        "per_model": per_model,
+        "n_robust": sum(d["robust"] for d in s["per_model"]),
         "p_first": [{"label": cl.get(m, m), "p": p} for m, p in first],
     }
 

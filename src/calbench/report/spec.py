@@ -51,6 +51,7 @@ def study_spec(config: Mapping) -> dict:
             "plot_bins": config["plots"]["n_bins"],
             "n_bootstrap": ev["n_bootstrap"],
             "level": ev["level"],
+            "calibrated_within": ev.get("calibrated_within", 0.01),
         },
         "datasets": _datasets(config),
         "models": {

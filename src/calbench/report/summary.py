@@ -1,129 +1,57 @@
 """The findings that open the report, computed from the results (never written by hand).
 
-* :func:`rank_summaries`: per metric, each calibrator's winner count (models on which its printed
-  test-half value is the best, ties shared) and average rank over models, the Friedman test and
-  the Nemenyi critical difference with its diagram (Demšar 2006, §3.2.2; as Kull et al. 2019
-  compare calibrators over datasets and models).
-* :func:`findings`: two or three headline findings, each with the counts behind it, and the
-  anomalies a reader should check: a calibrator that moves accuracy by more than
-  :data:`ACCURACY_POINTS` points, a model already calibrated before calibration, calibrators a
-  metric cannot tell apart, plug-in estimates that lie outside their interval.
+* :func:`rank_summaries` (:mod:`calbench.report.ranks`, re-exported): per verdict-eligible metric (``Metric.verdicts``: accuracy, NLL, Brier
+  score, the unbiased calibration errors; never a plug-in ECE, whose bias rewards coarse
+  predictions), each calibrator's winner count (models on which its printed test-half value is
+  the best, ties shared) and average rank over models, the Friedman test and the Nemenyi
+  critical difference with its diagram (Demšar 2006, §3.2.2; as Kull et al. 2019 compare
+  calibrators over datasets and models).
+* :func:`finding_items`: the findings as data (the one structure the report's layout reads):
+  supported results with their size and direction first (a calibrator that significantly
+  lowers or raises a metric against a baseline on most models and never the other way), then
+  what to check (fragile or mixed results, a "best" pick beaten on the test half, anomalies).
+  :func:`findings` splits them into the template's two lists.
 
 Everything works on the long metric rows (``dataset, model, method, half, metric, value,
-ci_low, ci_high``) and the study spec's display names.
+ci_low, ci_high``), the comparison rows (``calbench.comparisons.compare_rows``) and the study
+spec's display names.
 """
 
 from __future__ import annotations
 
-import base64
 import math
 from collections.abc import Mapping, Sequence
 
 import numpy as np
 
-from calbench import plots
-from calbench import stats as S
-from calbench.report.display import HIGHER_IS_BETTER, best_mask, display_spec, format_value
+from calbench.metrics import METRICS
+from calbench.report.display import HIGHER_IS_BETTER, display_spec, format_value
+from calbench.report.ranks import (  # noqa: F401  (re-exported)
+    ALPHA,
+    matrix,
+    metric_name,
+    rank_summaries,
+)
 from calbench.stats import interval_method
 
 #: A calibrator that changes test accuracy by more than this many percentage points is flagged.
 ACCURACY_POINTS = 2.0
-#: An uncalibrated model whose test ECE is at most this (a fraction) counts as already calibrated.
+#: An uncalibrated model whose unbiased ECE has an upper confidence bound below this (a fraction)
+#: is already calibrated within it.
 CALIBRATED_ECE = 0.01
-#: Significance level of the Friedman test and the Nemenyi critical difference.
-ALPHA = 0.05
+#: the calibration error of the findings: unbiased, so its ranks and tests do not reward coarse
+#: predictions
+CAL_METRIC = "ece_ub"
 
 
-def metric_name(metric: str) -> str:
-    """The display name of a metric without its unit ("ECE", "Accuracy")."""
-    return display_spec(metric)[2].split(",")[0].split(" (")[0]
-
-
-def matrix(
-    rows: Sequence[Mapping], metric: str, models: Sequence[str], methods: Sequence[str]
-) -> np.ndarray:
-    """Test-half values ``models x methods`` of one metric (NaN where missing)."""
-    pos_m = {m: i for i, m in enumerate(models)}
-    pos_c = {c: j for j, c in enumerate(methods)}
-    out = np.full((len(models), len(methods)), np.nan)
-    for r in rows:
-        if r["metric"] != metric or r.get("half", "test") != "test":
-            continue
-        i, j = pos_m.get(r["model"]), pos_c.get(r["method"])
-        if i is not None and j is not None:
-            out[i, j] = float(r["value"])
-    return out
-
-
-def rank_summaries(
-    rows: Sequence[Mapping],
-    metrics: Sequence[str],
-    models: Sequence[str],
-    methods: Sequence[str],
-    method_labels: Mapping[str, str],
-) -> list[dict]:
-    """Winner counts, average ranks, Friedman test and critical difference per metric.
-
-    Models lacking a value of some method are left out of that metric's ranks (``n`` says how
-    many remain). The Friedman test and the diagram need at least 2 models and 2 methods; with
-    fewer, ``friedman`` is ``None``.
-    """
-    out = []
-    for metric in metrics:
-        x = matrix(rows, metric, models, methods)
-        complete = np.all(np.isfinite(x), axis=1)
-        if not complete.any() or len(methods) < 2:
-            continue
-        xc = x[complete]
-        higher = metric in HIGHER_IS_BETTER
-        ranks = S.rank_rows(xc, higher).mean(axis=0)
-        wins = best_mask(xc, metric).sum(axis=0)
-        entry = {
-            "metric": metric,
-            "label": metric_name(metric),
-            "n": int(xc.shape[0]),
-            "methods": sorted(
-                (
-                    {
-                        "key": c,
-                        "label": method_labels.get(c, c),
-                        "rank": float(ranks[j]),
-                        "wins": int(wins[j]),
-                    }
-                    for j, c in enumerate(methods)
-                ),
-                key=lambda d: d["rank"],
-            ),
-            "friedman": None,
-            "cd": None,
-            "figure": "",
-        }
-        if xc.shape[0] >= 2:
-            fr = S.friedman_test(xc, higher)
-            cd = S.nemenyi_cd(len(methods), xc.shape[0], ALPHA)
-            entry["friedman"] = fr
-            entry["cd"] = cd
-            fig = plots.critical_difference_diagram(
-                {method_labels.get(c, c): float(ranks[j]) for j, c in enumerate(methods)},
-                cd,
-                display_spec(metric)[2],
-                n_models=xc.shape[0],
-            )
-            entry["figure"] = "data:image/svg+xml;base64," + base64.b64encode(
-                plots.figure_svg(fig)
-            ).decode("ascii")
-            best = entry["methods"][0]
-            entry["worse_than_best"] = [
-                d["label"] for d in entry["methods"][1:] if d["rank"] - best["rank"] > cd
-            ]
-        out.append(entry)
-    return out
-
-
-def format_p(p: float) -> str:
-    """``p < 0.001`` below one in a thousand, else three decimals (NaN: en dash)."""
+def format_p(p: float, floor: float = 0.0) -> str:
+    """``p < 0.001`` below one in a thousand, else three decimals (NaN: en dash). A p-value at
+    the resolution floor of a resampling test (``floor = m / (B + 1)``, ``p <= floor``) prints as
+    ``≤ floor``: no resample was as extreme, so the p-value is at most that, not equal to it."""
     if p is None or not math.isfinite(p):
         return "–"
+    if floor and math.isfinite(floor) and floor > 0 and p <= floor * (1 + 1e-9):
+        return f"≤ {floor:.2g}" if floor < 0.001 else f"≤ {floor:.3g}"
     return "< 0.001" if p < 0.001 else f"{p:.3f}"
 
 
@@ -132,10 +60,10 @@ def _pct(x: float) -> str:
 
 
 def _rank_headline(ranks: Sequence[Mapping]) -> list[str]:
-    """The overall winner of the first calibration error among the ranked metrics."""
+    """The overall winner of the first unbiased calibration error among the ranked metrics."""
     for entry in ranks:
-        if entry["metric"] in HIGHER_IS_BETTER or entry["metric"] in ("nll", "brier"):
-            continue
+        if METRICS[entry["metric"]].paired_test != "jackknife_z":
+            continue  # the first unbiased calibration error
         best = entry["methods"][0]
         text = (
             f"{best['label']} has the best average rank on {entry['label']} "
@@ -196,28 +124,26 @@ def _accuracy_findings(rows, models, methods, ml, cl) -> tuple[list[str], list[s
     return headlines, anomalies
 
 
-def _ece_findings(rows, models, methods, ml, cl) -> tuple[list[str], list[str]]:
-    """Temperature scaling against no calibration on ECE; models calibrated already."""
-    headlines: list[str] = []
-    anomalies: list[str] = []
-    ece = matrix(rows, "ece", models, methods)
-    if "uncalibrated" not in methods or "ts" not in methods or not np.isfinite(ece).any():
-        return headlines, anomalies
-    j0, jt = list(methods).index("uncalibrated"), list(methods).index("ts")
-    ok = np.isfinite(ece[:, j0]) & np.isfinite(ece[:, jt])
-    if ok.any():
-        lower = int(np.sum(ece[ok, jt] < ece[ok, j0]))
-        headlines.append(
-            f"{cl('ts')} lowers ECE on {lower}/{int(ok.sum())} models (median "
-            f"{format_value('ece', float(np.median(ece[ok, j0])))}% → "
-            f"{format_value('ece', float(np.median(ece[ok, jt])))}%)."
-        )
-    for i in np.flatnonzero(np.isfinite(ece[:, j0]) & (ece[:, j0] <= CALIBRATED_ECE)):
-        anomalies.append(
-            f"{ml(models[i])} is already calibrated before calibration (ECE "
-            f"{format_value('ece', float(ece[i, j0]))}%): calibrators can only add noise."
-        )
-    return headlines, anomalies
+def _calibrated_already(rows, models, ml, delta: float = CALIBRATED_ECE) -> list[str]:
+    """Models whose uncalibrated predictions are calibrated within ``delta`` already: the
+    upper confidence bound of the unbiased ECE (``ci_high`` of :data:`CAL_METRIC`) is below it."""
+    out = []
+    for r in rows:
+        if (
+            r["metric"] == CAL_METRIC
+            and r["method"] == "uncalibrated"
+            and r.get("half", "test") == "test"
+            and r["model"] in models
+            and math.isfinite(float(r.get("ci_high", math.nan)))
+            and float(r["ci_high"]) < delta
+        ):
+            out.append(
+                f"{ml(r['model'])} is calibrated within {format_value(CAL_METRIC, delta)} points "
+                f"before calibration (unbiased ECE {format_value(CAL_METRIC, float(r['value']))}%, "
+                f"upper bound {format_value(CAL_METRIC, float(r['ci_high']))}%): calibrators can "
+                "only add noise."
+            )
+    return out
 
 
 def _precision_anomalies(rows, ranks, models, methods) -> list[str]:
@@ -235,10 +161,10 @@ def _precision_anomalies(rows, ranks, models, methods) -> list[str]:
             f"Too close to rank over {n} models: the calibrators' average ranks do not differ "
             f"significantly on {', '.join(flat)} (Friedman test)."
         )
-    wide = _overlapping_best(rows, "ece", models, methods)
+    wide = _overlapping_best(rows, CAL_METRIC, models, methods)
     if wide:
         anomalies.append(
-            f"ECE: on {wide[0]}/{wide[1]} models the best calibrator's interval overlaps the "
+            f"{metric_name(CAL_METRIC)}: on {wide[0]}/{wide[1]} models the best calibrator's interval overlaps the "
             "runner-up's, so the per-model winner is not established."
         )
     outside = [
@@ -258,6 +184,201 @@ def _precision_anomalies(rows, ranks, models, methods) -> list[str]:
     return anomalies
 
 
+def _verb(metric: str, direction: str) -> str:
+    """``lowers`` / ``raises``: what a ``better`` or ``worse`` change does to ``metric``."""
+    up = METRICS[metric].higher_is_better if metric in METRICS else False
+    return "raises" if (direction == "better") == bool(up) else "lowers"
+
+
+def _significant(r: Mapping, alpha: float) -> bool:
+    p = float(r.get("p_holm", math.nan))
+    return math.isfinite(p) and p < alpha
+
+
+def _diff(metric: str, x: float) -> str:
+    """A signed difference as printed, with "points" for metrics printed in percent."""
+    unit = " points" if display_spec(metric)[0] == 100.0 else ""
+    return format_value(metric, x, signed=True) + unit
+
+
+def _baseline_items(compare, models, ml, cl, alpha) -> list[dict]:
+    """Per (baseline, metric, calibrator): on how many models the calibrator is significantly
+    better or worse than the baseline (Holm within the family), and the median difference.
+    Supported results with the same baseline, metric, direction and count are one finding
+    listing each calibrator's median difference (``size``: the median of those medians)."""
+    groups: dict[tuple, list[Mapping]] = {}
+    for r in compare:
+        fam = str(r.get("family") or "")
+        if fam.startswith("vs:") and r["model"] in models:
+            groups.setdefault((fam[3:], r["metric"], r["method"]), []).append(r)
+    supported: dict[tuple, list[tuple[str, float]]] = {}
+    items = []
+    for (base, metric, method), rs in groups.items():
+        n = len(rs)
+        better = sum(_significant(r, alpha) and r.get("direction") == "better" for r in rs)
+        worse = sum(_significant(r, alpha) and r.get("direction") == "worse" for r in rs)
+        if not better and not worse:
+            continue
+        size = float(np.median([float(r["difference"]) for r in rs]))
+        if (better * 2 > n and not worse) or (worse * 2 > n and not better):
+            way = "better" if better else "worse"
+            key = (base, metric, way, max(better, worse), n)
+            supported.setdefault(key, []).append((method, size))
+            continue
+        items.append(
+            {
+                "family": f"vs:{base}",
+                "text": f"{cl(method)} vs {cl(base)} on {metric_name(metric)}: significantly "
+                f"better on {better}/{n} and worse on {worse}/{n} models (median difference "
+                f"{_diff(metric, size)}); the models disagree or too few agree.",
+                "direction": "mixed" if better and worse else ("better" if better else "worse"),
+                "size": size,
+                "support": "to check",
+            }
+        )
+    order = {m: i for i, m in enumerate(dict.fromkeys(r["metric"] for r in compare))}
+    lead = []
+    for (base, metric, way, k, n), members in supported.items():
+        members.sort(key=lambda ms: ms[1] if way == "better" else -ms[1])
+        verb = _verb(metric, way)
+        if len(members) > 1:
+            head = f"{len(members)} calibrators {verb[:-1]}"  # "lower", "raise"
+        else:
+            head = f"{cl(members[0][0])} {verb}"
+        sizes = [x for _, x in members]
+        text = (
+            f"{head} {metric_name(metric)} vs {cl(base)} on {k}/{n} models (significant after "
+            "Holm; median difference "
+        )
+        if len(members) == 1:
+            text += f"{_diff(metric, sizes[0])})."
+        else:
+            text += "; ".join(f"{cl(m)} {_diff(metric, x)}" for m, x in members) + ")."
+        lead.append(
+            (
+                (order.get(metric, 0), way != "better", -k),
+                {
+                    "family": f"vs:{base}",
+                    "text": text,
+                    "direction": way,
+                    "size": float(np.median(sizes)),
+                    "support": "supported",
+                },
+            )
+        )
+    lead.sort(key=lambda t: t[0])
+    return [d for _, d in lead] + items
+
+
+def _best_items(compare, models, ml, cl, alpha) -> list[dict]:
+    """The cross-fitted "best" picks: beaten on the test half (to check), or significantly
+    better than every other calibrator (supported), per metric."""
+    by: dict[tuple, list[Mapping]] = {}
+    for r in compare:
+        if r.get("family") == "best" and r["model"] in models:
+            by.setdefault((r["metric"], r["model"]), []).append(r)
+    items, wins = [], {}
+    for (metric, model), rs in by.items():
+        label = metric_name(metric)
+        beaten = [r for r in rs if _significant(r, alpha) and r.get("direction") == "worse"]
+        for r in beaten:
+            items.append(
+                {
+                    "family": "best",
+                    "text": f"{ml(model)}: {cl(r['method'])}, the best-on-validation pick for "
+                    f"{label} (cross-fitted), is significantly worse on the test half than "
+                    f"{cl(r['baseline'])} "
+                    f"({format_value(metric, float(r['difference']), signed=True)}).",
+                    "direction": "worse",
+                    "size": float(r["difference"]),
+                    "support": "to check",
+                }
+            )
+        all_better = all(_significant(r, alpha) and r.get("direction") == "better" for r in rs)
+        k, n = wins.get(metric, (0, 0))
+        wins[metric] = (k + all_better, n + 1)
+    for metric, (k, n) in wins.items():
+        if k:
+            items.append(
+                {
+                    "family": "best",
+                    "text": f"The best-on-validation pick for {metric_name(metric)} "
+                    f"(cross-fitted inside the validation half) is significantly better than "
+                    f"every other calibrator on the test half on {k}/{n} models.",
+                    "direction": "better",
+                    "size": None,
+                    "support": "supported" if k * 2 > n else "to check",
+                }
+            )
+    return items
+
+
+def finding_items(
+    rows: Sequence[Mapping],
+    ranks: Sequence[Mapping],
+    models: Sequence[str],
+    methods: Sequence[str],
+    model_labels: Mapping[str, str],
+    method_labels: Mapping[str, str],
+    compare: Sequence[Mapping] = (),
+    alpha: float = ALPHA,
+) -> list[dict]:
+    """The report's findings as data, supported ones first.
+
+    Each finding is a dict:
+
+    * ``family``: what it is about: ``"ranks"`` (average ranks, Friedman / Nemenyi),
+      ``"vs:<baseline>"`` (calibrators against a baseline), ``"best"`` (the cross-fitted
+      best-on-validation pick tested on the test half), ``"accuracy"``, ``"calibrated"``
+      (models calibrated before calibration), ``"precision"`` (what the data cannot resolve),
+      ``"robustness"`` (added by :func:`calbench.report.render.build_context`);
+    * ``text``: the sentence, with the counts and sizes behind it;
+    * ``direction``: ``"better"``, ``"worse"``, ``"mixed"`` or ``""`` (no direction);
+    * ``size``: the effect as a fraction in the metric's units (the median difference over
+      models for a ``vs:`` finding, the average rank for ``ranks``), or ``None``;
+    * ``support``: ``"supported"`` (significant on a majority of models after Holm's
+      correction and never significant the other way; a Friedman test that rejects) or
+      ``"to check"`` (mixed, a minority of models, or an anomaly).
+
+    Only verdict-eligible metrics (``Metric.verdicts``) give findings: the comparison rows
+    carry no others (:func:`calbench.comparisons.check_verdict_metrics`), ``ranks`` come from
+    :func:`rank_summaries`.
+    """
+    ml = lambda m: model_labels.get(m, m)  # noqa: E731
+    cl = lambda c: method_labels.get(c, c)  # noqa: E731
+    items: list[dict] = []
+    for text in _rank_headline(ranks):
+        entry = next(e for e in ranks if METRICS[e["metric"]].paired_test == "jackknife_z")
+        fr = entry["friedman"]
+        ok = fr is not None and fr.p_f < alpha and bool(entry.get("worse_than_best"))
+        items.append(
+            {
+                "family": "ranks",
+                "text": text,
+                "direction": "",
+                "size": entry["methods"][0]["rank"],
+                "support": "supported" if ok else "to check",
+            }
+        )
+    items += _baseline_items(compare, set(models), ml, cl, alpha)
+    items += _best_items(compare, set(models), ml, cl, alpha)
+    acc_h, acc_a = _accuracy_findings(rows, models, methods, ml, cl)
+    items += [_plain("accuracy", t, "supported") for t in acc_h]
+    items += [_plain("accuracy", t, "to check") for t in acc_a]
+    items += [_plain("calibrated", t, "to check") for t in _calibrated_already(rows, models, ml)]
+    items += [
+        _plain("precision", t, "to check")
+        for t in _precision_anomalies(rows, ranks, models, methods)
+    ]
+    return [d for d in items if d["support"] == "supported"] + [
+        d for d in items if d["support"] != "supported"
+    ]
+
+
+def _plain(family: str, text: str, support: str) -> dict:
+    return {"family": family, "text": text, "direction": "", "size": None, "support": support}
+
+
 def findings(
     rows: Sequence[Mapping],
     ranks: Sequence[Mapping],
@@ -265,15 +386,16 @@ def findings(
     methods: Sequence[str],
     model_labels: Mapping[str, str],
     method_labels: Mapping[str, str],
+    compare: Sequence[Mapping] = (),
 ) -> dict:
-    """``{"headlines": [...], "anomalies": [...]}``: sentences with the evidence in them."""
-    ml = lambda m: model_labels.get(m, m)  # noqa: E731
-    cl = lambda c: method_labels.get(c, c)  # noqa: E731
-    headlines = _rank_headline(ranks)
-    acc_h, acc_a = _accuracy_findings(rows, models, methods, ml, cl)
-    ece_h, ece_a = _ece_findings(rows, models, methods, ml, cl)
-    anomalies = acc_a + ece_a + _precision_anomalies(rows, ranks, models, methods)
-    return {"headlines": headlines + acc_h + ece_h, "anomalies": anomalies}
+    """``{"items": finding_items(...), "headlines": [supported texts], "anomalies": [texts to
+    check]}``: the template's two lists of :func:`finding_items`."""
+    items = finding_items(rows, ranks, models, methods, model_labels, method_labels, compare)
+    return {
+        "items": items,
+        "headlines": [d["text"] for d in items if d["support"] == "supported"],
+        "anomalies": [d["text"] for d in items if d["support"] != "supported"],
+    }
 
 
 def _p_phrase(p: float) -> str:
@@ -285,7 +407,7 @@ def _overlapping_best(rows, metric, models, methods) -> tuple[int, int] | None:
     """How many models' best and second-best intervals of ``metric`` overlap, of how many;
     ``None`` for a metric whose intervals are not two-sided (a one-sided ``[0, U]`` bound
     always overlaps another, which says nothing)."""
-    if interval_method(metric) not in ("percentile", "basic"):
+    if interval_method(metric) not in ("percentile", "basic", "jackknife"):
         return None
     vals = {}
     for r in rows:

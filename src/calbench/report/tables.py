@@ -66,6 +66,9 @@ COMPARE_COLUMNS = (
     "p_holm",
     "min_p_holm",
     "alpha",
+    "direction",
+    "p_floor",
+    "null_hypothesis",
 )
 
 

@@ -16,8 +16,9 @@ import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
+from calbench.comparisons import direction
 from calbench.report import table_model as G
-from calbench.report.display import display_spec, format_value, spec_labels
+from calbench.report.display import display_spec, format_value, higher_is_better, spec_labels
 from calbench.report.tables import Table
 
 
@@ -178,6 +179,7 @@ TEST_LABELS = {
     "paired_t": "paired t",
     "wilcoxon": "Wilcoxon signed-rank",
     "sign_flip": "sign-flip",
+    "jackknife_z": "jackknife z",
     "bootstrap": "paired bootstrap",
 }
 
@@ -264,6 +266,11 @@ def compare_view(compare: Sequence[Mapping], spec: Mapping, level: float) -> dic
         d, lo, hi = float(r["difference"]), _float(r["ci_low"]), _float(r["ci_high"])
         p_adj, m_size = r["p_holm"], r["family_size"]
         said = verdict(p_adj, r["min_p_holm"], alpha)
+        # older comparison files carry no direction: the sign of the difference gives it
+        way = str(r.get("direction") or direction(d, higher_is_better(m)))
+        floor = _float(r.get("p_floor"), 0.0)
+        floor = floor if math.isfinite(floor) else 0.0
+        shown = f"significant, {way}" if said == "significant" and way else said
         n_cannot += said == CANNOT_REACH
         n_significant += said == "significant"
         fam = family_label(r["family"], cl)
@@ -286,12 +293,17 @@ def compare_view(compare: Sequence[Mapping], spec: Mapping, level: float) -> dic
                     format_value(m, float(r["baseline_value"])),
                     float(r["baseline_value"]) * scale,
                 ),
-                _cell(format_value(m, d, signed=True), d * scale, bold=said == "significant"),
+                _cell(
+                    format_value(m, d, signed=True),
+                    d * scale,
+                    bold=said == "significant" and way == "better",
+                    bad=said == "significant" and way == "worse",
+                ),
                 _cell(interval, lo * scale if math.isfinite(lo) else None),
                 _cell(TEST_LABELS.get(r.get("test", ""), r.get("test", ""))),
-                _cell(format_p(float(r["p_value"])), float(r["p_value"])),
-                _cell(f"{format_p(p_adj)} (m = {m_size})", p_adj),
-                _cell(said, bad=said == CANNOT_REACH),
+                _cell(format_p(float(r["p_value"]), floor), float(r["p_value"])),
+                _cell(f"{format_p(p_adj, m_size * floor)} (m = {m_size})", p_adj),
+                _cell(shown, bad=said == CANNOT_REACH),
             ]
         )
     header = [
@@ -326,6 +338,17 @@ def compare_view(compare: Sequence[Mapping], spec: Mapping, level: float) -> dic
         {str(r.get("n_permutations", "")) for r in compare} - {"", "0"}, key=_float
     )
     view["tests"] = sorted({TEST_LABELS.get(r.get("test", ""), "") for r in compare} - {""})
+    view["nulls"] = [
+        {"test": TEST_LABELS.get(t, t), "null": h}
+        for t, h in sorted({(r.get("test", ""), r.get("null_hypothesis", "")) for r in compare})
+        if t and h
+    ]
+    view["n_floor"] = sum(
+        1
+        for r in compare
+        if _float(r.get("p_floor"), 0.0) > 0
+        and _float(r["p_value"]) <= _float(r.get("p_floor")) * (1 + 1e-9)
+    )
     view["metrics"] = sorted({metric_name(r["metric"]) for r in compare})
     view["selected_on"] = sorted({str(r.get("selected_on", "")) for r in compare} - {""})
     return view

@@ -17,7 +17,8 @@ def calibrate_spec():
         },
         "evaluation": {k: ev.get(k) for k in
                        ("metrics", "halves", "n_bootstrap", "level", "seed", "ci_halves", "ci_metrics")},
-        "compare": {k: config["compare"][k] for k in ("metrics", "baselines", "n_bootstrap")},
+        "compare": {k: config["compare"][k] for k in
+                    ("metrics", "baselines", "n_bootstrap", "select_folds", "select_exclude")},
         "plots": {k: config["plots"][k] for k in ("n_bins", "style")},
     }
     return spec_file("calibrate", json.dumps(spec, sort_keys=False))

@@ -1,0 +1,180 @@
+"""How the registry's metrics are computed beyond ``core``: per-sample decompositions
+(``stats``), bootstrap forms (``weighted``: a chunk of resamples from per-sample
+multiplicities) and sign-flip forms (``linear``: bin sums linear in the per-sample weights)."""
+
+from __future__ import annotations
+
+from functools import partial
+
+import numpy as np
+
+from calbench.metrics.binning import (
+    fixed_bins_weighted,
+    top_label,
+    weight_rows,
+    weighted_bincounts,
+    width_bin_ids,
+)
+from calbench.metrics.ece import (
+    classwise_binner,
+    classwise_from_sums,
+    classwise_value,
+    errors_from_sums,
+    marginal_from_sums,
+    marginal_value,
+)
+from calbench.metrics.kull import (
+    cwece_kull_from_sums,
+    kull_classwise_binner,
+    kull_confidence_bins,
+)
+from calbench.metrics.scoring import brier_per_sample
+from calbench.metrics.soft import soft_accuracy
+
+
+def _mean(x: np.ndarray) -> float:
+    return float(np.mean(x))
+
+
+def _top(p, y, dtype=None):
+    return top_label(p, y)
+
+
+def _correct(p, y, dtype=None):
+    return ((np.argmax(p, axis=1) == y).astype(np.float64),)
+
+
+def _dece_stats(p, y, dtype=None):
+    return top_label(p, y)[0], soft_accuracy(p, y, 100.0)
+
+
+def _width_weighted(norm: str, n_bins: int = 15):
+    """``weighted`` form of the equal-width top-label error ``norm`` (ECE, MCE)."""
+
+    def weighted(p, y, dtype=None):
+        conf, correct = top_label(p, y)
+        reduce = partial(errors_from_sums, norm=norm)
+        return fixed_bins_weighted(
+            width_bin_ids(conf, n_bins), conf, correct, n_bins, reduce, conf.shape[0]
+        )
+
+    return weighted
+
+
+def _fixed_sums(ids, x, target, size: int, n: int, rows=None):
+    """``sums(weights)`` of a top-label error with fixed bins: ``(count, sum_x, sum_t, total)``
+    with a leading axis of one row per weight vector (``None``: all ones, one row); linear in
+    the weights (``Metric.linear``)."""
+
+    binned = weighted_bincounts([(ids, rows, None), (ids, rows, x), (ids, rows, target)], size, n)
+
+    def sums(weights=None):
+        w, _ = weight_rows(np.ones(n) if weights is None else weights, n)
+        return (*binned(w), w.sum(axis=1))
+
+    return sums
+
+
+def _width_linear(norm: str, n_bins: int = 15):
+    """``linear`` form of the equal-width top-label error ``norm`` (ECE, MCE)."""
+
+    def linear(p, y, dtype=None):
+        conf, correct = top_label(p, y)
+        ids = width_bin_ids(conf, n_bins)
+        sums = _fixed_sums(ids, conf, correct, n_bins, conf.shape[0])
+        return sums, partial(errors_from_sums, norm=norm)
+
+    return linear
+
+
+def _kull_reduce(count, sum_x, sum_t, total, norm):
+    safe = np.maximum(count, 1.0)
+    gap = np.where(count > 0, np.abs(sum_t / safe - sum_x / safe), 0.0)
+    if norm == "max":
+        return gap.max(axis=-1)
+    return np.sum(gap * count, axis=-1) / total
+
+
+def _kull_weighted(norm: str):
+    """``weighted`` form of Kull et al.'s (lo, hi] top-label ECE / MCE: the membership of every
+    bin is fixed by the confidences (a confidence on a float bound may be in two bins or none,
+    as in :func:`calbench.metrics.kull._confidence_gaps`)."""
+
+    def weighted(p, y, dtype=None):
+        conf, correct = top_label(p, y)
+        upper, width = kull_confidence_bins()
+        rows, ids = [], []
+        for b, u in enumerate(upper):
+            lo = u - width
+            member = np.flatnonzero((conf <= u) & ((conf > lo) | (lo == 0)))
+            rows.append(member)
+            ids.append(np.full(member.shape[0], b, dtype=np.int64))
+        rows_a, ids_a = np.concatenate(rows), np.concatenate(ids)
+        reduce = partial(_kull_reduce, norm=norm)
+        return fixed_bins_weighted(
+            ids_a, conf[rows_a], correct[rows_a], len(upper), reduce, conf.shape[0], rows_a
+        )
+
+    return weighted
+
+
+def _kull_linear(norm: str):
+    """``linear`` form of Kull et al.'s (lo, hi] top-label ECE / MCE."""
+
+    def linear(p, y, dtype=None):
+        conf, correct = top_label(p, y)
+        upper, width = kull_confidence_bins()
+        rows, ids = [], []
+        for b, u in enumerate(upper):
+            lo = u - width
+            member = np.flatnonzero((conf <= u) & ((conf > lo) | (lo == 0)))
+            rows.append(member)
+            ids.append(np.full(member.shape[0], b, dtype=np.int64))
+        rows_a, ids_a = np.concatenate(rows), np.concatenate(ids)
+        sums = _fixed_sums(ids_a, conf[rows_a], correct[rows_a], len(upper), conf.shape[0], rows_a)
+        return sums, partial(_kull_reduce, norm=norm)
+
+    return linear
+
+
+def _cwece_weighted(p, y, dtype=None):
+    sums = classwise_binner(p, y, 15)
+    return lambda weights=None: classwise_from_sums(*sums(weights))
+
+
+def _marginal_weighted(p, y, dtype=None):
+    sums = classwise_binner(p, y, 15)
+    return lambda weights=None: marginal_from_sums(*sums(weights), 2.0)
+
+
+def _cwece_core(p, y, dtype=None):
+    return classwise_value(p, y, 15)
+
+
+def _marginal_core(p, y, dtype=None):
+    return marginal_value(p, y, 15, 2.0)
+
+
+def _cwece_kull_core(p, y, dtype=None):
+    return cwece_kull_from_sums(*kull_classwise_binner(p, y)())
+
+
+def _cwece_kull_weighted(p, y, dtype=None):
+    sums = kull_classwise_binner(p, y)
+    return lambda weights=None: cwece_kull_from_sums(*sums(weights))
+
+
+def _brier_kull_stats(p, y, dtype=None):
+    return (brier_per_sample(p, y) / p.shape[1],)
+
+
+def _cwece_linear(p, y, dtype=None):
+    return classwise_binner(p, y, 15), classwise_from_sums
+
+
+def _marginal_linear(p, y, dtype=None):
+    return classwise_binner(p, y, 15), partial(marginal_from_sums, power=2.0)
+
+
+def _cwece_kull_linear(p, y, dtype=None):
+    return kull_classwise_binner(p, y), cwece_kull_from_sums

@@ -1,0 +1,94 @@
+"""Statistics of calibrators' metrics: intervals, paired tests, ranks over models.
+
+One module per concern, every name re-exported here (``from calbench.stats import X``):
+
+* :mod:`calbench.stats.intervals`: bootstrap intervals of a metric and of a difference
+  (percentile, basic, one-sided upper; Davison & Hinkley 1997), dispatching the ``jackknife``
+  construction of the unbiased errors to :mod:`calbench.stats.ub`;
+* :mod:`calbench.stats.ub`: the unbiased squared calibration errors' score intervals, upper
+  bounds ("calibrated within delta") and paired test of equal calibration error;
+* :mod:`calbench.stats.paired`: paired tests of two calibrators on the same samples (McNemar,
+  paired t, Wilcoxon, sign-flip, and :func:`paired_test`, the registry's choice);
+* :mod:`calbench.stats.ranks`: average ranks, Friedman and Nemenyi (Demšar 2006);
+* :mod:`calbench.multiplicity` (numpy only, shared with :mod:`calbench.caltests`): Holm,
+  Benjamini-Hochberg, the smallest adjusted p-value.
+"""
+
+from __future__ import annotations
+
+from calbench.multiplicity import benjamini_hochberg, holm, min_adjusted_p
+from calbench.stats._common import (
+    PairedTest,
+    interval_method,
+    no_interval_reason,
+)
+from calbench.stats.intervals import (
+    CALIBRATION_ERRORS,
+    INTERVAL_METHODS,
+    NO_INTERVAL,
+    BootstrapCI,
+    PairedBootstrap,
+    bootstrap_ci,
+    bootstrap_values,
+    interval_from_values,
+    multiplicities,
+    paired_bootstrap,
+    resample_indices,
+)
+from calbench.stats.paired import (
+    PAIRED_TEST_NAMES,
+    mcnemar_exact,
+    paired_t,
+    paired_test,
+    permutations_for,
+    sign_flip_test,
+    wilcoxon_signed_rank,
+)
+from calbench.stats.ranks import (
+    Friedman,
+    average_ranks,
+    friedman_test,
+    mean_ranks,
+    nemenyi_cd,
+    nemenyi_q,
+    rank_rows,
+)
+from calbench.stats.ub import ub_interval, ub_jackknife, ub_paired_test, ub_upper_bound
+
+__all__ = [
+    "CALIBRATION_ERRORS",
+    "INTERVAL_METHODS",
+    "NO_INTERVAL",
+    "PAIRED_TEST_NAMES",
+    "BootstrapCI",
+    "Friedman",
+    "PairedBootstrap",
+    "PairedTest",
+    "average_ranks",
+    "benjamini_hochberg",
+    "bootstrap_ci",
+    "bootstrap_values",
+    "friedman_test",
+    "holm",
+    "interval_from_values",
+    "interval_method",
+    "mcnemar_exact",
+    "mean_ranks",
+    "min_adjusted_p",
+    "multiplicities",
+    "nemenyi_cd",
+    "nemenyi_q",
+    "no_interval_reason",
+    "paired_bootstrap",
+    "paired_t",
+    "paired_test",
+    "permutations_for",
+    "rank_rows",
+    "resample_indices",
+    "sign_flip_test",
+    "ub_interval",
+    "ub_jackknife",
+    "ub_paired_test",
+    "ub_upper_bound",
+    "wilcoxon_signed_rank",
+]

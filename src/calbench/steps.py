@@ -1,0 +1,368 @@
+"""The protocol's single steps on files, for work by hand: fit one calibrator, evaluate it,
+compare fitted calibrators, draw reliability diagrams (the verbs ``fit-calibrator``,
+``evaluate``, ``compare``, ``plot-reliability``), and the checks and pieces
+:func:`calbench.evaluation.calibrate` (the workflow's step, every calibrator of one model in one
+process) shares with them. :mod:`calbench.evaluation` re-exports every public name.
+
+Calibrators are fitted on the validation half of a model's test-set logits
+(:func:`calbench.split.load_halves`) and evaluated on both halves (Vasilev 2021, §4-5);
+comparisons (:func:`calbench.comparisons.compare_rows`) run on the test half, with the "best"
+calibrator chosen by cross-fitting inside the validation half (:func:`select_best`).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from calbench._checks import check_choice
+from calbench.calibrators import get_calibrator, load_calibrator, save_calibrator
+from calbench.comparisons import check_verdict_metrics, compare_rows, verdict_metrics
+from calbench.metrics import METRICS
+from calbench.report.tables import COMPARE_COLUMNS, METRIC_COLUMNS, write_long_csv
+from calbench.selection import check_folds
+from calbench.split import HALVES, load_halves
+
+
+def method_name(calibrator_path, name: str | None = None) -> str:
+    """The method label of a calibrator file: ``name`` if given, else the file stem."""
+    return name or Path(calibrator_path).stem
+
+
+def select_metrics(names: list[str] | None) -> dict:
+    if names is None:
+        return dict(METRICS)
+    unknown = [m for m in names if m not in METRICS]
+    if unknown:
+        raise ValueError(f"unknown metrics {unknown}; choose from {sorted(METRICS)}")
+    return {m: METRICS[m] for m in names}
+
+
+def check_subset(given: list[str] | None, allowed: list[str], flag: str, of: str) -> list[str]:
+    """``given`` (``None``: all of ``allowed``) checked to be a subset of ``allowed``."""
+    if given is None:
+        return list(allowed)
+    bad = [g for g in given if g not in allowed]
+    if bad:
+        raise ValueError(f"{flag} names {bad}, which are not in {of} {list(allowed)}; drop them")
+    return given
+
+
+#: most bootstrap resamples (or sign flips) one call may ask for
+MAX_RESAMPLES = 100_000
+
+
+def check_bootstrap(n: int, level: float) -> None:
+    if isinstance(n, bool) or not isinstance(n, int) or not 0 <= n <= MAX_RESAMPLES:
+        raise ValueError(
+            f"--n-bootstrap must be an integer in [0, {MAX_RESAMPLES}] (0 disables intervals), got {n!r}"
+        )
+    if not 0.0 < level < 1.0:
+        raise ValueError(f"--level must lie in (0, 1), e.g. 0.95, got {level}")
+
+
+def apply_names(halves: dict, dataset: str | None, model: str | None) -> None:
+    if dataset:
+        halves["meta"]["dataset"] = dataset
+    if model:
+        halves["meta"]["model"] = model
+    for key in ("dataset", "model"):
+        if not halves["meta"][key]:
+            raise ValueError(f"the logits file records no {key} name; pass --{key} NAME")
+
+
+def fit_calibrator(
+    logits_path, split_path, method: str, params: dict, out, *, allow_probabilities: bool = False
+) -> None:
+    """Fit calibrator ``method`` (hyperparameters ``params``) on the validation half; save JSON
+    recording the logits it was fitted on (order hash and file digest)."""
+    cal = get_calibrator(method, **params)  # unknown params fail before the logits are read
+    halves = load_halves(logits_path, split_path)
+    cal.fit(*halves["val"], allow_probabilities=allow_probabilities)
+    cal.set_fitted_on(halves["meta"]["order_hash"], halves["meta"]["logits_sha256"])
+    save_calibrator(cal, out)
+
+
+def load_checked_calibrator(path, halves: dict, allow_other_logits: bool = False):
+    """:func:`calbench.calibrators.load_calibrator`, refusing a calibrator that records being
+    fitted on other logits than ``halves`` (unless ``allow_other_logits``)."""
+    cal = load_calibrator(path)
+    if not allow_other_logits:
+        meta = halves["meta"]
+        cal.check_fitted_on(meta["order_hash"], meta["logits_sha256"], where=str(path))
+    return cal
+
+
+def evaluate_rows(
+    halves: dict,
+    probs_by_half: dict[str, np.ndarray],
+    method: str,
+    metrics: dict,
+    *,
+    half_names=HALVES,
+    n_bootstrap: int = 200,
+    level: float = 0.95,
+    seed: int = 0,
+    ci_halves=None,
+    ci_metrics=None,
+) -> list[dict]:
+    """Long-format rows ``dataset,model,method,half,metric,value,ci_low,ci_high`` for one calibrator.
+
+    Every metric of ``metrics`` is computed on every half of ``half_names``, from the
+    calibrated probabilities of that half (``probs_by_half[half]``). The bootstrap
+    interval (:func:`calbench.stats.bootstrap_ci` with the registry's construction,
+    ``Metric.interval``; ``n_bootstrap`` resamples of the half's samples,
+    confidence ``level``, ``seed``) is computed for the halves in ``ci_halves`` and the metrics
+    in ``ci_metrics`` (``None``: all of them) except those whose registry entry has no interval
+    (``Metric.interval is None``, :data:`calbench.stats.NO_INTERVAL`: the calibration errors);
+    other rows carry NaN bounds, as do all rows when ``n_bootstrap`` is 0.
+    """
+    from calbench.stats import bootstrap_ci, interval_method  # lazy: code inputs
+
+    ci_halves = set(half_names if ci_halves is None else ci_halves)
+    ci_metrics = set(metrics if ci_metrics is None else ci_metrics)
+    rows = []
+    for half in half_names:
+        _, y = halves[half]
+        probs = probs_by_half[half]
+        for name, fn in metrics.items():
+            value = float(fn(probs, y))
+            lo = hi = float("nan")
+            has_ci = interval_method(fn) is not None
+            if n_bootstrap > 0 and half in ci_halves and name in ci_metrics and has_ci:
+                res = bootstrap_ci(fn, probs, y, n_resamples=n_bootstrap, level=level, seed=seed)
+                lo, hi = float(res.low), float(res.high)
+            rows.append(
+                {
+                    "dataset": halves["meta"]["dataset"],
+                    "model": halves["meta"]["model"],
+                    "method": method,
+                    "half": half,
+                    "metric": name,
+                    "value": value,
+                    "ci_low": lo,
+                    "ci_high": hi,
+                }
+            )
+    return rows
+
+
+# --------------------------------------------------------------------------------------------
+# the steps, file in, file out
+# --------------------------------------------------------------------------------------------
+def evaluate(
+    logits_path,
+    split_path,
+    calibrator_path,
+    out,
+    *,
+    metrics: list[str] | None = None,
+    halves: list[str] | None = None,
+    n_bootstrap: int = 200,
+    level: float = 0.95,
+    seed: int = 0,
+    ci_halves: list[str] | None = None,
+    ci_metrics: list[str] | None = None,
+    dataset: str | None = None,
+    model: str | None = None,
+    name: str | None = None,
+    allow_other_logits: bool = False,
+    plot=None,
+    plot_options: dict | None = None,
+) -> None:
+    """Every metric of one fitted calibrator on both halves -> long-format CSV ``out``
+    (:func:`evaluate_rows`); with ``plot``, also its reliability diagram on the test half
+    (:func:`calbench.plots.reliability_diagram` with ``plot_options``: ``n_bins``, ``style``,
+    ``title``, ``dpi``), the same figure ``calbench plot-reliability`` draws. Every argument is
+    checked before anything is written."""
+    check_bootstrap(n_bootstrap, level)
+    half_names = halves or list(HALVES)
+    bad = [h for h in half_names if h not in HALVES]
+    if bad:
+        raise ValueError(f"--halves must name test and/or val, got {bad}")
+    chosen = select_metrics(metrics)
+    ci_halves = check_subset(ci_halves, half_names, "--ci-halves", "--halves")
+    ci_metrics = check_subset(ci_metrics, list(chosen), "--ci-metrics", "--metrics")
+    plot_options = dict(plot_options or {})
+    if plot is not None:
+        _check_plot_options(plot_options)
+    data = load_halves(logits_path, split_path)
+    apply_names(data, dataset, model)
+    cal = load_checked_calibrator(calibrator_path, data, allow_other_logits)
+    label = method_name(calibrator_path, name)
+    # each half calibrated once: the metrics and, with ``plot``, the test half's diagram use them
+    wanted = [*half_names, *(["test"] if plot is not None else [])]
+    probs = {half: cal.predict_proba(data[half][0]) for half in dict.fromkeys(wanted)}
+    rows = evaluate_rows(
+        data,
+        probs,
+        label,
+        chosen,
+        half_names=half_names,
+        n_bootstrap=n_bootstrap,
+        level=level,
+        seed=seed,
+        ci_halves=ci_halves,
+        ci_metrics=ci_metrics,
+    )
+    if plot is None:
+        write_long_csv(out, rows, METRIC_COLUMNS)
+        return
+    _draw({label: probs["test"]}, data["test"][1], plot, grid=False, **plot_options)
+    try:
+        write_long_csv(out, rows, METRIC_COLUMNS)
+    except BaseException:
+        Path(plot).unlink(missing_ok=True)  # no partial output: both files or neither
+        raise
+
+
+#: reliability-diagram options of :func:`evaluate` and :func:`plot_reliability`
+PLOT_OPTIONS = ("n_bins", "style", "title", "dpi")
+
+
+def _check_plot_options(options: dict) -> None:
+    from calbench.plots import STYLES  # lazy: code inputs
+
+    unknown = sorted(set(options) - set(PLOT_OPTIONS))
+    if unknown:
+        raise ValueError(f"unknown plot options {unknown}; choose from {list(PLOT_OPTIONS)}")
+    check_choice(options.get("style", "guo"), "style", STYLES)
+
+
+def _draw(probs: dict, labels, out, *, grid: bool, n_bins=10, style="guo", title=None, dpi=100):
+    from calbench import plots  # lazy: code inputs
+
+    if grid:
+        fig = plots.reliability_grid(probs, labels, n_bins=n_bins, style=style, title=title)
+    else:
+        ((name, p),) = probs.items()
+        fig = plots.reliability_diagram(p, labels, n_bins=n_bins, style=style, title=title or name)
+    plots.save_figure(fig, out, dpi=dpi)
+
+
+def plot_reliability(
+    logits_path,
+    split_path,
+    calibrator_paths: list,
+    out,
+    *,
+    grid: bool = False,
+    half: str = "test",
+    allow_other_logits: bool = False,
+    **plot_options,
+) -> None:
+    """Reliability diagram of one calibrator (or, with ``grid``, one panel per calibrator) on
+    one half of a model's logits -> image ``out`` (.png, .pdf, .svg)."""
+    if half not in HALVES:
+        raise ValueError(f"--half must be test or val, got {half!r}")
+    if not grid and len(calibrator_paths) != 1:
+        raise ValueError(
+            "plot-reliability draws one calibrator per figure; pass --grid for several"
+        )
+    _check_plot_options(plot_options)
+    data = load_halves(logits_path, split_path)
+    z, y = data[half]
+    probs = {}
+    for path in calibrator_paths:
+        cal = load_checked_calibrator(path, data, allow_other_logits)
+        probs[method_name(path)] = cal.predict_proba(z)
+    _draw(probs, y, out, grid=grid, **plot_options)
+
+
+def select_best(
+    makers: dict,
+    val: tuple,
+    metrics: dict,
+    *,
+    folds: int = 5,
+    seed: int = 0,
+    exclude=(),
+    log=None,
+) -> tuple[dict[str, str], str]:
+    """The "best" calibrator per metric by K-fold cross-fitting inside the validation half
+    (:func:`calbench.selection.crossfit_scores`; ``val`` = the validation logits and labels,
+    never the test half) and the ``selected_on`` label of the comparison rows. Candidates left
+    out (``exclude``, or a fit that fails on a fold) are reported to ``log`` with the reason."""
+    from calbench.selection import crossfit_scores  # lazy: code inputs
+
+    fit = crossfit_scores(makers, *val, metrics, k=folds, seed=seed, exclude=exclude)
+    for method, why in fit.excluded.items():
+        if log is not None:
+            log(f"best on validation: {method} is not a candidate: {why}")
+    if not fit.candidates:
+        return {}, ""
+    best = {
+        name: fit.best(name, bool(getattr(fn, "higher_is_better", False)))
+        for name, fn in metrics.items()
+    }
+    return best, f"val:{folds}-fold cross-fit"
+
+
+def _log(message: str) -> None:
+    import sys
+
+    print(message, file=sys.stderr)
+
+
+def compare(
+    logits_path,
+    split_path,
+    calibrator_paths: list,
+    out,
+    *,
+    metrics: list[str] | None = None,
+    baselines: list[str] = (),
+    n_bootstrap: int = 1000,
+    level: float = 0.95,
+    seed: int = 0,
+    select_folds: int = 5,
+    select_exclude: list[str] = (),
+    dataset: str | None = None,
+    model: str | None = None,
+    allow_other_logits: bool = False,
+) -> None:
+    """Paired comparisons of one model's calibrators (:func:`compare_rows`) -> CSV ``out``;
+    method names are the calibrator file stems. ``metrics`` (default: every verdict-eligible
+    metric) must be verdict-eligible. The "best" calibrator is chosen by cross-fitting
+    (:func:`select_best`, ``select_folds`` folds): each calibrator is refitted from its
+    method and hyperparameters on the validation folds."""
+    check_bootstrap(n_bootstrap, level)
+    if n_bootstrap < 1:
+        raise ValueError("--n-bootstrap must be >= 1 for compare")
+    check_folds(select_folds)
+    chosen = select_metrics(metrics if metrics is not None else verdict_metrics())
+    check_verdict_metrics(list(chosen), "--metrics")
+    data = load_halves(logits_path, split_path)
+    apply_names(data, dataset, model)
+    z, _ = data["test"]
+    probs, makers = {}, {}
+    for path in calibrator_paths:
+        name = method_name(path)
+        if name in probs:
+            raise ValueError(f"two calibrator files are named {name!r}; give each method one file")
+        cal = load_checked_calibrator(path, data, allow_other_logits)
+        probs[name] = cal.predict_proba(z)
+        makers[name] = _maker(type(cal).name, cal.get_params())
+    check_subset(list(select_exclude), list(probs), "--select-exclude", "the calibrators")
+    best, selected_on = select_best(
+        makers, data["val"], chosen, folds=select_folds, seed=seed, exclude=select_exclude,
+        log=_log,
+    )  # fmt: skip
+    rows = compare_rows(
+        data,
+        probs,
+        chosen,
+        list(baselines),
+        best=best,
+        selected_on=selected_on,
+        n_bootstrap=n_bootstrap,
+        level=level,
+        seed=seed,
+    )
+    write_long_csv(out, rows, COMPARE_COLUMNS)
+
+
+def _maker(method: str, params: dict):
+    """A function returning a fresh, unfitted calibrator ``method(**params)``."""
+    return lambda: get_calibrator(method, **params)

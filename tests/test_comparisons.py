@@ -1,0 +1,87 @@
+"""calbench.comparisons: verdict-eligible metrics only, the direction of every verdict, the
+resolution floor of a resampling test and the wording of each test's null hypothesis."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from calbench.comparisons import (
+    NULL_HYPOTHESES,
+    check_verdict_metrics,
+    compare_rows,
+    direction,
+    null_hypothesis,
+    p_floor,
+    verdict_metrics,
+)
+from calbench.functional import softmax
+from calbench.metrics import METRICS, PAIRED_TESTS
+from calbench.stats import PairedTest
+
+
+def test_direction_labels():
+    assert direction(-0.02, higher_is_better=False) == "better"  # lower NLL
+    assert direction(0.02, higher_is_better=False) == "worse"
+    assert direction(0.01, higher_is_better=True) == "better"  # higher accuracy
+    assert direction(-0.01, higher_is_better=True) == "worse"
+    assert direction(0.0, higher_is_better=False) == "equal"
+    assert direction(float("nan"), higher_is_better=False) == ""
+
+
+def test_p_floor_only_for_resampling_tests():
+    assert p_floor(PairedTest(0.1, 0.1, 1 / 720, "sign_flip", 1 / 720, 719)) == 1 / 720
+    assert p_floor(PairedTest(0.1, 2.0, 0.04, "paired_t", 0.0)) == 0.0
+    # McNemar's smallest p-value is exact, not a resolution floor
+    assert p_floor(PairedTest(0.1, 3.0, 0.25, "mcnemar_exact", 0.25)) == 0.0
+
+
+def test_every_paired_test_has_its_null_in_words():
+    assert set(PAIRED_TESTS) <= set(NULL_HYPOTHESES)
+    assert "not equal calibration error" in null_hypothesis("sign_flip")
+    assert null_hypothesis("jackknife_z").startswith("equal population")
+    with pytest.raises(ValueError, match="no null-hypothesis wording"):
+        null_hypothesis("nope")
+
+
+def test_plug_in_metrics_are_refused_with_the_metric_to_use_instead():
+    eligible = verdict_metrics()
+    assert {"accuracy", "nll", "brier", "ece_ub", "cwece_ub", "ece_ub_mass"} <= set(eligible)
+    assert not {"ece", "cwece", "mce", "smece"} & set(eligible)
+    for plug_in, instead in (("ece", "ece_ub"), ("cwece", "cwece_ub"), ("ace", "ece_ub_mass")):
+        with pytest.raises(ValueError, match=f"use '{instead}'"):
+            check_verdict_metrics(["nll", plug_in])
+    with pytest.raises(ValueError, match="unknown metric 'ecee'"):
+        check_verdict_metrics(["ecee"])
+    y = np.array([0, 1] * 10)
+    halves = {"test": (None, y), "meta": {"dataset": "d", "model": "m"}}
+    p = np.full((20, 2), 0.5)
+    with pytest.raises(ValueError, match="plug-in estimate"):
+        compare_rows(halves, {"a": p, "b": p}, {"ece": METRICS["ece"]}, ["b"])
+
+
+def test_rows_carry_direction_floor_and_null_and_best_comes_from_outside():
+    rng = np.random.default_rng(0)
+    z = rng.normal(size=(2000, 4)) * 2
+    p = softmax(z)
+    y = (p.cumsum(1) > rng.random((2000, 1))).argmax(1)
+    by = {"good": p, "over": softmax(3 * z)}
+    halves = {"test": (None, y), "meta": {"dataset": "d", "model": "m"}}
+    metrics = {m: METRICS[m] for m in ("nll", "ece_ub", "accuracy")}
+    rows = compare_rows(halves, by, metrics, ["over"], best={"nll": "over"},
+                        selected_on="val:5-fold cross-fit", n_bootstrap=20)  # fmt: skip
+    by_key = {(r["metric"], r["family"], r["method"], r["baseline"]): r for r in rows}
+    r = by_key[("nll", "vs:over", "good", "over")]
+    assert r["direction"] == "better" and r["difference"] < 0 and r["p_floor"] == 0.0
+    assert r["null_hypothesis"] == NULL_HYPOTHESES["paired_t"]
+    # the selection (made elsewhere, here deliberately the worse one) is tested, not redone
+    r = by_key[("nll", "best", "over", "good")]
+    assert r["direction"] == "worse" and r["selected_on"] == "val:5-fold cross-fit"
+    r = by_key[("ece_ub", "vs:over", "good", "over")]
+    assert r["direction"] == "better" and r["test"] == "jackknife_z" and r["p_value"] < 1e-6
+    assert r["null_hypothesis"] == NULL_HYPOTHESES["jackknife_z"]
+    # no "best" family for a metric without a selection
+    assert not [r for r in rows if r["family"] == "best" and r["metric"] != "nll"]
+    assert by_key[("accuracy", "vs:over", "good", "over")]["direction"] == "equal"
+    with pytest.raises(ValueError, match="selected calibrators"):
+        compare_rows(halves, by, metrics, ["over"], best={"nll": "nope"})
