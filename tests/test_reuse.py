@@ -21,7 +21,8 @@ SPEC = {
     },
     "evaluation": {"metrics": ["accuracy", "ece", "nll"], "halves": ["test", "val"],
                    "n_bootstrap": 0, "level": 0.9, "seed": 0, "ci_halves": None, "ci_metrics": None},
-    "compare": {"metrics": ["ece"], "baselines": ["uncalibrated"], "n_bootstrap": 20},
+    "compare": {"metrics": ["ece_ub"], "baselines": ["uncalibrated"], "n_bootstrap": 20,
+                "select_folds": 3, "select_exclude": []},
     "plots": {"n_bins": 5, "style": "guo"},
 }  # fmt: skip
 
@@ -55,7 +56,8 @@ def _outputs(out):
 
 @pytest.fixture
 def kept(data, tmp_path, monkeypatch):
-    """A filled cache, the reference outputs of a run without it, and a log of ts fits."""
+    """A filled cache, the reference outputs of a run without it, and a log of ts fits on the
+    whole validation half (the cross-fitted selection's fold fits are not counted)."""
     from calbench.calibrators import REGISTRY
 
     reuse = tmp_path / "kept"
@@ -63,7 +65,7 @@ def kept(data, tmp_path, monkeypatch):
     assert _calibrate(data, tmp_path / "plain") == 0
     fits = []
     real = REGISTRY["ts"].fit
-    monkeypatch.setattr(REGISTRY["ts"], "fit", lambda self, *a, **k: fits.append(1) or real(self, *a, **k))
+    monkeypatch.setattr(REGISTRY["ts"], "fit", lambda self, z, *a, **k: fits.extend([1] * (len(z) == N // 2)) or real(self, z, *a, **k))
     entry = next((reuse / "ts").iterdir())
     return {"reuse": reuse, "entry": entry, "fits": fits, "plain": _outputs(tmp_path / "plain")}
 
