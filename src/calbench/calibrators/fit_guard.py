@@ -10,7 +10,7 @@ with max |z| = 57 it lands on T = 0.0118 instead of 6.92, NLL 17.4 instead of 4.
 
 Each guarded fit compares the two values (:func:`diverged`), refits with a safe method where it
 diverged (strong-Wolfe line search in float64 for the scaling family), warns on stderr with a
-:class:`RefitWarning` saying what happened, records the sentence on the calibrator
+:class:`FitGuardWarning` saying what happened, records the sentence on the calibrator
 (``fit_note_``), and raises a one-line ``ValueError`` naming the calibrator when the safe refit
 is still worse than the start.  A fit that did not diverge is returned untouched, so its result
 is bit-identical to the unguarded fit.
@@ -27,8 +27,9 @@ import numpy as np
 RTOL = 1e-6
 
 
-class RefitWarning(UserWarning):
-    """A calibrator's fit diverged and was redone with a safe optimiser (see the message)."""
+class FitGuardWarning(UserWarning):
+    """A calibrator's fit diverged and was redone with a safe optimiser, or stopped at a bound
+    of its parameter's range (the message says which)."""
 
 
 def diverged(fitted: float, start: float) -> bool:
@@ -43,8 +44,9 @@ def describe(name: str, what: str, objective: str, fitted: float, start: float, 
 
 
 def warn_refit(note: str) -> None:
-    """Emit ``note`` as a :class:`RefitWarning` (shown on stderr)."""
-    warnings.warn(note, RefitWarning, stacklevel=4)
+    """Emit ``note`` as a :class:`FitGuardWarning` (shown on stderr; attributed to the caller of
+    ``Calibrator.fit``)."""
+    warnings.warn(note, FitGuardWarning, stacklevel=4)
 
 
 def fail(note: str, refit_value: float, fix: str) -> ValueError:

@@ -25,7 +25,7 @@ import numpy as np
 
 from calbench._torch import eager_optimizers, eager_step
 from calbench.calibrators.base import Calibrator, Field, register
-from calbench.calibrators.fit_guard import RefitWarning, describe, diverged, fail, warn_refit
+from calbench.calibrators.fit_guard import FitGuardWarning, describe, diverged, fail, warn_refit
 from calbench.calibrators.scaling import TemperatureScaling, resolve_device
 from calbench.functional import softmax
 from calbench.metrics.soft import sb_ece_torch
@@ -114,7 +114,7 @@ class TemperatureScalingSBECE(Calibrator):
         self.fit_note_ = None
         # the outer fit already applied (or was told to skip) the probability-input check
         with warnings.catch_warnings():  # its divergence note is re-issued below, named ts_sbece
-            warnings.simplefilter("ignore", RefitWarning)
+            warnings.simplefilter("ignore", FitGuardWarning)
             ts = TemperatureScaling(device=self._params["device"]).fit(
                 logits, labels, allow_probabilities=True
             )

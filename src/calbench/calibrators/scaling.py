@@ -178,7 +178,7 @@ def fit_scaling(
     Divergence guard (:mod:`calbench.calibrators.fit_guard`): when the fitted objective
     (evaluated in float64) is non-finite or above its value at the initial map, the fit is
     redone with a strong-Wolfe line search in float64 (parameters then rounded to ``dtype``) and
-    a :class:`~calbench.calibrators.fit_guard.RefitWarning` says so; a refit still worse than
+    a :class:`~calbench.calibrators.fit_guard.FitGuardWarning` says so; a refit still worse than
     the start is a ``ValueError`` naming ``name`` (default ``kind``).  A fit that did not diverge
     is returned unchanged.
     """
