@@ -250,6 +250,7 @@ def test_ets_never_above_its_start_and_says_when_its_range_binds(scale):
     if t_star > 1.5 * T_BOUNDS[1]:
         assert len(notes) == 1 and notes[0] == cal.fit_note_
         assert notes[0].startswith("ets: the temperature stopped at the bound T=5 ")
+        assert "the logits are too large for that range" in notes[0]
     else:
         assert notes == [] and cal.fit_note_ is None
 

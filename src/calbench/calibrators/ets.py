@@ -173,8 +173,9 @@ class EnsembleTemperatureScaling(Calibrator):
                 self.fit_note_ = (
                     f"ets: the temperature stopped at the bound T={bound:g} of Zhang et al.'s "
                     f"search range {T_BOUNDS} while the {loss.upper()} still falls beyond it "
-                    f"({here:.4g} at T={bound:g}, {there:.4g} at T={beyond:.4g}); the logits are "
-                    f"too {size} for ets's range; ts fits the temperature without a bound"
+                    f"({here:.4g} at T={bound:g}, {there:.4g} at T={beyond:.4g}): the logits are "
+                    f"too {size} for that range (or uninformative); ts fits the temperature "
+                    "without a bound"
                 )
                 warn_refit(self.fit_note_)
 

@@ -212,7 +212,9 @@ def guarded_fit_scaling(
             )
 
     def value(params):
-        return scaling_objective(logits, labels, kind, params, l2=l2, odir=odir, l2_center=l2_center)
+        return scaling_objective(
+            logits, labels, kind, params, l2=l2, odir=odir, l2_center=l2_center
+        )
 
     out = fit(line_search, dtype)
     start = value(init_params(kind, n_classes))

@@ -47,7 +47,6 @@ from calbench.calibrators.precision import check_precision
 from calbench.calibrators.scaling import SINGLE_THREAD_MAX_ENTRIES
 from calbench.functional import (  # noqa: E402  (shared with metrics.refinement)
     LOG_TINY32,
-    clipped_log_probs,
     fit_inverse_temperature,
     log_softmax,
     softmax,
