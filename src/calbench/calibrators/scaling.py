@@ -203,7 +203,6 @@ def guarded_fit_scaling(
         raise ValueError(f"odir regularisation applies to matrix scaling (ms_b) only, not {kind!r}")
     name = name or kind
     dev = resolve_device(device)
-    n_classes = int(logits.shape[1])
 
     def fit(search, precision):
         with cpu_fit_settings(int(np.size(logits)), dev):
@@ -217,7 +216,7 @@ def guarded_fit_scaling(
         )
 
     out = fit(line_search, dtype)
-    start = value(init_params(kind, n_classes))
+    start = value(None)
     fitted = value(out)
     if not diverged(fitted, start):
         return out, None
@@ -241,13 +240,17 @@ def guarded_fit_scaling(
 def scaling_objective(
     logits, labels, kind, params, *, l2=0.0, odir=None, l2_center="init"
 ) -> float:
-    """The objective of :func:`fit_scaling` at ``params``, in float64 (``inf`` if non-finite)."""
+    """The objective of :func:`fit_scaling` at ``params``, in float64 (``inf`` if non-finite);
+    ``params=None``: at the initial (identity) map, whose logits are ``z`` itself (no product
+    with an identity matrix: on 1,000 classes that would cost more than the fit's own steps)."""
     z = np.asarray(logits, dtype=np.float64)
+    identity = params is None
+    params = init_params(kind, z.shape[1]) if identity else params
     p64 = {k: np.asarray(v, dtype=np.float64) for k, v in params.items()}
     if not all(np.all(np.isfinite(v)) for v in p64.values()):
         return float("inf")
     with np.errstate(over="ignore", invalid="ignore"):
-        g = apply_scaling(z, p64)
+        g = z if identity else apply_scaling(z, p64)
         m = g.max(axis=1, keepdims=True)
         lse = m[:, 0] + np.log(np.exp(g - m).sum(axis=1))
         loss = float(np.mean(lse - g[np.arange(g.shape[0]), np.asarray(labels)]))
