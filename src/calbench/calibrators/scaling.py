@@ -24,6 +24,11 @@ initial (identity) map, and for ``ms_b`` the Off-Diagonal and Intercept Regulari
 Kull et al. 2019, "Beyond temperature scaling" (NeurIPS), section 4:
 ``lambda / (K (K-1)) * sum_{i != j} W_ij**2 + mu / K * sum_j b_j**2``, added to the mean NLL.
 
+Divergence guard: without a line search LBFGS diverges on large logits (max |z| ~ 57 and
+beyond); a fit whose objective ends above its value at the identity map, or non-finite, is
+redone with a strong-Wolfe line search in float64 and says so (:func:`guarded_fit_scaling`,
+:mod:`calbench.calibrators.fit_guard`); fits that did not diverge are untouched.
+
 ``predict_proba`` is pure numpy (float64 arithmetic on the stored parameters; with
 ``precision="float32"`` the study's float32 arithmetic and float32 softmax, see
 :mod:`calbench.calibrators.precision`); torch is imported only inside ``fit``.  ``dtype`` is the
