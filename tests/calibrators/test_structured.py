@@ -5,14 +5,13 @@ import pytest
 
 from calbench.calibrators import get_calibrator
 from calbench.calibrators.structured import (
-    clipped_log_probs,
     fit_inverse_temperature,
     fit_sms,
     fit_svs,
     float32_log_features,
     ts_mix_probs,
 )
-from calbench.functional import log_softmax, softmax
+from calbench.functional import clipped_log_probs, log_softmax, softmax
 
 
 def test_inverse_temperature_is_the_stationary_point(problem):

@@ -27,6 +27,7 @@ import numpy as np
 
 from calbench._checks import check_choice
 from calbench.calibrators.base import Calibrator, Field, register
+from calbench.calibrators.fit_guard import describe, diverged, fail, warn_refit
 from calbench.calibrators.precision import check_precision
 from calbench.functional import softmax
 
@@ -128,6 +129,8 @@ class EnsembleTemperatureScaling(Calibrator):
         super().__init__(loss=loss, precision=check_precision(precision))
         self.temperature_: float | None = None
         self.weights_: np.ndarray | None = None
+        #: what the divergence guard reported (:mod:`calbench.calibrators.fit_guard`), else None
+        self.fit_note_: str | None = None
 
     def _parts(self, z: np.ndarray, t: float) -> list[np.ndarray]:
         z = np.asarray(z, dtype=np.float64)
@@ -137,8 +140,44 @@ class EnsembleTemperatureScaling(Calibrator):
     def _fit(self, logits: np.ndarray, labels: np.ndarray) -> None:
         loss = self._params["loss"]
         z = np.asarray(logits, dtype=np.float64)
+        self.fit_note_ = None
         self.temperature_ = fit_temperature(z, labels, loss)
         self.weights_ = fit_weights(self._parts(z, self.temperature_), labels, loss)
+        self._guard(z, labels, loss)
+
+    def _mixture_loss(self, z, labels, loss: str, t: float, w) -> float:
+        p = self._parts(z, t)
+        return _loss(w[0] * p[0] + w[1] * p[1] + w[2] * p[2], labels, loss)
+
+    def _guard(self, z: np.ndarray, labels: np.ndarray, loss: str) -> None:
+        """Divergence guard (:mod:`calbench.calibrators.fit_guard`): the fit must not end above
+        its start (``T = 1``, weights ``(1, 0, 0)``: plain temperature scaling at T = 1), and a
+        temperature held at an end of :data:`T_BOUNDS` while the loss still falls beyond it is
+        reported (:class:`~calbench.calibrators.fit_guard.FitGuardWarning`): Zhang et al.'s range
+        assumes logits of the usual size, and on larger ones ets is left far from its optimum."""
+        start = self._mixture_loss(z, labels, loss, 1.0, np.array([1.0, 0.0, 0.0]))
+        fitted = self._mixture_loss(z, labels, loss, self.temperature_, self.weights_)
+        if diverged(fitted, start):  # unreachable: T = 1 and (1, 0, 0) are feasible
+            note = describe("ets", "the bounded fit", loss.upper(), fitted, start, "T=1")
+            raise fail(note, fitted, "check the logits for extreme values")
+        t = self.temperature_
+        for bound, beyond, size in (
+            (T_BOUNDS[0], T_BOUNDS[0] / 1.01, "small"),
+            (T_BOUNDS[1], T_BOUNDS[1] * 1.01, "large"),
+        ):
+            if abs(t - bound) > 1e-6 * bound:
+                continue
+            here = _loss(softmax(z / t), labels, loss)
+            there = _loss(softmax(z / beyond), labels, loss)
+            if there < here:
+                self.fit_note_ = (
+                    f"ets: the temperature stopped at the bound T={bound:g} of Zhang et al.'s "
+                    f"search range {T_BOUNDS} while the {loss.upper()} still falls beyond it "
+                    f"({here:.4g} at T={bound:g}, {there:.4g} at T={beyond:.4g}): the logits are "
+                    f"too {size} for that range (or uninformative); ts fits the temperature "
+                    "without a bound"
+                )
+                warn_refit(self.fit_note_)
 
     def _predict_proba(self, logits: np.ndarray) -> np.ndarray:
         p0, p1, p2 = self._parts(logits, self.temperature_)

@@ -18,12 +18,14 @@ flat in places, where LBFGS's curvature estimates are unreliable.  Calibrated pr
 
 from __future__ import annotations
 
+import warnings
 from typing import Any
 
 import numpy as np
 
 from calbench._torch import eager_optimizers, eager_step
 from calbench.calibrators.base import Calibrator, Field, register
+from calbench.calibrators.fit_guard import FitGuardWarning, describe, diverged, fail, warn_refit
 from calbench.calibrators.scaling import TemperatureScaling, resolve_device
 from calbench.functional import softmax
 from calbench.metrics.soft import sb_ece_torch
@@ -83,6 +85,8 @@ class TemperatureScalingSBECE(Calibrator):
         )
         self.temperature_: float | None = None
         self.nll_temperature_: float | None = None
+        #: how a diverged fit was redone (:mod:`calbench.calibrators.fit_guard`), else None
+        self.fit_note_: str | None = None
 
     def objective(self, logits, labels, temperature: float) -> float:
         """SB-ECE of ``softmax(logits / temperature)`` with this calibrator's options."""
@@ -107,15 +111,44 @@ class TemperatureScalingSBECE(Calibrator):
     def _fit(self, logits: np.ndarray, labels: np.ndarray) -> None:
         import torch
 
+        self.fit_note_ = None
         # the outer fit already applied (or was told to skip) the probability-input check
-        ts = TemperatureScaling(device=self._params["device"]).fit(
-            logits, labels, allow_probabilities=True
-        )
+        with warnings.catch_warnings():  # its divergence note is re-issued below, named ts_sbece
+            warnings.simplefilter("ignore", FitGuardWarning)
+            ts = TemperatureScaling(device=self._params["device"]).fit(
+                logits, labels, allow_probabilities=True
+            )
+        notes = []
+        if ts.fit_note_:
+            notes.append("ts_sbece: initial NLL temperature: " + ts.fit_note_.removeprefix("ts: "))
         self.nll_temperature_ = ts.temperature_
         dev = resolve_device(self._params["device"])
         z = torch.as_tensor(np.asarray(logits, dtype=np.float64), device=dev)
         y = torch.as_tensor(labels, device=dev)
-        log_t = torch.tensor(np.log(self.nll_temperature_), dtype=torch.float64, device=dev)
+        best, best_t = self._descend(z, y, np.log(self.nll_temperature_))
+        # divergence guard (calbench.calibrators.fit_guard): never end above SB-ECE at T = 1
+        start = self.objective(logits, labels, 1.0)
+        if diverged(best, start):
+            note = describe(
+                "ts_sbece", f"Adam from the NLL temperature T={self.nll_temperature_:.4g}",
+                "SB-ECE", best, start, "T=1",
+            )  # fmt: skip
+            best, best_t = self._descend(z, y, 0.0)
+            if diverged(best, start):  # cannot happen: the restart keeps T = 1 if nothing beats it
+                raise fail(note, best, "check the logits for extreme values")
+            notes.append(f"{note}; restarted from T=1 (SB-ECE {best:.4g})")
+        self.temperature_ = float(np.exp(best_t))
+        self.sbece_ = best
+        if notes:
+            self.fit_note_ = "; ".join(notes)
+            warn_refit(self.fit_note_)
+
+    def _descend(self, z, y, log_t0: float) -> tuple[float, float]:
+        """``n_steps`` Adam steps on ``log T`` from ``log_t0``: ``(lowest SB-ECE, its log T)``
+        (the starting point included)."""
+        import torch
+
+        log_t = torch.tensor(log_t0, dtype=torch.float64, device=z.device)
         log_t.requires_grad_(True)
         eager_optimizers(torch.optim.Adam)
         opt = torch.optim.Adam([log_t], lr=self._params["lr"])
@@ -128,8 +161,7 @@ class TemperatureScalingSBECE(Calibrator):
                 best, best_t = value, float(log_t.detach())
             loss.backward()
             eager_step(opt)
-        self.temperature_ = float(np.exp(best_t))
-        self.sbece_ = best
+        return best, best_t
 
     def _predict_proba(self, logits: np.ndarray) -> np.ndarray:
         return softmax(np.asarray(logits, dtype=np.float64) / self.temperature_)

@@ -24,6 +24,11 @@ initial (identity) map, and for ``ms_b`` the Off-Diagonal and Intercept Regulari
 Kull et al. 2019, "Beyond temperature scaling" (NeurIPS), section 4:
 ``lambda / (K (K-1)) * sum_{i != j} W_ij**2 + mu / K * sum_j b_j**2``, added to the mean NLL.
 
+Divergence guard: without a line search LBFGS diverges on large logits (max |z| ~ 57 and
+beyond); a fit whose objective ends above its value at the identity map, or non-finite, is
+redone with a strong-Wolfe line search in float64 and says so (:func:`guarded_fit_scaling`,
+:mod:`calbench.calibrators.fit_guard`); fits that did not diverge are untouched.
+
 ``predict_proba`` is pure numpy (float64 arithmetic on the stored parameters; with
 ``precision="float32"`` the study's float32 arithmetic and float32 softmax, see
 :mod:`calbench.calibrators.precision`); torch is imported only inside ``fit``.  ``dtype`` is the
@@ -42,6 +47,7 @@ from calbench._checks import check_choice
 from calbench._device import resolve_device
 from calbench._torch import eager_optimizers
 from calbench.calibrators.base import Calibrator, Field, register
+from calbench.calibrators.fit_guard import describe, diverged, fail, warn_refit
 from calbench.calibrators.precision import check_precision, softmax32
 from calbench.functional import softmax
 
@@ -157,6 +163,7 @@ def fit_scaling(
     l2: float = 0.0,
     odir: tuple[float, float] | None = None,
     l2_center: str = "init",
+    name: str | None = None,
 ) -> dict[str, np.ndarray]:
     """Fit scaling family ``kind`` by minimising mean cross-entropy (+ penalties) with LBFGS.
 
@@ -172,16 +179,96 @@ def fit_scaling(
     call, as in the study.  Returns the fitted parameters as numpy arrays of ``dtype``.
     On the CPU the fit runs under :func:`cpu_fit_settings` (one thread for small problems,
     denormals flushed to zero), which changes its speed, not its arithmetic.
+
+    Divergence guard (:mod:`calbench.calibrators.fit_guard`): when the fitted objective
+    (evaluated in float64) is non-finite or above its value at the initial map, the fit is
+    redone with a strong-Wolfe line search in float64 (parameters then rounded to ``dtype``) and
+    a :class:`~calbench.calibrators.fit_guard.FitGuardWarning` says so; a refit still worse than
+    the start is a ``ValueError`` naming ``name`` (default ``kind``).  A fit that did not diverge
+    is returned unchanged.
     """
+    params, note = guarded_fit_scaling(
+        logits, labels, kind, max_iter=max_iter, line_search=line_search, dtype=dtype,
+        device=device, l2=l2, odir=odir, l2_center=l2_center, name=name,
+    )  # fmt: skip
+    if note:
+        warn_refit(note)
+    return params
+
+
+def guarded_fit_scaling(
+    logits, labels, kind, *, max_iter=1000, line_search=None, dtype="float32", device="auto",
+    l2=0.0, odir=None, l2_center="init", name=None,
+) -> tuple[dict[str, np.ndarray], str | None]:  # fmt: skip
+    """:func:`fit_scaling` without the warning: ``(params, note)``, ``note`` the sentence saying
+    how a diverged fit was redone (``None`` when the first fit did not diverge)."""
     _check_options(line_search, max_iter, dtype, l2, odir)
     check_choice(l2_center, "l2_center", ("init", "zero"))
     if odir is not None and kind != "ms_b":
         raise ValueError(f"odir regularisation applies to matrix scaling (ms_b) only, not {kind!r}")
+    name = name or kind
     dev = resolve_device(device)
-    with cpu_fit_settings(int(np.size(logits)), dev):
-        return _fit_scaling(
-            logits, labels, kind, max_iter, line_search, dtype, dev, l2, odir, l2_center
+
+    def fit(search, precision):
+        with cpu_fit_settings(int(np.size(logits)), dev):
+            return _fit_scaling(
+                logits, labels, kind, max_iter, search, precision, dev, l2, odir, l2_center
+            )
+
+    def value(params):
+        return scaling_objective(
+            logits, labels, kind, params, l2=l2, odir=odir, l2_center=l2_center
         )
+
+    out = fit(line_search, dtype)
+    start = value(None)
+    fitted = value(out)
+    if not diverged(fitted, start):
+        return out, None
+    at = "T=1" if kind == "ts" else "the identity map"
+    what = "LBFGS " + ("without line search" if line_search is None else f"({line_search})")
+    note = describe(name, what, "NLL" if not (l2 or odir) else "objective", fitted, start, at)
+    fix = (
+        "check the logits for extreme values, or fit with line_search='strong_wolfe', "
+        "dtype='float64'"
+    )
+    if (line_search, dtype) == ("strong_wolfe", "float64"):
+        raise fail(note, fitted, fix)
+    refit = {k: v.astype(dtype) for k, v in fit("strong_wolfe", "float64").items()}
+    again = value(refit)
+    if diverged(again, start):
+        raise fail(note, again, fix)
+    note += f"; refitted with strong-Wolfe line search in float64 (NLL {again:.4g})"
+    return refit, note
+
+
+def scaling_objective(
+    logits, labels, kind, params, *, l2=0.0, odir=None, l2_center="init"
+) -> float:
+    """The objective of :func:`fit_scaling` at ``params``, in float64 (``inf`` if non-finite);
+    ``params=None``: at the initial (identity) map, whose logits are ``z`` itself (no product
+    with an identity matrix: on 1,000 classes that would cost more than the fit's own steps)."""
+    z = np.asarray(logits, dtype=np.float64)
+    identity = params is None
+    params = init_params(kind, z.shape[1]) if identity else params
+    p64 = {k: np.asarray(v, dtype=np.float64) for k, v in params.items()}
+    if not all(np.all(np.isfinite(v)) for v in p64.values()):
+        return float("inf")
+    with np.errstate(over="ignore", invalid="ignore"):
+        g = z if identity else apply_scaling(z, p64)
+        m = g.max(axis=1, keepdims=True)
+        lse = m[:, 0] + np.log(np.exp(g - m).sum(axis=1))
+        loss = float(np.mean(lse - g[np.arange(g.shape[0]), np.asarray(labels)]))
+    k = z.shape[1]
+    if l2:
+        init = init_params(kind, k)
+        center = {n: 0.0 if l2_center == "zero" else init[n] for n in p64}
+        loss += l2 * sum(float(((p64[n] - center[n]) ** 2).sum()) for n in p64)
+    if odir is not None:
+        lam, mu = odir
+        off = p64["W"] - np.diag(np.diag(p64["W"]))
+        loss += lam / (k * (k - 1)) * float((off**2).sum()) + mu / k * float((p64["b"] ** 2).sum())
+    return loss if np.isfinite(loss) else float("inf")
 
 
 def _fit_scaling(
@@ -226,13 +313,8 @@ def _fit_scaling(
         return loss
 
     opt.step(closure)
-    out = {k: v.detach().cpu().numpy().astype(dtype, copy=False) for k, v in params.items()}
-    if not all(np.all(np.isfinite(v)) for v in out.values()):
-        raise ValueError(
-            f"{kind} fit diverged (non-finite parameters); "
-            "retry with line_search='strong_wolfe' or dtype='float64'"
-        )
-    return out
+    # non-finite parameters are left to the divergence guard of guarded_fit_scaling
+    return {k: v.detach().cpu().numpy().astype(dtype, copy=False) for k, v in params.items()}
 
 
 #: Fitted-state schema of each parameterisation (shapes against K; the inverse temperature a > 0).
@@ -276,6 +358,8 @@ class _LogitScaling(Calibrator):
             **extra,
         )
         self.params_: dict[str, np.ndarray] | None = None
+        #: how a diverged fit was redone (:mod:`calbench.calibrators.fit_guard`), else None
+        self.fit_note_: str | None = None
 
     def _transform_input(self, logits: np.ndarray) -> np.ndarray:
         """Features the affine map acts on (the logits themselves; Dirichlet overrides)."""
@@ -284,7 +368,8 @@ class _LogitScaling(Calibrator):
     def _fit(self, logits: np.ndarray, labels: np.ndarray) -> None:
         p = self._params
         odir = p.get("odir")
-        self.params_ = fit_scaling(
+        self.fit_note_ = None
+        self.params_, self.fit_note_ = guarded_fit_scaling(
             self._transform_input(logits),
             labels,
             self.kind,
@@ -294,7 +379,10 @@ class _LogitScaling(Calibrator):
             device=p["device"],
             l2=p["l2"],
             odir=tuple(odir) if odir is not None else None,
+            name=self.name,
         )
+        if self.fit_note_:
+            warn_refit(self.fit_note_)
 
     def transform_logits(self, logits) -> np.ndarray:
         """Calibrated logits ``g(z)`` whose softmax is :meth:`predict_proba`: float64, or with
