@@ -16,6 +16,7 @@ One module per concern, every name re-exported here (``from calbench.stats impor
 
 from __future__ import annotations
 
+from calbench.metrics import METRICS  # re-exported: callers read the registry through stats
 from calbench.multiplicity import benjamini_hochberg, holm, min_adjusted_p
 from calbench.stats._common import (
     PairedTest,
