@@ -57,6 +57,7 @@ from calbench.stats.ranks import (
 from calbench.stats.ub import ub_interval, ub_jackknife, ub_paired_test, ub_upper_bound
 
 __all__ = [
+    "METRICS",
     "CALIBRATION_ERRORS",
     "INTERVAL_METHODS",
     "NO_INTERVAL",
