@@ -722,3 +722,59 @@ def test_sign_flip_flips_are_shared_between_tests_and_equal_to_fresh_draws(monke
     assert stats.sign_flip_test(METRICS["ece"], pa, pb, y, n_permutations=299, seed=4) == first
     assert stats.sign_flip_test(METRICS["cwece"], pa, pb, y, n_permutations=299, seed=4) == again
     assert not stats.paired._FLIPS
+
+
+def _calibrated_coarsening(model, probs, levels=4):
+    """A calibrated model's (gamma 1) calibrated coarsening: each top confidence replaced by
+    its population quantile group's mean confidence (exact Beta moments), which is also the
+    group's accuracy (perf/bench_tests.py::coarsen)."""
+    from scipy.special import betainc
+    from scipy.stats import beta
+
+    k, a, b = model.n_classes, model.a, model.b
+    qs = beta.ppf(np.linspace(0.0, 1.0, levels + 1), a, b)
+    top = np.argmax(probs, axis=1)
+    u = (probs[np.arange(top.shape[0]), top] - 1.0 / k) / (1.0 - 1.0 / k)
+    g = np.clip(np.searchsorted(qs, u, side="right") - 1, 0, levels - 1)
+    lo, hi = qs[g], qs[g + 1]
+    mean_u = a / (a + b) * (betainc(a + 1, b, hi) - betainc(a + 1, b, lo))
+    mean_u /= betainc(a, b, hi) - betainc(a, b, lo)
+    c = 1.0 / k + (1.0 - 1.0 / k) * mean_u
+    out = np.repeat(((1.0 - c) / (k - 1))[:, None], k, axis=1)
+    out[np.arange(top.shape[0]), top] = c
+    return out
+
+
+@pytest.mark.parametrize("gamma", [1.0, 1.6])
+def test_unbiased_error_interval_covers_its_population_value(gamma):
+    """A small version of perf/bench_coverage.py part ub: 300 test sets of N = 500, 95%
+    interval of ece_ub (population value with the same bins): coverage in [0.90, 0.99]
+    (binomial standard error 0.013)."""
+    model = SyntheticModel(n_classes=10, gamma=gamma)
+    truth = population_errors(model)["ece_ub"]
+    rng = np.random.default_rng(11)
+    cover = 0
+    for _ in range(300):
+        p, y = model.sample(500, rng)
+        _, lo, hi = S.ub_interval("ece_ub", p, y)
+        cover += lo <= truth <= hi
+    assert 0.90 <= cover / 300 <= 0.99
+
+
+def test_unbiased_error_test_keeps_its_level_against_a_calibrated_coarsening():
+    """The same-sample null the plug-in sign-flip test fails (perf/bench_tests.py): a
+    calibrated model against its calibrated 4-level coarsening, N = 1000, 300 test sets:
+    rejections at 0.05 stay below 0.05 + 2 standard errors; the plug-in ECE's sign-flip test
+    rejects far more often on the same sets."""
+    model = SyntheticModel(n_classes=10, gamma=1.0)
+    assert population_errors(model)["ece_ub"] < 1e-9
+    rng = np.random.default_rng(12)
+    hits = flips = 0
+    for r in range(300):
+        p, y = model.sample(1000, rng)
+        q = _calibrated_coarsening(model, p)
+        hits += S.paired_test("ece_ub", p, q, y).p_value < 0.05
+        if r < 60:
+            flips += S.paired_test("ece", p, q, y, n_permutations=99, seed=r).p_value < 0.05
+    assert hits / 300 <= 0.05 + 2 * (0.05 * 0.95 / 300) ** 0.5
+    assert flips / 60 > 0.1

@@ -9,7 +9,13 @@ without re-indexing the ``(N, K)`` array.
 
 Kull et al. 2019's conventions are registered as ``ece_kull``, ``mce_kull``, ``cwece_kull`` (sum
 over classes, their per-class binning), ``brier_kull`` (divided by K) and ``nll_kull``
-(:mod:`calbench.metrics.kull`).
+(:mod:`calbench.metrics.kull`). The unbiased squared calibration errors ``ece_ub``,
+``ece_ub_mass`` and ``cwece_ub`` (:mod:`calbench.metrics.unbiased`) carry the registry's
+``jackknife`` interval and ``jackknife_z`` test.
+
+The facts of an entry are :class:`calbench.metrics.registry.Metric`; the per-sample, bootstrap
+and sign-flip forms of the entries live in :mod:`calbench.metrics.forms`, the entries beyond the
+study's table in :mod:`calbench.metrics.entries`.
 """
 
 from __future__ import annotations

@@ -67,6 +67,8 @@ REFERENCES = {
     "diagrams via kernel smoothing. arXiv:2309.12236, 2023.",
     "Bröcker & Smith 2007": "J. Bröcker, L. A. Smith. Increasing the reliability of reliability "
     "diagrams. Weather and Forecasting 22(3), 2007.",
+    "Sun et al. 2024": "Y. Sun, P. Chaudhari, I. J. Barnett, E. Dobriban. A confidence interval "
+    "for the l2 expected calibration error. arXiv:2408.08998, 2024.",
     "Spiegelhalter 1986": "D. J. Spiegelhalter. Probabilistic prediction in patient management "
     "and clinical trials. Statistics in Medicine 5(5), 1986.",
     "Arrieta-Ibarra et al. 2022": "I. Arrieta-Ibarra, P. Gujral, J. Tannen, M. Tygert, C. Xu. "

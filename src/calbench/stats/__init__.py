@@ -16,6 +16,7 @@ One module per concern, every name re-exported here (``from calbench.stats impor
 
 from __future__ import annotations
 
+from calbench.metrics import METRICS  # re-exported: callers read the registry through stats
 from calbench.multiplicity import benjamini_hochberg, holm, min_adjusted_p
 from calbench.stats._common import (
     PairedTest,
@@ -56,6 +57,7 @@ from calbench.stats.ranks import (
 from calbench.stats.ub import ub_interval, ub_jackknife, ub_paired_test, ub_upper_bound
 
 __all__ = [
+    "METRICS",
     "CALIBRATION_ERRORS",
     "INTERVAL_METHODS",
     "NO_INTERVAL",
