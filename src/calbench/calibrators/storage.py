@@ -148,7 +148,7 @@ def decode_array(value: dict) -> np.ndarray:
                 )
         elif np.isfinite(lo) and np.isfinite(hi):
             big = max(abs(float(lo)), abs(float(hi)))
-            if big > np.finfo(dtype).max:
+            if big > float(np.finfo(dtype).max):
                 raise ValueError(f"value {big:g} is out of range for dtype {dtype}")
     return arr.astype(dtype).reshape(shape)
 
