@@ -36,9 +36,9 @@ rule calibrate:
         "logs/calibrate/{dataset}/{model}.log",
     benchmark:
         "benchmarks/calibrate/{dataset}/{model}.tsv"
-    threads: 1
+    threads: calibrate_threads
     resources:
-        mem_mb=4000,
+        mem_mb=calibrate_mem_mb,
         runtime=60,
     conda:
         "../../envs/calbench.yaml"
