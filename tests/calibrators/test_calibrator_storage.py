@@ -6,7 +6,6 @@ import warnings
 
 import numpy as np
 import pytest
-from conftest import make_problem
 
 import calbench.calibrators.base as base
 from calbench.calibrators import REGISTRY, get_calibrator, load_calibrator, save_calibrator
@@ -18,6 +17,7 @@ from calbench.calibrators.storage import (
     to_jsonable,
 )
 from calbench.evaluation import load_checked_calibrator
+from conftest import make_problem
 
 OURS = sorted(n for n, c in REGISTRY.items() if c.__module__.startswith("calbench."))
 #: bytes a file may hold beyond 4x its parameters: keys, params, fitted_on, digest
@@ -162,9 +162,7 @@ def test_reversed_isotonic_knots_are_refused(fitted, name):
         _refused(_reseal(path, doc), "knots_y must not decrease")
 
 
-@pytest.mark.parametrize(
-    "name, field", [("venn_abers", "scores"), ("spline", "knots")]
-)
+@pytest.mark.parametrize("name, field", [("venn_abers", "scores"), ("spline", "knots")])
 def test_unsorted_knots_of_other_calibrators_are_refused(fitted, name, field):
     path, doc = fitted(name)
     arr = decode_array(doc["state"][field])

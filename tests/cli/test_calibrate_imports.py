@@ -45,7 +45,9 @@ def _job(tmp_path, calibrators):
         [sys.executable, "-c", PROBE, *map(str, args)], capture_output=True, text=True
     )
     assert res.returncode == 0, res.stderr[-2000:]
-    return res.stdout.split("RC ")[-1].split() + ([res.stderr[-300:]] if "RC 0" not in res.stdout else [])
+    return res.stdout.split("RC ")[-1].split() + (
+        [res.stderr[-300:]] if "RC 0" not in res.stdout else []
+    )
 
 
 def test_a_numpy_only_calibrate_job_does_not_import_torch(tmp_path):

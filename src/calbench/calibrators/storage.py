@@ -134,7 +134,9 @@ def decode_array(value: dict) -> np.ndarray:
     if arr.dtype.kind not in "iuf":
         raise ValueError(f"must hold numbers only, got {arr.dtype} values")
     if arr.size != math.prod(shape):
-        raise ValueError(f"holds {arr.size} values, but shape {list(shape)} needs {math.prod(shape)}")
+        raise ValueError(
+            f"holds {arr.size} values, but shape {list(shape)} needs {math.prod(shape)}"
+        )
     if arr.size:
         lo, hi = arr.min(), arr.max()
         if dtype.kind in "iu":
