@@ -1,8 +1,13 @@
-# Sizing of the calibrate jobs (workflow/rules/calibrate.smk): threads and memory follow the
-# model's logits, N x K, read from the .npz's array header without loading the array. A
-# 10k x 10 CIFAR-10 job stays at one thread next to its neighbours, an ImageNet 50k x 1000 job
-# gets the cores its matrix products use; `--cores` still caps every job (Snakemake lowers a
-# job's threads to it). Functions only, kept apart from the rules as Snakemake's linter asks.
+# Sizing of the calibrate jobs (workflow/rules/calibrate.smk): memory (and, if the rule uses
+# calibrate_threads, threads) follow the model's logits, N x K, read from the .npz's array header
+# without loading the array. A 10k x 10 CIFAR-10 job stays at one thread next to its
+# neighbours, an ImageNet 50k x 1000 job would get the cores its matrix products use; `--cores`
+# still caps every job (Snakemake lowers a job's threads to it). The rule keeps one thread for
+# now: torch's float32 M-scaling-b fit on more than 2^21 entries gives other bits on 2 threads
+# than on 1, so sized threads would make its outputs depend on --cores (perf/
+# bench_coursework_logits.py simulates the makespan both ways). Snakemake evaluates these
+# functions again once a job's inputs exist, before it schedules the job. Functions only, kept
+# apart from the rules as Snakemake's linter asks.
 
 #: logit entries (N x K) up to which a calibrate job runs on one thread: calbench's scaling fits
 #: use one thread up to 2^21 entries of their validation half anyway
