@@ -347,7 +347,7 @@ def target_line(what: str, measured: str, target: str, ok: bool | None) -> str:
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--config", default=str(REPO / "config" / "coursework_logits.yaml"))
-    p.add_argument("--default-config", default=str(REPO / "config" / "config.yaml"),
+    p.add_argument("--default-config", default=str(REPO / "config.yaml"),
                    help="its calibrators, evaluation and comparisons on one 100-class model")
     p.add_argument("--shapes", default=",".join(SHAPES), help="comma-separated subset")
     p.add_argument("--ms-iters", type=int, default=5, help="LBFGS iterations of the timed ImageNet ms_b fit")
@@ -418,10 +418,13 @@ def main(argv=None) -> int:
             measured[name] = jobs[label][1]
             if name == "cifar100" and Path(args.default_config).is_file():
                 dcfg = yaml.safe_load(Path(args.default_config).read_text())
-                wall, cpu, rss = calibrate_job(d, spec_of(dcfg))
-                measured["default@100"] = cpu
-                print(f"{'calibrate with the default config (config.yaml)':58s} {wall:7.2f} s wall "
-                      f"{cpu:7.2f} CPU-s  peak RSS {rss:6.0f} MB")
+                runs = {"calibrate with the default config (config.yaml)": None}
+                if args.baseline:
+                    runs["calibrate with the default config, baseline"] = args.baseline
+                for what, src in runs.items():
+                    wall, cpu, rss = calibrate_job(d, spec_of(dcfg), src=src)
+                    measured.setdefault("default@100", cpu)
+                    print(f"{what:58s} {wall:7.2f} s wall {cpu:7.2f} CPU-s  peak RSS {rss:6.0f} MB")
         print(f"\n## The {sum(v['count'] for v in per_shape.values())} models from the measured "
               "jobs (aggregate, tables and report: seconds, not included)")
         total = 0.0
