@@ -15,6 +15,7 @@ from calbench.calibrators.base import (
     save_calibrator,
     to_jsonable,
 )
+from calbench.calibrators.storage import sealed_text
 
 
 @pytest.fixture
@@ -87,7 +88,7 @@ def test_fit_validates_inputs(shift_cls):
 def test_unknown_names_are_refused(tmp_path):
     with pytest.raises(ValueError, match="unknown calibrator 'nope'"):
         get_calibrator("nope")
-    (tmp_path / "bad.json").write_text('{"method": "nope", "params": {}, "state": null}')
+    (tmp_path / "bad.json").write_text(sealed_text({"method": "nope", "params": {}, "state": None}))
     with pytest.raises(ValueError, match="unknown calibrator method 'nope'"):
         load_calibrator(tmp_path / "bad.json")
     (tmp_path / "trunc.json").write_text('{"method": "ts", "par')

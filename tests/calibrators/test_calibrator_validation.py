@@ -11,6 +11,7 @@ import pytest
 
 from calbench.calibrators import REGISTRY, get_calibrator, load_calibrator, save_calibrator
 from calbench.calibrators.base import Calibrator
+from calbench.calibrators.storage import decode_array, sealed_text
 
 OURS = sorted(n for n, c in REGISTRY.items() if c.__module__.startswith("calbench."))
 TORCH_FITS = ("ts", "vs", "vs_b", "ms_b", "dirichlet", "ts_sbece")
@@ -44,12 +45,15 @@ def fitted_files(small_problem, tmp_path):
         cal = get_calibrator(name, **_fast_params(name)).fit(z, y)
         path = tmp_path / f"{name}.json"
         save_calibrator(cal, path)
-        out[name] = (path, json.loads(path.read_text()), z.shape[1])
+        doc = json.loads(path.read_text())
+        del doc["sha256"]  # the tests edit the state and re-seal it (_write)
+        out[name] = (path, doc, z.shape[1])
     return out
 
 
 def _write(path, doc):
-    path.write_text(json.dumps(doc))
+    """Write ``doc`` with a valid digest: the state checks behind the digest are under test."""
+    path.write_text(sealed_text(doc, allow_nan=True))
     return path
 
 
@@ -135,17 +139,15 @@ def test_every_state_field_is_checked(name, fitted_files):
         _one_line_error(_write(path, bad), f"state.{field} is missing")
         bad = json.loads(json.dumps(doc))
         value = bad["state"][field]
+        if isinstance(value, list):  # ragged: list of arrays
+            value = value[0]
         if isinstance(value, dict):
-            flat = np.asarray(value["__ndarray__"], dtype=np.float64)
+            flat = decode_array(value).astype(np.float64)
             if flat.size == 0:
                 continue
-            flat = flat.reshape(-1)
-            flat[0] = float("nan")
-            value["__ndarray__"] = flat.reshape(value["shape"]).tolist()
+            flat.reshape(-1)[0] = float("nan")
+            value["__ndarray__"] = flat.tolist()
             value["dtype"] = "float64"
-        elif isinstance(value, list):  # ragged: list of arrays
-            value[0]["__ndarray__"][0] = float("nan")
-            value[0]["dtype"] = "float64"
         else:
             bad["state"][field] = float("nan")
         _one_line_error(_write(path, bad), f"state.{field}.*NaN or infinite")
@@ -218,7 +220,11 @@ def test_ts_temperature_constraint_is_what_corrupts_results(fitted_files, small_
 )
 def test_malformed_json_is_one_line_error(tmp_path, content, match):
     path = tmp_path / "c.json"
-    path.write_text(content)
+    try:
+        doc = json.loads(content)
+    except json.JSONDecodeError:
+        doc = None
+    path.write_text(sealed_text(doc) if isinstance(doc, dict) else content)
     _one_line_error(path, match)
 
 

@@ -36,9 +36,11 @@ rule calibrate:
         "logs/calibrate/{dataset}/{model}.log",
     benchmark:
         "benchmarks/calibrate/{dataset}/{model}.tsv"
+    # one thread: M-scaling-b on more than 2^21 entries gives other float32 bits on 2 threads
+    # than on 1 (measured on 25k x 1000); calibrate_threads (helpers/sizing.smk) sizes it by N x K
     threads: 1
     resources:
-        mem_mb=4000,
+        mem_mb=calibrate_mem_mb,
         runtime=60,
     conda:
         "../../envs/calbench.yaml"

@@ -3,9 +3,12 @@
 A calibrator is sklearn-style: ``fit(logits, labels)`` returns ``self`` and
 ``predict_proba(logits)`` returns an ``(N, K)`` array of probabilities whose rows sum to 1.
 Its hyperparameters (constructor arguments) and fitted state serialise to a JSON-able dict, so a
-fitted calibrator is a small file that round-trips bit-exactly::
+fitted calibrator is a file that round-trips bit-exactly::
 
     {"method": "ts", "params": {...constructor kwargs...}, "state": {...fitted arrays...}}
+
+(the file format, with arrays stored as base64 of their bytes and a digest verified on load, is
+:mod:`calbench.calibrators.storage`).
 
 Subclasses set ``name`` (the registry key), declare ``state_schema`` (one :class:`Field` per
 fitted-state entry), implement ``_fit``, ``_predict_proba``, ``_get_state`` and ``_set_state``,
@@ -16,30 +19,40 @@ further code:
   hierarchy (:meth:`Calibrator.accepted_params`); any other keyword is a one-line ``ValueError``
   that lists them (also when read back from JSON);
 * fitted state read from JSON (:meth:`Calibrator.from_dict`, :func:`load_calibrator`) must have
-  exactly the declared keys, finite values, the declared shapes against ``K`` and the declared
-  bounds (e.g. a temperature's inverse ``a > 0``); errors name the file and the field.
+  exactly the declared keys, real finite values, the declared shapes against ``K`` and the
+  declared bounds (e.g. a temperature's inverse ``a > 0``), and pass the calibrator's
+  cross-field checks (``_check_state``: sorted knots, consistent offsets) and its checks against
+  the hyperparameters (``_check_state_params``: ``hist``'s ``n_bins``); errors name the file and
+  the field.
 
 ``fit`` refuses inputs whose rows are already probability vectors (calibrators take logits;
 pass ``allow_probabilities=True`` if such rows really are logits). A calibrator may record the
 identity of the logits it was fitted on (``fitted_on``: order hash and file digest), which the
-``evaluate``/``compare``/``plot-reliability`` verbs check.
+``evaluate``/``compare``/``plot-reliability`` verbs check (a calibrator recording none is refused
+there unless ``--allow-other-logits``).
 """
 
 from __future__ import annotations
 
 import functools
 import inspect
-import json
 import os
 import warnings
-from dataclasses import dataclass
 from pathlib import Path
+from dataclasses import dataclass
 from typing import Any, ClassVar
 
 import numpy as np
 
 from calbench._checks import ROW_SUM_ATOL, check_input_file, check_logits, check_logits_labels
-from calbench.io import atomic_write_text
+from calbench.calibrators.storage import (
+    MAX_JSON_BYTES,
+    _json_depth_exceeds,  # noqa: F401  (calbench.cli._args bounds --params with it)
+    from_jsonable,
+    read_sealed,
+    to_jsonable,
+    write_sealed,
+)
 
 REGISTRY: dict[str, type[Calibrator]] = {}
 
@@ -52,39 +65,6 @@ def register(cls: type[Calibrator]) -> type[Calibrator]:
         raise TypeError(f"calibrator name {cls.name!r} is registered twice")
     REGISTRY[cls.name] = cls
     return cls
-
-
-def to_jsonable(value: Any) -> Any:
-    """Convert numpy arrays/scalars (recursively) into lists/floats that JSON stores exactly.
-
-    Arrays become ``{"__ndarray__": nested list, "dtype": "float32"}`` so dtype survives the
-    round trip; Python's float repr is exact for float64 and therefore for float32 too.
-    """
-    if isinstance(value, np.ndarray):
-        return {
-            "__ndarray__": value.tolist(),
-            "dtype": str(value.dtype),
-            "shape": list(value.shape),
-        }
-    if isinstance(value, np.generic):
-        return value.item()
-    if isinstance(value, dict):
-        return {str(k): to_jsonable(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [to_jsonable(v) for v in value]
-    return value
-
-
-def from_jsonable(value: Any) -> Any:
-    """Inverse of :func:`to_jsonable`."""
-    if isinstance(value, dict):
-        if "__ndarray__" in value:
-            arr = np.array(value["__ndarray__"], dtype=value["dtype"])
-            return arr.reshape(value.get("shape", arr.shape))
-        return {k: from_jsonable(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [from_jsonable(v) for v in value]
-    return value
 
 
 @dataclass(frozen=True)
@@ -144,6 +124,20 @@ class Field:
         if self.high is not None and hi > self.high:
             return f"= {hi:g} must be <= {self.high:g}"
         return None
+
+
+def rises_within(values, offsets, *, strict: bool = True) -> bool:
+    """Whether ``values`` rise (strictly, or non-decreasing with ``strict=False``) within each
+    segment ``values[offsets[j]:offsets[j+1]]``: sorted knots of per-class fits, checked on load
+    (knots applied out of order silently give another map)."""
+    v = np.asarray(values)
+    if v.size < 2:
+        return True
+    d = np.diff(v)
+    ok = d > 0 if strict else d >= 0
+    cuts = np.asarray(offsets, dtype=np.int64)[1:-1] - 1  # a step from one segment to the next
+    ok[cuts[(cuts >= 0) & (cuts < ok.size)]] = True
+    return bool(np.all(ok))
 
 
 def _why(cls_name: str, where: str, detail: str) -> ValueError:
@@ -302,7 +296,11 @@ class Calibrator:
         logits than those identified by ``order_hash`` / ``logits_sha256``."""
         rec = self.fitted_on_
         if not rec:
-            return
+            raise ValueError(
+                f"{where} records no fitted_on (the logits it was fitted on), so it cannot be "
+                "checked against these logits; refit it with calbench fit-calibrator, or pass "
+                "--allow-other-logits if applying it unchecked is intended"
+            )
         if rec.get("order_hash") and order_hash and rec["order_hash"] != order_hash:
             raise ValueError(
                 f"{where} was fitted on logits of other samples (order_hash "
@@ -404,14 +402,20 @@ class Calibrator:
         raw = data.get("state")
         if raw is not None:
             obj.n_classes_, state = target._validated_state(raw, where)
+            why = obj._check_state_params(state, obj.n_classes_)
+            if why:
+                raise _why(method, where, f"state: {why}")
             obj._set_state(state)
         fitted_on = data.get("fitted_on")
         if fitted_on is not None:
             if not isinstance(fitted_on, dict) or not all(
-                isinstance(fitted_on.get(k), str) for k in ("order_hash", "logits_sha256")
+                isinstance(fitted_on.get(k), str) and fitted_on[k]
+                for k in ("order_hash", "logits_sha256")
             ):
                 raise _why(
-                    method, where, "fitted_on must hold the strings order_hash and logits_sha256"
+                    method,
+                    where,
+                    "fitted_on must hold the non-empty strings order_hash and logits_sha256",
                 )
             obj.fitted_on_ = {k: fitted_on[k] for k in ("order_hash", "logits_sha256")}
         allow = data.get("allow_probabilities", False)
@@ -466,6 +470,11 @@ class Calibrator:
         """Cross-field checks of a fitted state the per-field schema cannot express (override)."""
         return None
 
+    def _check_state_params(self, state: dict[str, Any], k: int) -> str | None:
+        """Checks of a fitted state against the hyperparameters (override; e.g. ``hist``'s
+        ``n_bins`` against its bin values)."""
+        return None
+
     def __repr__(self) -> str:
         args = ", ".join(f"{k}={v!r}" for k, v in self._params.items())
         return f"{type(self).__name__}({args})"
@@ -500,57 +509,22 @@ def _find(name: str) -> type[Calibrator]:
 
 
 def save_calibrator(calibrator: Calibrator, path: str | os.PathLike) -> None:
-    """Write ``calibrator.to_dict()`` as JSON to ``path`` atomically (no partial file on error)."""
-    atomic_write_text(path, json.dumps(calibrator.to_dict(), indent=1, allow_nan=False))
-
-
-#: Largest calibrator JSON read (bytes): a 1000-class Dirichlet map is about 25 MB.
-MAX_JSON_BYTES = 512 << 20
-#: Deepest nesting of a calibrator JSON (written files nest at most 5 levels).
-MAX_JSON_DEPTH = 32
-
-
-def _json_depth_exceeds(value: Any, limit: int) -> bool:
-    """Whether ``value`` nests more than ``limit`` containers deep (iterative: no recursion)."""
-    stack = [(value, 1)]
-    while stack:
-        v, d = stack.pop()
-        if isinstance(v, dict | list):
-            if d > limit:
-                return True
-            stack.extend((c, d + 1) for c in (v.values() if isinstance(v, dict) else v))
-    return False
+    """Write ``calibrator`` to ``path`` atomically in the file format of
+    :mod:`calbench.calibrators.storage` (compact arrays, sealed by a digest); a file larger than
+    :data:`MAX_JSON_BYTES` is an error before anything is written."""
+    write_sealed(path, calibrator.to_dict(), max_bytes=MAX_JSON_BYTES)
 
 
 def load_calibrator(path: str | os.PathLike) -> Calibrator:
-    """Read a calibrator written by :func:`save_calibrator`, validating every field.
+    """Read a calibrator written by :func:`save_calibrator`, verifying its digest and validating
+    every field (:meth:`Calibrator.from_dict`).
 
-    Files larger than :data:`MAX_JSON_BYTES` or nested deeper than :data:`MAX_JSON_DEPTH` are
-    refused before they are decoded further."""
+    Files larger than :data:`MAX_JSON_BYTES` or nested deeper than
+    :data:`~calbench.calibrators.storage.MAX_JSON_DEPTH` are refused before they are decoded
+    further."""
     path = Path(path)
     check_input_file(path, "calibrator file", "run calbench fit-calibrator")  # devices, FIFOs too
-    size = path.stat().st_size
-    if size > MAX_JSON_BYTES:
-        raise ValueError(
-            f"{path} has {size} bytes, more than a calibrator file may ({MAX_JSON_BYTES}); "
-            "is it the right file? refit it (calbench fit-calibrator)"
-        )
-    try:
-        data = json.loads(path.read_text())
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise ValueError(
-            f"{path} is not valid calibrator JSON ({exc}); delete it and refit"
-        ) from None
-    except RecursionError:
-        data = None
-        deep = True
-    else:
-        deep = _json_depth_exceeds(data, MAX_JSON_DEPTH)
-    if deep:
-        raise ValueError(
-            f"{path} nests deeper than {MAX_JSON_DEPTH} levels, which no calibrator file does; "
-            "delete it and refit (calbench fit-calibrator)"
-        )
+    data = read_sealed(path, max_bytes=MAX_JSON_BYTES)
     method = data.get("method") if isinstance(data, dict) else None
     if isinstance(method, str) and method not in REGISTRY:
         try:

@@ -37,7 +37,7 @@ from typing import Any
 import numpy as np
 
 from calbench._checks import check_n_bins
-from calbench.calibrators.base import Calibrator, Field, register
+from calbench.calibrators.base import Calibrator, Field, register, rises_within
 from calbench.calibrators.precision import check_precision, softmax_in
 
 #: Entries per row block in :func:`apply_histogram_binning` (256 KiB of float64).
@@ -173,6 +173,12 @@ class HistogramBinning(Calibrator):
 
     state_schema = {"theta": Field(shape=("K", None), low=0.0, high=1.0, note="bin frequencies")}
 
+    def _check_state_params(self, state: dict[str, Any], k: int) -> str | None:
+        n_bins = self._params["n_bins"]
+        if state["theta"].shape[1] != n_bins:
+            return f"theta has {state['theta'].shape[1]} bins per class but n_bins = {n_bins}"
+        return None
+
     def __init__(self, *, n_bins: int = 20, precision: str = "float64") -> None:
         super().__init__(n_bins=check_n_bins(n_bins), precision=check_precision(precision))
         self.theta_: np.ndarray | None = None
@@ -289,6 +295,15 @@ class BBQ(Calibrator):
         "breaks": Field(ragged=True, low=0.0, high=1.0, note="per-class bin edges"),
         "values": Field(ragged=True, low=0.0, high=1.0, note="per-class calibrated values"),
     }
+
+    @classmethod
+    def _check_state(cls, state: dict[str, Any], k: int) -> str | None:
+        for j, (br, val) in enumerate(zip(state["breaks"], state["values"], strict=True)):
+            if val.size != br.size + 1:
+                return f"class {j} has {br.size} breaks but {val.size} values (breaks + 1)"
+            if not rises_within(br, [0, br.size]):
+                return f"breaks of class {j} must rise strictly"
+        return None
 
     def __init__(self, *, c: float = 10.0, ess: float = 2.0, precision: str = "float64") -> None:
         for key, val in (("c", c), ("ess", ess)):

@@ -24,6 +24,7 @@ from typing import Any
 import numpy as np
 
 from calbench.calibrators.base import Calibrator, Field, register
+from calbench.calibrators.isotonic import knots_out_of_order
 from calbench.calibrators.precision import check_precision
 from calbench.functional import softmax
 
@@ -90,7 +91,7 @@ class CenteredIsotonic(Calibrator):
             return f"knots_x has {n} entries but knots_y {len(state['knots_y'])}"
         if off.size != problems + 1 or off[0] != 0 or off[-1] != n or np.any(np.diff(off) < 1):
             return f"offsets must hold {problems + 1} values rising from 0 to len(knots_x) = {n}"
-        return None
+        return knots_out_of_order(state["knots_x"], state["knots_y"], off)
 
     def __init__(self, *, precision: str = "float64") -> None:
         super().__init__(precision=check_precision(precision))

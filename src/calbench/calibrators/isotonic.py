@@ -30,7 +30,7 @@ from typing import Any
 
 import numpy as np
 
-from calbench.calibrators.base import Calibrator, Field, register
+from calbench.calibrators.base import Calibrator, Field, register, rises_within
 from calbench.calibrators.binning import renormalise_rows
 from calbench.calibrators.precision import check_precision, softmax_in
 
@@ -255,6 +255,17 @@ def apply_isotonic_float32(
     return out
 
 
+def knots_out_of_order(knots_x, knots_y, offsets) -> str | None:
+    """Why per-class isotonic knots are not a non-decreasing map (``knots_x`` rising strictly,
+    ``knots_y`` non-decreasing within each class's segment), or ``None``; shared by ``iso`` and
+    ``cir``."""
+    if not rises_within(knots_x, offsets):
+        return "knots_x must rise strictly within each class (sorted scores)"
+    if not rises_within(knots_y, offsets, strict=False):
+        return "knots_y must not decrease within a class (an isotonic map)"
+    return None
+
+
 @register
 class IsotonicCalibration(Calibrator):
     """One-vs-rest isotonic regression with renormalised rows (see module docstring).
@@ -281,7 +292,7 @@ class IsotonicCalibration(Calibrator):
             return f"knots_x has {n} entries but knots_y {len(state['knots_y'])}"
         if off[0] != 0 or off[-1] != n or np.any(np.diff(off) < 1):
             return f"offsets must rise from 0 to len(knots_x) = {n}, at least 1 knot per class"
-        return None
+        return knots_out_of_order(state["knots_x"], state["knots_y"], off)
 
     def __init__(self, *, precision: str = "float64") -> None:
         super().__init__(precision=check_precision(precision))

@@ -40,7 +40,7 @@ from typing import Any
 
 import numpy as np
 
-from calbench.calibrators.base import Calibrator, Field, register
+from calbench.calibrators.base import Calibrator, Field, register, rises_within
 from calbench.calibrators.precision import check_precision
 from calbench.calibrators.structured import blas_threads
 from calbench.functional import softmax
@@ -225,6 +225,8 @@ class SplineCalibration(Calibrator):
             )
         if len(state["eps"]) != problems:
             return f"eps must hold {problems} values"
+        if not rises_within(state["knots"], off):
+            return "knots must rise strictly within each problem"
         return None
 
     def __init__(self, *, precision: str = "float64") -> None:

@@ -35,7 +35,7 @@ from typing import Any
 import numpy as np
 
 from calbench._checks import check_logits
-from calbench.calibrators.base import Calibrator, Field, register
+from calbench.calibrators.base import Calibrator, Field, register, rises_within
 from calbench.calibrators.precision import check_precision
 from calbench.functional import softmax
 
@@ -146,6 +146,8 @@ class VennAbers(Calibrator):
         for key in ("p0", "p1"):
             if len(state[key]) != n + problems:
                 return f"{key} has {len(state[key])} entries, expected len(scores) + {problems}"
+        if not rises_within(state["scores"], off):
+            return "scores must rise strictly within each problem (distinct sorted scores)"
         return None
 
     def __init__(self, *, precision: str = "float64") -> None:

@@ -1,0 +1,63 @@
+# Sizing of the calibrate jobs (workflow/rules/calibrate.smk): memory (and, if the rule uses
+# calibrate_threads, threads) follow the model's logits, N x K, read from the .npz's array header
+# without loading the array. A 10k x 10 CIFAR-10 job stays at one thread next to its
+# neighbours, an ImageNet 50k x 1000 job would get the cores its matrix products use; `--cores`
+# still caps every job (Snakemake lowers a job's threads to it). The rule keeps one thread for
+# now: torch's float32 M-scaling-b fit on more than 2^21 entries gives other bits on 2 threads
+# than on 1, so sized threads would make its outputs depend on --cores (perf/
+# bench_coursework_logits.py simulates the makespan both ways). Snakemake evaluates these
+# functions again once a job's inputs exist, before it schedules the job. Functions only, kept
+# apart from the rules as Snakemake's linter asks.
+
+#: logit entries (N x K) up to which a calibrate job runs on one thread: calbench's scaling fits
+#: use one thread up to 2^21 entries of their validation half anyway
+#: (calbench.calibrators.scaling.SINGLE_THREAD_MAX_ENTRIES), and the rest of a job is numpy
+CALIBRATE_ONE_THREAD_ENTRIES = 1 << 22
+#: entries per further thread above that, and the most threads one job asks for
+CALIBRATE_ENTRIES_PER_THREAD = 1 << 22
+CALIBRATE_MAX_THREADS = 8
+#: memory of a calibrate job: start-up (python, numpy, torch, matplotlib: ~850 MB measured on
+#: 10k x 10) plus bytes per logit entry (float64 probabilities of both halves and per-calibrator
+#: copies: ~100 bytes per entry)
+CALIBRATE_BASE_MB = 1000
+CALIBRATE_BYTES_PER_ENTRY = 100
+
+
+def logits_entries(path):
+    """N x K of the ``logits`` array of an .npz, from its header (no array data is read);
+    ``None`` when the file does not exist yet (the DAG is built before cache_logits runs) or its
+    header cannot be read (the job itself then reports the problem)."""
+    import zipfile
+    from numpy.lib import format as npformat
+
+    try:
+        with zipfile.ZipFile(path) as zf, zf.open("logits.npy") as fh:
+            version = npformat.read_magic(fh)
+            read = (npformat.read_array_header_1_0 if version == (1, 0)
+                    else npformat.read_array_header_2_0)
+            shape = read(fh)[0]
+    except (OSError, KeyError, ValueError, zipfile.BadZipFile):
+        return None
+    if len(shape) != 2 or not all(isinstance(d, int) and d >= 0 for d in shape):
+        return None
+    return shape[0] * shape[1]
+
+
+def calibrate_threads(wildcards, input):
+    """Threads of a calibrate job: 1 up to CALIBRATE_ONE_THREAD_ENTRIES logit entries, one more
+    per CALIBRATE_ENTRIES_PER_THREAD above, at most CALIBRATE_MAX_THREADS (Snakemake caps it at
+    --cores). Unknown size (logits not made yet): 1."""
+    entries = logits_entries(input.logits)
+    if entries is None or entries <= CALIBRATE_ONE_THREAD_ENTRIES:
+        return 1
+    extra = -(-(entries - CALIBRATE_ONE_THREAD_ENTRIES) // CALIBRATE_ENTRIES_PER_THREAD)
+    return min(CALIBRATE_MAX_THREADS, 1 + extra)
+
+
+def calibrate_mem_mb(wildcards, input):
+    """Memory (MB) of a calibrate job: CALIBRATE_BASE_MB plus CALIBRATE_BYTES_PER_ENTRY per logit
+    entry; unknown size: 4000 MB (the rule's former fixed figure)."""
+    entries = logits_entries(input.logits)
+    if entries is None:
+        return 4000
+    return CALIBRATE_BASE_MB + -(-entries * CALIBRATE_BYTES_PER_ENTRY // 1_000_000)
