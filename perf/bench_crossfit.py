@@ -57,7 +57,7 @@ def main() -> None:
         get_calibrator(method, **params).fit(z, y)
         one = time.perf_counter() - t0
         t0 = time.perf_counter()
-        crossfit_scores({key: lambda: get_calibrator(method, **params)}, z, y, compared,
+        crossfit_scores({key: lambda m=method, p=params: get_calibrator(m, **p)}, z, y, compared,
                         k=args.folds)  # fmt: skip
         cross = time.perf_counter() - t0
         total_fit += one

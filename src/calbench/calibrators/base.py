@@ -38,8 +38,8 @@ import functools
 import inspect
 import os
 import warnings
-from pathlib import Path
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, ClassVar
 
 import numpy as np
