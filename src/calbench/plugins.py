@@ -243,6 +243,7 @@ def metric(
     interval: str | None,
     paired_test: str,
     reference: str,
+    verdicts: bool,
     no_interval_reason: str = "",
 ):
     """Decorator: the function ``f(probs, labels) -> float`` as a :class:`Metric` carrying every
@@ -250,7 +251,10 @@ def metric(
     ``no_interval_reason``). ``probs`` arrive validated as float64 ``(N, K)``, ``labels`` int64.
 
     ``interval``: one of :data:`calbench.metrics.INTERVALS` or ``None``; ``paired_test``: one of
-    :data:`calbench.metrics.PAIRED_TESTS`; ``scale``: 1.0 or 100.0 (percent in tables)."""
+    :data:`calbench.metrics.PAIRED_TESTS`; ``scale``: 1.0 or 100.0 (percent in tables);
+    ``verdicts``: whether tests, ranks and findings may be drawn from it (``True`` only for an
+    estimator whose bias does not depend on the predictions' sharpness, compared by a test of
+    equal population value: never with ``paired_test="sign_flip"``)."""
     from calbench.metrics import Metric  # lazy: import cycle
 
     def wrap(fn):
@@ -262,6 +266,7 @@ def metric(
             name, core, display=display, scale=scale, decimals=decimals,
             higher_is_better=higher_is_better, interval=interval,
             no_interval_reason=no_interval_reason, paired_test=paired_test, reference=reference,
+            verdicts=verdicts,
         )  # fmt: skip
 
     return wrap

@@ -139,7 +139,8 @@ def _f(p, y):
     return float(p.max(1).mean())
 
 FACTS = dict(name="{name}", display="Conf", scale=1.0, decimals=3, higher_is_better=False,
-             interval="percentile", paired_test="sign_flip", reference="an example, 2026")
+             interval="percentile", paired_test="sign_flip", reference="an example, 2026",
+             verdicts=False)
 good = metric(**FACTS)(_f)
 no_reference = Metric("no_reference", lambda p, y, d=None: 0.0, display="X", scale=1.0,
                       decimals=2, higher_is_better=False, interval="percentile",
@@ -175,7 +176,7 @@ def test_a_metric_missing_a_fact_is_an_error_not_a_default(plugin_env, tmp_path,
 def test_the_metric_decorator_requires_every_fact():
     with pytest.raises(TypeError, match="reference"):
         plugins.metric(name="x", display="X", scale=1.0, decimals=2, higher_is_better=False,
-                       interval="percentile", paired_test="sign_flip")  # fmt: skip
+                       interval="percentile", paired_test="sign_flip", verdicts=False)  # fmt: skip
 
 
 def test_adapters_are_the_entry_points_of_pyproject():

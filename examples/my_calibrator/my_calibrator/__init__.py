@@ -74,6 +74,7 @@ class MixUniform(Calibrator):
     no_interval_reason="an absolute gap whose bootstrap interval this example has not verified",
     paired_test="sign_flip",
     reference="Steyerberg 2010, ch. 15 (calibration-in-the-large)",
+    verdicts=False,  # a plug-in absolute gap: descriptive only, no tests or ranks drawn from it
 )
 def citl(probs: np.ndarray, labels: np.ndarray) -> float:
     """|mean top-label confidence - accuracy|."""
