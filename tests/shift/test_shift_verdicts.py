@@ -39,7 +39,9 @@ def study(tmp_path_factory):
     shifted = np.empty((len(CORR), 5, len(test), K), np.float32)
     for c in range(len(CORR)):
         for s in range(5):
-            shifted[c, s] = (np.eye(K)[y[test]] * (1.6 - 0.25 * s) + rng.normal(size=(len(test), K))) * 3
+            shifted[c, s] = (
+                np.eye(K)[y[test]] * (1.6 - 0.25 * s) + rng.normal(size=(len(test), K))
+            ) * 3
     save_shift_logits(
         d / "shift.npz", logits=shifted, labels=y[test], test_idx=test, corruptions=CORR,
         sha256=["a" * 64, "b" * 64], order_hash="h" * 64, model="m", dataset="toy",
@@ -55,12 +57,16 @@ def study(tmp_path_factory):
 def _run(study, **kw):
     d = study["dir"]
     args = {"metrics": ["accuracy", "ece", "nll"], "n_bootstrap": 20, **kw}
-    return E.evaluate_shift(d / "shift.npz", d / "clean.npz", d / "split.npz", study["cals"], **args)
+    return E.evaluate_shift(
+        d / "shift.npz", d / "clean.npz", d / "split.npz", study["cals"], **args
+    )
 
 
 @pytest.mark.parametrize(("metric", "instead"), [("ece", "ece_ub"), ("mce", "ece_ub")])
 def test_plug_in_errors_are_refused(study, metric, instead):
-    with pytest.raises(ValueError, match=rf"shift.compare_metrics: '{metric}' is a plug-in.*use '{instead}'"):
+    with pytest.raises(
+        ValueError, match=rf"shift.compare_metrics: '{metric}' is a plug-in.*use '{instead}'"
+    ):
         _run(study, compare_metrics=[metric, "nll"])
 
 
@@ -122,7 +128,10 @@ def test_crossfitted_best_never_scores_on_fitting_data(study, monkeypatch):
     assert len(_Recorder.seen) == 4 * 3 * len(study["val"])
     picks = {r["metric"]: r["method"] for r in comp if r["comparison"] == "best_vs_ts"}
     assert set(picks) == {"ece_ub", "nll"} and set(picks.values()) <= {
-        "uncalibrated", "ts", "hist", "iso"
+        "uncalibrated",
+        "ts",
+        "hist",
+        "iso",
     }
 
 
@@ -163,7 +172,7 @@ def test_ub_mean_test_is_the_jackknife_over_images():
     n, n_corr = 40, 2
     zi, u, y = rng.standard_normal(n), rng.random(n), np.zeros(n, dtype=np.int64)
     pa, pb = [], []
-    for c in range(n_corr):
+    for _ in range(n_corr):
         x = 0.4 + 0.5 * ndtr(0.7 * zi + 0.7 * rng.standard_normal(n))
         pa.append(_probs(x + 0.05, u < x))
         pb.append(_probs(x, u < x))
@@ -195,8 +204,12 @@ def test_ub_mean_test_type_one_error_and_power_small_simulation():
     # correctness shared across sets through u_i); alternative: x + .05 against x
     rng = np.random.default_rng(11)
     reps, n, n_corr = 150, 1000, 3
-    null = np.mean([ub_mean_test(*_sets(rng, n, n_corr, 0.05, -0.05))[2] < 0.05 for _ in range(reps)])
-    power = np.mean([ub_mean_test(*_sets(rng, n, n_corr, 0.05, 0.0))[2] < 0.05 for _ in range(reps)])
+    null = np.mean(
+        [ub_mean_test(*_sets(rng, n, n_corr, 0.05, -0.05))[2] < 0.05 for _ in range(reps)]
+    )
+    power = np.mean(
+        [ub_mean_test(*_sets(rng, n, n_corr, 0.05, 0.0))[2] < 0.05 for _ in range(reps)]
+    )
     mc = math.sqrt(0.05 * 0.95 / reps)
     assert null <= 0.05 + 2.5 * mc, null  # 0.05 + MC error
     assert power >= 0.3, power  # the test is not empty at n = 1,000, 3 sets

@@ -211,8 +211,13 @@ def findings(
             f"({_signed(cm, rise[order[-1]])} points). Lowest mean {en} at severity 5: "
             f"{lab(best5)} ({_fmt(cm, finite[best5][-1])}%)."
         )
-    names = {"ece": "ECE", "ece_ub": "unbiased ECE", "nll": "NLL", "accuracy": "accuracy",
-             "brier": "Brier score"}
+    names = {
+        "ece": "ECE",
+        "ece_ub": "unbiased ECE",
+        "nll": "NLL",
+        "accuracy": "accuracy",
+        "brier": "Brier score",
+    }
     for comp, text in (
         ("ts_vs_uncalibrated", f"{lab('ts')} vs {lab('uncalibrated')}"),
         ("best_vs_ts", f"best vs {lab('ts')}"),
@@ -344,7 +349,9 @@ def _dataset_part(rows, compare, dataset: str, spec: Mapping, methods, labels, a
         f"<h3>{_e(dl)}</h3>",
         f"<p>{n_models} models, {len(corr)} corruptions: {_e(', '.join(corr))}.</p>",
         '<ul class="shift-findings">'
-        + "".join(f"<li>{_e(s)}</li>" for s in findings(rows, compare, dataset, methods, labels, alpha))
+        + "".join(
+            f"<li>{_e(s)}</li>" for s in findings(rows, compare, dataset, methods, labels, alpha)
+        )
         + "</ul>",
     ]
     png = box_figure(rows, dataset, methods, labels)

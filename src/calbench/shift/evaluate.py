@@ -152,8 +152,9 @@ def _load_inputs(shift_logits, clean_logits, split):
     return clean, val_idx, test_idx, shifted
 
 
-def best_by_crossfit(cals: dict, z_val, y_val, compare_metrics, *, folds: int, seed: int,
-                     exclude=(), log=None) -> dict[str, str]:
+def best_by_crossfit(
+    cals: dict, z_val, y_val, compare_metrics, *, folds: int, seed: int, exclude=(), log=None
+) -> dict[str, str]:
     """The "best" calibrator per compared metric by ``folds``-fold cross-fitting inside the
     clean validation half (:func:`calbench.steps.select_best`,
     :func:`calbench.selection.crossfit_scores`): each calibrator is refitted from its method and
@@ -169,8 +170,7 @@ def best_by_crossfit(cals: dict, z_val, y_val, compare_metrics, *, folds: int, s
                           exclude=list(exclude), log=log)  # fmt: skip
     if not best:
         raise ValueError(
-            "no calibrator is a candidate for the cross-fitted best; shorten "
-            "compare.select_exclude"
+            "no calibrator is a candidate for the cross-fitted best; shorten compare.select_exclude"
         )
     return best
 
@@ -298,7 +298,8 @@ def evaluate_shift(
                 for m in compare_metrics:
                     stats[(name, m, (c, s))] = (
                         float(METRICS[m](p, yt)),
-                        resampled_metric(m, p, yt, weights) if m in resampled
+                        resampled_metric(m, p, yt, weights)
+                        if m in resampled
                         else METRICS[m].jackknife(p, yt, p.dtype),
                     )
     compare = _comparison_rows(stats, clean_probs, yt, best, corr, compare_metrics, meta, level,

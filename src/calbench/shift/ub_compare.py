@@ -56,10 +56,14 @@ def ub_mean_test(a: Sequence, b: Sequence) -> tuple[float, float, float]:
     from calbench.metrics.unbiased import jackknife_se, root
 
     if len(a) != len(b) or not a:
-        raise ValueError(f"need the same >= 1 corrupted sets for both methods, got {len(a)}, {len(b)}")
+        raise ValueError(
+            f"need the same >= 1 corrupted sets for both methods, got {len(a)}, {len(b)}"
+        )
     n = a[0].loo.shape[0]
     if any(u.loo.shape != (n,) for u in [*a, *b]):
-        raise ValueError("every corrupted set must hold the same images (leave-one-out lengths differ)")
+        raise ValueError(
+            "every corrupted set must hold the same images (leave-one-out lengths differ)"
+        )
     d = mean_ub(a) - mean_ub(b)
     loo = np.mean([ua.loo - ub.loo for ua, ub in zip(a, b, strict=True)], axis=0)
     se = jackknife_se(loo)
