@@ -434,7 +434,7 @@ def _shift_problems(config: Mapping) -> list[str]:
         if c not in known
     ]
     for metric in ("accuracy", "ece", "nll"):
-        if metric not in cfg.get("metrics", ["accuracy", "ece", "nll"]):
+        if metric not in cfg.get("metrics", ["accuracy", "ece", "ece_ub", "nll"]):
             problems.append(f"shift.metrics must include {metric} (the report's box plots)")
     for m in cfg.get("compare_metrics", ["ece_ub", "nll"]):
         if m in METRICS:

@@ -219,7 +219,7 @@ def test_verbs_evaluate_shift_and_shift_report(study, tmp_path, capsys):
         "--n-bootstrap", "20", "--out-metrics", str(tmp_path / "m.csv"),
         "--out-compare", str(tmp_path / "c.csv"),
     ])  # fmt: skip
-    assert rc == 0 and len(_read(tmp_path / "m.csv")) == 3 * 3 * 12
+    assert rc == 0 and len(_read(tmp_path / "m.csv")) == 3 * 4 * 12  # accuracy, ece, ece_ub, nll
     assert len(_read(tmp_path / "c.csv")) == 24
     spec = (
         '{"datasets": {"toy": {"display": "Toy <b>set</b>"}}, "calibrators": {"uncalibrated": '

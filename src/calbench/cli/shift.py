@@ -191,7 +191,7 @@ def register(sub) -> None:
     p.add_argument("--logits", required=True, help="the model's clean logits .npz")
     p.add_argument("--split", required=True, help="the study's split .npz")
     p.add_argument("--calibrators", nargs="+", required=True, help="<method>.json files")
-    p.add_argument("--metrics", default="accuracy,ece,nll", help="comma-separated metrics")
+    p.add_argument("--metrics", default="accuracy,ece,ece_ub,nll", help="comma-separated metrics")
     p.add_argument(
         "--compare-metrics",
         default="ece_ub,nll",

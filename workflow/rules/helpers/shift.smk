@@ -73,7 +73,7 @@ def evaluate_shift_args(wildcards):
     cross-fitted selection of the compare section."""
     cfg = shift_cfg()
     return shell_args(
-        "--metrics", ",".join(cfg.get("metrics", ["accuracy", "ece", "nll"])),
+        "--metrics", ",".join(cfg.get("metrics", ["accuracy", "ece", "ece_ub", "nll"])),
         "--compare-metrics", ",".join(cfg.get("compare_metrics", ["ece_ub", "nll"])),
         "--n-bootstrap", cfg.get("n_bootstrap", 200),
         "--select-folds", config["compare"]["select_folds"],
