@@ -434,9 +434,15 @@ def _shift_problems(config: Mapping) -> list[str]:
         if c not in known
     ]
     for metric in ("accuracy", "ece", "nll"):
-        if metric not in cfg.get("metrics", ["accuracy", "ece", "nll"]):
+        if metric not in cfg.get("metrics", ["accuracy", "ece", "ece_ub", "nll"]):
             problems.append(f"shift.metrics must include {metric} (the report's box plots)")
-    if cfg.get("compare_metrics", ["ece", "nll"]):
+    for m in cfg.get("compare_metrics", ["ece_ub", "nll"]):
+        if m in METRICS:
+            try:
+                check_verdict_metrics([m], "shift.compare_metrics")
+            except ValueError as exc:
+                problems.append(str(exc))
+    if cfg.get("compare_metrics", ["ece_ub", "nll"]):
         for c in ("ts", "uncalibrated"):
             if c not in config["calibrators"]:
                 problems.append(f"shift.compare_metrics needs calibrator {c!r} in calibrators")

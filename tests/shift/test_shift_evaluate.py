@@ -58,7 +58,7 @@ def study(tmp_path_factory):
     return {"dir": d, "z": z, "y": y, "val": val, "test": test, "shifted": shifted, "cals": cals}
 
 
-@pytest.mark.parametrize("metric", ["ece", "nll", "accuracy", "brier"])
+@pytest.mark.parametrize("metric", ["nll", "accuracy", "brier"])
 def test_resampled_metric_equals_metric_on_the_resample(metric):
     rng = np.random.default_rng(3)
     p = _softmax(rng.normal(size=(300, 5)) * 3)
@@ -72,15 +72,15 @@ def test_resampled_metric_equals_metric_on_the_resample(metric):
 
 
 def test_resampled_metric_refuses_other_metrics():
-    with pytest.raises(ValueError, match="cannot be compared under shift"):
-        E.resampled_metric("cwece", np.full((3, 2), 0.5), np.zeros(3, int), np.ones((1, 3)))
+    with pytest.raises(ValueError, match="cannot be resampled"):
+        E.resampled_metric("ece", np.full((3, 2), 0.5), np.zeros(3, int), np.ones((1, 3)))
 
 
 def test_evaluate_shift_values(study):
     d = study["dir"]
     rows, comp = E.evaluate_shift(
         d / "shift.npz", d / "clean.npz", d / "split.npz", study["cals"],
-        metrics=["accuracy", "ece", "nll"], compare_metrics=["ece", "nll"], n_bootstrap=50,
+        metrics=["accuracy", "ece", "nll"], compare_metrics=["ece_ub", "nll"], n_bootstrap=50,
     )  # fmt: skip
     # 3 calibrators x 3 metrics x (val + clean test + 2 corruptions x 5 severities)
     assert len(rows) == 3 * 3 * (2 + 10)
@@ -106,23 +106,52 @@ def test_evaluate_shift_values(study):
     assert len(comp) == 2 * 2 * 6
     for r in comp:
         assert r["difference"] == pytest.approx(r["value"] - r["baseline_value"])
+        assert 0 <= r["p_value"] <= 1
         if r["metric"] == "nll":
-            assert r["ci_low"] <= r["ci_high"] and 0 <= r["p_value"] <= 1
-        else:  # a difference of ECEs: no interval covered it in simulation
-            assert all(np.isnan(r[k]) for k in ("ci_low", "ci_high", "p_value"))
-    # the statistic at severity s is the mean over corruptions
+            assert r["ci_low"] <= r["ci_high"] and r["n_resamples"] == 50
+        else:  # unbiased ECE: the test of equal calibration error, no interval
+            assert np.isnan(r["ci_low"]) and np.isnan(r["ci_high"]) and r["n_resamples"] == 0
+    # nll at severity s: the mean over corruptions
     r = next(c for c in comp if c["comparison"] == "ts_vs_uncalibrated" and c["severity"] == 2
-             and c["metric"] == "ece")  # fmt: skip
-    want = np.mean([pick[("ts", "test", c, 2, "ece")] for c in CORR])
-    assert r["value"] == pytest.approx(want)
-    # best is chosen on the clean validation half
-    val = {m: pick[(m, "val", "clean", 0, "ece")] for m in ("uncalibrated", "ts", "hist")}
-    best = next(c for c in comp if c["comparison"] == "best_vs_ts" and c["metric"] == "ece")
-    assert best["method"] == min(val, key=val.get)
+             and c["metric"] == "nll")  # fmt: skip
+    assert r["value"] == pytest.approx(np.mean([pick[("ts", "test", c, 2, "nll")] for c in CORR]))
+    # ece_ub at severity s: the root of the mean unclipped U-statistic over corruptions, and
+    # the p-value of ub_mean_test on the same U-statistics
+    from calbench.shift.ub_compare import ub_mean_test
+
+    unc = load_calibrator(d / "uncalibrated.json")
+    jack = METRICS["ece_ub"].jackknife
+    shifted = study["shifted"]
+    ua = [jack(ts.predict_proba(shifted[c, 1]), yt, np.float32) for c in range(len(CORR))]
+    ub = [jack(unc.predict_proba(shifted[c, 1]), yt, np.float32) for c in range(len(CORR))]
+    r = next(c for c in comp if c["comparison"] == "ts_vs_uncalibrated" and c["severity"] == 2
+             and c["metric"] == "ece_ub")  # fmt: skip
+    t_a = np.mean([u.t for u in ua])
+    assert r["value"] == pytest.approx(np.sqrt(max(t_a, 0.0)))
+    assert r["p_value"] == pytest.approx(ub_mean_test(ua, ub)[2])
+    # at severity 0: the study's paired test of equal calibration error
+    from calbench.stats import ub_paired_test
+
+    r0 = next(c for c in comp if c["comparison"] == "ts_vs_uncalibrated" and c["severity"] == 0
+              and c["metric"] == "ece_ub")  # fmt: skip
+    zt = study["z"][study["test"]].astype(np.float32)
+    want = ub_paired_test("ece_ub", ts.predict_proba(zt), unc.predict_proba(zt), yt)
+    assert r0["p_value"] == pytest.approx(want.p_value)
+    assert r0["difference"] == pytest.approx(want.difference)
+    # best: 5-fold cross-fitting inside the validation half on the compared metric
+    from calbench.calibrators import get_calibrator as make
+    from calbench.selection import crossfit_scores
+
+    makers = {m: (lambda m=m: make(m)) for m in ("uncalibrated", "ts", "hist")}
+    zv, yv = study["z"][study["val"]].astype(np.float32), study["y"][study["val"]]
+    for metric in ("ece_ub", "nll"):
+        fit = crossfit_scores(makers, zv, yv, {metric: METRICS[metric]}, k=5, seed=0)
+        best = next(c for c in comp if c["comparison"] == "best_vs_ts" and c["metric"] == metric)
+        assert best["method"] == fit.best(metric)
     # deterministic
     rows2, comp2 = E.evaluate_shift(
         d / "shift.npz", d / "clean.npz", d / "split.npz", study["cals"],
-        metrics=["accuracy", "ece", "nll"], compare_metrics=["ece", "nll"], n_bootstrap=50,
+        metrics=["accuracy", "ece", "nll"], compare_metrics=["ece_ub", "nll"], n_bootstrap=50,
     )  # fmt: skip
     assert rows2 == rows and comp2 == comp
 
@@ -154,7 +183,7 @@ def test_evaluate_shift_refuses_mismatched_inputs(study, tmp_path):
     d = study["dir"]
     with pytest.raises(ValueError, match="need calibrators"):
         E.evaluate_shift(d / "shift.npz", d / "clean.npz", d / "split.npz", study["cals"][2:],
-                         metrics=["ece"], compare_metrics=["ece"])  # fmt: skip
+                         metrics=["ece"], compare_metrics=["ece_ub"])  # fmt: skip
     val, test = study_split(N, seed=1)
     save_split(tmp_path / "other.npz", val, test)
     with pytest.raises(ValueError, match="other test samples"):
@@ -190,7 +219,7 @@ def test_verbs_evaluate_shift_and_shift_report(study, tmp_path, capsys):
         "--n-bootstrap", "20", "--out-metrics", str(tmp_path / "m.csv"),
         "--out-compare", str(tmp_path / "c.csv"),
     ])  # fmt: skip
-    assert rc == 0 and len(_read(tmp_path / "m.csv")) == 3 * 3 * 12
+    assert rc == 0 and len(_read(tmp_path / "m.csv")) == 3 * 4 * 12  # accuracy, ece, ece_ub, nll
     assert len(_read(tmp_path / "c.csv")) == 24
     spec = (
         '{"datasets": {"toy": {"display": "Toy <b>set</b>"}}, "calibrators": {"uncalibrated": '
@@ -255,23 +284,30 @@ def test_findings_are_computed_from_the_data():
     assert "Most graceful degradation: ts" in text_g
 
 
-def test_ece_differences_are_shown_without_interval():
-    # the section prints a difference of ECEs with "none" for its interval, no p-value and no
-    # significance count, and says why; differences of means keep theirs
+def test_unbiased_ece_differences_are_tested_without_interval():
+    # an unbiased-ECE row has a p-value and no interval: "none" for its interval, its p-value
+    # printed, significance (p < 1 - level) counted with its direction; means keep intervals
     rows = _rows([0.1, 0.08, 0.06, 0.04, 0.02, 0.01])
     nan = float("nan")
     compare = []
+    # severities 1-5 of ece_ub: better (p .01), worse (p .02), not distinguishable (p .3) x 3
+    ub = [(-0.1, 0.2), (-0.02, 0.01), (0.03, 0.02), (-0.01, 0.3), (0.01, 0.3), (-0.05, 0.06)]
     for s in range(6):
-        for metric, lo, hi, p in (("ece", nan, nan, nan), ("nll", -0.3, -0.1, 0.01)):
+        diff, p_ub = ub[s]
+        for metric, lo, hi, p, d in (("ece_ub", nan, nan, p_ub, diff),
+                                     ("nll", -0.3, -0.1, 0.01, -0.2)):  # fmt: skip
             compare.append({"dataset": "d", "model": "m", "severity": s, "metric": metric,
                             "comparison": "ts_vs_uncalibrated", "method": "ts",
-                            "baseline": "uncalibrated", "value": 0.1, "baseline_value": 0.2,
-                            "difference": -0.1, "ci_low": lo, "ci_high": hi, "p_value": p,
+                            "baseline": "uncalibrated", "value": 0.1, "baseline_value": 0.1 - d,
+                            "difference": d, "ci_low": lo, "ci_high": hi, "p_value": p,
                             "n_resamples": 50})  # fmt: skip
     text = " ".join(R.findings(rows, compare, "d", ["uncalibrated", "ts"], {}))
-    assert "ECE under shift: differences only, without interval or significance" in text
+    assert ("unbiased ECE under shift: significantly better in 1, significantly worse in 1, "
+            "not distinguishable in 3 of 5") in text  # fmt: skip
     assert "NLL under shift: significantly better in 5, significantly worse in 0" in text
     html = R.section_html(rows, compare, [], {"datasets": {"d": {}}, "calibrators": {}})
-    assert "Differences of ECE have no interval" in html and "perf/bench_coverage.py" in html
-    assert html.count(">none</td>") == 6 and html.count(">–</td>") == 6
+    assert "Differences of the unbiased ECE have no interval" in html
+    assert "cross-fitting inside the clean validation half" in html
+    assert html.count(">none</td>") == 6 and ">0.010</td>" in html and ">0.300</td>" in html
+    assert html.count('class="num sig"') == 2 + 6  # ece_ub p < .05 twice, nll six times
     assert "[-0.300, -0.100]" in html

@@ -54,7 +54,13 @@ def test_shift_outputs(run):
     assert [r["method"] for r in table] == cals
     html = (run / "reports" / "report.html").read_text()
     assert 'id="shift"' in html and "Calibration under dataset shift" in html
-    assert "mean ECE, % (15 bins), by severity" in html
+    # the table, findings and comparisons use the unbiased ECE; "best" is cross-fitted
+    assert "mean Unbiased ECE, % (l2, 15 bins), by severity" in html
+    assert "cross-fitting inside the clean validation half" in html
+    comp = _read(run / "results" / "shift" / "compare.csv")
+    assert {r["metric"] for r in comp} == {"ece_ub", "nll"}
+    assert all(0 <= float(r["p_value"]) <= 1 for r in comp)
+    assert all(r["ci_low"] == "" for r in comp if r["metric"] == "ece_ub")
     # a finished run plans nothing
     assert planned(run) == {}
 

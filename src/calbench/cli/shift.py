@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import sys
 
 from calbench.cli._args import (
     add_threads_arg,
@@ -121,6 +122,9 @@ def _cmd_evaluate(args: argparse.Namespace) -> int:
         n_bootstrap=args.n_bootstrap,
         level=args.level,
         seed=args.seed,
+        select_folds=args.select_folds,
+        select_exclude=parse_list(args.select_exclude) or [],
+        log=lambda message: print(message, file=sys.stderr),
     )
     write_long_csv(args.out_metrics, rows, METRIC_COLUMNS)
     write_long_csv(args.out_compare, compare, COMPARE_COLUMNS)
@@ -181,14 +185,24 @@ def register(sub) -> None:
     p.set_defaults(func=_cmd_logits)
 
     p = sub.add_parser(
-        "evaluate-shift", help="clean-fitted calibrators under shift; paired bootstrap"
+        "evaluate-shift", help="clean-fitted calibrators under shift; paired comparisons"
     )
     p.add_argument("--shift-logits", required=True, help="shift logits .npz (shift-logits)")
     p.add_argument("--logits", required=True, help="the model's clean logits .npz")
     p.add_argument("--split", required=True, help="the study's split .npz")
     p.add_argument("--calibrators", nargs="+", required=True, help="<method>.json files")
-    p.add_argument("--metrics", default="accuracy,ece,nll", help="comma-separated metrics")
-    p.add_argument("--compare-metrics", default="ece,nll", help="metrics compared (empty: none)")
+    p.add_argument("--metrics", default="accuracy,ece,ece_ub,nll", help="comma-separated metrics")
+    p.add_argument(
+        "--compare-metrics",
+        default="ece_ub,nll",
+        help="verdict-eligible metrics compared (ece_ub or means; empty: none)",
+    )
+    p.add_argument(
+        "--select-folds", type=int, default=5, help="folds of the cross-fitted best (default 5)"
+    )
+    p.add_argument(
+        "--select-exclude", help="comma-separated calibrators that are not candidates for best"
+    )
     p.add_argument("--n-bootstrap", type=bootstrap_arg, default=200, help="bootstrap resamples")
     p.add_argument("--level", type=float, default=0.95, help="confidence level")
     p.add_argument("--seed", type=int, default=0, help="bootstrap seed")

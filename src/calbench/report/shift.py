@@ -7,10 +7,11 @@ From the per-model outputs of ``evaluate-shift`` (:mod:`calbench.shift.evaluate`
   one box per calibrator and severity over the corruptions; each point is a corruption's value
   averaged over the dataset's models;
 * a table of mean ECE per severity (rows calibrators; mean over corruptions and models);
-* the paired bootstrap of "TS vs uncalibrated" and "best vs TS" (best chosen on the clean
-  validation half) per model and severity, with counts of significant differences, for the
-  metrics whose differences have an interval (means); differences of ECE are shown without
-  interval or p-value, and the section says why (:data:`calbench.shift.evaluate.NO_INTERVAL_REASON`);
+* the paired comparisons of "TS vs uncalibrated" and "best vs TS" (best cross-fitted inside
+  the clean validation half) per model and severity, with counts of significant differences
+  and their direction: differences of means with a bootstrap interval, differences of unbiased
+  calibration errors (``ece_ub``) with the p-value of the test of equal calibration error and
+  no interval (:data:`calbench.shift.evaluate.NO_INTERVAL_REASON`);
 * a plain-language summary whose every number and verb is computed from these tables.
 
 The fragment is self-contained (figures embedded as base64 PNG) and every text taken from the
@@ -67,6 +68,21 @@ def read_rows(metrics_paths, compare_paths) -> tuple[list[dict], list[dict]]:
 
 def _has_interval(r: Mapping) -> bool:
     return math.isfinite(float(r["ci_low"])) and math.isfinite(float(r["ci_high"]))
+
+
+def _significant(r: Mapping, alpha: float) -> bool:
+    """A difference is significant when its interval excludes 0 or, for a difference tested
+    without an interval (unbiased calibration errors), when its p-value is below ``alpha``."""
+    if _has_interval(r):
+        return float(r["ci_low"]) > 0 or float(r["ci_high"]) < 0
+    p = float(r["p_value"])
+    return math.isfinite(p) and p < alpha
+
+
+def calibration_metric(rows: Sequence[Mapping]) -> str:
+    """The calibration error the findings, the table and the summary use: ``ece_ub`` (unbiased,
+    whose bias does not depend on sharpness) when the rows hold it, else the plug-in ``ece``."""
+    return "ece_ub" if any(r["metric"] == "ece_ub" for r in rows) else "ece"
 
 
 def corruption_means(rows: Sequence[Mapping], metric: str, dataset: str) -> dict:
@@ -151,12 +167,17 @@ def _spearman(x, y) -> float:
     return float(spearmanr(x, y).statistic)
 
 
-def findings(rows, compare, dataset: str, methods: Sequence[str], labels: Mapping) -> list[str]:
-    """Plain sentences about ``dataset`` computed from the tables (never fixed text)."""
+def findings(
+    rows, compare, dataset: str, methods: Sequence[str], labels: Mapping, alpha: float = 0.05
+) -> list[str]:
+    """Plain sentences about ``dataset`` computed from the tables (never fixed text); the
+    calibration error is :func:`calibration_metric`'s."""
     out = []
-    ece = mean_table(rows, "ece", dataset, methods)
+    cm = calibration_metric(rows)
+    ece = mean_table(rows, cm, dataset, methods)
     acc = mean_table(rows, "accuracy", dataset, methods)
     lab = lambda m: labels.get(m, m)  # noqa: E731
+    en = "unbiased ECE" if cm == "ece_ub" else "ECE"
     if "uncalibrated" in acc and not math.isnan(acc["uncalibrated"][0]):
         a = acc["uncalibrated"]
         out.append(
@@ -171,11 +192,11 @@ def findings(rows, compare, dataset: str, methods: Sequence[str], labels: Mappin
             trend = "shrinks" if gain[-1] < gain[0] else "grows" if gain[-1] > gain[0] else "stays"
             ratio = [tt / uu if uu > 0 else math.nan for tt, uu in zip(t, u, strict=True)]
             out.append(
-                f"{lab('ts')} lowers mean ECE from {_fmt('ece', u[0])}% to {_fmt('ece', t[0])}% "
-                f"on clean data (gain {_fmt('ece', gain[0])} points) and from {_fmt('ece', u[-1])}% "
-                f"to {_fmt('ece', t[-1])}% at severity 5 (gain {_fmt('ece', gain[-1])} points): its "
+                f"{lab('ts')} lowers mean {en} from {_fmt(cm, u[0])}% to {_fmt(cm, t[0])}% "
+                f"on clean data (gain {_fmt(cm, gain[0])} points) and from {_fmt(cm, u[-1])}% "
+                f"to {_fmt(cm, t[-1])}% at severity 5 (gain {_fmt(cm, gain[-1])} points): its "
                 f"absolute gain {trend} with severity (Spearman rho of gain against severity "
-                f"{rho:.2f}); relative to the uncalibrated ECE it keeps "
+                f"{rho:.2f}); relative to the uncalibrated {en} it keeps "
                 f"{100 * (1 - ratio[0]):.0f}% of the error removed on clean data and "
                 f"{100 * (1 - ratio[-1]):.0f}% at severity 5."
             )
@@ -185,12 +206,18 @@ def findings(rows, compare, dataset: str, methods: Sequence[str], labels: Mappin
         order = sorted(rise, key=lambda m: rise[m])
         best5 = min(finite, key=lambda m: finite[m][-1])
         out.append(
-            f"Most graceful degradation: {lab(order[0])} (mean ECE {_signed('ece', rise[order[0]])} "
+            f"Most graceful degradation: {lab(order[0])} (mean {en} {_signed(cm, rise[order[0]])} "
             f"points from clean to severity 5); least graceful: {lab(order[-1])} "
-            f"({_signed('ece', rise[order[-1]])} points). Lowest mean ECE at severity 5: "
-            f"{lab(best5)} ({_fmt('ece', finite[best5][-1])}%)."
+            f"({_signed(cm, rise[order[-1]])} points). Lowest mean {en} at severity 5: "
+            f"{lab(best5)} ({_fmt(cm, finite[best5][-1])}%)."
         )
-    names = {"ece": "ECE", "nll": "NLL", "accuracy": "accuracy", "brier": "Brier score"}
+    names = {
+        "ece": "ECE",
+        "ece_ub": "unbiased ECE",
+        "nll": "NLL",
+        "accuracy": "accuracy",
+        "brier": "Brier score",
+    }
     for comp, text in (
         ("ts_vs_uncalibrated", f"{lab('ts')} vs {lab('uncalibrated')}"),
         ("best_vs_ts", f"best vs {lab('ts')}"),
@@ -200,19 +227,21 @@ def findings(rows, compare, dataset: str, methods: Sequence[str], labels: Mappin
             cells = [r for r in sel if r["metric"] == metric and r["severity"] > 0]
             if not cells:
                 continue
-            if not all(_has_interval(r) for r in cells):
+            if not all(_has_interval(r) or math.isfinite(float(r["p_value"])) for r in cells):
                 out.append(
                     f"{text}, {names.get(metric, metric)} under shift: differences only, "
                     "without interval or significance (see the note above)."
                 )
                 continue
-            better = sum(float(r["ci_high"]) < 0 for r in cells)
-            worse = sum(float(r["ci_low"]) > 0 for r in cells)
+            sig = [r for r in cells if _significant(r, alpha)]
+            better = sum(float(r["difference"]) < 0 for r in sig)
+            worse = len(sig) - better
             if metric == "accuracy":
                 better, worse = worse, better
             picks = sorted({r["method"] for r in sel if r["metric"] == metric})
             extra = (
-                f" (best on the clean validation half: {', '.join(lab(p) for p in picks)})"
+                " (best cross-fitted inside the clean validation half: "
+                f"{', '.join(lab(p) for p in picks)})"
                 if comp == "best_vs_ts"
                 else ""
             )
@@ -240,8 +269,10 @@ def _num(text: str, bold: bool = False, cls: str = "num") -> str:
 
 
 def _ece_table(rows, dataset: str, dl: str, methods: Sequence[str], labels: Mapping) -> str:
-    """Mean ECE per calibrator and severity; the best of each column in bold."""
-    ece = mean_table(rows, "ece", dataset, methods)
+    """Mean calibration error (:func:`calibration_metric`) per calibrator and severity; the
+    lowest of each column in bold."""
+    cm = calibration_metric(rows)
+    ece = mean_table(rows, cm, dataset, methods)
     col_best = [
         min((v[i] for v in ece.values() if math.isfinite(v[i])), default=math.nan)
         for i in range(len(SEVERITY_LEVELS))
@@ -249,7 +280,7 @@ def _ece_table(rows, dataset: str, dl: str, methods: Sequence[str], labels: Mapp
     body = [
         [labels[m]]
         + [
-            _num(_fmt("ece", v), bold=math.isfinite(v) and v == col_best[i])
+            _num(_fmt(cm, v), bold=math.isfinite(v) and v == col_best[i])
             for i, v in enumerate(ece[m])
         ]
         for m in methods
@@ -258,12 +289,12 @@ def _ece_table(rows, dataset: str, dl: str, methods: Sequence[str], labels: Mapp
         ["Calibrator", "clean", "1", "2", "3", "4", "5"],
         body,
         "shift-ece",
-        f"{dl}: mean {display_spec('ece')[2]}, by severity; best of each column in bold",
+        f"{dl}: mean {display_spec(cm)[2]}, by severity; lowest of each column in bold",
     )
 
 
-def _compare_details(sel, dl: str, models: Mapping, labels: Mapping) -> str:
-    """The paired bootstrap rows of one dataset, folded (``<details>``)."""
+def _compare_details(sel, dl: str, models: Mapping, labels: Mapping, alpha: float) -> str:
+    """The paired comparison rows of one dataset, folded (``<details>``)."""
     body = []
     for r in sel:
         mdisp = (models.get(r["model"]) or {}).get("display") or {}
@@ -271,7 +302,8 @@ def _compare_details(sel, dl: str, models: Mapping, labels: Mapping) -> str:
         if mdisp.get("loss"):
             name += f" ({mdisp['loss']})"
         ok = _has_interval(r)
-        sig = ok and (float(r["ci_low"]) > 0 or float(r["ci_high"]) < 0)
+        sig = _significant(r, alpha)
+        has_p = math.isfinite(float(r["p_value"]))
         m = r["metric"]
         body.append(
             [
@@ -284,7 +316,7 @@ def _compare_details(sel, dl: str, models: Mapping, labels: Mapping) -> str:
                 _num(_fmt(m, r["baseline_value"])),
                 _num(_fmt(m, r["difference"]), cls="num sig" if sig else "num"),
                 _num(f"[{_fmt(m, r['ci_low'])}, {_fmt(m, r['ci_high'])}]" if ok else "none"),
-                _num(f"{float(r['p_value']):.3f}" if ok else "–"),
+                _num(f"{float(r['p_value']):.3f}" if has_p else "–"),
             ]
         )
     header = [
@@ -300,14 +332,15 @@ def _compare_details(sel, dl: str, models: Mapping, labels: Mapping) -> str:
         "p",
     ]
     return (
-        f"<details><summary>{_e(dl)}: paired bootstrap per model and severity "
-        f"({len(sel)} rows; differences whose interval excludes 0 are highlighted)</summary>"
+        f"<details><summary>{_e(dl)}: paired comparisons per model and severity "
+        f"({len(sel)} rows; significant differences, interval excluding 0 or p &lt; "
+        f"{alpha:g}, are highlighted)</summary>"
         + _table_html(header, body, "shift-compare")
         + "</details>"
     )
 
 
-def _dataset_part(rows, compare, dataset: str, spec: Mapping, methods, labels) -> list[str]:
+def _dataset_part(rows, compare, dataset: str, spec: Mapping, methods, labels, alpha) -> list[str]:
     """One dataset's part of the section: findings, box plots, ECE table, comparisons."""
     dl = dataset_labels(spec).get(dataset, dataset)
     corr = sorted({r["corruption"] for r in rows if r["dataset"] == dataset} - {"clean"})
@@ -316,7 +349,9 @@ def _dataset_part(rows, compare, dataset: str, spec: Mapping, methods, labels) -
         f"<h3>{_e(dl)}</h3>",
         f"<p>{n_models} models, {len(corr)} corruptions: {_e(', '.join(corr))}.</p>",
         '<ul class="shift-findings">'
-        + "".join(f"<li>{_e(s)}</li>" for s in findings(rows, compare, dataset, methods, labels))
+        + "".join(
+            f"<li>{_e(s)}</li>" for s in findings(rows, compare, dataset, methods, labels, alpha)
+        )
         + "</ul>",
     ]
     png = box_figure(rows, dataset, methods, labels)
@@ -328,7 +363,7 @@ def _dataset_part(rows, compare, dataset: str, spec: Mapping, methods, labels) -
     parts.append(_ece_table(rows, dataset, dl, methods, labels))
     sel = [r for r in compare if r["dataset"] == dataset]
     if sel:
-        parts.append(_compare_details(sel, dl, spec.get("models", {}), labels))
+        parts.append(_compare_details(sel, dl, spec.get("models", {}), labels, alpha))
     return parts
 
 
@@ -371,20 +406,30 @@ def section_html(rows, compare, manifests: Sequence[Mapping], spec: Mapping) -> 
         "of corrupted copies of the test set (Hendrycks &amp; Dietterich 2019 corruptions, "
         "severities 1-5; severity 0 is the clean test half). Boxes run over corruptions; each "
         "point is a corruption's value averaged over the dataset's models (Ovadia et al. 2019). "
-        f"Paired comparisons: mean over corruptions per severity, {level * 100:g}% paired "
-        "bootstrap intervals over test images (one resample of images for every corruption) "
-        "for differences of means (accuracy, NLL, Brier score); "
-        "&ldquo;best&rdquo; is chosen on the clean validation half.</p>",
+        f"Paired comparisons per model and severity: {level * 100:g}% paired bootstrap "
+        "intervals over test images of the difference of the mean over the severity's "
+        "corruptions (one resample of images for every corruption) for means (accuracy, NLL, "
+        "Brier score); for the unbiased ECE (the U-statistic of the squared binned error, "
+        "Kumar, Liang &amp; Ma 2019), a test of <i>equal calibration error</i> reported by its "
+        "p-value: on clean data the study's paired test, under shift a z-test of the difference "
+        "of the mean squared errors over the corruptions with the jackknife over images (one "
+        "image left out of every corrupted copy and both methods, since the copies share their "
+        "images and labels; Efron &amp; Stein 1981: its expected variance is never too small). Its rows show "
+        "the root mean squared error over the corruptions. Plug-in ECE is shown but never "
+        "tested. &ldquo;Best&rdquo; is chosen by K-fold cross-fitting inside the clean "
+        "validation half (each calibrator refitted on K &minus; 1 folds and scored on the "
+        "held-out one on the compared metric), so no calibrator is judged on data it was fitted "
+        "on; then it is tested against TS on the test halves.</p>",
     ]
     if any(not _has_interval(r) for r in compare):
         parts.append(
-            "<p><b>Differences of ECE have no interval</b> and no p-value: "
-            f"{_e(NO_INTERVAL_REASON)}. Their rows give the difference only.</p>"
+            "<p><b>Differences of the unbiased ECE have no interval</b>, only a p-value: "
+            f"{_e(NO_INTERVAL_REASON)}.</p>"
         )
     for d in [d for d in datasets if any(r["dataset"] == d for r in rows)] + sorted(
         {r["dataset"] for r in rows} - set(datasets)
     ):
-        parts += _dataset_part(rows, compare, d, spec, methods, labels)
+        parts += _dataset_part(rows, compare, d, spec, methods, labels, 1.0 - level)
     used = [m for m in manifests if m]
     if used:
         parts.append(_provenance_details(used))

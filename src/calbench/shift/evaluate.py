@@ -4,26 +4,27 @@ Each calibrator was fitted on the clean validation half (``fit-calibrator``); he
 unchanged to the test half of every (corruption, severity) and to the clean halves. Metrics are
 those of :data:`calbench.metrics.METRICS` (15-bin ECE etc.).
 
-Paired comparisons under shift: for each severity s (0 = the clean test half), the statistic of
-a method is its metric *averaged over the corruptions* at severity s. Two comparisons per
-metric: temperature scaling against the uncalibrated model, and the best calibrator against
-temperature scaling, the best being chosen on the clean *validation* half (the data the
-calibrators were fitted on: no test data take part in the choice; in-sample, so flexible
-calibrators such as histogram binning look better there than they generalise). Differences of
-means (accuracy, NLL, Brier score: metrics whose registry entry has an interval,
-:func:`calbench.stats.interval_method`) get a paired percentile bootstrap interval over test
-*images* (Efron & Tibshirani 1993, ch. 13): one set of resampled image indices
-(:func:`calbench.stats.resample_indices`) is applied to every corruption and both methods, since
-the corrupted copies of one image are not independent samples; the p-value is
-``min(1, 2 min(share of d* <= 0, share of d* >= 0))``. At severity 0 the interval is
-:func:`calbench.stats.paired_bootstrap`'s percentile interval with the same seed. Differences of
-ECE get neither interval nor p-value (:data:`NO_INTERVAL_REASON`): blank ``ci_low``,
-``ci_high`` and ``p_value``.
+Paired comparisons under shift: for each severity s (0 = the clean test half), per compared
+metric (verdict-eligible only: :func:`calbench.comparisons.check_verdict_metrics`; a plug-in
+error such as binned ECE is refused, naming ``ece_ub``), temperature scaling against the
+uncalibrated model and the best calibrator against temperature scaling. "best" is chosen by
+K-fold cross-fitting inside the clean *validation* half (:func:`best_by_crossfit`, reusing
+:func:`calbench.steps.select_best`): each calibrator refitted on K - 1 folds and scored on the
+held-out one, so none is judged on samples it was fitted on and no test data take part.
 
-Resampled metrics are computed from per-sample statistics and the resample multiplicities
-``W`` (resamples x samples): a mean metric is ``W @ x / n``; the 15-bin ECE is
-``sum_b |W @ (1[bin=b] correct) - W @ (1[bin=b] conf)| / n`` (Guo et al. 2017, eq. 3 with the
-bin weight n_b / n folded in), so each resample costs one matrix product.
+Differences of means (accuracy, NLL, Brier score) get a paired percentile bootstrap interval
+over test *images* (Efron & Tibshirani 1993, ch. 13) of the mean over the severity's
+corruptions: one set of resampled image indices (:func:`calbench.stats.resample_indices`) is
+applied to every corruption and both methods, since the corrupted copies of one image are not
+independent samples; the p-value is ``min(1, 2 min(share of d* <= 0, share of d* >= 0))``. At
+severity 0 the interval is :func:`calbench.stats.paired_bootstrap`'s percentile interval with
+the same seed. Unbiased calibration errors (``ece_ub`` ...) get the p-value of a test of equal
+(mean) squared calibration error and no interval (:mod:`calbench.shift.ub_compare`,
+:data:`NO_INTERVAL_REASON`): :func:`calbench.stats.ub_paired_test` on the clean half, the
+jackknife over images of the mean over corruptions at severities 1-5.
+
+Resampled means are computed from per-sample statistics and the resample multiplicities ``W``
+(resamples x samples) as ``W @ x / n``: each resample costs one matrix product.
 """
 
 from __future__ import annotations
@@ -36,6 +37,7 @@ import numpy as np
 from calbench.calibrators import load_calibrator
 from calbench.metrics import METRICS
 from calbench.shift.corruptions import SEVERITIES
+from calbench.shift.ub_compare import NO_UB_INTERVAL_REASON
 
 METRIC_COLUMNS = ("dataset", "model", "method", "half", "corruption", "severity", "metric", "value")
 COMPARE_COLUMNS = (
@@ -56,21 +58,27 @@ COMPARE_COLUMNS = (
 )
 #: The two comparisons: (label, method or "best", baseline).
 COMPARISONS = (("ts_vs_uncalibrated", "ts", "uncalibrated"), ("best_vs_ts", "best", "ts"))
-#: Why a difference of ECEs has no interval (docs/statistics.md, perf/bench_coverage.py).
-NO_INTERVAL_REASON = (
-    "the paired bootstrap interval of a difference of ECEs covered the population difference "
-    "in as few as 44% of simulated test sets (percentile; the bias-corrected basic interval "
-    "71-89.8%; perf/bench_coverage.py): the two plug-in ECEs are biased upward by different "
-    "amounts, most for the better-calibrated side"
-)
+#: Why a difference of unbiased calibration errors has a p-value but no interval.
+NO_INTERVAL_REASON = NO_UB_INTERVAL_REASON
+
+
+def kind_of(metric: str) -> str | None:
+    """How the differences of ``metric`` are tested under shift: ``"bootstrap"`` for a mean
+    metric (an interval, :func:`calbench.stats.interval_method`), ``"ub"`` for an unbiased
+    squared calibration error (a jackknife test, :mod:`calbench.shift.ub_compare`), else None."""
+    from calbench.stats import interval_method  # lazy: code inputs
+
+    m = METRICS.get(metric)
+    if m is None:
+        return None
+    if getattr(m, "jackknife", None) is not None:
+        return "ub"
+    return "bootstrap" if m.is_mean and interval_method(metric) is not None else None
 
 
 def has_interval(metric: str) -> bool:
-    """Whether the differences of ``metric`` get an interval and p-value: metrics whose
-    registry entry has one (:func:`calbench.stats.interval_method`), the means."""
-    from calbench.stats import interval_method  # lazy: code inputs
-
-    return interval_method(metric) is not None
+    """Whether the differences of ``metric`` get a bootstrap interval (the means)."""
+    return kind_of(metric) == "bootstrap"
 
 
 def resample_weights(n: int, n_resamples: int, seed: int) -> np.ndarray:
@@ -84,15 +92,13 @@ def resample_weights(n: int, n_resamples: int, seed: int) -> np.ndarray:
 
 
 def resampled_metric(name: str, probs: np.ndarray, labels: np.ndarray, weights: np.ndarray):
-    """Values of metric ``name`` on each resample given by ``weights`` (multiplicities): ECE
-    through its weighted form (:mod:`calbench.metrics`), a mean metric as a weighted mean."""
+    """Values of the mean metric ``name`` on each resample given by ``weights``
+    (multiplicities), as weighted means of its per-sample values."""
     n = labels.shape[0]
-    if name == "ece":
-        return METRICS["ece"].weighted(probs, labels, probs.dtype)(weights)
     metric = METRICS.get(name)
     if metric is None or not metric.is_mean:
         raise ValueError(
-            f"metric {name!r} cannot be compared under shift; use ece or a mean metric "
+            f"metric {name!r} cannot be resampled; use a mean metric "
             "(accuracy, nll, nll_modern, brier)"
         )
     (x,) = metric.stats(probs, labels, probs.dtype)
@@ -110,9 +116,18 @@ def _load_calibrators(paths) -> dict:
 
 
 def _check_options(metrics, compare_metrics, n_bootstrap: int, level: float) -> None:
+    from calbench.comparisons import check_verdict_metrics  # lazy: code inputs
+
     unknown = [m for m in [*metrics, *compare_metrics] if m not in METRICS]
     if unknown:
         raise ValueError(f"unknown metrics {unknown}; choose from {sorted(METRICS)}")
+    check_verdict_metrics(list(compare_metrics), "shift.compare_metrics")
+    unsupported = [m for m in compare_metrics if kind_of(m) is None]
+    if unsupported:
+        raise ValueError(
+            f"shift.compare_metrics: {unsupported} cannot be compared under shift; use ece_ub "
+            "or a mean metric (accuracy, nll, nll_modern, brier)"
+        )
     if n_bootstrap < 1 and compare_metrics:
         raise ValueError("n_bootstrap must be >= 1 for the paired comparisons")
     if not 0.0 < level < 1.0:
@@ -137,50 +152,79 @@ def _load_inputs(shift_logits, clean_logits, split):
     return clean, val_idx, test_idx, shifted
 
 
-def _best_on_validation(val_probs: dict, y_val, compare_metrics) -> dict[str, str]:
-    """The best calibrator per compared metric on the clean validation half (ties: first)."""
-    best = {}
-    for m in compare_metrics:
-        higher = bool(METRICS[m].higher_is_better)
-        scores = {k: float(METRICS[m](val_probs[k], y_val)) for k in val_probs}
-        worst = -math.inf if higher else math.inf
-        pick = max if higher else min
-        best[m] = pick(scores, key=lambda k: scores[k] if math.isfinite(scores[k]) else worst)
+def best_by_crossfit(
+    cals: dict, z_val, y_val, compare_metrics, *, folds: int, seed: int, exclude=(), log=None
+) -> dict[str, str]:
+    """The "best" calibrator per compared metric by ``folds``-fold cross-fitting inside the
+    clean validation half (:func:`calbench.steps.select_best`,
+    :func:`calbench.selection.crossfit_scores`): each calibrator is refitted from its method and
+    hyperparameters on ``folds - 1`` folds and scored on the held-out one, so no calibrator is
+    judged on samples it was fitted on, and no test sample (clean or corrupted) takes part."""
+    from calbench.steps import _maker, select_best  # lazy: code inputs
+
+    if not compare_metrics:
+        return {}
+    makers = {name: _maker(type(cal).name, cal.get_params()) for name, cal in cals.items()}
+    chosen = {m: METRICS[m] for m in compare_metrics}
+    best, _ = select_best(makers, (z_val, y_val), chosen, folds=folds, seed=seed,
+                          exclude=list(exclude), log=log)  # fmt: skip
+    if not best:
+        raise ValueError(
+            "no calibrator is a candidate for the cross-fitted best; shorten compare.select_exclude"
+        )
     return best
 
 
-def _comparison_rows(stats, best, corr, compare_metrics, meta, level, n_bootstrap) -> list[dict]:
-    """Paired differences per severity (mean over that severity's corruptions) of
-    :data:`COMPARISONS`, from the per-condition values and resampled values in ``stats``."""
+def _bootstrap_cell(stats, m, method, base, keys, q):
+    """(value, baseline value, low, high, p) of a mean metric: mean over ``keys``, paired
+    percentile bootstrap over images (one resample for every corruption and both methods)."""
+    va, vb = (float(np.mean([stats[(x, m, k)][0] for k in keys])) for x in (method, base))
+    ba, bb = (np.mean([stats[(x, m, k)][1] for k in keys], axis=0) for x in (method, base))
+    diffs = ba - bb
+    lo, hi = (float(v) for v in np.quantile(diffs, q))
+    share = min(np.mean(diffs <= 0.0), np.mean(diffs >= 0.0))
+    return va, vb, lo, hi, float(min(1.0, 2.0 * share))
+
+
+def _ub_cell(stats, clean, m, method, base, keys, yt):
+    """(value, baseline value, p) of an unbiased calibration error: the root of the mean
+    unclipped ``T`` over ``keys``; p of :func:`calbench.stats.ub_paired_test` on the clean test
+    half, of :func:`calbench.shift.ub_compare.ub_mean_test` over a severity's corruptions."""
+    from calbench.metrics.unbiased import root  # lazy: code inputs
+    from calbench.shift.ub_compare import mean_ub, ub_mean_test  # lazy: code inputs
+    from calbench.stats import ub_paired_test  # lazy: code inputs
+
+    ua = [stats[(method, m, k)][1] for k in keys]
+    ub = [stats[(base, m, k)][1] for k in keys]
+    if keys == [("clean", 0)]:
+        p = ub_paired_test(m, clean[method], clean[base], yt).p_value
+    else:
+        p = ub_mean_test(ua, ub)[2]
+    return float(root(mean_ub(ua))), float(root(mean_ub(ub))), float(p)
+
+
+def _comparison_rows(stats, clean, yt, best, corr, compare_metrics, meta, level, n_bootstrap):
+    """Paired differences per severity of :data:`COMPARISONS`: a mean metric's mean over that
+    severity's corruptions with a bootstrap interval; an unbiased calibration error's root mean
+    squared error over them with the p-value of the test of equal error (no interval)."""
     compare = []
     groups = {0: [("clean", 0)], **{s: [(c, s) for c in corr] for s in SEVERITIES}}
-    lo_q, hi_q = (1.0 - level) / 2.0, (1.0 + level) / 2.0
+    q = [(1.0 - level) / 2.0, (1.0 + level) / 2.0]
     for m in compare_metrics:
-        interval = has_interval(m)
-
-        def stat(method, sev, m=m, interval=interval):
-            keys = groups[sev]
-            value = float(np.mean([stats[(method, m, k)][0] for k in keys]))
-            if not interval:
-                return value, None
-            return value, np.mean([stats[(method, m, k)][1] for k in keys], axis=0)
-
+        kind = kind_of(m)
         for label, method, base in COMPARISONS:
             method = best[m] if method == "best" else method
-            for sev in groups:
-                va, ba = stat(method, sev)
-                vb, bb = stat(base, sev)
-                lo = hi = p = math.nan
-                if interval:
-                    diffs = ba - bb
-                    lo, hi = (float(q) for q in np.quantile(diffs, [lo_q, hi_q]))
-                    share = min(np.mean(diffs <= 0.0), np.mean(diffs >= 0.0))
-                    p = float(min(1.0, 2.0 * share))
+            for sev, keys in groups.items():
+                lo = hi = math.nan
+                if kind == "bootstrap":
+                    va, vb, lo, hi, p = _bootstrap_cell(stats, m, method, base, keys, q)
+                else:
+                    va, vb, p = _ub_cell(stats, clean, m, method, base, keys, yt)
                 compare.append({**meta, "severity": sev, "metric": m, "comparison": label,
                                 "method": method, "baseline": base, "value": va,
                                 "baseline_value": vb, "difference": va - vb,
                                 "ci_low": lo, "ci_high": hi, "p_value": p,
-                                "n_resamples": int(n_bootstrap)})  # fmt: skip
+                                "n_resamples": int(n_bootstrap) if kind == "bootstrap" else 0})  # fmt: skip
     return compare
 
 
@@ -195,11 +239,20 @@ def evaluate_shift(
     n_bootstrap: int = 200,
     level: float = 0.95,
     seed: int = 0,
+    select_folds: int = 5,
+    select_exclude: list[str] = (),
+    log=None,
 ) -> tuple[list[dict], list[dict]]:
     """Metric rows and paired-comparison rows of one model (columns :data:`METRIC_COLUMNS`,
     :data:`COMPARE_COLUMNS`). ``calibrators`` are JSON files named ``<method>.json``; they must
-    include ``ts`` and ``uncalibrated`` when ``compare_metrics`` is not empty."""
+    include ``ts`` and ``uncalibrated`` when ``compare_metrics`` is not empty, which must be
+    verdict-eligible. "best" is cross-fitted inside the clean validation half
+    (:func:`best_by_crossfit`, ``select_folds`` folds, ``select_exclude`` not candidates)."""
+    from calbench.selection import check_folds  # lazy: code inputs
+
     _check_options(metrics, compare_metrics, n_bootstrap, level)
+    if compare_metrics:
+        check_folds(select_folds)
     clean, val_idx, test_idx, shifted = _load_inputs(shift_logits, clean_logits, split)
     cals = _load_calibrators(calibrators)
     if compare_metrics:
@@ -215,9 +268,14 @@ def evaluate_shift(
     corr = shifted["corruptions"]
     conditions = [("clean", 0)] + [(c, s) for c in corr for s in SEVERITIES]
     val_probs = {name: cal.predict_proba(z[val_idx]) for name, cal in cals.items()}
-    best = _best_on_validation(val_probs, y[val_idx], compare_metrics)
+    unknown = sorted(set(select_exclude) - set(cals))
+    if compare_metrics and unknown:
+        raise ValueError(f"compare.select_exclude names {unknown}, which are not calibrators here")
+    best = best_by_crossfit(cals, z[val_idx], y[val_idx], compare_metrics, folds=select_folds,
+                            seed=seed, exclude=select_exclude, log=log)  # fmt: skip
     needed = {"ts", "uncalibrated", *best.values()} if compare_metrics else set()
     resampled = [m for m in compare_metrics if has_interval(m)]
+    clean_probs: dict = {}  # the compared methods' clean test probabilities (ub_paired_test)
     weights = resample_weights(len(test_idx), n_bootstrap, seed) if resampled else None
     # (method, metric, condition) -> (value, resampled values), for the compared methods only;
     # probabilities are not kept (76 conditions x 100 classes would not fit in memory)
@@ -235,10 +293,15 @@ def evaluate_shift(
                 rows.append({**meta, "method": name, "half": "test", "corruption": c,
                              "severity": s, "metric": m, "value": float(METRICS[m](p, yt))})  # fmt: skip
             if name in needed:
+                if c == "clean":
+                    clean_probs[name] = p
                 for m in compare_metrics:
                     stats[(name, m, (c, s))] = (
                         float(METRICS[m](p, yt)),
-                        resampled_metric(m, p, yt, weights) if m in resampled else None,
+                        resampled_metric(m, p, yt, weights)
+                        if m in resampled
+                        else METRICS[m].jackknife(p, yt, p.dtype),
                     )
-    compare = _comparison_rows(stats, best, corr, compare_metrics, meta, level, n_bootstrap)
+    compare = _comparison_rows(stats, clean_probs, yt, best, corr, compare_metrics, meta, level,
+                               n_bootstrap)  # fmt: skip
     return rows, compare

@@ -69,12 +69,15 @@ def shift_corrupt_args(wildcards, input):
 
 
 def evaluate_shift_args(wildcards):
-    """The options of ``calbench evaluate-shift`` from the shift and evaluation sections."""
+    """The options of ``calbench evaluate-shift`` from the shift and evaluation sections and the
+    cross-fitted selection of the compare section."""
     cfg = shift_cfg()
     return shell_args(
-        "--metrics", ",".join(cfg.get("metrics", ["accuracy", "ece", "nll"])),
-        "--compare-metrics", ",".join(cfg.get("compare_metrics", ["ece", "nll"])),
+        "--metrics", ",".join(cfg.get("metrics", ["accuracy", "ece", "ece_ub", "nll"])),
+        "--compare-metrics", ",".join(cfg.get("compare_metrics", ["ece_ub", "nll"])),
         "--n-bootstrap", cfg.get("n_bootstrap", 200),
+        "--select-folds", config["compare"]["select_folds"],
+        "--select-exclude", ",".join(config["compare"].get("select_exclude") or []),
         "--level", config["evaluation"]["level"],
         "--seed", config["evaluation"]["seed"],
     )
