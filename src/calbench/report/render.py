@@ -18,6 +18,7 @@ renders it and keeps the names other code imports.
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -39,6 +40,7 @@ from calbench.report.provenance import (  # noqa: F401  (re-exported)
     package_versions,
     run_provenance,
 )
+from calbench.report.overview import add_finding
 from calbench.report.references import REFERENCES as BIBLIOGRAPHY  # noqa: F401
 from calbench.report.references import bibliography
 from calbench.report.views import (  # noqa: F401  (re-exported)
@@ -70,7 +72,7 @@ def build_context(**kwargs) -> dict:
     if ctx["robustness"]:
         at = next((i for i, e in enumerate(ctx["toc"]) if e["id"] == "diagrams"), len(ctx["toc"]))
         ctx["toc"].insert(at, {"id": "robustness", "title": "Robustness", "children": []})
-        ctx["findings"]["headlines"].append(ctx["robustness"]["sentence"])
+        add_finding(ctx["findings"], ctx["robustness"]["sentence"])
     cal_spec = spec.get("calibrators") or {}
     keys = list(dict.fromkeys(r["method"] for r in rows))
     methods = {k: str((cal_spec.get(k) or {}).get("method") or k) for k in keys}
@@ -191,6 +193,38 @@ def render_html(template_path: str | os.PathLike, context: Mapping) -> str:
         keep_trailing_newline=True,
     )
     try:
-        return env.get_template(path.name).render(**context)
+        template = env.get_template(path.name)
+        html = template.render(**context)
+        if "bibliography" in context:  # derived from what the rendered text cites
+            context = {**context, **cited_bibliography(html, context.get("cited_for") or {})}
+            html = template.render(**context)
+        return html
     except jinja2.TemplateError as exc:
         raise ValueError(f"report template {path} failed to render: {exc}") from exc
+
+
+#: Where the bibliography of a rendered report starts (its text is not searched for citations).
+BIBLIOGRAPHY_ANCHOR = '<h2 id="bibliography"'
+
+
+def visible_text(html: str) -> str:
+    """The text of an HTML page a reader sees: no tags (so no attribute, no data URI), no
+    script or style, entities decoded."""
+    import html as _html
+
+    html = re.sub(r"<(script|style)\b.*?</\1>", " ", html, flags=re.S | re.I)
+    return _html.unescape(re.sub(r"<[^>]+>", " ", html))
+
+
+def cited_bibliography(html: str, cited_for: Mapping) -> dict:
+    """``{"bibliography": {key: reference}, "cited_for": {...}}`` of the works the rendered
+    ``html`` cites before its bibliography (:func:`calbench.report.references.cited_in`): every
+    work cited is listed, and only those."""
+    from calbench.report.references import REFERENCES, cited_in  # lazy: code inputs
+
+    body = html.split(BIBLIOGRAPHY_ANCHOR, 1)[0]
+    keys = cited_in(visible_text(body))
+    return {
+        "bibliography": {k: REFERENCES[k] for k in keys},
+        "cited_for": {k: list(cited_for.get(k, [])) for k in keys},
+    }

@@ -108,6 +108,7 @@ def rank_summaries(
                 cd,
                 display_spec(metric)[2],
                 n_models=xc.shape[0],
+                bars=fr.p_f < ALPHA,  # Nemenyi groups only after the omnibus test rejects
             )
             entry["figure"] = "data:image/svg+xml;base64," + base64.b64encode(
                 plots.figure_svg(fig)

@@ -18,6 +18,7 @@ from pathlib import Path
 
 from calbench.report import table_model as G
 from calbench.report.display import display_spec, format_value, spec_labels
+from calbench.report.overview import comparison_figures, numeric_compare_csv
 from calbench.report.tables import Table
 
 
@@ -27,6 +28,29 @@ def png_data_uri(path: str | os.PathLike) -> str:
     if not data.startswith(b"\x89PNG\r\n\x1a\n"):
         raise ValueError(f"{path} is not a PNG file; regenerate it with calbench plot-reliability")
     return "data:image/png;base64," + base64.b64encode(data).decode("ascii")
+
+
+#: The resolution (dots per inch) at which a figure's pixels are shown one to one: a PNG
+#: drawn at a higher dpi (2x for high-DPI screens) is shown at its size at this dpi.
+SCREEN_DPI = 100
+
+
+def png_display_width(path: str | os.PathLike) -> int | None:
+    """The width (CSS px) to show a PNG at: its pixel width scaled from the dpi it was drawn
+    at (its ``pHYs`` chunk) to :data:`SCREEN_DPI`, so that a 2x PNG shows as sharp text of the
+    same size; None for a PNG at :data:`SCREEN_DPI` or below, or without ``pHYs``."""
+    import struct
+
+    data = Path(path).read_bytes()
+    width = struct.unpack(">I", data[16:20])[0]
+    at = data.find(b"pHYs")
+    if at < 0:
+        return None
+    ppm_x, _, unit = struct.unpack(">IIB", data[at + 4 : at + 13])
+    dpi = ppm_x * 0.0254 if unit == 1 else 0.0
+    if dpi <= SCREEN_DPI * 1.05:
+        return None
+    return round(width * SCREEN_DPI / dpi)
 
 
 def _slug(text: str) -> str:
@@ -39,8 +63,13 @@ def csv_data_uri(text: str) -> str:
 
 
 def _cell(text, sort=None, **extra) -> dict:
-    """A table cell for the template: ``text``; ``sort`` (number) orders numeric columns."""
-    out = {"text": str(text), "sort": "" if sort is None else repr(float(sort))}
+    """A table cell for the template: ``text``; ``sort`` (a number) orders a numeric column
+    (NaN: a missing value, sorted last); without ``sort`` the column sorts by the text."""
+    if sort is None:
+        key = None
+    else:
+        key = repr(float(sort)) if math.isfinite(float(sort)) else ""
+    out = {"text": str(text), "sort": key}
     out.update({"ci": "", "bold": False, "mark": "", "bad": False})
     out.update(extra)
     return out
@@ -97,21 +126,27 @@ def table_view(
     }
 
 
-def metric_view(table: Table, key: str) -> dict:
+def metric_view(table: Table, key: str, companion: Mapping | None = None) -> dict:
     """A metric table (models x calibrators) as a :func:`table_view`; estimates outside their
-    interval are marked with a dagger."""
+    interval are marked with a dagger. ``companion`` = ``(label, {(model, calibrator): text})``
+    prints a second quantity under each value (a set size's coverage)."""
     scale = display_spec(table.metric)[0]
+    extra_label, extra = companion if companion else ("", {})
     rows = []
     for i in range(len(table.row_keys)):
         cells = [_cell(x) for x in table.row_labels[i]]
         for j in range(len(table.col_keys)):
             v, lo, hi = (float(a[i, j]) for a in (table.values, table.ci_low, table.ci_high))
             outside = math.isfinite(lo) and math.isfinite(hi) and not lo <= v <= hi
+            ci = table.ci(i, j)
+            more = extra.get((table.row_keys[i], table.col_keys[j]))
+            if more:
+                ci = f"{ci} {extra_label} {more}".strip()
             cells.append(
                 _cell(
                     table.cell(i, j),
-                    v * scale if math.isfinite(v) else None,
-                    ci=table.ci(i, j),
+                    v * scale,
+                    ci=ci,
                     bold=bool(table.bold[i, j]),
                     mark="†" if outside else "",
                 )
@@ -139,7 +174,7 @@ def interval_note(metric: str) -> str:
         return ""
     method = S.interval_method(metric)
     if method is None:
-        reason = S.no_interval_reason(metric).rstrip(".")
+        reason = without_repository_paths(S.no_interval_reason(metric)).rstrip(".")
         return f"No interval: {reason}."
     if method == "upper":
         return (
@@ -147,6 +182,23 @@ def interval_note(metric: str) -> str:
             "no two-sided bootstrap interval covered small errors as stated."
         )
     return ""
+
+
+#: Where the project's documentation is published (outside the report).
+DOCS_URL = "the project's documentation (docs/ in its repository; outside this report)"
+
+
+def without_repository_paths(text: str) -> str:
+    """``text`` without references to repository files ("(perf/bench_coverage.py)",
+    "docs/statistics.md"), which a reader of the standalone report cannot open: a bracketed
+    path becomes "(simulation in the project's benchmarks, outside this report)", any other
+    path the project's documentation."""
+    text = re.sub(
+        r"\s*\((?:see )?(?:perf|docs|tests|scripts)/[\w./-]+(?:,[^)]*)?\)",
+        " (simulation in the project's benchmarks, outside this report)",
+        text,
+    )
+    return re.sub(r"(?:perf|docs|tests|scripts)/[\w./-]+", DOCS_URL, text)
 
 
 def study_view(t) -> dict:
@@ -157,7 +209,7 @@ def study_view(t) -> dict:
         for j, c in enumerate(row["cells"]):
             v = float(t.mean[i, j])
             scale = display_spec(t.columns[j].metric)[0]
-            cells.append(_cell(c["text"], v * scale if math.isfinite(v) else None, bold=c["bold"]))
+            cells.append(_cell(c["text"], v * scale, bold=c["bold"]))
         rows.append(cells)
     return table_view(
         t.key,
@@ -258,7 +310,8 @@ def compare_view(compare: Sequence[Mapping], spec: Mapping, level: float) -> dic
     rows = []
     families: dict[str, set] = {}
     n_cannot = n_significant = 0
-    for r in comparison_families(compare):
+    adjusted = comparison_families(compare)
+    for r in adjusted:
         m = r["metric"]
         scale = display_spec(m)[0]
         d, lo, hi = float(r["difference"]), _float(r["ci_low"]), _float(r["ci_high"])
@@ -287,7 +340,7 @@ def compare_view(compare: Sequence[Mapping], spec: Mapping, level: float) -> dic
                     float(r["baseline_value"]) * scale,
                 ),
                 _cell(format_value(m, d, signed=True), d * scale, bold=said == "significant"),
-                _cell(interval, lo * scale if math.isfinite(lo) else None),
+                _cell(interval, lo * scale),
                 _cell(TEST_LABELS.get(r.get("test", ""), r.get("test", ""))),
                 _cell(format_p(float(r["p_value"])), float(r["p_value"])),
                 _cell(f"{format_p(p_adj)} (m = {m_size})", p_adj),
@@ -311,8 +364,14 @@ def compare_view(compare: Sequence[Mapping], spec: Mapping, level: float) -> dic
         "Verdict",
     ]
     view = table_view(
-        "comparisons", "Paired comparisons on the test half", header, rows, n_labels=6
+        "comparisons",
+        "Paired comparisons on the test half",
+        header,
+        rows,
+        n_labels=6,
+        csv_text=numeric_compare_csv(adjusted, spec, alpha),
     )
+    view["figures"] = comparison_figures(adjusted, spec, alpha)
     view["n"] = len(rows)
     view["n_significant"] = n_significant
     view["n_cannot"] = n_cannot
@@ -380,10 +439,17 @@ def reliability_figures(plots: Mapping, grids: Mapping, rows, spec) -> list[dict
                 fig = {
                     "label": cl.get(c, c) + (" (lowest validation ECE)" if c == best else ""),
                     "src": png_data_uri(per[c]),
+                    "width": png_display_width(per[c]),
                 }
                 (entry["shown"] if c in default else entry["more"]).append(fig)
         elif key in grids:
-            entry["shown"].append({"label": "all calibrators", "src": png_data_uri(grids[key])})
+            entry["shown"].append(
+                {
+                    "label": "all calibrators",
+                    "src": png_data_uri(grids[key]),
+                    "width": png_display_width(grids[key]),
+                }
+            )
         out.append(entry)
     return out
 
