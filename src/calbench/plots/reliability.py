@@ -114,6 +114,30 @@ def _smooth_curve(f, outcome):
     return _CURVES[key]
 
 
+#: gid of the count labels over sparse bins (:func:`unstack_counts` moves overlapping ones).
+COUNT_GID = "sparse-count"
+
+
+def unstack_counts(ax, renderer) -> None:
+    """Move a sparse bin's count label up, above its left neighbour's, wherever the two would
+    overlap once the axes has its final size (narrow bins side by side)."""
+    texts = sorted(
+        (t for t in ax.texts if t.get_gid() == COUNT_GID), key=lambda t: t.get_position()[0]
+    )
+    placed = []
+    height_px = max(ax.get_window_extent(renderer).height, 1.0)
+    for t in texts:
+        for _ in range(len(texts)):
+            box = t.get_window_extent(renderer)
+            hit = [p for p in placed if p.padded(2.0).overlaps(box)]
+            if not hit:
+                break
+            top = max(p.y1 for p in hit)
+            x, y = t.get_position()
+            t.set_y(y + (top - box.y0 + 3.0) / height_px)
+        placed.append(t.get_window_extent(renderer))
+
+
 def _check_layers(bands, smooth, min_count) -> tuple[bool, bool, int]:
     return _check_flag(bands, "bands"), _check_flag(smooth, "smooth"), _check_min_count(min_count)
 
@@ -177,6 +201,7 @@ def _mark_sparse_bins(ax, bars, left, width, acc, count, min_count, faded=()) ->
                 ha="center",
                 fontsize=_COUNT_FONT,
                 zorder=7,
+                gid=COUNT_GID,
             )
     legend = ax.get_legend()
     if legend is not None:  # the legend key stays in full colour
@@ -185,6 +210,44 @@ def _mark_sparse_bins(ax, bars, left, width, acc, count, min_count, faded=()) ->
             if text.get_text() == "Outputs":
                 handle.set_alpha(None)
                 handle.set_hatch(None)
+
+
+#: Font size (points) of the legend below a single diagram, and its columns.
+LEGEND_FONT = 8
+LEGEND_COLUMNS = 2
+
+
+def _figure_legend(ax, mean_acc, mean_conf) -> None:
+    """The legend of a single diagram, below its axes (outside them: it covers no bar, label
+    or curve), built before sparse bins are faded so that its keys keep their full colour; the
+    histogram's accuracy and average-confidence lines are named in it too."""
+    from matplotlib.lines import Line2D
+
+    handles, labels = ax.get_legend_handles_labels()
+    if mean_acc is not None:
+        handles += [
+            Line2D([], [], color="black", ls="--", lw=1.5),
+            Line2D([], [], color=_GAP_COLOR, ls=":", lw=2.0),
+        ]
+        labels += ["Accuracy (histogram)", "Avg. confidence"]
+    fig = _root_figure(ax)
+    fig.legend(
+        handles,
+        labels,
+        loc="lower center",
+        bbox_to_anchor=(0.5, 0.0),
+        ncol=LEGEND_COLUMNS,
+        fontsize=LEGEND_FONT,
+        frameon=False,
+        borderaxespad=0.8,
+        handlelength=1.6,
+        columnspacing=1.0,
+    )
+
+
+def legend_rows(n_entries: int) -> int:
+    """Rows of the legend below a single diagram."""
+    return -(-n_entries // LEGEND_COLUMNS)
 
 
 def _draw_guo(
@@ -224,7 +287,16 @@ def _draw_guo(
         faded.append(_draw_band(ax, left[keep], width[keep], layers.band, keep))
     if layers.curve is not None:
         _draw_smooth(ax, layers.curve, layers.min_count)
-    if legend:
+    if legend == "figure" and hist_ax is not None and hist_lines:
+        n_all = count.sum()
+        mean_acc = float(np.sum(acc * count) / n_all)
+        mean_conf = float(np.sum(conf * count) / n_all)
+        _figure_legend(ax, mean_acc, mean_conf)
+    elif legend == "figure":
+        _figure_legend(ax, None, None)
+    if legend == "figure":  # below the axes; the histogram's lines join it below
+        pass
+    elif legend:
         _legend(ax, ece_in_corner)  # before fading: the legend keys keep the full colour
     _mark_sparse_bins(
         ax, outputs, left[keep], width[keep], acc[keep], count[keep], layers.min_count, faded
@@ -254,7 +326,7 @@ def _draw_guo(
         mean_conf = float(np.sum(conf * count) / n)
         hist_ax.axvline(mean_acc, color="black", ls="--", lw=1.5, label="Accuracy")
         hist_ax.axvline(mean_conf, color=_GAP_COLOR, ls=":", lw=2.0, label="Avg. confidence")
-        if legend:
+        if legend and legend != "figure":
             hist_ax.legend(
                 handles=hist_ax.lines[-2:], loc="best", fontsize=8, framealpha=0.9, borderpad=0.3
             )
@@ -298,7 +370,9 @@ def _draw_coursework(
         _draw_smooth(ax, layers.curve, layers.min_count)
     # The coursework bars fill both upper corners (tall first-bin weights in one-vs-rest
     # diagrams, tall top-bin confidences), so the ECE heads a legend placed where bars leave room.
-    if legend:
+    if legend == "figure":
+        _figure_legend(ax, None, None)
+    elif legend:
         ax.legend(
             loc="best",
             fontsize=9,
@@ -347,6 +421,9 @@ def _diagram(probs, labels, n_bins, style, title, ax, class_index, binning, opti
 
             hist_ax = make_axes_locatable(ax).append_axes("bottom", size="33%", pad=0.45, sharex=ax)
 
+    # in its own figure: the ECE in the title and the legend below the axes (nothing inside
+    # the axes but the data and the counts of sparse bins); drawn into a given axes: as before
+    legend = "figure" if own_figure else True
     if style == "guo":
         ylabel = "Accuracy" if class_index is None else f"Frequency of class {class_index}"
         _draw_guo(
@@ -355,8 +432,9 @@ def _diagram(probs, labels, n_bins, style, title, ax, class_index, binning, opti
             b,
             ece_value,
             ylabel=ylabel,
-            ece_in_corner=True,
+            ece_in_corner=not own_figure,
             hist_lines=class_index is None,
+            legend=legend,
             layers=layers,
         )
     else:
@@ -369,44 +447,60 @@ def _diagram(probs, labels, n_bins, style, title, ax, class_index, binning, opti
             b,
             ece_value,
             ylabel=ylabel,
-            ece_in_corner=True,
+            ece_in_corner=not own_figure,
             acc_label=acc_label,
+            legend=legend,
             layers=layers,
         )
     if class_index is not None:
         xlabel = f"Predicted probability of class {class_index}"
         (hist_ax if hist_ax is not None else ax).set_xlabel(xlabel)
-    if title is not None:
-        # in its own figure at a fixed y (nothing drawn above the axes: no search for tick labels)
-        ax.set_title(title, **({"y": 1.0} if own_figure else {}))
     if own_figure:
-        _place_single(fig, ax, hist_ax, title is not None)
+        # at a fixed y (nothing drawn above the axes: no search for tick labels); the ECE part
+        # names its bin count (the tables may use another)
+        ax.set_title(title or "", y=1.0)
+        tail = f"{format_ece(ece_value)} ({n_bins} bins)"
+        _place_single(fig, ax, hist_ax, title, tail)
+    elif title is not None:
+        ax.set_title(title)
+    unstack_counts(ax, fig.canvas.get_renderer())
     return fig
 
 
-#: Figure sizes (inches) of a single diagram per style: axes at least 4 in (400 px at 100 dpi)
-#: wide.
-_SINGLE_SIZE = {"guo": (4.9, 5.9), "coursework": (5.2, 4.4)}
+#: Figure sizes (inches) of a single diagram per style, before the legend below it: 370 px wide
+#: at 100 dpi, so that a diagram fits a phone's screen at its natural size (text >= 10 px) and
+#: three fit side by side at 1400 px.
+_SINGLE_SIZE = {"guo": (3.7, 5.0), "coursework": (4.4, 4.0)}
 
 
-def _place_single(fig, ax, hist_ax, titled: bool) -> None:
-    """Fixed layout of a single diagram (:mod:`calbench.plots._layout`): the title, if any,
-    broken into lines as wide as the axes; the histogram a third of the diagram's height."""
+def _place_single(fig, ax, hist_ax, title, tail: str) -> None:
+    """Fixed layout of a single diagram (:mod:`calbench.plots._layout`): the ``title`` broken
+    into lines as wide as the axes, ``tail`` (the ECE) on a line of its own under it; the
+    histogram a third of the diagram's height; the figure legend in rows below the x label
+    (the figure grows by their height)."""
     m = margins()
     width, height = _SINGLE_SIZE["guo" if hist_ax is not None else "coursework"]
     axes_w = width - m["left"] - m["right"]
-    title_h = None
-    if titled:
-        text, renderer = ax.title, fig.canvas.get_renderer()
-        title_h = fit_text(text, title_tokens(text.get_text()), axes_w + TITLE_OVERHANG, renderer)
-    axes_h = height - title_space(title_h) - m["bottom"]
+    text, renderer = ax.title, fig.canvas.get_renderer()
+    if title:
+        fit_text(text, title_tokens(title), axes_w + TITLE_OVERHANG, renderer)
+        text.set_text(f"{text.get_text()}\n{tail}")
+    else:
+        text.set_text(tail)
+    title_h = text.get_window_extent(renderer).height / renderer.dpi
+    legend_h = 0.0
+    if fig.legends:
+        legend_h = fig.legends[0].get_window_extent(renderer).height / fig.dpi + 0.1
+    height += legend_h
+    bottom = m["bottom"] + legend_h
+    axes_h = height - title_space(title_h) - bottom
     if hist_ax is None:
-        place(fig, [(ax, m["left"], m["bottom"], axes_w, axes_h)], (width, height))
+        place(fig, [(ax, m["left"], bottom, axes_w, axes_h)], (width, height))
         return
     hist_h = (axes_h - m["inner"]) / 4.0
     rects = [
-        (hist_ax, m["left"], m["bottom"], axes_w, hist_h),
-        (ax, m["left"], m["bottom"] + hist_h + m["inner"], axes_w, 3.0 * hist_h),
+        (hist_ax, m["left"], bottom, axes_w, hist_h),
+        (ax, m["left"], bottom + hist_h + m["inner"], axes_w, 3.0 * hist_h),
     ]
     place(fig, rects, (width, height))
 
