@@ -39,7 +39,6 @@ from calbench.plots._base import (
     format_ece,
 )
 from calbench.plots._layout import (
-    TITLE_OVERHANG,
     fit_text,
     margins,
     new_figure,
@@ -461,16 +460,16 @@ def _diagram(probs, labels, n_bins, style, title, ax, class_index, binning, opti
         ax.set_title(title or "", y=1.0)
         tail = f"{format_ece(ece_value)} ({n_bins} bins)"
         _place_single(fig, ax, hist_ax, title, tail)
+        unstack_counts(ax, fig.canvas.get_renderer())
     elif title is not None:
         ax.set_title(title)
-    unstack_counts(ax, fig.canvas.get_renderer())
     return fig
 
 
 #: Figure sizes (inches) of a single diagram per style, before the legend below it: 370 px wide
 #: at 100 dpi, so that a diagram fits a phone's screen at its natural size (text >= 10 px) and
 #: three fit side by side at 1400 px.
-_SINGLE_SIZE = {"guo": (3.7, 5.0), "coursework": (4.4, 4.0)}
+_SINGLE_SIZE = {"guo": (3.7, 5.0), "coursework": (3.7, 3.6)}
 
 
 def _place_single(fig, ax, hist_ax, title, tail: str) -> None:
@@ -483,7 +482,8 @@ def _place_single(fig, ax, hist_ax, title, tail: str) -> None:
     axes_w = width - m["left"] - m["right"]
     text, renderer = ax.title, fig.canvas.get_renderer()
     if title:
-        fit_text(text, title_tokens(title), axes_w + TITLE_OVERHANG, renderer)
+        # no wider than the axes: the title's box (all its lines) stays clear of the tick labels
+        fit_text(text, title_tokens(title), axes_w, renderer)
         text.set_text(f"{text.get_text()}\n{tail}")
     else:
         text.set_text(tail)
