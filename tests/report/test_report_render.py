@@ -135,9 +135,15 @@ def test_report_embeds_figures_and_is_self_contained(tmp_path):
     srcs = re.findall(r'<img [^>]*src="([^"]+)"', html)
     pngs = [s for s in srcs if s.startswith("data:image/png;base64,")]
     svgs = [s for s in srcs if s.startswith("data:image/svg+xml;base64,")]
-    assert len(pngs) == 1 and len(svgs) == 2 and len(srcs) == 3  # grid + 2 CD diagrams
+    alts = re.findall(r'<img [^>]*alt="([^"]+)"', html)
+    # the grid; 2 CD diagrams, the rank overview and the ECE comparison heatmap as SVG
+    assert len(pngs) == 1 and len(svgs) == 4 and len(srcs) == 5
+    assert sum(a.startswith("Critical-difference diagram") for a in alts) == 2
+    assert sum(a.startswith("Heatmap of the average ranks") for a in alts) == 1
+    assert sum(a.startswith("Heatmap of ECE") for a in alts) == 1
     assert base64.b64decode(pngs[0].split(",", 1)[1]) == tiny_png()
-    assert base64.b64decode(svgs[0].split(",", 1)[1]).startswith(b"<?xml")
+    for svg in svgs:
+        assert base64.b64decode(svg.split(",", 1)[1]).startswith(b"<?xml")
     assert "http://" not in html and "https://" not in html  # nothing fetched from elsewhere
     assert 'id="losses"' in html and 'id="compare"' in html
     assert "numpy" in html  # provenance lists package versions
@@ -189,9 +195,12 @@ def test_report_opens_on_findings_computed_from_the_rows(tmp_path):
     ctx = _context(tmp_path)
     html = render.render_html(TEMPLATE, ctx)
     body = html.split("<main>", 1)[1]
-    # the first section after the title is the findings summary
-    assert body.index('id="findings"') < body.index('id="protocol"') < body.index('id="tables"')
-    heads = ctx["findings"]["headlines"]
+    # the first section after the title is the findings summary, then the figures of the
+    # evidence, the tables, and the protocol (folded)
+    order = ["findings", "ranks", "diagrams", "tables", "protocol", "provenance", "bibliography"]
+    at = [body.index(f'id="{x}"') for x in order]
+    assert at == sorted(at)
+    heads = [f["text"] for fam in ctx["findings"]["families"] for f in fam["found"]]
     # ECE: T-scaling (1.0%/1.1%) beats Uncal (5.0%/5.1%) on both models
     assert heads[0].startswith("T-scaling has the best average rank on ECE (1.00 over 2 models")
     assert "best on 2/2" in heads[0]
@@ -303,7 +312,9 @@ def test_every_table_has_a_csv_link_with_its_data(tmp_path):
     assert lines[0].startswith("Dataset,Model,Uncal,Uncal ci_low,Uncal ci_high,T-scaling")
     assert lines[1].split(",")[2:6] == ["5.00", "4.80", "5.20", "1.00"]
     # one table per CSV link, each table sortable
-    assert len(links) == html.count("data-sortable>")
+    assert len(links) == html.count('<figure class="tbl"')
+    for table in re.findall(r"<table [^>]*>.*?</thead>", html, re.S):
+        assert ("data-sortable" in table) == ('class="sort"' in table), table[:200]
 
 
 def test_constant_label_columns_are_dropped_and_named(tmp_path):
@@ -337,7 +348,7 @@ def test_estimates_outside_their_interval_are_marked(tmp_path):
     (ece,) = [v for v in ctx2["metric_tables"] if v["csv_name"] == "ece.csv"]
     marks = [c["mark"] for r in ece["rows"] for c in r]
     assert marks.count("†") == 1 and ctx2["n_outside"] == 1
-    assert any("lies outside its interval" in a for a in ctx2["findings"]["anomalies"])
+    assert any("lies outside its interval" in a for a in ctx2["findings"]["to_check"])
 
 
 def test_reliability_default_panels_and_the_rest_folded(tmp_path):
