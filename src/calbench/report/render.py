@@ -226,5 +226,5 @@ def cited_bibliography(html: str, cited_for: Mapping) -> dict:
     keys = cited_in(visible_text(body))
     return {
         "bibliography": {k: REFERENCES[k] for k in keys},
-        "cited_for": {k: list(cited_for.get(k, [])) for k in keys},
+        "cited_for": {k: list(dict.fromkeys(cited_for.get(k, []))) for k in keys},
     }
