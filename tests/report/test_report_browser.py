@@ -39,6 +39,7 @@ import numpy as np
 import pytest
 
 from calbench import plots
+from calbench.plots import compare as C
 from calbench.plots import ranks as R
 from calbench.report import provenance as P
 from calbench.report import render
@@ -460,6 +461,8 @@ MIN_PX = 10.0
 def _figure_text_px(image: dict) -> list[tuple[str, float, float]]:
     """(text, points, px on screen) of every text of a shown figure."""
     scale = image["shown"] / image["natural"]
+    if image["svg"] and image["alt"].startswith("Heatmap"):  # calbench.plots.compare
+        return [("heatmap text", C.FONT_PT, C.FONT_PT * 4 / 3 * scale)]
     if image["svg"]:  # critical-difference diagrams: every text FONT_PT points or more
         return [("critical-difference text", R.FONT_PT, R.FONT_PT * 4 / 3 * scale)]
     return [(t, pt, pt * RELIABILITY_DPI / 72 * scale) for t, pt in FONTS["reliability"]]

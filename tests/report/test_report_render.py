@@ -413,3 +413,33 @@ def test_report_is_deterministic(tmp_path):
     a = render.render_html(TEMPLATE, _context(tmp_path / "a"))
     b = render.render_html(TEMPLATE, _context(tmp_path / "b"))
     assert a.replace(str(tmp_path / "a"), "") == b.replace(str(tmp_path / "b"), "")
+
+
+def test_bibliography_is_what_the_text_cites(tmp_path):
+    """The rendered report's citations (author-year, parsed from its visible text) and its
+    bibliography agree both ways: every work cited is listed, every work listed is cited."""
+    import html as html_mod
+
+    from calbench.report.references import REFERENCES
+
+    html = render.render_html(TEMPLATE, _context(tmp_path))
+    body, bib = html.split('<h2 id="bibliography"', 1)
+    text = re.sub(r"<(script|style)\b.*?</\1>", " ", body, flags=re.S)
+    text = re.sub(r"\s+", " ", html_mod.unescape(re.sub(r"<[^>]+>", " ", text)))
+    name = r"[A-Z][A-Za-zšéöüłäø'-]+"
+    cites = re.findall(
+        rf"({name})(?: et al\.|(?:, {name})*,? (?:&|and) {name})?,? \(?((?:19|20)\d\d)\b", text
+    )
+    listed = [html_mod.unescape(k) for k in re.findall(r"<dt>([^<]+)</dt>", bib)]
+    assert listed and cites
+    # cited -> listed: the first author's surname and the year name a listed work
+    first = {(k.split()[0], k.split()[-1]) for k in listed}
+    missing = {f"{a} {y}" for a, y in cites if (a, y) not in first}
+    assert not missing, f"cited but not in the bibliography: {sorted(missing)}"
+    # listed -> cited
+    uncited = [k for k in listed if (k.split()[0], k.split()[-1]) not in set(cites)]
+    assert not uncited, f"listed but never cited: {uncited}"
+    assert all(k in REFERENCES for k in listed)
+    # the works the statistics rest on are there
+    for key in ("Phipson & Smyth 2010", "Friedman 1937", "Iman & Davenport 1980", "Holm 1979"):
+        assert key in listed

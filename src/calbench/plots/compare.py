@@ -19,6 +19,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from calbench.plots._layout import new_figure
 from calbench.plots.ranks import _text_size
 
 #: Size of every text of these figures, in points (10.7 CSS px at natural size).
@@ -54,8 +55,6 @@ def _check_matrix(values, n_rows: int, n_cols: int, what: str) -> np.ndarray:
 def _heatmap(cells, row_labels, col_labels, title, note, colors):
     """A grid of labelled cells: ``cells[i][j]`` is the text of a cell, ``colors[i][j]`` its
     RGB; rows labelled on the left, columns above (rotated when wider than a cell)."""
-    from matplotlib.figure import Figure
-
     size = FONT_PT
     text_h = _text_size("Ag(", size)[1]
     cell_w = max(
@@ -83,7 +82,7 @@ def _heatmap(cells, row_labels, col_labels, title, note, colors):
     y_head = y + head_h
     y_grid = y_head + 0.04
     height = y_grid + _CELL_H * len(row_labels) + (note_h + 0.1 if note else 0.0) + _PAD
-    fig = Figure(figsize=(width, height))
+    fig = new_figure((width, height))  # the Agg canvas attached: texts can be measured
     ax = fig.add_axes((0, 0, 1, 1))
     ax.set_xlim(0, width)
     ax.set_ylim(height, 0)
