@@ -9,7 +9,7 @@ least :data:`FONT_PT` points: 10.7 CSS px when shown at the figure's natural siz
 metric's own sense: lower is better for an error, higher for accuracy); only cells whose
 difference is significant after the correction are drawn in full colour and marked with a
 star, the others are pale, so the figure shows direction, size (the printed number) and
-significance at once.
+significance at once. A ``note`` is printed under the grid, one line per ``\n``.
 """
 
 from __future__ import annotations
@@ -65,7 +65,9 @@ def _heatmap(cells, row_labels, col_labels, title, note, colors):
     rotate = col_w > cell_w - 0.04
     head_h = (col_w * math.sin(math.radians(45)) + text_h if rotate else text_h) + 0.08
     title_w, title_h = _text_size(title, size + 1) if title else (0.0, 0.0)
-    note_w, note_h = _text_size(note, size) if note else (0.0, 0.0)
+    notes = note.split("\n") if note else []
+    note_w = max((_text_size(n, size)[0] for n in notes), default=0.0)
+    note_h = len(notes) * (text_h + 0.04)
     x0 = _PAD + row_w + 0.08
     grid_w = cell_w * len(col_labels)
     # a label rotated by 45 degrees reaches right of its column's centre by its width x cos 45
@@ -124,9 +126,9 @@ def _heatmap(cells, row_labels, col_labels, title, note, colors):
                     color="white" if lum < 0.55 else "black",
                     parse_math=False,
                 )
-    if note:
-        ax.text(_PAD, height - _PAD, note, ha="left", va="bottom", fontsize=size,
-                color="0.3", parse_math=False)
+    for i, line in enumerate(reversed(notes)):
+        ax.text(_PAD, height - _PAD - i * (text_h + 0.04), line, ha="left", va="bottom",
+                fontsize=size, color="0.3", parse_math=False)
     return fig
 
 

@@ -150,7 +150,7 @@ def comparison_figures(rows: Sequence[Mapping], spec: Mapping, alpha: float) -> 
             higher_is_better=higher_is_better(metric),
             decimals=max(1, min(decimals, 3)),
             title=title,
-            note=f"{what}, {_unit(metric)}; * significant (Holm, α = {alpha:g})",
+            note=f"{what}, {_unit(metric)}\n* significant (Holm, α = {alpha:g})",
         )
         out.append(
             {
