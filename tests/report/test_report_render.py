@@ -200,7 +200,9 @@ def test_report_opens_on_findings_computed_from_the_rows(tmp_path):
     order = ["findings", "ranks", "diagrams", "tables", "protocol", "provenance", "bibliography"]
     at = [body.index(f'id="{x}"') for x in order]
     assert at == sorted(at)
-    heads = [f["text"] for fam in ctx["findings"]["families"] for f in fam["found"]]
+    heads = ctx["findings"]["headlines"]
+    shown = [f["text"] for fam in ctx["findings_view"]["families"] for f in fam["found"]]
+    assert shown == heads  # the first screen shows every supported finding
     # ECE: T-scaling (1.0%/1.1%) beats Uncal (5.0%/5.1%) on both models
     assert heads[0].startswith("T-scaling has the best average rank on ECE (1.00 over 2 models")
     assert "best on 2/2" in heads[0]
@@ -348,7 +350,7 @@ def test_estimates_outside_their_interval_are_marked(tmp_path):
     (ece,) = [v for v in ctx2["metric_tables"] if v["csv_name"] == "ece.csv"]
     marks = [c["mark"] for r in ece["rows"] for c in r]
     assert marks.count("†") == 1 and ctx2["n_outside"] == 1
-    assert any("lies outside its interval" in a for a in ctx2["findings"]["to_check"])
+    assert any("lies outside its interval" in a for a in ctx2["findings"]["anomalies"])
 
 
 def test_reliability_default_panels_and_the_rest_folded(tmp_path):
@@ -443,3 +445,30 @@ def test_bibliography_is_what_the_text_cites(tmp_path):
     # the works the statistics rest on are there
     for key in ("Phipson & Smyth 2010", "Friedman 1937", "Iman & Davenport 1980", "Holm 1979"):
         assert key in listed
+
+
+def test_findings_view_groups_by_family_with_direction_and_keeps_to_check_apart():
+    from calbench.report.overview import findings_view
+
+    items = [
+        {"family": "vs:uncal", "text": "A lowers NLL", "direction": "better", "size": -0.1,
+         "support": "supported"},
+        {"family": "ranks", "text": "r", "direction": "", "size": 2.0, "support": "supported"},
+        {"family": "vs:uncal", "text": "B raises NLL", "direction": "worse", "size": 0.1,
+         "support": "supported"},
+        {"family": "precision", "text": "p", "direction": "", "size": None, "support": "to check"},
+    ]
+    v = findings_view({"items": items, "headlines": [], "anomalies": []}, {"uncal": "Uncal"})
+    assert [f["family"] for f in v["families"]] == ["Against Uncal", "Ranks"]
+    assert [(f["text"], f["arrow"]) for f in v["families"][0]["found"]] == [
+        ("A lowers NLL", "▲"),
+        ("B raises NLL", "▼"),
+    ]
+    assert v["to_check"] == ["p"]
+    # the older form: sentences, supported and to check
+    old = findings_view({"headlines": ["h"], "anomalies": ["a"]})
+    assert old == {
+        "families": [{"family": "", "found": [
+            {"text": "h", "direction": "", "arrow": "", "size": ""}]}],
+        "to_check": ["a"],
+    }

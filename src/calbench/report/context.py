@@ -29,7 +29,7 @@ from calbench.report.display import (
 )
 from calbench.plots import FEW_SAMPLES
 from calbench.plots.reliability import SMOOTH_LEVEL
-from calbench.report.overview import findings_view, glossary, rank_overview
+from calbench.report.overview import glossary, rank_overview
 from calbench.report.provenance import provenance_view
 from calbench.report.views import (
     compare_view,
@@ -264,7 +264,7 @@ def build_context(
         "figures": reliability_figures(plots or {}, grids, rows, spec),
         "ranks": ranks,
         "rank_overview": rank_overview(ranks),
-        "findings": findings_view(found),
+        "findings": found,  # as summary gives them; the view: render.build_context
         "glossary": glossary([t.metric for t in tables["metrics"]]),
         "calibrator_glossary": calibrator_glossary(method_order, spec),
         "n_outside": n_outside,

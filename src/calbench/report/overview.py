@@ -39,15 +39,18 @@ def svg_data_uri(fig) -> str:
 # findings
 # --------------------------------------------------------------------------------------------
 #: Arrows the template prints for a finding's direction.
-ARROWS = {"better": "▲", "worse": "▼", "same": "=", "": ""}
+ARROWS = {"better": "▲", "worse": "▼", "mixed": "±", "same": "=", "": ""}
 
 
-def findings_view(found) -> dict:
+def findings_view(found, labels: Mapping[str, str] | None = None) -> dict:
     """``{"families": [{"family", "found": [{"text", "direction", "arrow", "size"}]}],
-    "to_check": [text, ...]}`` from the findings of :mod:`calbench.report.summary` in either
-    of its forms (see the module docstring)."""
+    "to_check": [text, ...]}`` from the findings of :mod:`calbench.report.summary` in any of
+    its forms (see the module docstring; a dict with ``items`` holds the list); ``labels``
+    name the calibrators of ``vs:<baseline>`` families."""
     items: list[dict] = []
-    if isinstance(found, Mapping):  # {"headlines": [...], "anomalies": [...]}
+    if isinstance(found, Mapping) and "items" in found:  # {"items": [...], ...}
+        items = [dict(f) for f in found["items"]]
+    elif isinstance(found, Mapping):  # {"headlines": [...], "anomalies": [...]}
         items += [
             {"family": "", "text": t, "direction": "", "size": "", "support": "supported"}
             for t in found.get("headlines", [])
@@ -65,28 +68,40 @@ def findings_view(found) -> dict:
             to_check.append(str(f.get("text", "")))
             continue
         direction = str(f.get("direction") or "")
+        size = f.get("size")  # a number is already in the sentence; a string is printed
         families.setdefault(str(f.get("family") or ""), []).append(
             {
                 "text": str(f.get("text", "")),
                 "direction": direction,
                 "arrow": ARROWS.get(direction, ""),
-                "size": str(f.get("size") or ""),
+                "size": size if isinstance(size, str) else "",
             }
         )
     return {
-        "families": [{"family": k, "found": v} for k, v in families.items()],
+        "families": [
+            {"family": family_title(k, labels or {}), "found": v} for k, v in families.items()
+        ],
         "to_check": to_check,
     }
 
 
-def add_finding(view: dict, text: str, family: str = "") -> None:
-    """Append a supported finding without direction to ``family`` of a :func:`findings_view`."""
-    item = {"text": text, "direction": "", "arrow": "", "size": ""}
-    for fam in view["families"]:
-        if fam["family"] == family:
-            fam["found"].append(item)
-            return
-    view["families"].append({"family": family, "found": [item]})
+#: Headings of the findings' families (``vs:<baseline>`` is "Against <baseline>").
+FAMILY_TITLES = {
+    "ranks": "Ranks",
+    "best": "The best calibrator on validation, tested",
+    "accuracy": "Accuracy",
+    "calibrated": "Calibrated before calibration",
+    "precision": "Precision",
+    "robustness": "Robustness",
+}
+
+
+def family_title(family: str, labels: Mapping[str, str]) -> str:
+    """The heading of a findings family (empty for findings without one)."""
+    if family.startswith("vs:"):
+        base = family[3:]
+        return f"Against {labels.get(base, base)}"
+    return FAMILY_TITLES.get(family, family)
 
 
 # --------------------------------------------------------------------------------------------

@@ -40,7 +40,7 @@ from calbench.report.provenance import (  # noqa: F401  (re-exported)
     package_versions,
     run_provenance,
 )
-from calbench.report.overview import add_finding
+from calbench.report.overview import findings_view
 from calbench.report.references import REFERENCES as BIBLIOGRAPHY  # noqa: F401
 from calbench.report.references import bibliography
 from calbench.report.views import (  # noqa: F401  (re-exported)
@@ -72,7 +72,7 @@ def build_context(**kwargs) -> dict:
     if ctx["robustness"]:
         at = next((i for i, e in enumerate(ctx["toc"]) if e["id"] == "diagrams"), len(ctx["toc"]))
         ctx["toc"].insert(at, {"id": "robustness", "title": "Robustness", "children": []})
-        add_finding(ctx["findings"], ctx["robustness"]["sentence"])
+        ctx["findings"]["headlines"].append(ctx["robustness"]["sentence"])
     cal_spec = spec.get("calibrators") or {}
     keys = list(dict.fromkeys(r["method"] for r in rows))
     methods = {k: str((cal_spec.get(k) or {}).get("method") or k) for k in keys}
@@ -82,6 +82,8 @@ def build_context(**kwargs) -> dict:
     sections += ["robustness"] if ctx["robustness"] else []
     sections += ["verdicts"] if ctx["verdicts"] else []
     ctx["bibliography"], ctx["cited_for"] = bibliography(methods, metrics, labels, sections)
+    # what the first screen shows: the findings by family, "To check" apart
+    ctx["findings_view"] = findings_view(ctx["findings"], calibrator_labels(spec))
     return ctx
 
 
