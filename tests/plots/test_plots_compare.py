@@ -27,7 +27,10 @@ def _cells(fig):
     for t in ax.texts:
         x, y = t.get_position()
         for r in rects:
-            if r.get_x() < x < r.get_x() + r.get_width() and r.get_y() < y < r.get_y() + r.get_height():
+            if (
+                r.get_x() < x < r.get_x() + r.get_width()
+                and r.get_y() < y < r.get_y() + r.get_height()
+            ):
                 out[t.get_text()] = r.get_facecolor()[:3]
     return out
 
@@ -67,9 +70,7 @@ def test_difference_heatmap_direction_size_and_significance():
     fig = C.difference_heatmap(d, sig, ROWS, COLS, decimals=2, title="ECE", note="note")
     cells = _cells(fig)
     # printed with sign and decimals; significant ones starred; NaN empty
-    assert {"-1.50*", "+0.40", "-0.20", "+2.00*", "-3.00*", "+0.00", "-0.50", "+1.00"} <= set(
-        cells
-    )
+    assert {"-1.50*", "+0.40", "-0.20", "+2.00*", "-3.00*", "+0.00", "-0.50", "+1.00"} <= set(cells)
     blue, red = cells["-3.00*"], cells["+2.00*"]
     assert blue[2] > blue[0] and red[0] > red[2]  # lower error: better (blue); higher: red
     # a pale (not significant) cell is lighter than a significant one of similar size
@@ -78,8 +79,9 @@ def test_difference_heatmap_direction_size_and_significance():
 
 
 def test_difference_heatmap_higher_is_better_flips_the_colours():
-    fig = C.difference_heatmap([[1.0, -1.0]], [[True, True]], ["a"], ["m1", "m2"],
-                               higher_is_better=True)
+    fig = C.difference_heatmap(
+        [[1.0, -1.0]], [[True, True]], ["a"], ["m1", "m2"], higher_is_better=True
+    )
     cells = _cells(fig)
     assert cells["+1.00*"][2] > cells["+1.00*"][0]  # accuracy up: blue
     assert cells["-1.00*"][0] > cells["-1.00*"][2]

@@ -58,7 +58,6 @@ def test_sparse_bins_are_faded_with_their_count():
     assert bar.get_alpha() is None and not [t for t in fig.axes[0].texts if "n=" in t.get_text()]
 
 
-
 def _ece_text(ax):
     """The ECE a diagram in its own figure shows: the last line of its title, without the bin
     count (nothing inside the axes names it)."""
@@ -69,6 +68,7 @@ def _ece_text(ax):
     line = ax.get_title().split("\n")[-1]
     assert re.search(r" \(\d+ bins\)$", line), line
     return [re.sub(r" \(\d+ bins\)$", "", line)]
+
 
 # --------------------------------------------------------------------------------------------
 # reliability_diagram, style="guo"

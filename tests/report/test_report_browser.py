@@ -817,7 +817,9 @@ def test_default_sized_report_comparisons_are_figures_with_a_numeric_csv(default
     # the full table is folded
     at = html.index('id="t-comparisons"')
     assert html.rfind("<details", 0, at) > html.rfind("</details>", 0, at)
-    m = re.search(r'href="data:text/csv;charset=utf-8;base64,([^"]+)" download="comparisons.csv"', html)
+    m = re.search(
+        r'href="data:text/csv;charset=utf-8;base64,([^"]+)" download="comparisons.csv"', html
+    )
     text = base64.b64decode(m.group(1)).decode()
     lines = text.splitlines()
     header = lines[0].split(",")

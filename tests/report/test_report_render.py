@@ -451,11 +451,21 @@ def test_findings_view_groups_by_family_with_direction_and_keeps_to_check_apart(
     from calbench.report.overview import findings_view
 
     items = [
-        {"family": "vs:uncal", "text": "A lowers NLL", "direction": "better", "size": -0.1,
-         "support": "supported"},
+        {
+            "family": "vs:uncal",
+            "text": "A lowers NLL",
+            "direction": "better",
+            "size": -0.1,
+            "support": "supported",
+        },
         {"family": "ranks", "text": "r", "direction": "", "size": 2.0, "support": "supported"},
-        {"family": "vs:uncal", "text": "B raises NLL", "direction": "worse", "size": 0.1,
-         "support": "supported"},
+        {
+            "family": "vs:uncal",
+            "text": "B raises NLL",
+            "direction": "worse",
+            "size": 0.1,
+            "support": "supported",
+        },
         {"family": "precision", "text": "p", "direction": "", "size": None, "support": "to check"},
     ]
     v = findings_view({"items": items, "headlines": [], "anomalies": []}, {"uncal": "Uncal"})
@@ -468,7 +478,8 @@ def test_findings_view_groups_by_family_with_direction_and_keeps_to_check_apart(
     # the older form: sentences, supported and to check
     old = findings_view({"headlines": ["h"], "anomalies": ["a"]})
     assert old == {
-        "families": [{"family": "", "found": [
-            {"text": "h", "direction": "", "arrow": "", "size": ""}]}],
+        "families": [
+            {"family": "", "found": [{"text": "h", "direction": "", "arrow": "", "size": ""}]}
+        ],
         "to_check": ["a"],
     }

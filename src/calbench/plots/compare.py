@@ -57,9 +57,7 @@ def _heatmap(cells, row_labels, col_labels, title, note, colors):
     RGB; rows labelled on the left, columns above (rotated when wider than a cell)."""
     size = FONT_PT
     text_h = _text_size("Ag(", size)[1]
-    cell_w = max(
-        [0.5] + [_text_size(c, size)[0] + 0.1 for row in cells for c in row if c]
-    )
+    cell_w = max([0.5] + [_text_size(c, size)[0] + 0.1 for row in cells for c in row if c])
     row_w = max(_text_size(r, size)[0] for r in row_labels)
     col_w = max(_text_size(c, size)[0] for c in col_labels)
     rotate = col_w > cell_w - 0.04
@@ -96,8 +94,17 @@ def _heatmap(cells, row_labels, col_labels, title, note, colors):
     for j, c in enumerate(col_labels):
         xc = x0 + cell_w * (j + 0.5)
         if rotate:
-            ax.text(xc, y_head, c, ha="left", va="bottom", rotation=45, rotation_mode="anchor",
-                    fontsize=size, parse_math=False)
+            ax.text(
+                xc,
+                y_head,
+                c,
+                ha="left",
+                va="bottom",
+                rotation=45,
+                rotation_mode="anchor",
+                fontsize=size,
+                parse_math=False,
+            )
         else:
             ax.text(xc, y_head, c, ha="center", va="bottom", fontsize=size, parse_math=False)
     for i, r in enumerate(row_labels):
@@ -127,8 +134,16 @@ def _heatmap(cells, row_labels, col_labels, title, note, colors):
                     parse_math=False,
                 )
     for i, line in enumerate(reversed(notes)):
-        ax.text(_PAD, height - _PAD - i * (text_h + 0.04), line, ha="left", va="bottom",
-                fontsize=size, color="0.3", parse_math=False)
+        ax.text(
+            _PAD,
+            height - _PAD - i * (text_h + 0.04),
+            line,
+            ha="left",
+            va="bottom",
+            fontsize=size,
+            color="0.3",
+            parse_math=False,
+        )
     return fig
 
 

@@ -17,6 +17,8 @@ import math
 from collections.abc import Mapping, Sequence
 
 from calbench.calibrators import load_calibrator
+from calbench.plots import FEW_SAMPLES
+from calbench.plots.reliability import SMOOTH_LEVEL
 from calbench.report import tables as T
 from calbench.report.display import (
     calibrator_labels,
@@ -27,8 +29,6 @@ from calbench.report.display import (
     model_label,
     spec_labels,
 )
-from calbench.plots import FEW_SAMPLES
-from calbench.plots.reliability import SMOOTH_LEVEL
 from calbench.report.overview import glossary, rank_overview
 from calbench.report.provenance import provenance_view
 from calbench.report.views import (
@@ -130,7 +130,6 @@ def calibrator_glossary(methods: Sequence[str], spec: Mapping) -> list[dict]:
         ref = str(getattr(cls, "reference", "") or "") if cls is not None else ""
         out.append({"label": cl.get(key, key), "reference": ref})
     return out
-
 
 
 def _rank_summaries(rows, tables, spec, model_order, method_order) -> tuple[list, list]:

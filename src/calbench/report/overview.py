@@ -150,7 +150,10 @@ def comparison_figures(rows: Sequence[Mapping], spec: Mapping, alpha: float) -> 
         cols = [ml.get(m, m) for m in models]
         label = display_spec(metric)[2].split(",")[0]
         if best:
-            cols = [f"{c} (best: {cl.get(chosen[m], chosen[m])})" for c, m in zip(cols, models)]
+            cols = [
+                f"{c} (best: {cl.get(chosen[m], chosen[m])})"
+                for c, m in zip(cols, models, strict=True)
+            ]
             what = "calibrator − the one best on the validation half"
             title = f"{label}: each calibrator against the best on validation"
         else:

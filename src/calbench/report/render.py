@@ -33,6 +33,7 @@ from calbench.report.display import (
     model_label,  # noqa: F401  (re-exported)
     spec_labels,
 )
+from calbench.report.overview import findings_view
 from calbench.report.provenance import (  # noqa: F401  (re-exported)
     MANIFEST_FIELDS,
     PACKAGES,
@@ -40,7 +41,6 @@ from calbench.report.provenance import (  # noqa: F401  (re-exported)
     package_versions,
     run_provenance,
 )
-from calbench.report.overview import findings_view
 from calbench.report.references import REFERENCES as BIBLIOGRAPHY  # noqa: F401
 from calbench.report.references import bibliography
 from calbench.report.views import (  # noqa: F401  (re-exported)
