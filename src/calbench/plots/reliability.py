@@ -39,12 +39,12 @@ from calbench.plots._base import (
     format_ece,
 )
 from calbench.plots._layout import (
-    fit_text,
-    margins,
+    COUNT_GID,
+    SINGLE_SIZE,
+    figure_legend,
     new_figure,
-    place,
-    title_space,
-    title_tokens,
+    place_single,
+    unstack_counts,
 )
 
 # --------------------------------------------------------------------------------------------
@@ -111,30 +111,6 @@ def _smooth_curve(f, outcome):
             seed=0,
         )
     return _CURVES[key]
-
-
-#: gid of the count labels over sparse bins (:func:`unstack_counts` moves overlapping ones).
-COUNT_GID = "sparse-count"
-
-
-def unstack_counts(ax, renderer) -> None:
-    """Move a sparse bin's count label up, above its left neighbour's, wherever the two would
-    overlap once the axes has its final size (narrow bins side by side)."""
-    texts = sorted(
-        (t for t in ax.texts if t.get_gid() == COUNT_GID), key=lambda t: t.get_position()[0]
-    )
-    placed = []
-    height_px = max(ax.get_window_extent(renderer).height, 1.0)
-    for t in texts:
-        for _ in range(len(texts)):
-            box = t.get_window_extent(renderer)
-            hit = [p for p in placed if p.padded(2.0).overlaps(box)]
-            if not hit:
-                break
-            top = max(p.y1 for p in hit)
-            x, y = t.get_position()
-            t.set_y(y + (top - box.y0 + 3.0) / height_px)
-        placed.append(t.get_window_extent(renderer))
 
 
 def _check_layers(bands, smooth, min_count) -> tuple[bool, bool, int]:
@@ -211,44 +187,6 @@ def _mark_sparse_bins(ax, bars, left, width, acc, count, min_count, faded=()) ->
                 handle.set_hatch(None)
 
 
-#: Font size (points) of the legend below a single diagram, and its columns.
-LEGEND_FONT = 8
-LEGEND_COLUMNS = 2
-
-
-def _figure_legend(ax, mean_acc, mean_conf) -> None:
-    """The legend of a single diagram, below its axes (outside them: it covers no bar, label
-    or curve), built before sparse bins are faded so that its keys keep their full colour; the
-    histogram's accuracy and average-confidence lines are named in it too."""
-    from matplotlib.lines import Line2D
-
-    handles, labels = ax.get_legend_handles_labels()
-    if mean_acc is not None:
-        handles += [
-            Line2D([], [], color="black", ls="--", lw=1.5),
-            Line2D([], [], color=_GAP_COLOR, ls=":", lw=2.0),
-        ]
-        labels += ["Accuracy (histogram)", "Avg. confidence"]
-    fig = _root_figure(ax)
-    fig.legend(
-        handles,
-        labels,
-        loc="lower center",
-        bbox_to_anchor=(0.5, 0.0),
-        ncol=LEGEND_COLUMNS,
-        fontsize=LEGEND_FONT,
-        frameon=False,
-        borderaxespad=0.8,
-        handlelength=1.6,
-        columnspacing=1.0,
-    )
-
-
-def legend_rows(n_entries: int) -> int:
-    """Rows of the legend below a single diagram."""
-    return -(-n_entries // LEGEND_COLUMNS)
-
-
 def _draw_guo(
     ax, hist_ax, b, ece_value, *, ylabel, ece_in_corner, hist_lines, legend=True, layers=None
 ):
@@ -290,9 +228,9 @@ def _draw_guo(
         n_all = count.sum()
         mean_acc = float(np.sum(acc * count) / n_all)
         mean_conf = float(np.sum(conf * count) / n_all)
-        _figure_legend(ax, mean_acc, mean_conf)
+        figure_legend(ax, mean_acc, mean_conf)
     elif legend == "figure":
-        _figure_legend(ax, None, None)
+        figure_legend(ax, None, None)
     if legend == "figure":  # below the axes; the histogram's lines join it below
         pass
     elif legend:
@@ -370,7 +308,7 @@ def _draw_coursework(
     # The coursework bars fill both upper corners (tall first-bin weights in one-vs-rest
     # diagrams, tall top-bin confidences), so the ECE heads a legend placed where bars leave room.
     if legend == "figure":
-        _figure_legend(ax, None, None)
+        figure_legend(ax, None, None)
     elif legend:
         ax.legend(
             loc="best",
@@ -409,7 +347,7 @@ def _diagram(probs, labels, n_bins, style, title, ax, class_index, binning, opti
 
     own_figure = ax is None
     if own_figure:
-        fig = new_figure(_SINGLE_SIZE[style])
+        fig = new_figure(SINGLE_SIZE[style])
         ax = fig.add_axes((0.0, 0.0, 1.0, 1.0))
         if style == "guo":
             hist_ax = fig.add_axes((0.0, 0.0, 1.0, 1.0), sharex=ax)
@@ -459,50 +397,11 @@ def _diagram(probs, labels, n_bins, style, title, ax, class_index, binning, opti
         # names its bin count (the tables may use another)
         ax.set_title(title or "", y=1.0)
         tail = f"{format_ece(ece_value)} ({n_bins} bins)"
-        _place_single(fig, ax, hist_ax, title, tail)
+        place_single(fig, ax, hist_ax, title, tail)
         unstack_counts(ax, fig.canvas.get_renderer())
     elif title is not None:
         ax.set_title(title)
     return fig
-
-
-#: Figure sizes (inches) of a single diagram per style, before the legend below it: 370 px wide
-#: at 100 dpi, so that a diagram fits a phone's screen at its natural size (text >= 10 px) and
-#: three fit side by side at 1400 px.
-_SINGLE_SIZE = {"guo": (3.7, 5.0), "coursework": (3.7, 3.6)}
-
-
-def _place_single(fig, ax, hist_ax, title, tail: str) -> None:
-    """Fixed layout of a single diagram (:mod:`calbench.plots._layout`): the ``title`` broken
-    into lines as wide as the axes, ``tail`` (the ECE) on a line of its own under it; the
-    histogram a third of the diagram's height; the figure legend in rows below the x label
-    (the figure grows by their height)."""
-    m = margins()
-    width, height = _SINGLE_SIZE["guo" if hist_ax is not None else "coursework"]
-    axes_w = width - m["left"] - m["right"]
-    text, renderer = ax.title, fig.canvas.get_renderer()
-    if title:
-        # no wider than the axes: the title's box (all its lines) stays clear of the tick labels
-        fit_text(text, title_tokens(title), axes_w, renderer)
-        text.set_text(f"{text.get_text()}\n{tail}")
-    else:
-        text.set_text(tail)
-    title_h = text.get_window_extent(renderer).height / renderer.dpi
-    legend_h = 0.0
-    if fig.legends:
-        legend_h = fig.legends[0].get_window_extent(renderer).height / fig.dpi + 0.1
-    height += legend_h
-    bottom = m["bottom"] + legend_h
-    axes_h = height - title_space(title_h) - bottom
-    if hist_ax is None:
-        place(fig, [(ax, m["left"], bottom, axes_w, axes_h)], (width, height))
-        return
-    hist_h = (axes_h - m["inner"]) / 4.0
-    rects = [
-        (hist_ax, m["left"], bottom, axes_w, hist_h),
-        (ax, m["left"], bottom + hist_h + m["inner"], axes_w, 3.0 * hist_h),
-    ]
-    place(fig, rects, (width, height))
 
 
 # --------------------------------------------------------------------------------------------
