@@ -483,3 +483,67 @@ def test_findings_view_groups_by_family_with_direction_and_keeps_to_check_apart(
         ],
         "to_check": ["a"],
     }
+
+
+def test_set_size_printed_with_its_coverage_and_glossary_from_the_registry(tmp_path, monkeypatch):
+    from calbench.metrics import METRICS
+    from calbench.report import overview
+
+    rows = _rows()
+    for model in ("m1", "m2"):
+        for method, size, cov in (("uncalibrated", 2.5, 0.9), ("ts", 1.5, 0.95)):
+            for metric, v in (("aps_size", size), ("aps_coverage", cov)):
+                rows.append(
+                    {
+                        "dataset": "ds",
+                        "model": model,
+                        "method": method,
+                        "half": "test",
+                        "metric": metric,
+                        "value": v,
+                        "ci_low": float("nan"),
+                        "ci_high": float("nan"),
+                    }
+                )
+    spec = {**_spec(), "table_metrics": ["accuracy", "ece", "aps_size"]}
+    prov = {"config": "", "packages": {}, "logits": [], "splits": [], "datasets": []}
+    ctx = render.build_context(rows=rows, compare=[], spec=spec, grids={}, provenance=prov)
+    (aps,) = [v for v in ctx["metric_tables"] if v["metric"] == "aps_size"]
+    cells = [c for r in aps["rows"] for c in r if c.get("sort")]
+    assert [c["ci"] for c in cells[:2]] == ["coverage 90.00%", "coverage 95.00%"]
+    # one glossary line per printed metric, from its registry entry
+    gloss = {g["metric"]: g for g in ctx["glossary"]}
+    assert list(gloss) == ["accuracy", "ece", "aps_size"]
+    assert gloss["ece"]["direction"] == "lower is better"
+    assert gloss["accuracy"]["direction"] == "higher is better"
+    assert gloss["ece"]["reference"] == METRICS["ece"].reference
+    assert not any(g["descriptive"] for g in gloss.values())
+    html = render.render_html(TEMPLATE, ctx)
+    assert METRICS["aps_size"].display in html and "coverage 95.00%" in html
+    # a metric the registry marks verdicts=False is printed as descriptive
+    fake = type("M", (), {"higher_is_better": False, "reference": "x", "verdicts": False})()
+    monkeypatch.setitem(METRICS, "aps_size", fake)
+    (line,) = overview.glossary(["aps_size"])
+    assert line["descriptive"]
+
+
+def test_reliability_caption_states_the_code_s_threshold_and_both_bands(tmp_path):
+    from calbench import plots
+
+    html = render.render_html(TEMPLATE, _context(tmp_path))
+    text = re.sub(r"\s+", " ", re.sub(r"<[^>]+>", " ", html.split('id="diagrams"', 1)[1]))
+    assert f"fewer than {plots.FEW_SAMPLES} samples" in text
+    assert "Grey boxes" in text and "consistency band" in text
+    assert "Orange curve" in text and "95% bootstrap band" in text
+    assert "uses these 10 bins" in text and "the tables use 15" in text
+
+
+def test_cd_bars_only_when_the_omnibus_test_rejects_and_it_is_named(tmp_path):
+    ctx = _context(tmp_path)
+    for r in ctx["ranks"]:
+        fr = r["friedman"]
+        text = r["friedman_text"]
+        assert text.startswith("Omnibus test: Iman-Davenport F = ")
+        assert "the p-value used" in text and "Friedman's χ²" in text
+        assert r["rejects"] == (fr.p_f < 0.05)
+        assert ("no post-hoc (Nemenyi) groups are drawn" in text) == (not r["rejects"])
