@@ -521,10 +521,16 @@ def test_set_size_printed_with_its_coverage_and_glossary_from_the_registry(tmp_p
     html = render.render_html(TEMPLATE, ctx)
     assert METRICS["aps_size"].display in html and "coverage 95.00%" in html
     # a metric the registry marks verdicts=False is printed as descriptive
-    fake = type("M", (), {"higher_is_better": False, "reference": "x", "verdicts": False})()
+    import copy
+
+    fake = copy.copy(METRICS["aps_size"])
+    object.__setattr__(fake, "verdicts", False)
     monkeypatch.setitem(METRICS, "aps_size", fake)
     (line,) = overview.glossary(["aps_size"])
     assert line["descriptive"]
+    ctx = render.build_context(rows=rows, compare=[], spec=spec, grids={}, provenance=prov)
+    assert [v["descriptive"] for v in ctx["metric_tables"]] == [False, False, True]
+    assert render.render_html(TEMPLATE, ctx).count('<span class="descr"') == 1
 
 
 def test_reliability_caption_states_the_code_s_threshold_and_both_bands(tmp_path):

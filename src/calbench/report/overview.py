@@ -292,6 +292,7 @@ def glossary(metrics: Sequence[str]) -> list[dict]:
     ``descriptive`` (the registry's ``verdicts`` fact False: no better/worse verdict is drawn
     from it; a registry without the fact counts as True)."""
     from calbench.metrics import METRICS  # lazy: code inputs
+    from calbench.report.views import is_descriptive  # lazy: import cycle
 
     out = []
     for name in dict.fromkeys(metrics):
@@ -304,7 +305,7 @@ def glossary(metrics: Sequence[str]) -> list[dict]:
                 "label": display_spec(name)[2],
                 "direction": "higher is better" if m.higher_is_better else "lower is better",
                 "reference": str(m.reference or ""),
-                "descriptive": not bool(getattr(m, "verdicts", True)),
+                "descriptive": is_descriptive(name),
             }
         )
     return out

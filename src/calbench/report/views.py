@@ -135,7 +135,17 @@ def metric_view(table: Table, key: str, companion: Mapping | None = None) -> dic
         csv_text=G.to_csv(table.grid()),
     )
     view["metric"] = table.metric
+    view["descriptive"] = is_descriptive(table.metric)
     return view
+
+
+def is_descriptive(metric: str) -> bool:
+    """Whether ``metric`` is descriptive only: its registry entry's ``verdicts`` fact is False
+    (no better/worse verdict is drawn from it); a registry without the fact: False."""
+    from calbench.metrics import METRICS  # lazy: code inputs
+
+    m = METRICS.get(metric)
+    return m is not None and not bool(getattr(m, "verdicts", True))
 
 
 def interval_note(metric: str) -> str:
