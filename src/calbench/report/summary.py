@@ -1,11 +1,12 @@
 """The findings that open the report, computed from the results (never written by hand).
 
-* :func:`rank_summaries` (:mod:`calbench.report.ranks`, re-exported): per verdict-eligible metric (``Metric.verdicts``: accuracy, NLL, Brier
-  score, the unbiased calibration errors; never a plug-in ECE, whose bias rewards coarse
-  predictions), each calibrator's winner count (models on which its printed test-half value is
-  the best, ties shared) and average rank over models, the Friedman test and the Nemenyi
-  critical difference with its diagram (Demšar 2006, §3.2.2; as Kull et al. 2019 compare
-  calibrators over datasets and models).
+* :func:`rank_summaries` (:mod:`calbench.report.ranks`, re-exported): per verdict-eligible
+  metric (``Metric.verdicts``: accuracy, NLL, Brier score, the unbiased calibration errors;
+  never a plug-in ECE, whose bias rewards coarse predictions), each calibrator's winner count
+  (models on which its printed test-half value is the best, ties shared) and average rank over
+  models, the Iman-Davenport F form of the Friedman test and the Nemenyi critical difference
+  with its diagram (Demšar 2006, §3.2.2; as Kull et al. 2019 compare calibrators over datasets
+  and models).
 * :func:`finding_items`: the findings as data (the one structure the report's layout reads):
   supported results with their size and direction first (a calibrator that significantly
   lowers or raises a metric against a baseline on most models and never the other way), then
@@ -71,7 +72,7 @@ def _rank_headline(ranks: Sequence[Mapping]) -> list[str]:
         )
         fr = entry["friedman"]
         if fr is not None:
-            text += f"; Friedman test p {_p_phrase(fr.p_f)}"
+            text += f"; Iman-Davenport test of equal average ranks p {_p_phrase(fr.p_f)}"
             worse = entry.get("worse_than_best") or []
             if worse and fr.p_f < ALPHA:
                 text += (
@@ -159,7 +160,7 @@ def _precision_anomalies(rows, ranks, models, methods) -> list[str]:
         n = max(e["n"] for e in ranks)
         anomalies.append(
             f"Too close to rank over {n} models: the calibrators' average ranks do not differ "
-            f"significantly on {', '.join(flat)} (Friedman test)."
+            f"significantly on {', '.join(flat)} (Iman-Davenport test)."
         )
     wide = _overlapping_best(rows, CAL_METRIC, models, methods)
     if wide:
@@ -327,7 +328,7 @@ def finding_items(
 
     Each finding is a dict:
 
-    * ``family``: what it is about: ``"ranks"`` (average ranks, Friedman / Nemenyi),
+    * ``family``: what it is about: ``"ranks"`` (average ranks, Iman-Davenport / Nemenyi),
       ``"vs:<baseline>"`` (calibrators against a baseline), ``"best"`` (the cross-fitted
       best-on-validation pick tested on the test half), ``"accuracy"``, ``"calibrated"``
       (models calibrated before calibration), ``"precision"`` (what the data cannot resolve),
@@ -337,7 +338,7 @@ def finding_items(
     * ``size``: the effect as a fraction in the metric's units (the median difference over
       models for a ``vs:`` finding, the average rank for ``ranks``), or ``None``;
     * ``support``: ``"supported"`` (significant on a majority of models after Holm's
-      correction and never significant the other way; a Friedman test that rejects) or
+      correction and never significant the other way; an Iman-Davenport test that rejects) or
       ``"to check"`` (mixed, a minority of models, or an anomaly).
 
     Only verdict-eligible metrics (``Metric.verdicts``) give findings: the comparison rows
