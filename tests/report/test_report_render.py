@@ -143,6 +143,9 @@ def test_report_embeds_figures_and_is_self_contained(tmp_path):
     assert sum(a.startswith("Critical-difference diagram") for a in alts) == 1
     assert sum(a.startswith("Heatmap of the average ranks") for a in alts) == 1
     assert sum(a.startswith("Heatmap of ") and "average ranks" not in a for a in alts) == 1
+    # the fixture compares the plug-in ECE (an older comparison file): its heatmap is marked
+    compare = html.split('id="compare"', 1)[1].split('id="ranks"', 1)[0]
+    assert compare.count('<span class="descr"') == 1
     assert base64.b64decode(pngs[0].split(",", 1)[1]) == tiny_png()
     for svg in svgs:
         assert base64.b64decode(svg.split(",", 1)[1]).startswith(b"<?xml")
@@ -205,6 +208,7 @@ def test_report_opens_on_findings_computed_from_the_rows(tmp_path):
     heads = ctx["findings"]["headlines"]
     shown = [f["text"] for fam in ctx["findings_view"]["families"] for f in fam["found"]]
     assert shown == heads  # the first screen shows every supported finding
+    assert ctx["findings_view"]["to_check"] == ctx["findings"]["anomalies"]
     assert "T-scaling never changes accuracy: 2/2 models identical to uncalibrated." in heads
     # the plug-in ECE gives no rank and no finding (its bias depends on sharpness)
     assert [r["metric"] for r in ctx["ranks"]] == ["accuracy"]
@@ -596,3 +600,42 @@ def test_cd_bars_only_when_the_omnibus_test_rejects_and_it_is_named(tmp_path):
         assert "the p-value used" in text and "Friedman's χ²" in text
         assert r["rejects"] == (fr.p_f < 0.05)
         assert ("no post-hoc (Nemenyi) groups are drawn" in text) == (not r["rejects"])
+
+
+def test_first_screen_shows_finding_items_with_direction_and_to_check_apart(tmp_path):
+    # T-scaling significantly lowers the unbiased ECE against Uncal on both models (supported,
+    # better); on NLL it is better on one model and worse on the other (to check, mixed)
+    from calbench.comparisons import NULL_HYPOTHESES
+
+    def row(model, metric, d, way):
+        return _cmp(
+            0.001, 0.004, 0.0, model=model, metric=metric, difference=d, direction=way,
+            test="jackknife_z", n_permutations=0, p_floor=0.0,
+            null_hypothesis=NULL_HYPOTHESES["jackknife_z"],
+        )  # fmt: skip
+
+    compare = [
+        row("m1", "ece_ub", -0.03, "better"),
+        row("m2", "ece_ub", -0.01, "better"),
+        row("m1", "nll", -0.05, "better"),
+        row("m2", "nll", 0.02, "worse"),
+    ]
+    prov = {"config": "", "packages": {}, "logits": [], "splits": [], "datasets": []}
+    ctx = render.build_context(rows=_rows(), compare=compare, spec=_spec(), grids={},
+                               provenance=prov)  # fmt: skip
+    items = ctx["findings"]["items"]
+    (sup,) = [d for d in items if d["family"] == "vs:uncalibrated" and d["support"] == "supported"]
+    assert sup["direction"] == "better" and sup["size"] == pytest.approx(-0.02)
+    assert sup["text"].startswith("T-scaling lowers Unbiased ECE vs Uncal on 2/2 models")
+    (fam,) = [f for f in ctx["findings_view"]["families"] if f["family"] == "Against Uncal"]
+    assert [(f["text"], f["arrow"]) for f in fam["found"]] == [(sup["text"], "▲")]
+    mixed = [d["text"] for d in items if d["direction"] == "mixed"]
+    assert mixed and set(mixed) <= set(ctx["findings_view"]["to_check"])
+    html = render.render_html(TEMPLATE, ctx)
+    first = html.split('<section id="findings"', 1)[1].split("</section>", 1)[0]
+    assert "<h3>Against Uncal</h3>" in first and 'class="better"' in first
+    assert first.index(sup["text"]) < first.index("To check") < first.index(mixed[0])
+    # the comparison heatmaps: one per compared metric, none marked descriptive
+    figs = ctx["compare"]["figures"]
+    assert [f["metric"] for f in figs] == ["ece_ub", "nll"]
+    assert not any(f["descriptive"] for f in figs)

@@ -90,7 +90,7 @@ FAMILY_TITLES = {
     "ranks": "Ranks",
     "best": "The best calibrator on validation, tested",
     "accuracy": "Accuracy",
-    "calibrated": "Calibrated before calibration",
+    "calibrated": "Calibrated within δ",
     "precision": "Precision",
     "robustness": "Robustness",
 }
@@ -119,9 +119,12 @@ def comparison_figures(rows: Sequence[Mapping], spec: Mapping, alpha: float) -> 
     colour when significant (adjusted p < ``alpha``). In a ``vs:<baseline>`` family the cell is
     ``calibrator - baseline``; in the ``best`` family (the calibrator best on the validation
     half against each other one) it is ``calibrator - best``, so in both a blue cell means the
-    row's calibrator is better. Returns ``[{"family", "metric", "label", "figure", "alt"}]`` in
-    the order the families and metrics first appear."""
+    row's calibrator is better. Returns ``[{"family", "metric", "label", "title", "figure",
+    "alt", "descriptive"}]`` in the order the families and metrics first appear;
+    ``descriptive`` marks a metric whose registry fact ``verdicts`` is False (comparison files
+    written before plug-in errors were refused as compared metrics)."""
     from calbench.plots.compare import difference_heatmap  # lazy: code inputs
+    from calbench.report.views import is_descriptive  # lazy: import cycle
 
     ml, cl, _, _ = spec_labels(spec)
     model_order = list(spec.get("models", {}))
@@ -178,6 +181,7 @@ def comparison_figures(rows: Sequence[Mapping], spec: Mapping, alpha: float) -> 
                 "title": title,
                 "figure": svg_data_uri(fig),
                 "alt": f"Heatmap of {title}",
+                "descriptive": is_descriptive(metric),
             }
         )
     return out
