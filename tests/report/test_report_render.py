@@ -639,3 +639,20 @@ def test_first_screen_shows_finding_items_with_direction_and_to_check_apart(tmp_
     figs = ctx["compare"]["figures"]
     assert [f["metric"] for f in figs] == ["ece_ub", "nll"]
     assert not any(f["descriptive"] for f in figs)
+
+
+def test_no_repository_paths_in_interval_notes():
+    # a reader of the standalone report cannot open repository files: every no-interval reason
+    # of the registry is printed without one, and reads as a sentence
+    from calbench.metrics import METRICS
+    from calbench.report import views as V
+
+    notes = {m: V.interval_note(m) for m in METRICS}
+    assert not [n for n in notes.values() if re.search(r"\b(?:perf|docs|tests|scripts)/", n)]
+    assert V.without_repository_paths("x (perf/bench_coverage.py)") == (
+        "x (simulation in the project's benchmarks, outside this report)"
+    )
+    assert V.without_repository_paths("its coverage is not verified: perf/b.py knows it") == (
+        f"its coverage is not verified: {V.BENCH_NAME} knows it"
+    )
+    assert V.without_repository_paths("see docs/statistics.md.") == f"see {V.DOCS_URL}."

@@ -102,7 +102,9 @@ def _accuracy_findings(rows, models, methods, ml, cl) -> tuple[list[str], list[s
         if not ok.any():
             continue
         eq = int(np.sum(acc[ok, j] == acc[ok, j0]))
-        (same if eq == ok.sum() else moved).append((c, eq, int(ok.sum())))
+        d = 100 * (acc[ok, j] - acc[ok, j0])
+        span = (float(d.min()), float(d.max()))  # the change over models, in points
+        (same if eq == ok.sum() else moved).append((c, eq, int(ok.sum()), span))
         for i in np.flatnonzero(ok):
             delta = 100 * (acc[i, j] - acc[i, j0])
             if abs(delta) > ACCURACY_POINTS:
@@ -114,14 +116,20 @@ def _accuracy_findings(rows, models, methods, ml, cl) -> tuple[list[str], list[s
                 )
     if same:
         n = same[0][2]
-        names = ", ".join(cl(c) for c, _, _ in same)
+        names = ", ".join(cl(c) for c, _, _, _ in same)
         headlines.append(
             f"{names} never change{'s' if len(same) == 1 else ''} accuracy: "
             f"{n}/{n} models identical to uncalibrated."
         )
     if moved:
-        parts = [f"{cl(c)} on {k - eq}/{k}" for c, eq, k in moved]
-        headlines.append("Accuracy changes with " + ", ".join(parts) + " models.")
+        parts = [
+            f"{cl(c)} on {k - eq}/{k} ({lo:+.2f} to {hi:+.2f})" for c, eq, k, (lo, hi) in moved
+        ]
+        headlines.append(
+            "Accuracy changes with "
+            + ", ".join(parts)
+            + " models (the change over models in points; not tested)."
+        )
     return headlines, anomalies
 
 

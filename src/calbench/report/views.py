@@ -171,19 +171,23 @@ def interval_note(metric: str) -> str:
 
 #: Where the project's documentation is published (outside the report).
 DOCS_URL = "the project's documentation (docs/ in its repository; outside this report)"
+#: What a benchmark script of the project is called in the report (outside the report).
+BENCH_NAME = "the project's benchmark simulation (outside this report)"
 
 
 def without_repository_paths(text: str) -> str:
     """``text`` without references to repository files ("(perf/bench_coverage.py)",
     "docs/statistics.md"), which a reader of the standalone report cannot open: a bracketed
-    path becomes "(simulation in the project's benchmarks, outside this report)", any other
-    path the project's documentation."""
+    path becomes "(simulation in the project's benchmarks, outside this report)", a benchmark
+    script (``perf/``, ``scripts/``) in the sentence :data:`BENCH_NAME`, any other path the
+    project's documentation."""
     text = re.sub(
         r"\s*\((?:see )?(?:perf|docs|tests|scripts)/[\w./-]+(?:,[^)]*)?\)",
         " (simulation in the project's benchmarks, outside this report)",
         text,
     )
-    return re.sub(r"(?:perf|docs|tests|scripts)/[\w./-]+", DOCS_URL, text)
+    text = re.sub(r"(?:perf|scripts)/[\w./-]*\w", BENCH_NAME, text)
+    return re.sub(r"(?:docs|tests)/[\w./-]*\w", DOCS_URL, text)  # not a closing full stop
 
 
 def study_view(t) -> dict:
