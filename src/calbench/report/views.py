@@ -16,7 +16,15 @@ from collections.abc import Mapping, Sequence
 
 from calbench.comparisons import direction
 from calbench.report import table_model as G
-from calbench.report.display import display_spec, format_value, higher_is_better, spec_labels
+from calbench.report.display import (  # noqa: F401  (BENCH_NAME, DOCS_URL re-exported)
+    BENCH_NAME,
+    DOCS_URL,
+    display_spec,
+    format_value,
+    higher_is_better,
+    spec_labels,
+    without_repository_paths,
+)
 from calbench.report.figures import (  # noqa: F401  (re-exported)
     SCREEN_DPI,
     png_data_uri,
@@ -167,27 +175,6 @@ def interval_note(metric: str) -> str:
             "no two-sided bootstrap interval covered small errors as stated."
         )
     return ""
-
-
-#: Where the project's documentation is published (outside the report).
-DOCS_URL = "the project's documentation (docs/ in its repository; outside this report)"
-#: What a benchmark script of the project is called in the report (outside the report).
-BENCH_NAME = "the project's benchmark simulation (outside this report)"
-
-
-def without_repository_paths(text: str) -> str:
-    """``text`` without references to repository files ("(perf/bench_coverage.py)",
-    "docs/statistics.md"), which a reader of the standalone report cannot open: a bracketed
-    path becomes "(simulation in the project's benchmarks, outside this report)", a benchmark
-    script (``perf/``, ``scripts/``) in the sentence :data:`BENCH_NAME`, any other path the
-    project's documentation."""
-    text = re.sub(
-        r"\s*\((?:see )?(?:perf|docs|tests|scripts)/[\w./-]+(?:,[^)]*)?\)",
-        " (simulation in the project's benchmarks, outside this report)",
-        text,
-    )
-    text = re.sub(r"(?:perf|scripts)/[\w./-]*\w", BENCH_NAME, text)
-    return re.sub(r"(?:docs|tests)/[\w./-]*\w", DOCS_URL, text)  # not a closing full stop
 
 
 def study_view(t) -> dict:
