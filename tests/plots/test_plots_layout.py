@@ -67,6 +67,18 @@ def _check_layout(fig, corners=True):
     legends = [ax.get_legend() for ax in fig.axes if ax.get_legend() is not None]
     for legend in legends:
         boxes.append(("legend", "legend", legend.get_window_extent(renderer)))
+    # a legend below the axes (single diagrams): inside the figure, clear of every axes, text
+    for legend in fig.legends:
+        box = legend.get_window_extent(renderer)
+        for j, ax_box in enumerate(axes):
+            assert not _overlap(box, ax_box), f"the figure legend covers axes {j}"
+        boxes.append(("figlegend", "figure legend", box))
+    # texts inside the axes (sample counts over sparse bins, an ECE box): apart from each other
+    # and from every other text
+    for i, ax in enumerate(fig.axes):
+        for t in ax.texts:
+            if t.get_visible() and t.get_text():
+                boxes.append((f"in-{i}", t.get_text(), t.get_window_extent(renderer)))
     for owner, text, box in boxes:
         assert (
             box.x0 >= frame.x0 - 0.5
@@ -74,7 +86,7 @@ def _check_layout(fig, corners=True):
             and box.x1 <= frame.x1 + 0.5
             and box.y1 <= frame.y1 + 0.5
         ), f"{text!r} of axes {owner} is clipped: {box} outside {frame}"
-        if owner == "legend":
+        if owner in ("legend", "figlegend") or str(owner).startswith("in-"):
             continue
         for j, ax_box in enumerate(axes):
             assert not _overlap(box, ax_box), f"{text!r} of axes {owner} covers axes {j}"
@@ -173,3 +185,27 @@ def test_larger_font_widens_the_margins(style):
         _check_layout(fig, corners=False)
         fig = plots.reliability_diagram(HAND_PROBS, HAND_LABELS, style=style, title="T")
         _check_layout(fig, corners=False)
+
+
+@pytest.mark.parametrize("style", plots.STYLES)
+@pytest.mark.parametrize("n_bins", [10, 15, 20])
+def test_sparse_counts_and_legend_never_collide(style, n_bins):
+    """Many sparse bins side by side (a few low-confidence samples spread over narrow bins):
+    their counts, the title's ECE, the tick labels and the legend below never overlap."""
+    import numpy as np
+
+    rng = np.random.default_rng(4)
+    n, k = 800, 5
+    top = np.concatenate([rng.uniform(0.2, 0.6, 40), rng.uniform(0.85, 1.0, n - 40)])
+    probs = np.empty((n, k))
+    probs[:, 0] = top
+    probs[:, 1:] = ((1 - top) / (k - 1))[:, None]
+    labels = np.where(rng.random(n) < top, 0, 1)
+    fig = plots.reliability_diagram(probs, labels, n_bins=n_bins, style=style, title="T-scaling")
+    assert sum(t.get_text().startswith("n=") for t in fig.axes[0].texts) >= 4
+    _check_layout(fig)
+    renderer = fig.canvas.get_renderer()
+    texts = [t for ax in fig.axes for t in ax.texts] + list(fig.legends[0].get_texts())
+    small = [t.get_text() for t in texts if t.get_fontsize() * fig.dpi / 72 < 10.0]
+    assert not small, small
+    assert renderer is not None

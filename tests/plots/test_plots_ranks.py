@@ -98,3 +98,14 @@ def test_bad_input_is_one_line_value_error(kwargs, match):
     with pytest.raises(ValueError, match=match) as exc:
         plots.critical_difference_diagram(**kwargs)
     assert "\n" not in str(exc.value)
+
+
+def test_no_clique_bars_when_the_omnibus_test_does_not_reject():
+    """``bars=False`` (the Friedman / Iman-Davenport test did not reject): no Nemenyi groups."""
+    ranks = {"a": 1.2, "b": 1.5, "c": 2.9, "d": 3.1}
+
+    def thick(fig):
+        return [ln for ln in fig.axes[0].lines if ln.get_linewidth() == 3]
+
+    assert len(thick(plots.critical_difference_diagram(ranks, 1.0))) >= 1
+    assert thick(plots.critical_difference_diagram(ranks, 1.0, bars=False)) == []

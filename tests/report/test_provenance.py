@@ -246,12 +246,20 @@ def test_rendered_report_cites_only_listed_works(tmp_path):
     body = re.sub(r"<[^>]+>", " ", html.split('id="bibliography"')[0])
     body = re.sub(r"\s+", " ", html_mod.unescape(body))
     cited = set(
-        re.findall(r"([A-Z][a-zšä]+(?: et al\.| & [A-Z][a-z]+)?)(?: \(|,? )(\d{4})[,;)]", body)
+        re.findall(r"([A-Z][a-zšäö]+(?: et al\.| & [A-Z][a-z]+)?)(?: \(|,? )(\d{4})[,;)]", body)
     )
-    keys = {f"{a} {y}" for a, y in cited}
-    assert keys and keys <= set(ctx["bibliography"]), keys - set(ctx["bibliography"])
+    listed = re.findall(r"<dt>([^<]+)</dt>\s*<dd>([^<]+)", html)
+    listed = [(html_mod.unescape(k), html_mod.unescape(ref)) for k, ref in listed]
+    # each citation's surname (a co-author's where the text names several) and year belong to
+    # a listed work
+    missing = {
+        f"{a} {y}"
+        for a, y in cited
+        if not any(k.endswith(y) and a.split()[0] in k + ref for k, ref in listed)
+    }
+    assert cited and not missing, missing
     for key in ("Zadrozny & Elkan 2001", "Zadrozny & Elkan 2002", "Karandikar et al. 2021"):
-        assert key in ctx["bibliography"] and f"<dt>{key.replace('&', '&amp;')}</dt>" in html
+        assert f"<dt>{key.replace('&', '&amp;')}</dt>" in html
     assert "Cited for: ISO." in html and 'id="run-date"' in html and "1970-01-01T00:00:00Z" in html
 
 

@@ -39,6 +39,7 @@ import numpy as np
 import pytest
 
 from calbench import plots
+from calbench.plots import compare as C
 from calbench.plots import ranks as R
 from calbench.report import provenance as P
 from calbench.report import render
@@ -460,6 +461,8 @@ MIN_PX = 10.0
 def _figure_text_px(image: dict) -> list[tuple[str, float, float]]:
     """(text, points, px on screen) of every text of a shown figure."""
     scale = image["shown"] / image["natural"]
+    if image["svg"] and image["alt"].startswith("Heatmap"):  # calbench.plots.compare
+        return [("heatmap text", C.FONT_PT, C.FONT_PT * 4 / 3 * scale)]
     if image["svg"]:  # critical-difference diagrams: every text FONT_PT points or more
         return [("critical-difference text", R.FONT_PT, R.FONT_PT * 4 / 3 * scale)]
     return [(t, pt, pt * RELIABILITY_DPI / 72 * scale) for t, pt in FONTS["reliability"]]
@@ -578,3 +581,253 @@ def test_csv_link_decodes_to_the_aggregate_table(report):
         "Uncalibrated ci_high",
     ]
     assert len(text.splitlines()) == 1 + 8
+
+
+# --------------------------------------------------------------------------------------------
+# a report the size of the default study: one screen of answers, a page that stays short
+# --------------------------------------------------------------------------------------------
+#: The default study's shape: 6 models, 16 calibrators, 11 table metrics, 4 compared metrics.
+DEFAULT_METHODS = {
+    **METHODS,
+    "ets": "ETS",
+    "cir": "CIR",
+    "venn_abers": "Venn-Abers",
+    "svs": "SVS",
+    "sms": "SMS",
+    "vs_b": "V-scaling-b",
+}
+DEFAULT_METRICS = (
+    *METRICS,
+    "smece",
+    "calib_err_logloss",
+    "aurc",
+    "lac_size",
+    "aps_size",
+    "lac_coverage",
+    "aps_coverage",
+)
+COMPARED = ("ece", "cwece", "nll", "brier")
+#: The page height at 1400 px with every fold closed stays below this (CSS px).
+MAX_HEIGHT_PX = 20_000
+
+
+def _default_study(tmp_path: Path) -> str:
+    rng = np.random.default_rng(1)
+    models = {
+        f"fmnist_{n}": {"dataset": "fashion_mnist", "display": {"name": n}}
+        for n in ("MLP", "LeNet-5", "VGG-small", "ResNet-small", "MobileNet-small", "DenseNet")
+    }
+    rows, compare = [], []
+    for m, v in models.items():
+        for c in DEFAULT_METHODS:
+            for metric in DEFAULT_METRICS:
+                for half in ("test", "val"):
+                    value = float(rng.uniform(0.8, 0.9) if "acc" in metric else rng.random())
+                    if metric.endswith("_size"):
+                        value = float(rng.uniform(1, 3))
+                    if metric.endswith("_coverage"):
+                        value = float(rng.uniform(0.88, 0.92))
+                    rows.append(
+                        {
+                            "dataset": v["dataset"],
+                            "model": m,
+                            "method": c,
+                            "half": half,
+                            "metric": metric,
+                            "value": value,
+                            "ci_low": value * 0.9 if metric in ("accuracy", "nll") else np.nan,
+                            "ci_high": value * 1.1 if metric in ("accuracy", "nll") else np.nan,
+                        }
+                    )
+        for metric in COMPARED:
+            others = [c for c in DEFAULT_METHODS if c != "uncalibrated"]
+            pairs = [("vs:uncalibrated", c, "uncalibrated") for c in others]
+            pairs += [("best", "sms", c) for c in DEFAULT_METHODS if c != "sms"]
+            for family, method, base in pairs:
+                d = float(rng.normal(-0.01, 0.01))
+                p = float(rng.random() ** 3)
+                compare.append(
+                    {
+                        "dataset": v["dataset"],
+                        "model": m,
+                        "half": "test",
+                        "metric": metric,
+                        "method": method,
+                        "baseline": base,
+                        "value": 0.05 + d,
+                        "baseline_value": 0.05,
+                        "difference": d,
+                        "ci_low": d - 0.005 if metric in ("nll", "brier") else np.nan,
+                        "ci_high": d + 0.005 if metric in ("nll", "brier") else np.nan,
+                        "p_value": p,
+                        "p_holm": min(1.0, 15 * p),
+                        "min_p_holm": 15 / 1000,
+                        "family": family,
+                        "family_size": 15,
+                        "test": "sign_flip" if metric in ("ece", "cwece") else "paired_t",
+                        "n_resamples": 200,
+                        "n_permutations": 999,
+                        "selected_on": "val" if family == "best" else "",
+                    }
+                )
+    p = rng.dirichlet(np.ones(10) * 0.3, size=400)
+    y = rng.integers(0, 10, 400)
+    shared = {}
+    for c, name in DEFAULT_METHODS.items():
+        path = tmp_path / "plots" / f"{c}.png"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        plots.save_figure(plots.reliability_diagram(p, y, title=name), path, dpi=200)
+        shared[c] = str(path)
+    spec = {
+        "title": "Post-hoc calibration of a Fashion-MNIST model zoo",
+        "description": "A report the size of the default study.",
+        "protocol": {"n_bins": 15, "plot_bins": 10, "n_bootstrap": 200, "level": 0.95},
+        "datasets": {"fashion_mnist": {"display": "Fashion-MNIST"}},
+        "models": models,
+        "calibrators": {c: {"display": d} for c, d in DEFAULT_METHODS.items()},
+        "table_metrics": [m for m in DEFAULT_METRICS if not m.endswith("_coverage")],
+        "losses_metrics": ["ece"],
+        "reference": None,
+    }
+    prov = {
+        "config": "study: {title: x}\n",
+        "packages": render.package_versions(),
+        "logits": [],
+        "splits": [],
+        "datasets": [],
+        "run": P.run_provenance(None, env={"SOURCE_DATE_EPOCH": "1622550896"}),
+    }
+    ctx = render.build_context(
+        rows=rows,
+        compare=compare,
+        spec=spec,
+        grids={},
+        provenance=prov,
+        plots={f"fashion_mnist/{m}": shared for m in models},
+        temperatures={m: 1.5 for m in models},
+    )
+    return render.render_html(TEMPLATE, ctx)
+
+
+#: Closes every fold, measures the page, then clicks every sortable header of every table and
+#: checks the rows come out in order (numbers by data-sort, missing last; text otherwise).
+FOLDED_CHECKS = r"""
+<script>
+window.addEventListener("load", function () {
+  var out = {};
+  document.querySelectorAll("details").forEach(function (d) { d.open = false; });
+  var de = document.documentElement;
+  out.height = de.scrollHeight;
+  out.scrollWidth = de.scrollWidth;
+  out.width = window.innerWidth;
+  // the findings and their "To check" list are on the first screen
+  var f = document.getElementById("findings").getBoundingClientRect();
+  out.findingsTop = f.top + window.scrollY;
+  out.findingsBottom = f.bottom + window.scrollY;
+  out.unsorted = [];
+  out.clicked = 0;
+  function key(cell) {
+    var s = cell.getAttribute("data-sort");
+    if (s === null) { return {kind: 0, text: cell.textContent.trim().toLowerCase()}; }
+    if (s === "") { return {kind: 2}; }
+    return {kind: 1, num: parseFloat(s)};
+  }
+  function ordered(keys) {
+    for (var i = 1; i < keys.length; i++) {
+      var a = keys[i - 1], b = keys[i];
+      if (a.kind === 2 && b.kind !== 2) { return false; }  // missing values last
+      if (a.kind === 1 && b.kind === 1 && a.num > b.num) { return false; }
+      if (a.kind === 0 && b.kind === 0 && a.text > b.text) { return false; }
+    }
+    return true;
+  }
+  document.querySelectorAll("table[data-sortable]").forEach(function (table, t) {
+    var ths = table.tHead.rows[0].cells;
+    Array.prototype.forEach.call(ths, function (th, col) {
+      var b = th.querySelector("button.sort");
+      if (!b) { out.unsorted.push("no button: " + th.textContent); return; }
+      b.click();
+      out.clicked += 1;
+      var keys = Array.prototype.map.call(table.tBodies[0].rows, function (r) {
+        return key(r.cells[col]);
+      });
+      // a column whose cells all say "missing" while they show text sorts nothing
+      var texts = Array.prototype.filter.call(table.tBodies[0].rows, function (r) {
+        var x = r.cells[col].textContent.trim();
+        return x !== "" && x !== "–";
+      });
+      var dead = texts.length > 0 && keys.every(function (k) { return k.kind === 2; });
+      if (dead || !ordered(keys) || th.getAttribute("aria-sort") !== "ascending") {
+        out.unsorted.push(table.className + " / " + th.textContent.trim());
+      }
+    });
+  });
+  // a header that looks sortable (an arrow button) outside a sortable table
+  document.querySelectorAll("th button.sort").forEach(function (b) {
+    if (!b.closest("table[data-sortable]")) { out.unsorted.push("dead: " + b.textContent); }
+  });
+  window.parent.postMessage(JSON.stringify(out), "*");
+});
+</script>
+"""
+
+
+@pytest.fixture(scope="module")
+def default_report(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("default")
+    html = _default_study(tmp)
+    page = tmp / "report.html"
+    page.write_text(html)
+    checked = tmp / "checked.html"
+    checked.write_text(html.replace("</body>", FOLDED_CHECKS + "</body>"))
+    return {"dir": tmp, "page": page, "checked": checked, "html": html}
+
+
+def _run_checks(report, width: int) -> dict:
+    tmp = report["dir"]
+    frame = tmp / f"frame-{width}.html"
+    frame.write_text(FRAME.format(src=report["checked"].name, width=width))
+    res = _chromium(
+        ["--window-size=1500,1000", "--virtual-time-budget=8000", "--dump-dom", frame.as_uri()],
+        tmp,
+        f"folded-{width}",
+    )
+    m = re.search(r'<pre id="test-results">(.*?)</pre>', res.stdout, re.S)
+    assert m, f"the checks did not run: {res.stderr[-2000:]}"
+    return json.loads(m.group(1).replace("&quot;", '"').replace("&amp;", "&"))
+
+
+@pytest.mark.parametrize("width", [1400, 400])
+def test_default_sized_report_is_short_and_every_header_sorts(default_report, width):
+    out = _run_checks(default_report, width)
+    assert out["width"] == width and out["scrollWidth"] <= width
+    if width == 1400:
+        assert out["height"] < MAX_HEIGHT_PX, out["height"]
+        # the findings start on the first screen
+        assert out["findingsTop"] < 300
+    assert out["clicked"] >= 20
+    assert out["unsorted"] == []
+
+
+def test_default_sized_report_comparisons_are_figures_with_a_numeric_csv(default_report):
+    html = default_report["html"]
+    alts = re.findall(r'<img [^>]*alt="([^"]+)"', html)
+    # one heatmap per compared metric and family, one rank overview
+    assert sum(a.startswith("Heatmap of") and "against" in a for a in alts) == 2 * len(COMPARED)
+    assert sum(a.startswith("Heatmap of the average ranks") for a in alts) == 1
+    # the full table is folded
+    at = html.index('id="t-comparisons"')
+    assert html.rfind("<details", 0, at) > html.rfind("</details>", 0, at)
+    m = re.search(
+        r'href="data:text/csv;charset=utf-8;base64,([^"]+)" download="comparisons.csv"', html
+    )
+    text = base64.b64decode(m.group(1)).decode()
+    lines = text.splitlines()
+    header = lines[0].split(",")
+    assert len(lines) == 1 + 6 * len(COMPARED) * 30
+    for col in ("value", "difference", "p_value", "p_holm", "min_p_holm", "significant"):
+        values = [line.split(",")[header.index(col)] for line in lines[1:]]
+        for v in values:
+            float(v)  # numbers only: no "-", no "< 0.001"
+    ci = [line.split(",")[header.index("ci_low")] for line in lines[1:]]
+    assert "" in ci and all(c == "" or float(c) == float(c) for c in ci)

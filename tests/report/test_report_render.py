@@ -135,11 +135,20 @@ def test_report_embeds_figures_and_is_self_contained(tmp_path):
     srcs = re.findall(r'<img [^>]*src="([^"]+)"', html)
     pngs = [s for s in srcs if s.startswith("data:image/png;base64,")]
     svgs = [s for s in srcs if s.startswith("data:image/svg+xml;base64,")]
-    # grid + the CD diagram of accuracy (the plug-in ECE gives no ranks: its bias depends on
-    # sharpness, calbench.report.summary.rank_summaries)
-    assert len(pngs) == 1 and len(svgs) == 1 and len(srcs) == 2
+    alts = re.findall(r'<img [^>]*alt="([^"]+)"', html)
+    # the grid; as SVG the CD diagram of accuracy and the rank overview (the plug-in ECE gives
+    # no ranks: its bias depends on sharpness, calbench.report.ranks.rank_summaries) and the
+    # comparison heatmap
+    assert len(pngs) == 1 and len(svgs) == 3 and len(srcs) == 4
+    assert sum(a.startswith("Critical-difference diagram") for a in alts) == 1
+    assert sum(a.startswith("Heatmap of the average ranks") for a in alts) == 1
+    assert sum(a.startswith("Heatmap of ") and "average ranks" not in a for a in alts) == 1
+    # the fixture compares the plug-in ECE (an older comparison file): its heatmap is marked
+    compare = html.split('id="compare"', 1)[1].split('id="ranks"', 1)[0]
+    assert compare.count('<span class="descr"') == 1
     assert base64.b64decode(pngs[0].split(",", 1)[1]) == tiny_png()
-    assert base64.b64decode(svgs[0].split(",", 1)[1]).startswith(b"<?xml")
+    for svg in svgs:
+        assert base64.b64decode(svg.split(",", 1)[1]).startswith(b"<?xml")
     assert "http://" not in html and "https://" not in html  # nothing fetched from elsewhere
     assert 'id="losses"' in html and 'id="compare"' in html
     assert "numpy" in html  # provenance lists package versions
@@ -191,9 +200,15 @@ def test_report_opens_on_findings_computed_from_the_rows(tmp_path):
     ctx = _context(tmp_path)
     html = render.render_html(TEMPLATE, ctx)
     body = html.split("<main>", 1)[1]
-    # the first section after the title is the findings summary
-    assert body.index('id="findings"') < body.index('id="protocol"') < body.index('id="tables"')
+    # the first section after the title is the findings summary, then the figures of the
+    # evidence, the tables, and the protocol (folded)
+    order = ["findings", "ranks", "diagrams", "tables", "protocol", "provenance", "bibliography"]
+    at = [body.index(f'id="{x}"') for x in order]
+    assert at == sorted(at)
     heads = ctx["findings"]["headlines"]
+    shown = [f["text"] for fam in ctx["findings_view"]["families"] for f in fam["found"]]
+    assert shown == heads  # the first screen shows every supported finding
+    assert ctx["findings_view"]["to_check"] == ctx["findings"]["anomalies"]
     assert "T-scaling never changes accuracy: 2/2 models identical to uncalibrated." in heads
     # the plug-in ECE gives no rank and no finding (its bias depends on sharpness)
     assert [r["metric"] for r in ctx["ranks"]] == ["accuracy"]
@@ -301,7 +316,9 @@ def test_every_table_has_a_csv_link_with_its_data(tmp_path):
     assert lines[0].startswith("Dataset,Model,Uncal,Uncal ci_low,Uncal ci_high,T-scaling")
     assert lines[1].split(",")[2:6] == ["5.00", "4.80", "5.20", "1.00"]
     # one table per CSV link, each table sortable
-    assert len(links) == html.count("data-sortable>")
+    assert len(links) == html.count('<figure class="tbl"')
+    for table in re.findall(r"<table [^>]*>.*?</thead>", html, re.S):
+        assert ("data-sortable" in table) == ('class="sort"' in table), table[:200]
 
 
 def test_constant_label_columns_are_dropped_and_named(tmp_path):
@@ -430,3 +447,212 @@ def test_comparison_rows_print_direction_floor_and_null():
         "sign-flip": NULL_HYPOTHESES["sign_flip"],
         "jackknife z": NULL_HYPOTHESES["jackknife_z"],
     }
+
+
+def test_bibliography_is_what_the_text_cites(tmp_path):
+    """The rendered report's citations (author-year, parsed from its visible text) and its
+    bibliography agree both ways: every work cited is listed, every work listed is cited."""
+    import html as html_mod
+
+    from calbench.report.references import REFERENCES
+
+    html = render.render_html(TEMPLATE, _context(tmp_path))
+    body, bib = html.split('<h2 id="bibliography"', 1)
+    text = re.sub(r"<(script|style)\b.*?</\1>", " ", body, flags=re.S)
+    text = re.sub(r"\s+", " ", html_mod.unescape(re.sub(r"<[^>]+>", " ", text)))
+    name = r"[A-Z][A-Za-zšéöüłäø'-]+"
+    cites = re.findall(
+        rf"({name})(?: et al\.|(?:, {name})*,? (?:&|and) {name})?,? \(?((?:19|20)\d\d)\b", text
+    )
+    listed = [html_mod.unescape(k) for k in re.findall(r"<dt>([^<]+)</dt>", bib)]
+    assert listed and cites
+    # cited -> listed: the first author's surname and the year name a listed work
+    first = {(k.split()[0], k.split()[-1]) for k in listed}
+    missing = {f"{a} {y}" for a, y in cites if (a, y) not in first}
+    assert not missing, f"cited but not in the bibliography: {sorted(missing)}"
+    # listed -> cited
+    uncited = [k for k in listed if (k.split()[0], k.split()[-1]) not in set(cites)]
+    assert not uncited, f"listed but never cited: {uncited}"
+    assert all(k in REFERENCES for k in listed)
+    # the works the statistics rest on are there
+    for key in ("Friedman 1937", "Iman & Davenport 1980", "Holm 1979", "Efron & Stein 1981"):
+        assert key in listed
+    # Phipson & Smyth 2010 is cited only where a sign-flip test ran (its p-value formula)
+    assert ("Phipson & Smyth 2010" in listed) == ("Phipson & Smyth 2010" in text)
+
+
+def test_findings_view_groups_by_family_with_direction_and_keeps_to_check_apart():
+    from calbench.report.overview import findings_view
+
+    items = [
+        {
+            "family": "vs:uncal",
+            "text": "A lowers NLL",
+            "direction": "better",
+            "size": -0.1,
+            "support": "supported",
+        },
+        {"family": "ranks", "text": "r", "direction": "", "size": 2.0, "support": "supported"},
+        {
+            "family": "vs:uncal",
+            "text": "B raises NLL",
+            "direction": "worse",
+            "size": 0.1,
+            "support": "supported",
+        },
+        {"family": "precision", "text": "p", "direction": "", "size": None, "support": "to check"},
+    ]
+    v = findings_view({"items": items, "headlines": [], "anomalies": []}, {"uncal": "Uncal"})
+    assert [f["family"] for f in v["families"]] == ["Against Uncal", "Ranks"]
+    assert [(f["text"], f["arrow"]) for f in v["families"][0]["found"]] == [
+        ("A lowers NLL", "▲"),
+        ("B raises NLL", "▼"),
+    ]
+    assert v["to_check"] == ["p"]
+    # the older form: sentences, supported and to check
+    old = findings_view({"headlines": ["h"], "anomalies": ["a"]})
+    assert old == {
+        "families": [
+            {"family": "", "found": [{"text": "h", "direction": "", "arrow": "", "size": ""}]}
+        ],
+        "to_check": ["a"],
+    }
+
+
+def test_set_size_printed_with_its_coverage_and_glossary_from_the_registry(tmp_path, monkeypatch):
+    from calbench.metrics import METRICS
+    from calbench.report import overview
+
+    rows = _rows()
+    for model in ("m1", "m2"):
+        for method, size, cov in (("uncalibrated", 2.5, 0.9), ("ts", 1.5, 0.95)):
+            for metric, v in (("aps_size", size), ("aps_coverage", cov)):
+                rows.append(
+                    {
+                        "dataset": "ds",
+                        "model": model,
+                        "method": method,
+                        "half": "test",
+                        "metric": metric,
+                        "value": v,
+                        "ci_low": float("nan"),
+                        "ci_high": float("nan"),
+                    }
+                )
+    spec = {**_spec(), "table_metrics": ["accuracy", "ece", "aps_size"]}
+    prov = {"config": "", "packages": {}, "logits": [], "splits": [], "datasets": []}
+    ctx = render.build_context(rows=rows, compare=[], spec=spec, grids={}, provenance=prov)
+    (aps,) = [v for v in ctx["metric_tables"] if v["metric"] == "aps_size"]
+    cells = [c for r in aps["rows"] for c in r if c.get("sort")]
+    assert [c["ci"] for c in cells[:2]] == ["coverage 90.00%", "coverage 95.00%"]
+    # one glossary line per printed metric, from its registry entry
+    gloss = {g["metric"]: g for g in ctx["glossary"]}
+    assert list(gloss) == ["accuracy", "ece", "aps_size"]
+    assert gloss["ece"]["direction"] == "lower is better"
+    assert gloss["accuracy"]["direction"] == "higher is better"
+    assert gloss["ece"]["reference"] == METRICS["ece"].reference
+    # the registry's verdicts fact: the plug-in ECE and the set size are descriptive
+    assert (
+        {k: g["descriptive"] for k, g in gloss.items()}
+        == {
+            "accuracy": not METRICS["accuracy"].verdicts,
+            "ece": not METRICS["ece"].verdicts,
+            "aps_size": not METRICS["aps_size"].verdicts,
+        }
+        == {"accuracy": False, "ece": True, "aps_size": True}
+    )
+    assert [v["descriptive"] for v in ctx["metric_tables"]] == [False, True, True]
+    html = render.render_html(TEMPLATE, ctx)
+    assert METRICS["aps_size"].display in html and "coverage 95.00%" in html
+    # the two descriptive metric tables and the two by-loss tables of the (plug-in) ECE
+    assert [v["descriptive"] for v in ctx["losses_tables"]] == [True, True]
+    assert html.count('<span class="descr"') == 4
+    # a metric the registry marks verdicts=False is printed as descriptive
+    import copy
+
+    fake = copy.copy(METRICS["accuracy"])
+    object.__setattr__(fake, "verdicts", False)
+    monkeypatch.setitem(METRICS, "accuracy", fake)
+    (line,) = overview.glossary(["accuracy"])
+    assert line["descriptive"]
+    ctx = render.build_context(rows=rows, compare=[], spec=spec, grids={}, provenance=prov)
+    assert [v["descriptive"] for v in ctx["metric_tables"]] == [True, True, True]
+    assert render.render_html(TEMPLATE, ctx).count('<span class="descr"') == 5
+
+
+def test_reliability_caption_states_the_code_s_threshold_and_both_bands(tmp_path):
+    from calbench import plots
+
+    html = render.render_html(TEMPLATE, _context(tmp_path))
+    text = re.sub(r"\s+", " ", re.sub(r"<[^>]+>", " ", html.split('id="diagrams"', 1)[1]))
+    assert f"fewer than {plots.FEW_SAMPLES} samples" in text
+    assert "Grey boxes" in text and "consistency band" in text
+    assert "Orange curve" in text and "95% bootstrap band" in text
+    assert "uses these 10 bins" in text and "the tables use 15" in text
+
+
+def test_cd_bars_only_when_the_omnibus_test_rejects_and_it_is_named(tmp_path):
+    ctx = _context(tmp_path)
+    for r in ctx["ranks"]:
+        fr = r["friedman"]
+        text = r["friedman_text"]
+        assert text.startswith("Omnibus test: Iman-Davenport F = ")
+        assert "the p-value used" in text and "Friedman's χ²" in text
+        assert r["rejects"] == (fr.p_f < 0.05)
+        assert ("no post-hoc (Nemenyi) groups are drawn" in text) == (not r["rejects"])
+
+
+def test_first_screen_shows_finding_items_with_direction_and_to_check_apart(tmp_path):
+    # T-scaling significantly lowers the unbiased ECE against Uncal on both models (supported,
+    # better); on NLL it is better on one model and worse on the other (to check, mixed)
+    from calbench.comparisons import NULL_HYPOTHESES
+
+    def row(model, metric, d, way):
+        return _cmp(
+            0.001, 0.004, 0.0, model=model, metric=metric, difference=d, direction=way,
+            test="jackknife_z", n_permutations=0, p_floor=0.0,
+            null_hypothesis=NULL_HYPOTHESES["jackknife_z"],
+        )  # fmt: skip
+
+    compare = [
+        row("m1", "ece_ub", -0.03, "better"),
+        row("m2", "ece_ub", -0.01, "better"),
+        row("m1", "nll", -0.05, "better"),
+        row("m2", "nll", 0.02, "worse"),
+    ]
+    prov = {"config": "", "packages": {}, "logits": [], "splits": [], "datasets": []}
+    ctx = render.build_context(rows=_rows(), compare=compare, spec=_spec(), grids={},
+                               provenance=prov)  # fmt: skip
+    items = ctx["findings"]["items"]
+    (sup,) = [d for d in items if d["family"] == "vs:uncalibrated" and d["support"] == "supported"]
+    assert sup["direction"] == "better" and sup["size"] == pytest.approx(-0.02)
+    assert sup["text"].startswith("T-scaling lowers Unbiased ECE vs Uncal on 2/2 models")
+    (fam,) = [f for f in ctx["findings_view"]["families"] if f["family"] == "Against Uncal"]
+    assert [(f["text"], f["arrow"]) for f in fam["found"]] == [(sup["text"], "▲")]
+    mixed = [d["text"] for d in items if d["direction"] == "mixed"]
+    assert mixed and set(mixed) <= set(ctx["findings_view"]["to_check"])
+    html = render.render_html(TEMPLATE, ctx)
+    first = html.split('<section id="findings"', 1)[1].split("</section>", 1)[0]
+    assert "<h3>Against Uncal</h3>" in first and 'class="better"' in first
+    assert first.index(sup["text"]) < first.index("To check") < first.index(mixed[0])
+    # the comparison heatmaps: one per compared metric, none marked descriptive
+    figs = ctx["compare"]["figures"]
+    assert [f["metric"] for f in figs] == ["ece_ub", "nll"]
+    assert not any(f["descriptive"] for f in figs)
+
+
+def test_no_repository_paths_in_interval_notes():
+    # a reader of the standalone report cannot open repository files: every no-interval reason
+    # of the registry is printed without one, and reads as a sentence
+    from calbench.metrics import METRICS
+    from calbench.report import views as V
+
+    notes = {m: V.interval_note(m) for m in METRICS}
+    assert not [n for n in notes.values() if re.search(r"\b(?:perf|docs|tests|scripts)/", n)]
+    assert V.without_repository_paths("x (perf/bench_coverage.py)") == (
+        "x (simulation in the project's benchmarks, outside this report)"
+    )
+    assert V.without_repository_paths("its coverage is not verified: perf/b.py knows it") == (
+        f"its coverage is not verified: {V.BENCH_NAME} knows it"
+    )
+    assert V.without_repository_paths("see docs/statistics.md.") == f"see {V.DOCS_URL}."

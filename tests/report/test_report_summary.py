@@ -67,8 +67,11 @@ def test_findings_headlines_and_anomalies_come_from_the_data():
     out = SU.findings(rows, ranks, MODELS, METHODS, {"b": "ResNet"}, LABELS)
     heads, anomalies = out["headlines"], out["anomalies"]
     assert "TS never changes accuracy: 3/3 models identical to uncalibrated." in heads
-    assert "Accuracy changes with VS on 1/3 models." in heads
-    # three models cannot make the Friedman test reject: the rank headline is "to check"
+    assert (
+        "Accuracy changes with VS on 1/3 (+0.00 to +4.00) models (the change over models in "
+        "points; not tested)." in heads
+    )
+    # three models cannot make the Iman-Davenport test reject: the rank headline is "to check"
     assert anomalies[0].startswith(
         "TS has the best average rank on Unbiased ECE (1.33 over 3 models; best on 2/3)"
     )

@@ -56,7 +56,9 @@ def test_csv_has_the_suffix_columns_and_latex_the_booktabs_rules():
         "B ci_low",
         "B ci_high",
     ]
-    assert rows[2][2:] == ["2.00", "1.90", "2.10", "3.00", "–", "–"]
+    # numbers only: a missing value is an empty cell, not the printed dash
+    assert rows[1][2:] == ["1.00", "0.90", "1.10", "", "", ""]
+    assert rows[2][2:] == ["2.00", "1.90", "2.10", "3.00", "", ""]
     tex = G.to_latex(_grid())
     assert "\\begin{tabular}{llrr}" in tex and "A\\_1" in tex and "\\textbf{1.00} & --" in tex
 

@@ -61,7 +61,12 @@ def cliques(ranks: list[float], cd: float) -> list[tuple[int, int]]:
 
 
 def critical_difference_diagram(
-    average_ranks: Mapping[str, float], cd: float, title=None, n_models: int | None = None
+    average_ranks: Mapping[str, float],
+    cd: float,
+    title=None,
+    n_models: int | None = None,
+    *,
+    bars: bool = True,
 ):
     """Critical-difference diagram of average ranks (Demšar 2006, fig. 1; Kull et al. 2019).
 
@@ -70,7 +75,10 @@ def critical_difference_diagram(
     :func:`calbench.stats.nemenyi_cd`), drawn as a bar above the axis. The better half of the
     methods is named on the left, the worse half on the right; thick bars join groups whose
     ranks differ by less than ``cd`` (:func:`cliques`). The figure's size follows from its texts
-    (every text :data:`FONT_PT` points). Returns the Figure.
+    (every text :data:`FONT_PT` points). ``bars=False`` draws no clique bars: the Nemenyi
+    post-hoc test is run only after the omnibus (Friedman / Iman-Davenport) test rejects
+    (Demšar 2006, sec. 3.2.2), so a caller whose omnibus test did not reject passes False.
+    Returns the Figure.
     """
     from matplotlib.figure import Figure
 
@@ -135,7 +143,7 @@ def critical_difference_diagram(
         texts.append((x(t), y, str(t), "center", "top", size))
     y += text_h + 0.04
     y_axis = y + 0.07
-    groups = cliques(ranks, cd)
+    groups = cliques(ranks, cd) if bars else []
     lanes: list[float] = []  # right end (inches) of the last bar in each lane
     y_bars = []
     for a, b in groups:  # a bar goes in the first lane where it keeps clear of the last one

@@ -39,13 +39,12 @@ from calbench.plots._base import (
     format_ece,
 )
 from calbench.plots._layout import (
-    TITLE_OVERHANG,
-    fit_text,
-    margins,
+    COUNT_GID,
+    SINGLE_SIZE,
+    figure_legend,
     new_figure,
-    place,
-    title_space,
-    title_tokens,
+    place_single,
+    unstack_counts,
 )
 
 # --------------------------------------------------------------------------------------------
@@ -177,6 +176,7 @@ def _mark_sparse_bins(ax, bars, left, width, acc, count, min_count, faded=()) ->
                 ha="center",
                 fontsize=_COUNT_FONT,
                 zorder=7,
+                gid=COUNT_GID,
             )
     legend = ax.get_legend()
     if legend is not None:  # the legend key stays in full colour
@@ -224,7 +224,16 @@ def _draw_guo(
         faded.append(_draw_band(ax, left[keep], width[keep], layers.band, keep))
     if layers.curve is not None:
         _draw_smooth(ax, layers.curve, layers.min_count)
-    if legend:
+    if legend == "figure" and hist_ax is not None and hist_lines:
+        n_all = count.sum()
+        mean_acc = float(np.sum(acc * count) / n_all)
+        mean_conf = float(np.sum(conf * count) / n_all)
+        figure_legend(ax, mean_acc, mean_conf)
+    elif legend == "figure":
+        figure_legend(ax, None, None)
+    if legend == "figure":  # below the axes; the histogram's lines join it below
+        pass
+    elif legend:
         _legend(ax, ece_in_corner)  # before fading: the legend keys keep the full colour
     _mark_sparse_bins(
         ax, outputs, left[keep], width[keep], acc[keep], count[keep], layers.min_count, faded
@@ -254,7 +263,7 @@ def _draw_guo(
         mean_conf = float(np.sum(conf * count) / n)
         hist_ax.axvline(mean_acc, color="black", ls="--", lw=1.5, label="Accuracy")
         hist_ax.axvline(mean_conf, color=_GAP_COLOR, ls=":", lw=2.0, label="Avg. confidence")
-        if legend:
+        if legend and legend != "figure":
             hist_ax.legend(
                 handles=hist_ax.lines[-2:], loc="best", fontsize=8, framealpha=0.9, borderpad=0.3
             )
@@ -298,7 +307,9 @@ def _draw_coursework(
         _draw_smooth(ax, layers.curve, layers.min_count)
     # The coursework bars fill both upper corners (tall first-bin weights in one-vs-rest
     # diagrams, tall top-bin confidences), so the ECE heads a legend placed where bars leave room.
-    if legend:
+    if legend == "figure":
+        figure_legend(ax, None, None)
+    elif legend:
         ax.legend(
             loc="best",
             fontsize=9,
@@ -336,7 +347,7 @@ def _diagram(probs, labels, n_bins, style, title, ax, class_index, binning, opti
 
     own_figure = ax is None
     if own_figure:
-        fig = new_figure(_SINGLE_SIZE[style])
+        fig = new_figure(SINGLE_SIZE[style])
         ax = fig.add_axes((0.0, 0.0, 1.0, 1.0))
         if style == "guo":
             hist_ax = fig.add_axes((0.0, 0.0, 1.0, 1.0), sharex=ax)
@@ -347,6 +358,9 @@ def _diagram(probs, labels, n_bins, style, title, ax, class_index, binning, opti
 
             hist_ax = make_axes_locatable(ax).append_axes("bottom", size="33%", pad=0.45, sharex=ax)
 
+    # in its own figure: the ECE in the title and the legend below the axes (nothing inside
+    # the axes but the data and the counts of sparse bins); drawn into a given axes: as before
+    legend = "figure" if own_figure else True
     if style == "guo":
         ylabel = "Accuracy" if class_index is None else f"Frequency of class {class_index}"
         _draw_guo(
@@ -355,8 +369,9 @@ def _diagram(probs, labels, n_bins, style, title, ax, class_index, binning, opti
             b,
             ece_value,
             ylabel=ylabel,
-            ece_in_corner=True,
+            ece_in_corner=not own_figure,
             hist_lines=class_index is None,
+            legend=legend,
             layers=layers,
         )
     else:
@@ -369,46 +384,24 @@ def _diagram(probs, labels, n_bins, style, title, ax, class_index, binning, opti
             b,
             ece_value,
             ylabel=ylabel,
-            ece_in_corner=True,
+            ece_in_corner=not own_figure,
             acc_label=acc_label,
+            legend=legend,
             layers=layers,
         )
     if class_index is not None:
         xlabel = f"Predicted probability of class {class_index}"
         (hist_ax if hist_ax is not None else ax).set_xlabel(xlabel)
-    if title is not None:
-        # in its own figure at a fixed y (nothing drawn above the axes: no search for tick labels)
-        ax.set_title(title, **({"y": 1.0} if own_figure else {}))
     if own_figure:
-        _place_single(fig, ax, hist_ax, title is not None)
+        # at a fixed y (nothing drawn above the axes: no search for tick labels); the ECE part
+        # names its bin count (the tables may use another)
+        ax.set_title(title or "", y=1.0)
+        tail = f"{format_ece(ece_value)} ({n_bins} bins)"
+        place_single(fig, ax, hist_ax, title, tail)
+        unstack_counts(ax, fig.canvas.get_renderer())
+    elif title is not None:
+        ax.set_title(title)
     return fig
-
-
-#: Figure sizes (inches) of a single diagram per style: axes at least 4 in (400 px at 100 dpi)
-#: wide.
-_SINGLE_SIZE = {"guo": (4.9, 5.9), "coursework": (5.2, 4.4)}
-
-
-def _place_single(fig, ax, hist_ax, titled: bool) -> None:
-    """Fixed layout of a single diagram (:mod:`calbench.plots._layout`): the title, if any,
-    broken into lines as wide as the axes; the histogram a third of the diagram's height."""
-    m = margins()
-    width, height = _SINGLE_SIZE["guo" if hist_ax is not None else "coursework"]
-    axes_w = width - m["left"] - m["right"]
-    title_h = None
-    if titled:
-        text, renderer = ax.title, fig.canvas.get_renderer()
-        title_h = fit_text(text, title_tokens(text.get_text()), axes_w + TITLE_OVERHANG, renderer)
-    axes_h = height - title_space(title_h) - m["bottom"]
-    if hist_ax is None:
-        place(fig, [(ax, m["left"], m["bottom"], axes_w, axes_h)], (width, height))
-        return
-    hist_h = (axes_h - m["inner"]) / 4.0
-    rects = [
-        (hist_ax, m["left"], m["bottom"], axes_w, hist_h),
-        (ax, m["left"], m["bottom"] + hist_h + m["inner"], axes_w, 3.0 * hist_h),
-    ]
-    place(fig, rects, (width, height))
 
 
 # --------------------------------------------------------------------------------------------

@@ -302,11 +302,11 @@ def _robustness_rows(paths) -> list[dict] | None:
 
 def _add_sections_to_toc(context: dict) -> None:
     """Contents entries for the extra sections (``<section id="x"><h2>Title</h2>``), placed
-    before the reliability diagrams, where the template puts the sections."""
+    before the protocol, where the template puts the sections."""
     toc = context.get("toc")
     if toc is None:
         return
-    at = next((i for i, e in enumerate(toc) if e.get("id") == "diagrams"), len(toc))
+    at = next((i for i, e in enumerate(toc) if e.get("id") == "protocol"), len(toc))
     for text in context["extra_sections"]:
         m = re.match(r'\s*<section id="([^"]+)">\s*<h2>([^<]*)</h2>', str(text))
         if m:

@@ -17,6 +17,8 @@ import math
 from collections.abc import Mapping, Sequence
 
 from calbench.calibrators import load_calibrator
+from calbench.plots import FEW_SAMPLES
+from calbench.plots.reliability import SMOOTH_LEVEL
 from calbench.report import tables as T
 from calbench.report.display import (
     calibrator_labels,
@@ -27,6 +29,7 @@ from calbench.report.display import (
     model_label,
     spec_labels,
 )
+from calbench.report.overview import glossary, rank_overview
 from calbench.report.provenance import provenance_view
 from calbench.report.views import (
     compare_view,
@@ -98,7 +101,35 @@ def build_tables(rows: Sequence[Mapping], spec: Mapping) -> dict:
     return out
 
 
-#: The works the report cites (author-year keys in the text); no URLs, the report fetches nothing.
+def _coverage_of(rows: Sequence[Mapping], metric: str) -> tuple[str, dict] | None:
+    """For a conformal set size (``aps_size``, ``lac_size``): ``("coverage", {(model,
+    calibrator): "91.2%"})`` from its coverage metric (``aps_coverage`` ...) on the test half,
+    printed under the size: a small set is worth nothing without its coverage."""
+    if not metric.endswith("_size"):
+        return None
+    cov = metric[: -len("_size")] + "_coverage"
+    got = {
+        (r["model"], r["method"]): f"{format_value(cov, float(r['value']))}%"
+        for r in rows
+        if r["metric"] == cov and r.get("half", "test") == "test"
+    }
+    return ("coverage", got) if got else None
+
+
+def calibrator_glossary(methods: Sequence[str], spec: Mapping) -> list[dict]:
+    """One line per calibrator shown: its printed name and its source (the registry class's
+    ``reference``), the citations the bibliography is derived from."""
+    from calbench.calibrators import REGISTRY  # lazy: code inputs
+
+    cl = calibrator_labels(spec)
+    cal_spec = spec.get("calibrators") or {}
+    out = []
+    for key in methods:
+        name = str((cal_spec.get(key) or {}).get("method") or key)
+        cls = REGISTRY.get(name)
+        ref = str(getattr(cls, "reference", "") or "") if cls is not None else ""
+        out.append({"label": cl.get(key, key), "reference": ref})
+    return out
 
 
 def _rank_summaries(rows, tables, spec, model_order, method_order, compare=()) -> tuple:
@@ -114,14 +145,24 @@ def _rank_summaries(rows, tables, spec, model_order, method_order, compare=()) -
     found = SU.findings(rows, ranks, model_order, method_order, ml, cl, compare)
     for entry in ranks:
         fr = entry["friedman"]
+        if fr is None:
+            entry["friedman_text"] = ""
+            continue
+        f = "∞" if math.isinf(fr.f) else f"{fr.f:.2f}"
+        rejects = fr.p_f < SU.ALPHA
         entry["friedman_text"] = (
-            ""
-            if fr is None
-            else f"Friedman χ² = {fr.chi2:.2f}, Iman-Davenport F = "
-            + ("∞" if math.isinf(fr.f) else f"{fr.f:.2f}")
-            + f", p {SU._p_phrase(fr.p_f)}; Nemenyi critical difference "
-            f"{entry['cd']:.2f} (α = {SU.ALPHA})"
+            f"Omnibus test: Iman-Davenport F = {f}, p {SU._p_phrase(fr.p_f)} (the p-value used; "
+            f"Iman & Davenport 1980), from Friedman's χ² = {fr.chi2:.2f} (p "
+            f"{SU._p_phrase(fr.p_chi2)} by the χ² approximation; Friedman 1937). "
+            + (
+                f"It rejects at α = {SU.ALPHA}: bars join calibrators within the Nemenyi "
+                f"critical difference {entry['cd']:.2f} (Nemenyi 1963)."
+                if rejects
+                else f"It does not reject at α = {SU.ALPHA}: no post-hoc (Nemenyi) groups are "
+                "drawn; the average ranks do not differ significantly."
+            )
         )
+        entry["rejects"] = rejects
     return ranks, found
 
 
@@ -133,7 +174,13 @@ def _toc(ctx: dict, tables: dict, cl: Mapping) -> list[dict]:
     """The contents: one entry per section present, metric and by-loss tables as children."""
     from calbench.report.summary import metric_name  # lazy: code inputs
 
-    toc = [_section("findings", "Findings"), _section("protocol", "Protocol")]
+    toc = [_section("findings", "Findings")]
+    if ctx["compare"]:
+        toc.append(_section("compare", "Comparisons"))
+    if ctx["ranks"]:
+        toc.append(_section("ranks", "Ranks"))
+    figures = [{"id": f["id"], "title": f["model"]} for f in ctx["figures"]]
+    toc.append(_section("diagrams", "Reliability diagrams", figures))
     toc.append(
         _section(
             "tables",
@@ -154,15 +201,12 @@ def _toc(ctx: dict, tables: dict, cl: Mapping) -> list[dict]:
             for v, (t, method) in zip(ctx["losses_tables"], methods, strict=True)
         ]
         toc.append(_section("losses", "By training loss", children))
-    if ctx["compare"]:
-        toc.append(_section("compare", "Paired comparisons"))
     if ctx["reference"]:
         toc.append(_section("reference", "Published numbers"))
     studies = ctx["studies"]
     if studies["tables"] or studies["dece"] or studies["reliability"]:
         toc.append(_section("objectives", "Calibration during training"))
-    figures = [{"id": f["id"], "title": f["model"]} for f in ctx["figures"]]
-    toc.append(_section("diagrams", "Reliability diagrams", figures))
+    toc.append(_section("protocol", "Protocol"))
     toc.append(_section("provenance", "Provenance"))
     toc.append(_section("bibliography", "References"))
     return toc
@@ -200,7 +244,9 @@ def build_context(
         present_methods
     )
     ranks, found = _rank_summaries(rows, tables, spec, model_order, method_order, compare)
-    metric_views = [metric_view(t, t.metric) for t in tables["metrics"]]
+    metric_views = [
+        metric_view(t, t.metric, _coverage_of(rows, t.metric)) for t in tables["metrics"]
+    ]
     losses_views = [metric_view(t, f"losses-uncalibrated-{t.metric}") for t in tables["losses"]]
     losses_views += [metric_view(t, f"losses-ts-{t.metric}") for t in tables["losses_ts"]]
     studies = study_sections(rows, spec)
@@ -219,9 +265,14 @@ def build_context(
         "temperatures": temperature_view(temperatures or {}, spec),
         "figures": reliability_figures(plots or {}, grids, rows, spec),
         "ranks": ranks,
-        "findings": found,
+        "rank_overview": rank_overview(ranks),
+        "findings": found,  # as summary gives them; the view: render.build_context
+        "glossary": glossary([t.metric for t in tables["metrics"]]),
+        "calibrator_glossary": calibrator_glossary(method_order, spec),
         "n_outside": n_outside,
         "provenance": {**provenance, **provenance_view(provenance)},
+        "few_samples": FEW_SAMPLES,
+        "smooth_level": f"{SMOOTH_LEVEL:.0%}",
         "bibliography": {},  # filled by calbench.report.render.build_context
     }
     ctx["toc"] = _toc(ctx, tables, cl)

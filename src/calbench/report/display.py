@@ -9,11 +9,14 @@ row (or column) is chosen on the *printed* numbers, so ties are all best (:func:
 Names come from the study spec (``display`` of datasets, models and calibrators; see
 cli/report.py): :func:`model_label`, :func:`dataset_labels`, :func:`calibrator_labels` and
 :func:`spec_labels` are the one place that maps config keys to printed names.
+:func:`without_repository_paths` keeps text from the library (reasons, notes) free of
+repository file names a reader of the standalone report cannot open.
 """
 
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Mapping
 
 import numpy as np
@@ -139,3 +142,24 @@ def spec_labels(spec: Mapping) -> tuple[dict, dict, dict, dict]:
             label = f"{dl.get(v.get('dataset'), v.get('dataset'))} {label}"
         ml[m] = label
     return ml, calibrator_labels(spec), dl, model_dataset_labels(spec)
+
+
+#: Where the project's documentation is published (outside the report).
+DOCS_URL = "the project's documentation (docs/ in its repository; outside this report)"
+#: What a benchmark script of the project is called in the report (outside the report).
+BENCH_NAME = "the project's benchmark simulation (outside this report)"
+
+
+def without_repository_paths(text: str) -> str:
+    """``text`` without references to repository files ("(perf/bench_coverage.py)",
+    "docs/statistics.md"), which a reader of the standalone report cannot open: a bracketed
+    path becomes "(simulation in the project's benchmarks, outside this report)", a benchmark
+    script (``perf/``, ``scripts/``) in the sentence :data:`BENCH_NAME`, any other path the
+    project's documentation."""
+    text = re.sub(
+        r"\s*\((?:see )?(?:perf|docs|tests|scripts)/[\w./-]+(?:,[^)]*)?\)",
+        " (simulation in the project's benchmarks, outside this report)",
+        text,
+    )
+    text = re.sub(r"(?:perf|scripts)/[\w./-]*\w", BENCH_NAME, text)
+    return re.sub(r"(?:docs|tests)/[\w./-]*\w", DOCS_URL, text)  # not a closing full stop

@@ -1,7 +1,8 @@
 """Average ranks of calibrators over models (Demšar 2006): per verdict-eligible metric
-(``Metric.verdicts``), each calibrator's winner count and average rank, the Friedman test and
-the Nemenyi critical difference with its diagram (as Kull et al. 2019 compare calibrators over
-datasets and models). A plug-in calibration error gives no ranks: its upward bias shrinks as
+(``Metric.verdicts``), each calibrator's winner count and average rank, the Friedman test in
+Iman and Davenport's F form and the Nemenyi critical difference with its diagram (its bars only
+when that omnibus test rejects), as Kull et al. 2019 compare calibrators over datasets and
+models. A plug-in calibration error gives no ranks: its upward bias shrinks as
 predictions get coarser, so its ranks reward a coarse calibrator.
 """
 
@@ -17,7 +18,7 @@ from calbench import stats as S
 from calbench.metrics import METRICS
 from calbench.report.display import HIGHER_IS_BETTER, best_mask, display_spec
 
-#: Significance level of the Friedman test and the Nemenyi critical difference.
+#: Significance level of the Iman-Davenport (Friedman) test and the Nemenyi critical difference.
 ALPHA = 0.05
 
 
@@ -98,6 +99,7 @@ def rank_summaries(
                 cd,
                 display_spec(metric)[2],
                 n_models=xc.shape[0],
+                bars=fr.p_f < ALPHA,  # Nemenyi groups only after the omnibus test rejects
             )
             entry["figure"] = "data:image/svg+xml;base64," + base64.b64encode(
                 plots.figure_svg(fig)

@@ -86,6 +86,18 @@ REFERENCES = {
     "MIT Press, 1999.",
     "Roelofs et al. 2022": "R. Roelofs, N. Cain, J. Shlens, M. C. Mozer. Mitigating bias in "
     "calibration error estimation. AISTATS 2022.",
+    "Friedman 1937": "M. Friedman. The use of ranks to avoid the assumption of normality "
+    "implicit in the analysis of variance. Journal of the American Statistical Association "
+    "32(200), 1937.",
+    "Friedman 1940": "M. Friedman. A comparison of alternative tests of significance for the "
+    "problem of m rankings. Annals of Mathematical Statistics 11(1), 1940.",
+    "Iman & Davenport 1980": "R. L. Iman, J. M. Davenport. Approximations of the critical "
+    "region of the Friedman statistic. Communications in Statistics - Theory and Methods 9(6), "
+    "1980.",
+    "Nemenyi 1963": "P. B. Nemenyi. Distribution-free multiple comparisons. PhD thesis, "
+    "Princeton University, 1963.",
+    "Dietterich 1998": "T. G. Dietterich. Approximate statistical tests for comparing supervised "
+    "classification learning algorithms. Neural Computation 10(7), 1998.",
     "Vasilev 2021": "Post-hoc calibration of neural networks: the protocol this workflow "
     "reproduces (coursework, Moscow State University, 2021).",
     "Zadrozny & Elkan 2001": "B. Zadrozny, C. Elkan. Obtaining calibrated probability estimates "
@@ -121,6 +133,24 @@ def cited_keys(text: str) -> tuple[str, ...]:
             if re.search(pattern, part) and key not in out:
                 out.append(key)
     return tuple(out)
+
+
+def _cites(key: str) -> re.Pattern:
+    """A pattern of a citation of ``key`` in running text: its first author's surname, then
+    within a few words (no digit, no sentence end) its year, e.g. "Guo et al. (2017, fig. 1)",
+    "Naeini, Cooper & Hauskrecht 2015", "Phipson & Smyth 2010"."""
+    surname, year = key.split()[0].rstrip(","), key.split()[-1]
+    return re.compile(
+        rf"(?<!\w){re.escape(surname)}(?!\w)(?: et al\.)?[^.;()\d]{{0,40}}?\s\(?{year}(?!\d)"
+    )
+
+
+def cited_in(text: str) -> list[str]:
+    """The keys of :data:`REFERENCES` that running ``text`` cites (:func:`_cites`), in the
+    bibliography's order: the report's bibliography is derived from its own text
+    (:func:`calbench.report.render.render_html`)."""
+    keys = [k for k in REFERENCES if _cites(k).search(text)]
+    return sorted(keys, key=lambda k: k.replace("š", "s").replace("ö", "o").lower())
 
 
 def calibrator_references() -> dict[str, tuple[str, ...]]:

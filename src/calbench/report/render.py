@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import math
 import os
+import re
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -35,6 +36,7 @@ from calbench.report.display import (
     model_label,  # noqa: F401  (re-exported)
     spec_labels,
 )
+from calbench.report.overview import findings_view
 from calbench.report.provenance import (  # noqa: F401  (re-exported)
     MANIFEST_FIELDS,
     PACKAGES,
@@ -92,6 +94,8 @@ def build_context(**kwargs) -> dict:
     sections += ["robustness"] if ctx["robustness"] else []
     sections += ["verdicts"] if ctx["verdicts"] else []
     ctx["bibliography"], ctx["cited_for"] = bibliography(methods, metrics, labels, sections)
+    # what the first screen shows: the findings by family, "To check" apart
+    ctx["findings_view"] = findings_view(ctx["findings"], calibrator_labels(spec))
     return ctx
 
 
@@ -324,6 +328,38 @@ def render_html(template_path: str | os.PathLike, context: Mapping) -> str:
         keep_trailing_newline=True,
     )
     try:
-        return env.get_template(path.name).render(**context)
+        template = env.get_template(path.name)
+        html = template.render(**context)
+        if "bibliography" in context:  # derived from what the rendered text cites
+            context = {**context, **cited_bibliography(html, context.get("cited_for") or {})}
+            html = template.render(**context)
+        return html
     except jinja2.TemplateError as exc:
         raise ValueError(f"report template {path} failed to render: {exc}") from exc
+
+
+#: Where the bibliography of a rendered report starts (its text is not searched for citations).
+BIBLIOGRAPHY_ANCHOR = '<h2 id="bibliography"'
+
+
+def visible_text(html: str) -> str:
+    """The text of an HTML page a reader sees: no tags (so no attribute, no data URI), no
+    script or style, entities decoded."""
+    import html as _html
+
+    html = re.sub(r"<(script|style)\b.*?</\1>", " ", html, flags=re.S | re.I)
+    return _html.unescape(re.sub(r"<[^>]+>", " ", html))
+
+
+def cited_bibliography(html: str, cited_for: Mapping) -> dict:
+    """``{"bibliography": {key: reference}, "cited_for": {...}}`` of the works the rendered
+    ``html`` cites before its bibliography (:func:`calbench.report.references.cited_in`): every
+    work cited is listed, and only those."""
+    from calbench.report.references import REFERENCES, cited_in  # lazy: code inputs
+
+    body = html.split(BIBLIOGRAPHY_ANCHOR, 1)[0]
+    keys = cited_in(visible_text(body))
+    return {
+        "bibliography": {k: REFERENCES[k] for k in keys},
+        "cited_for": {k: list(dict.fromkeys(cited_for.get(k, []))) for k in keys},
+    }

@@ -1,11 +1,12 @@
 """The findings that open the report, computed from the results (never written by hand).
 
-* :func:`rank_summaries` (:mod:`calbench.report.ranks`, re-exported): per verdict-eligible metric (``Metric.verdicts``: accuracy, NLL, Brier
-  score, the unbiased calibration errors; never a plug-in ECE, whose bias rewards coarse
-  predictions), each calibrator's winner count (models on which its printed test-half value is
-  the best, ties shared) and average rank over models, the Friedman test and the Nemenyi
-  critical difference with its diagram (Demšar 2006, §3.2.2; as Kull et al. 2019 compare
-  calibrators over datasets and models).
+* :func:`rank_summaries` (:mod:`calbench.report.ranks`, re-exported): per verdict-eligible
+  metric (``Metric.verdicts``: accuracy, NLL, Brier score, the unbiased calibration errors;
+  never a plug-in ECE, whose bias rewards coarse predictions), each calibrator's winner count
+  (models on which its printed test-half value is the best, ties shared) and average rank over
+  models, the Iman-Davenport F form of the Friedman test and the Nemenyi critical difference
+  with its diagram (Demšar 2006, §3.2.2; as Kull et al. 2019 compare calibrators over datasets
+  and models).
 * :func:`finding_items`: the findings as data (the one structure the report's layout reads):
   supported results with their size and direction first (a calibrator that significantly
   lowers or raises a metric against a baseline on most models and never the other way), then
@@ -71,7 +72,7 @@ def _rank_headline(ranks: Sequence[Mapping]) -> list[str]:
         )
         fr = entry["friedman"]
         if fr is not None:
-            text += f"; Friedman test p {_p_phrase(fr.p_f)}"
+            text += f"; Iman-Davenport test of equal average ranks p {_p_phrase(fr.p_f)}"
             worse = entry.get("worse_than_best") or []
             if worse and fr.p_f < ALPHA:
                 text += (
@@ -101,7 +102,9 @@ def _accuracy_findings(rows, models, methods, ml, cl) -> tuple[list[str], list[s
         if not ok.any():
             continue
         eq = int(np.sum(acc[ok, j] == acc[ok, j0]))
-        (same if eq == ok.sum() else moved).append((c, eq, int(ok.sum())))
+        d = 100 * (acc[ok, j] - acc[ok, j0])
+        span = (float(d.min()), float(d.max()))  # the change over models, in points
+        (same if eq == ok.sum() else moved).append((c, eq, int(ok.sum()), span))
         for i in np.flatnonzero(ok):
             delta = 100 * (acc[i, j] - acc[i, j0])
             if abs(delta) > ACCURACY_POINTS:
@@ -113,14 +116,20 @@ def _accuracy_findings(rows, models, methods, ml, cl) -> tuple[list[str], list[s
                 )
     if same:
         n = same[0][2]
-        names = ", ".join(cl(c) for c, _, _ in same)
+        names = ", ".join(cl(c) for c, _, _, _ in same)
         headlines.append(
             f"{names} never change{'s' if len(same) == 1 else ''} accuracy: "
             f"{n}/{n} models identical to uncalibrated."
         )
     if moved:
-        parts = [f"{cl(c)} on {k - eq}/{k}" for c, eq, k in moved]
-        headlines.append("Accuracy changes with " + ", ".join(parts) + " models.")
+        parts = [
+            f"{cl(c)} on {k - eq}/{k} ({lo:+.2f} to {hi:+.2f})" for c, eq, k, (lo, hi) in moved
+        ]
+        headlines.append(
+            "Accuracy changes with "
+            + ", ".join(parts)
+            + " models (the change over models in points; not tested)."
+        )
     return headlines, anomalies
 
 
@@ -159,7 +168,7 @@ def _precision_anomalies(rows, ranks, models, methods) -> list[str]:
         n = max(e["n"] for e in ranks)
         anomalies.append(
             f"Too close to rank over {n} models: the calibrators' average ranks do not differ "
-            f"significantly on {', '.join(flat)} (Friedman test)."
+            f"significantly on {', '.join(flat)} (Iman-Davenport test)."
         )
     wide = _overlapping_best(rows, CAL_METRIC, models, methods)
     if wide:
@@ -327,7 +336,7 @@ def finding_items(
 
     Each finding is a dict:
 
-    * ``family``: what it is about: ``"ranks"`` (average ranks, Friedman / Nemenyi),
+    * ``family``: what it is about: ``"ranks"`` (average ranks, Iman-Davenport / Nemenyi),
       ``"vs:<baseline>"`` (calibrators against a baseline), ``"best"`` (the cross-fitted
       best-on-validation pick tested on the test half), ``"accuracy"``, ``"calibrated"``
       (models calibrated before calibration), ``"precision"`` (what the data cannot resolve),
@@ -337,7 +346,7 @@ def finding_items(
     * ``size``: the effect as a fraction in the metric's units (the median difference over
       models for a ``vs:`` finding, the average rank for ``ranks``), or ``None``;
     * ``support``: ``"supported"`` (significant on a majority of models after Holm's
-      correction and never significant the other way; a Friedman test that rejects) or
+      correction and never significant the other way; an Iman-Davenport test that rejects) or
       ``"to check"`` (mixed, a minority of models, or an anomaly).
 
     Only verdict-eligible metrics (``Metric.verdicts``) give findings: the comparison rows

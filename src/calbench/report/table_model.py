@@ -129,9 +129,13 @@ def to_markdown(t: GridTable) -> str:
 # --------------------------------------------------------------------------------------------
 # CSV
 # --------------------------------------------------------------------------------------------
+#: How a table prints a missing value (the CSV leaves the cell empty instead).
+MISSING = "–"
+
+
 def to_csv(t: GridTable) -> str:
     """Wide CSV of the printed values: label columns, then per value column its value and the
-    :attr:`GridTable.csv_suffixes` columns."""
+    :attr:`GridTable.csv_suffixes` columns; numbers only (a missing one is an empty cell)."""
     buf = io.StringIO()
     w = csv.writer(buf, lineterminator="\n")
     header = list(t.row_header)
@@ -140,8 +144,8 @@ def to_csv(t: GridTable) -> str:
     w.writerow(header)
     for labels, cells in zip(t.labels, t.cells, strict=True):
         line = list(labels)
-        for c in cells:
-            line += list(c.csv_values())
+        for c in cells:  # a missing number is an empty cell, never the printed dash
+            line += ["" if v == MISSING else v for v in c.csv_values()]
         w.writerow(line)
     return buf.getvalue()
 

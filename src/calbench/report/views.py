@@ -11,23 +11,28 @@ from __future__ import annotations
 
 import base64
 import math
-import os
 import re
 from collections.abc import Mapping, Sequence
-from pathlib import Path
 
 from calbench.comparisons import direction
 from calbench.report import table_model as G
-from calbench.report.display import display_spec, format_value, higher_is_better, spec_labels
+from calbench.report.display import (  # noqa: F401  (BENCH_NAME, DOCS_URL re-exported)
+    BENCH_NAME,
+    DOCS_URL,
+    display_spec,
+    format_value,
+    higher_is_better,
+    spec_labels,
+    without_repository_paths,
+)
+from calbench.report.figures import (  # noqa: F401  (re-exported)
+    SCREEN_DPI,
+    png_data_uri,
+    png_display_width,
+    reliability_figures,
+)
+from calbench.report.overview import comparison_figures, numeric_compare_csv
 from calbench.report.tables import Table
-
-
-def png_data_uri(path: str | os.PathLike) -> str:
-    """``data:image/png;base64,...`` for a PNG file (refuses anything that is not a PNG)."""
-    data = Path(path).read_bytes()
-    if not data.startswith(b"\x89PNG\r\n\x1a\n"):
-        raise ValueError(f"{path} is not a PNG file; regenerate it with calbench plot-reliability")
-    return "data:image/png;base64," + base64.b64encode(data).decode("ascii")
 
 
 def _slug(text: str) -> str:
@@ -40,8 +45,13 @@ def csv_data_uri(text: str) -> str:
 
 
 def _cell(text, sort=None, **extra) -> dict:
-    """A table cell for the template: ``text``; ``sort`` (number) orders numeric columns."""
-    out = {"text": str(text), "sort": "" if sort is None else repr(float(sort))}
+    """A table cell for the template: ``text``; ``sort`` (a number) orders a numeric column
+    (NaN: a missing value, sorted last); without ``sort`` the column sorts by the text."""
+    if sort is None:
+        key = None
+    else:
+        key = repr(float(sort)) if math.isfinite(float(sort)) else ""
+    out = {"text": str(text), "sort": key}
     out.update({"ci": "", "bold": False, "mark": "", "bad": False})
     out.update(extra)
     return out
@@ -98,21 +108,27 @@ def table_view(
     }
 
 
-def metric_view(table: Table, key: str) -> dict:
+def metric_view(table: Table, key: str, companion: Mapping | None = None) -> dict:
     """A metric table (models x calibrators) as a :func:`table_view`; estimates outside their
-    interval are marked with a dagger."""
+    interval are marked with a dagger. ``companion`` = ``(label, {(model, calibrator): text})``
+    prints a second quantity under each value (a set size's coverage)."""
     scale = display_spec(table.metric)[0]
+    extra_label, extra = companion if companion else ("", {})
     rows = []
     for i in range(len(table.row_keys)):
         cells = [_cell(x) for x in table.row_labels[i]]
         for j in range(len(table.col_keys)):
             v, lo, hi = (float(a[i, j]) for a in (table.values, table.ci_low, table.ci_high))
             outside = math.isfinite(lo) and math.isfinite(hi) and not lo <= v <= hi
+            ci = table.ci(i, j)
+            more = extra.get((table.row_keys[i], table.col_keys[j]))
+            if more:
+                ci = f"{ci} {extra_label} {more}".strip()
             cells.append(
                 _cell(
                     table.cell(i, j),
-                    v * scale if math.isfinite(v) else None,
-                    ci=table.ci(i, j),
+                    v * scale,
+                    ci=ci,
                     bold=bool(table.bold[i, j]),
                     mark="†" if outside else "",
                 )
@@ -128,7 +144,17 @@ def metric_view(table: Table, key: str) -> dict:
         csv_text=G.to_csv(table.grid()),
     )
     view["metric"] = table.metric
+    view["descriptive"] = is_descriptive(table.metric)
     return view
+
+
+def is_descriptive(metric: str) -> bool:
+    """Whether ``metric`` is descriptive only: its registry entry's ``verdicts`` fact is False
+    (no better/worse verdict is drawn from it); a registry without the fact: False."""
+    from calbench.metrics import METRICS  # lazy: code inputs
+
+    m = METRICS.get(metric)
+    return m is not None and not bool(getattr(m, "verdicts", True))
 
 
 def interval_note(metric: str) -> str:
@@ -141,7 +167,7 @@ def interval_note(metric: str) -> str:
         return ""
     method = S.interval_method(metric)
     if method is None:
-        reason = S.no_interval_reason(metric).rstrip(".")
+        reason = without_repository_paths(S.no_interval_reason(metric)).rstrip(".")
         return f"No interval: {reason}."
     if method == "upper":
         return (
@@ -159,7 +185,7 @@ def study_view(t) -> dict:
         for j, c in enumerate(row["cells"]):
             v = float(t.mean[i, j])
             scale = display_spec(t.columns[j].metric)[0]
-            cells.append(_cell(c["text"], v * scale if math.isfinite(v) else None, bold=c["bold"]))
+            cells.append(_cell(c["text"], v * scale, bold=c["bold"]))
         rows.append(cells)
     return table_view(
         t.key,
@@ -261,7 +287,8 @@ def compare_view(compare: Sequence[Mapping], spec: Mapping, level: float) -> dic
     rows = []
     families: dict[str, set] = {}
     n_cannot = n_significant = 0
-    for r in comparison_families(compare):
+    adjusted = comparison_families(compare)
+    for r in adjusted:
         m = r["metric"]
         scale = display_spec(m)[0]
         d, lo, hi = float(r["difference"]), _float(r["ci_low"]), _float(r["ci_high"])
@@ -300,7 +327,7 @@ def compare_view(compare: Sequence[Mapping], spec: Mapping, level: float) -> dic
                     bold=said == "significant" and way == "better",
                     bad=said == "significant" and way == "worse",
                 ),
-                _cell(interval, lo * scale if math.isfinite(lo) else None),
+                _cell(interval, lo * scale),
                 _cell(TEST_LABELS.get(r.get("test", ""), r.get("test", ""))),
                 _cell(format_p(float(r["p_value"]), floor), float(r["p_value"])),
                 _cell(f"{format_p(p_adj, m_size * floor)} (m = {m_size})", p_adj),
@@ -324,8 +351,14 @@ def compare_view(compare: Sequence[Mapping], spec: Mapping, level: float) -> dic
         "Verdict",
     ]
     view = table_view(
-        "comparisons", "Paired comparisons on the test half", header, rows, n_labels=6
+        "comparisons",
+        "Paired comparisons on the test half",
+        header,
+        rows,
+        n_labels=6,
+        csv_text=numeric_compare_csv(adjusted, spec, alpha),
     )
+    view["figures"] = comparison_figures(adjusted, spec, alpha)
     view["n"] = len(rows)
     view["n_significant"] = n_significant
     view["n_cannot"] = n_cannot
@@ -376,40 +409,6 @@ def temperature_view(temperatures: Mapping[str, float], spec: Mapping) -> dict |
         n_labels=2,
         caption="T > 1 softens over-confident predictions, T < 1 sharpens under-confident ones.",
     )
-
-
-def reliability_figures(plots: Mapping, grids: Mapping, rows, spec) -> list[dict]:
-    """Per model: the default panels (uncalibrated, temperature scaling and the calibrator with
-    the lowest validation ECE) and the others; falls back to the per-model grid."""
-    ml, cl, _, _ = spec_labels(spec)
-    order = list(spec.get("calibrators", {}))
-    val_ece = {
-        (r["model"], r["method"]): float(r["value"])
-        for r in rows
-        if r["metric"] == "ece" and r.get("half") == "val"
-    }
-    out = []
-    keys = list(plots) or list(grids)
-    for key in keys:
-        model = key.split("/", 1)[-1]
-        entry = {"id": f"rd-{_slug(key)}", "model": ml.get(model, model), "shown": [], "more": []}
-        per = plots.get(key) or {}
-        if per:
-            methods = [c for c in order if c in per] + [c for c in per if c not in order]
-            scored = [c for c in methods if (model, c) in val_ece]
-            best = min(scored, key=lambda c: val_ece[(model, c)]) if scored else None
-            default = [c for c in ("uncalibrated", "ts", best) if c in per]
-            default = list(dict.fromkeys(default))
-            for c in methods:
-                fig = {
-                    "label": cl.get(c, c) + (" (lowest validation ECE)" if c == best else ""),
-                    "src": png_data_uri(per[c]),
-                }
-                (entry["shown"] if c in default else entry["more"]).append(fig)
-        elif key in grids:
-            entry["shown"].append({"label": "all calibrators", "src": png_data_uri(grids[key])})
-        out.append(entry)
-    return out
 
 
 def reference_view(reference: Sequence[Mapping], spec: Mapping) -> dict | None:
