@@ -46,6 +46,11 @@ def test_largest_difference_per_pair_and_quantity_across_models(tmp_path):
     assert (bbq["prob"], bbq["prob_model"]) == ("0.2500", "MLP")
     assert bbq["metrics"] == [{"diff": "0.0080", "model": "LeNet"}]
     assert [m["label"] for m in ctx["models"]] == ["MLP", "LeNet"]
+    same = [_row("iso", "sklearn.iso", "probability", 0.0, method="iso"),
+            _row("iso", "sklearn.iso", "ece", 0.0, 0.02, 0.02, method="iso")]  # fmt: skip
+    write_disagreements(same, tmp_path / "arena" / "ds" / "m3.csv")
+    iso = arena_context([tmp_path / "arena" / "ds" / "m3.csv"], models)["pairs"][0]
+    assert (iso["prob"], iso["prob_model"], iso["metrics"]) == ("0", None, [{"diff": "0", "model": None}])
     assert len(ctx["models"][0]["rows"]) == 4
 
 
@@ -71,6 +76,7 @@ def test_section_renders_escaped_before_the_protocol_with_a_contents_entry(tmp_p
     section = html.split('<section id="arena">', 1)[1].split("</section>", 1)[0]
     assert EVIL not in html and "&lt;script&gt;" in section
     assert "0.2500 (MLP)" in section and "<details><summary>MLP: every pair" in section
+    assert '<td class="num" title="MLP">2.00e-07</td>' in section
 
 
 def test_a_garbled_csv_is_a_one_line_error(tmp_path):

@@ -37,7 +37,9 @@ def arena_context(paths: Sequence, models: Mapping | None = None, metric_label=N
 
     Returns ``{"metrics": [{name, label}], "pairs": [{method, a, b, prob, prob_model,
     metrics: [{diff, model}]}], "models": [{model, label, rows}]}``: for every pair the largest
-    ``max_abs_diff`` over the models (ties: the first model), per quantity.
+    ``max_abs_diff`` over the models (ties: the first model; ``model`` ``None`` for a metric
+    difference or ``prob_model`` ``None`` for a probability difference of exactly 0), per
+    quantity.
     """
     if not paths:
         return None
@@ -75,8 +77,11 @@ def arena_context(paths: Sequence, models: Mapping | None = None, metric_label=N
         cells = [best.get(m) for m in metrics]
         table.append({
             "method": method, "a": a, "b": b,
-            "prob": fmt(best[PROBABILITY]["diff"]), "prob_model": best[PROBABILITY]["model"],
-            "metrics": [{"diff": fmt(c["diff"]), "model": c["model"]} if c else None for c in cells],
+            "prob": fmt(best[PROBABILITY]["diff"]),
+            "prob_model": best[PROBABILITY]["model"] if best[PROBABILITY]["diff"] else None,
+            # the model where a difference occurs; none where every model agrees exactly
+            "metrics": [{"diff": fmt(c["diff"]), "model": c["model"] if c["diff"] else None}
+                        if c else None for c in cells],
         })  # fmt: skip
     return {
         "metrics": [{"name": m, "label": label(m)} for m in metrics],
