@@ -45,6 +45,7 @@ include: "workflow/rules/helpers/sizing.smk"
 include: "workflow/rules/helpers/report.smk"
 include: "workflow/rules/helpers/shift.smk"
 include: "workflow/rules/helpers/replication.smk"
+include: "workflow/rules/helpers/check.smk"
 include: "workflow/rules/data.smk"
 include: "workflow/rules/models.smk"
 include: "workflow/rules/logits.smk"
@@ -52,6 +53,7 @@ include: "workflow/rules/calibrate.smk"
 include: "workflow/rules/report.smk"
 include: "workflow/rules/shift.smk"
 include: "workflow/rules/replication.smk"
+include: "workflow/rules/check.smk"
 
 
 rule all:

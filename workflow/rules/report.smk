@@ -74,6 +74,7 @@ rule render_report:
         config=spec_file("config", json.dumps(config, sort_keys=False)),
         run_info=run_info(),
         robustness=model_paths("results/robustness/{dataset}/{model}.csv"),
+        arena=arena_targets(),  # implementations side by side (workflow/rules/check.smk)
     params:
         reference=lambda wildcards, input: (
             shell_args("--reference-table", input.reference_table[0]) if input.reference_table else ""
@@ -95,5 +96,5 @@ rule render_report:
         " --grids {input.grids} --manifests {input.manifests} --logits {input.logits}"
         " --splits {input.splits} {params.reference} --sections {input.sections}"
         " --plots {input.plots} --ts-files {input.ts_files} --run-info {input.run_info}"
-        " --robustness {input.robustness}"
+        " --robustness {input.robustness} --arena {input.arena}"
         " --out {output.report} > {log} 2>&1"

@@ -63,16 +63,28 @@ def disagreements(
 
 
 def compare_implementations(
-    names: Sequence[str], z_val, y_val, z_test, y_test, metrics: Sequence[str]
+    names: Sequence[str],
+    z_val,
+    y_val,
+    z_test,
+    y_test,
+    metrics: Sequence[str],
+    params: Mapping[str, Mapping] | None = None,
 ) -> list[dict]:
-    """Fit every calibrator ``names`` (default hyperparameters) on the validation logits, apply
-    it to the test logits and return :func:`disagreements` for the methods implemented twice."""
+    """Fit every calibrator ``names`` (hyperparameters ``params[name]``, default none) on the
+    validation logits, apply it to the test logits and return :func:`disagreements` for the
+    methods implemented twice."""
+    params = dict(params or {})
+    unknown = sorted(set(params) - set(names))
+    if unknown:
+        raise ValueError(f"--params names {unknown}, not among --calibrators {list(names)}")
     groups = implementation_groups(names)
     probs = {}
     for n in sorted({n for v in groups.values() for n in v}):
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            probs[n] = get_calibrator(n).fit(z_val, y_val).predict_proba(z_test)
+            cal = get_calibrator(n, **(params.get(n) or {}))
+            probs[n] = cal.fit(z_val, y_val).predict_proba(z_test)
     return disagreements(probs, np.asarray(y_test), metrics, groups)
 
 
@@ -113,10 +125,11 @@ def write_disagreements(rows: Sequence[dict], csv_path, html_path=None) -> None:
 
 
 def run_comparison(names, metrics, csv_path, html_path=None, *, logits=None, split=None,
-                   synthetic=None, seed: int = 0) -> list[dict]:  # fmt: skip
-    """The step behind ``calbench compare-implementations``: fit ``names`` on the validation
-    half of ``logits`` (with ``split``) or of synthetic over-confident logits ``(n, k)``, compare
-    on the test half, write the rows; returns them."""
+                   synthetic=None, seed: int = 0, params=None) -> list[dict]:  # fmt: skip
+    """The step behind ``calbench compare-implementations``: fit ``names`` (hyperparameters
+    ``params``: ``{name: {param: value}}``) on the validation half of ``logits`` (with
+    ``split``) or of synthetic over-confident logits ``(n, k)``, compare on the test half, write
+    the rows; returns them."""
     from calbench.conformance import overconfident_logits  # lazy: code inputs
 
     if (logits is None) == (synthetic is None):
@@ -137,6 +150,6 @@ def run_comparison(names, metrics, csv_path, html_path=None, *, logits=None, spl
         raise ValueError(
             f"no method among {list(names)} has two implementations; add e.g. ts and netcal.ts"
         )
-    rows = compare_implementations(names, zv, yv, zt, yt, metrics)
+    rows = compare_implementations(names, zv, yv, zt, yt, metrics, params)
     write_disagreements(rows, csv_path, html_path)
     return rows

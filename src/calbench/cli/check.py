@@ -36,6 +36,10 @@ def register(sub) -> None:
     p.add_argument("--split", help="split .npz of --logits")
     p.add_argument("--synthetic", help="NxK: synthetic over-confident logits instead of --logits")
     p.add_argument("--seed", type=int, default=0, help="seed of --synthetic")
+    p.add_argument(
+        "--params",
+        help='hyperparameters per calibrator as a JSON object {"name": {...}}, or @file.json',
+    )
     p.add_argument("--csv", required=True, help="output CSV")
     p.add_argument("--html", help="output HTML table (a fragment for the report)")
     p.set_defaults(func=cmd_compare_implementations)
@@ -74,6 +78,11 @@ def cmd_compare_implementations(args) -> int:
         synthetic = (n, k)
     if args.logits and not args.split:
         raise ValueError("--logits needs --split (the validation / test halves)")
+    params = parse_json_arg(args.params, "--params") if args.params else None
+    if params is not None and not (
+        isinstance(params, dict) and all(isinstance(v, dict) for v in params.values())
+    ):
+        raise ValueError('--params must be a JSON object {"calibrator": {"param": value}}')
     rows = run_comparison(
         [c for c in args.calibrators.split(",") if c],
         [m for m in args.metrics.split(",") if m],
@@ -83,6 +92,7 @@ def cmd_compare_implementations(args) -> int:
         split=args.split,
         synthetic=synthetic,
         seed=args.seed,
+        params=params,
     )
     for r in sorted(rows, key=lambda r: -r["max_abs_diff"])[:10]:
         print(f"{r['method']}: {r['a']} vs {r['b']} {r['quantity']}: {r['max_abs_diff']:.3g}")

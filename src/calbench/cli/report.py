@@ -67,6 +67,7 @@ def _cmd_render(args: argparse.Namespace) -> int:
         plots=args.plots,
         ts_files=args.ts_files,
         robustness=args.robustness,
+        arena=args.arena,
         run_info=run_info,
     )
     return 0
@@ -143,6 +144,12 @@ def register(sub) -> None:
         nargs="*",
         default=[],
         help="results/robustness/{dataset}/{model}.csv of every model (robustness section)",
+    )
+    p.add_argument(
+        "--arena",
+        nargs="*",
+        default=[],
+        help="results/arena/{dataset}/{model}.csv of compare-implementations (side-by-side section)",
     )
     p.add_argument(
         "--run-info",

@@ -235,13 +235,15 @@ def render_report(
     ts_files=(),
     run_info=None,
     robustness=(),
+    arena=(),
 ) -> None:
     """Render the HTML report to ``out``; ``reference_table`` is the ours-versus-published CSV
     :func:`aggregate` wrote (``results/tables/reference.csv``), read rather than recomputed;
     ``run_info`` what the workflow knows of the run
     (:data:`calbench.report.provenance.RUN_INFO_KEYS`); ``robustness`` the per-model CSVs of
     :mod:`calbench.robustness` (the section on whether the conclusions survive other evaluation
-    choices)."""
+    choices); ``arena`` the per-model CSVs of ``calbench compare-implementations``
+    (:mod:`calbench.report.arena`: implementations of one method side by side)."""
     from calbench.report import render  # lazy: code inputs
 
     rows = T.read_long_csv([metrics_csv])
@@ -273,7 +275,21 @@ def render_report(
 
     context["extra_sections"] = [Markup(Path(p).read_text()) for p in sections or []]
     _add_sections_to_toc(context)
+    _add_arena(context, arena, spec)
     atomic_write_text(out, render.render_html(template, context))
+
+
+def _add_arena(context: dict, paths, spec: dict) -> None:
+    """``context["arena"]`` from the compare-implementations CSVs (``None`` without), and its
+    contents entry before the protocol, where the template puts the section."""
+    from calbench.report.arena import arena_context  # lazy: code inputs
+    from calbench.report.summary import metric_name  # lazy: code inputs
+
+    context["arena"] = arena_context(list(paths or []), spec.get("models"), metric_name)
+    toc = context.get("toc")
+    if context["arena"] and toc is not None:
+        at = next((i for i, e in enumerate(toc) if e.get("id") == "protocol"), len(toc))
+        toc.insert(at, {"id": "arena", "title": "Implementations side by side", "children": []})
 
 
 def _robustness_rows(paths) -> list[dict] | None:
