@@ -7,13 +7,12 @@ from __future__ import annotations
 import re
 
 import pytest
+from test_report_render import EVIL, TEMPLATE, _context
 
 from calbench.adapters.compare import write_disagreements
 from calbench.report import render
 from calbench.report.arena import arena_context
 from calbench.report.build import _add_arena
-
-from test_report_render import EVIL, TEMPLATE, _context
 
 
 def _row(a, b, q, d, va=None, vb=None, method="ts"):
