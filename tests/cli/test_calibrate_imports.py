@@ -32,7 +32,8 @@ def _job(tmp_path, calibrators):
         "evaluation": {"metrics": ["accuracy", "ece", "nll"], "halves": ["test", "val"],
                        "n_bootstrap": 10, "level": 0.9, "seed": 0, "ci_halves": None,
                        "ci_metrics": None},
-        "compare": {"metrics": ["ece"], "baselines": [calibrators[0]], "n_bootstrap": 10},
+        "compare": {"metrics": ["ece_ub"], "baselines": [calibrators[0]], "n_bootstrap": 10,
+                    "select_folds": 3, "select_exclude": []},
         "plots": {"n_bins": 10, "style": "guo"},
     }  # fmt: skip
     (tmp_path / "spec.json").write_text(json.dumps(spec))
