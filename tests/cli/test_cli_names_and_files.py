@@ -94,7 +94,8 @@ def _calibrate_spec(displays):
         "calibrators": {k: {"method": k, "params": {}, "display": v} for k, v in displays.items()},
         "evaluation": {"metrics": ["ece"], "halves": ["test"], "n_bootstrap": 0, "level": 0.9,
                        "seed": 0, "ci_halves": None, "ci_metrics": None},
-        "compare": {"metrics": ["ece"], "baselines": [], "n_bootstrap": 10},
+        "compare": {"metrics": ["ece_ub"], "baselines": [], "n_bootstrap": 10, "select_folds": 3,
+                    "select_exclude": []},
         "plots": {"n_bins": 5, "style": "guo"},
     }  # fmt: skip
 
