@@ -210,10 +210,10 @@ def result_files(workdir: Path) -> set[str]:
 
 
 def _same(a: Path, b: Path) -> bool:
-    """Byte for byte (no output records wall-clock times), except the report's run date and
-    command line, which differ between a local and a SLURM run by design."""
+    """Byte for byte (no other output records wall-clock times), except the report's run date,
+    command line and wall time, which differ between a local and a SLURM run by design."""
     if a.name == "report.html" and b.name == "report.html":
-        mask = re.compile(rb'(<tr id="run-(?:date|command)">).*?(</tr>)', re.S)
+        mask = re.compile(rb'(<tr id="run-(?:date|command|wall)">).*?(</tr>)', re.S)
         return mask.sub(rb"\1\2", a.read_bytes()) == mask.sub(rb"\1\2", b.read_bytes())
     return filecmp.cmp(a, b, shallow=False)
 
