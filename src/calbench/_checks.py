@@ -339,3 +339,14 @@ def check_text(value, what: str, fix: str) -> str:
         )
     return value
 
+
+def json_depth_exceeds(value, limit: int) -> bool:
+    """Whether ``value`` nests more than ``limit`` containers deep (iterative: no recursion)."""
+    stack = [(value, 1)]
+    while stack:
+        v, d = stack.pop()
+        if isinstance(v, dict | list):
+            if d > limit:
+                return True
+            stack.extend((c, d + 1) for c in (v.values() if isinstance(v, dict) else v))
+    return False

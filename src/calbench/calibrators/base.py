@@ -47,7 +47,6 @@ import numpy as np
 from calbench._checks import ROW_SUM_ATOL, check_input_file, check_logits, check_logits_labels
 from calbench.calibrators.storage import (
     MAX_JSON_BYTES,
-    _json_depth_exceeds,  # noqa: F401  (calbench.cli._args bounds --params with it)
     from_jsonable,
     read_sealed,
     to_jsonable,

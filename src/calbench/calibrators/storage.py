@@ -35,6 +35,7 @@ from typing import Any
 
 import numpy as np
 
+from calbench._checks import json_depth_exceeds
 from calbench.io import atomic_write_text
 
 #: Arrays of at most this many entries are written as number lists, larger ones as base64.
@@ -181,18 +182,6 @@ def write_sealed(path: str | os.PathLike, doc: dict, max_bytes: int = MAX_JSON_B
     atomic_write_text(path, text)
 
 
-def _json_depth_exceeds(value: Any, limit: int) -> bool:
-    """Whether ``value`` nests more than ``limit`` containers deep (iterative: no recursion)."""
-    stack = [(value, 1)]
-    while stack:
-        v, d = stack.pop()
-        if isinstance(v, dict | list):
-            if d > limit:
-                return True
-            stack.extend((c, d + 1) for c in (v.values() if isinstance(v, dict) else v))
-    return False
-
-
 def read_sealed(path: str | os.PathLike, max_bytes: int = MAX_JSON_BYTES) -> Any:
     """The JSON value of a calibrator file, its size (``max_bytes``), nesting and digest verified;
     the digest key is removed. Errors are one line naming the file and the fix."""
@@ -220,7 +209,7 @@ def read_sealed(path: str | os.PathLike, max_bytes: int = MAX_JSON_BYTES) -> Any
     except RecursionError:
         data, deep = None, True
     else:
-        deep = _json_depth_exceeds(data, MAX_JSON_DEPTH)
+        deep = json_depth_exceeds(data, MAX_JSON_DEPTH)
     if deep:
         raise ValueError(
             f"{path} nests deeper than {MAX_JSON_DEPTH} levels, which no calibrator file does; "

@@ -103,9 +103,9 @@ def parse_json_arg(text: str, what: str) -> dict:
         ) from exc
     except RecursionError:
         raise ValueError(f"{what} nests too deeply; pass a flat JSON object") from None
-    from calbench.calibrators.base import _json_depth_exceeds  # lazy: cli start-up
+    from calbench._checks import json_depth_exceeds  # lazy: cli start-up
 
-    if _json_depth_exceeds(value, 64):
+    if json_depth_exceeds(value, 64):
         raise ValueError(f"{what} nests more than 64 levels deep; pass a flat JSON object")
     if not isinstance(value, dict):
         raise ValueError(f"{what} must be a JSON object, got {type(value).__name__}")
