@@ -56,10 +56,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from calbench._checks import check_labels, check_probs, check_probs_labels
+from calbench._checks import check_probs_labels
 from calbench.metrics import INTERVALS, METRICS
 from calbench.stats import _common
-from calbench.stats._common import _resolve, interval_method, no_interval_reason
+from calbench.stats._common import _paired_inputs, _resolve, interval_method, no_interval_reason
 from calbench.stats.ub import ub_interval
 
 #: Interval constructions of :func:`bootstrap_ci` and :func:`paired_bootstrap`
@@ -321,14 +321,7 @@ def paired_bootstrap(
     metric_arg = metric
     metric = _resolve(metric)
     n_resamples, level, seed = _check_options(n_resamples, level, seed)
-    pa = check_probs(probs_a, "probs_a")
-    pb = check_probs(probs_b, "probs_b")
-    if pa.shape != pb.shape:
-        raise ValueError(
-            f"probs_a has shape {pa.shape} but probs_b has shape {pb.shape}; "
-            "pass both calibrators' probabilities for the same samples and classes"
-        )
-    y = check_labels(labels, pa.shape[0], pa.shape[1])
+    pa, pb, y = _paired_inputs(probs_a, probs_b, labels)
     method = _check_method(method, metric_arg)
     est_a, fa = _prepare(metric, probs_a, labels, (pa, y))
     est_b, fb = _prepare(metric, probs_b, labels, (pb, y))
