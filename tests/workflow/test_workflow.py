@@ -258,6 +258,11 @@ def test_library_edit_reruns_exactly_the_jobs_that_run_it(run, module):
     in_dag = set(planned(run, "--forceall"))  # rules of other studies are not in this DAG
     rules = [r for r in _rules_running(module) if r in in_dag]
     expected = planned(run, "--forcerun", *rules) if rules else {}
+    if "split" in rules:
+        # Snakemake 9 leaves the forced split job out when train_model is forced with it (its
+        # logits input is ancient()); an edit of a module split runs reruns it through its code
+        # input, as it should (`--forcerun split cache_logits` alone plans it)
+        expected.setdefault("split", 1)
     restore = _edit(run / "lib" / "calbench" / module)
     try:
         got = planned(run)
