@@ -102,20 +102,26 @@ def _kull_weighted(norm: str):
 
     def weighted(p, y, dtype=None):
         conf, correct = top_label(p, y)
-        upper, width = kull_confidence_bins()
-        rows, ids = [], []
-        for b, u in enumerate(upper):
-            lo = u - width
-            member = np.flatnonzero((conf <= u) & ((conf > lo) | (lo == 0)))
-            rows.append(member)
-            ids.append(np.full(member.shape[0], b, dtype=np.int64))
-        rows_a, ids_a = np.concatenate(rows), np.concatenate(ids)
+        rows_a, ids_a, n_bins = _kull_members(conf)
         reduce = partial(_kull_reduce, norm=norm)
         return fixed_bins_weighted(
-            ids_a, conf[rows_a], correct[rows_a], len(upper), reduce, conf.shape[0], rows_a
+            ids_a, conf[rows_a], correct[rows_a], n_bins, reduce, conf.shape[0], rows_a
         )
 
     return weighted
+
+
+def _kull_members(conf):
+    """``(rows, bin ids, number of bins)`` of Kull et al.'s ``(lo, hi]`` confidence bins: every
+    sample in each bin it belongs to (a confidence on a float bound may be in two or none)."""
+    upper, width = kull_confidence_bins()
+    rows, ids = [], []
+    for b, u in enumerate(upper):
+        lo = u - width
+        member = np.flatnonzero((conf <= u) & ((conf > lo) | (lo == 0)))
+        rows.append(member)
+        ids.append(np.full(member.shape[0], b, dtype=np.int64))
+    return np.concatenate(rows), np.concatenate(ids), len(upper)
 
 
 def _kull_linear(norm: str):
@@ -123,15 +129,8 @@ def _kull_linear(norm: str):
 
     def linear(p, y, dtype=None):
         conf, correct = top_label(p, y)
-        upper, width = kull_confidence_bins()
-        rows, ids = [], []
-        for b, u in enumerate(upper):
-            lo = u - width
-            member = np.flatnonzero((conf <= u) & ((conf > lo) | (lo == 0)))
-            rows.append(member)
-            ids.append(np.full(member.shape[0], b, dtype=np.int64))
-        rows_a, ids_a = np.concatenate(rows), np.concatenate(ids)
-        sums = _fixed_sums(ids_a, conf[rows_a], correct[rows_a], len(upper), conf.shape[0], rows_a)
+        rows_a, ids_a, n_bins = _kull_members(conf)
+        sums = _fixed_sums(ids_a, conf[rows_a], correct[rows_a], n_bins, conf.shape[0], rows_a)
         return sums, partial(_kull_reduce, norm=norm)
 
     return linear
