@@ -131,6 +131,15 @@ def bench_import(work: Path) -> list[tuple[str, float, float, float]]:
     return rows
 
 
+def load_config(path) -> dict:
+    """A config as the workflow sees it: the schema's defaults filled in."""
+    from snakemake.utils import validate
+
+    cfg = yaml.safe_load(Path(path).read_text())
+    validate(cfg, str(REPO / "workflow" / "schemas" / "config.schema.yaml"))
+    return cfg
+
+
 def spec_of(cfg: dict, **override) -> dict:
     """The calibrate job's spec from a config, as the workflow writes it (calibrate_spec() in
     workflow/rules/helpers/calibrate.smk); ``override``: {calibrator: extra params}."""
@@ -144,7 +153,8 @@ def spec_of(cfg: dict, **override) -> dict:
         },
         "evaluation": {k: ev.get(k) for k in
                        ("metrics", "halves", "n_bootstrap", "level", "seed", "ci_halves", "ci_metrics")},
-        "compare": {k: cfg["compare"][k] for k in ("metrics", "baselines", "n_bootstrap")},
+        "compare": {k: cfg["compare"][k] for k in
+                    ("metrics", "baselines", "n_bootstrap", "select_folds", "select_exclude")},
         "plots": {k: cfg["plots"][k] for k in ("n_bins", "style")},
     }  # fmt: skip
 
@@ -362,7 +372,7 @@ def main(argv=None) -> int:
                    help="with --workflow: only this many models of each shape (a reduced run)")
     p.add_argument("--keep", default=None, help="work folder to keep (default: a temporary one)")
     args = p.parse_args(argv)
-    cfg = yaml.safe_load(Path(args.config).read_text())
+    cfg = load_config(args.config)
     work = Path(args.keep or tempfile.mkdtemp(prefix="bench_cl_"))
     load = " ".join(f"{x:.1f}" for x in os.getloadavg())
     env_note = f"{os.cpu_count()} CPUs, load average {load}"
@@ -417,7 +427,7 @@ def main(argv=None) -> int:
                                "entries": entries}
             measured[name] = jobs[label][1]
             if name == "cifar100" and Path(args.default_config).is_file():
-                dcfg = yaml.safe_load(Path(args.default_config).read_text())
+                dcfg = load_config(args.default_config)
                 runs = {"calibrate with the default config (config.yaml)": None}
                 if args.baseline:
                     runs["calibrate with the default config, baseline"] = args.baseline
