@@ -152,3 +152,43 @@ def test_the_library_never_imports_the_cli_or_snakemake():
             continue
         bad = {m for m in _imports(path) if m.startswith(("calbench.cli", "snakemake"))}
         assert not bad, f"{path.relative_to(REPO)} imports {sorted(bad)}"
+
+
+def _function_level_calbench_imports():
+    """(file, line number, (first line, last line)) of every import of a calbench module made inside a
+    function of the library."""
+    src = REPO / "src" / "calbench"
+    for path in sorted(src.rglob("*.py")):
+        lines = path.read_text().splitlines()
+        tree = ast.parse("\n".join(lines))
+        for fn in ast.walk(tree):
+            if not isinstance(fn, ast.FunctionDef | ast.AsyncFunctionDef):
+                continue
+            for node in ast.walk(fn):
+                ours = (
+                    isinstance(node, ast.ImportFrom)
+                    and (node.level > 0 or (node.module or "").split(".")[0] == "calbench")
+                ) or (
+                    isinstance(node, ast.Import)
+                    and any(a.name.split(".")[0] == "calbench" for a in node.names)
+                )
+                if ours:  # the comment sits on its first or last line
+                    ends = (lines[node.lineno - 1], lines[node.end_lineno - 1])
+                    yield path.relative_to(REPO), node.lineno, ends
+
+
+def test_every_function_level_calbench_import_names_a_documented_reason():
+    """docs/architecture.md, "Imports": a calbench module imported inside a function ends with
+    ``# lazy: <reason>``, and the reason is one of the doc's list."""
+    doc = DOC.read_text()
+    section = doc[doc.index("Imports. "): doc.index("## Library layout")]
+    reasons = set(re.findall(r"^- `([^`]+)`", section, flags=re.M))
+    assert {"cli start-up", "code inputs"} <= reasons, reasons
+    found = sorted(set(_function_level_calbench_imports()))  # nested functions: seen twice
+    assert len(found) > 50  # the walk sees the library's function-level imports
+    bad = []
+    for path, lineno, ends in found:
+        said = {m.group(1) for e in ends if (m := re.search(r"# lazy: (.+?)\s*$", e))}
+        if not said or not said <= reasons:
+            bad.append(f"{path}:{lineno}: {ends[0].strip()}")
+    assert not bad, "function-level imports without a documented '# lazy: <reason>':\n" + "\n".join(bad)

@@ -15,6 +15,7 @@ import importlib
 import sys
 
 from calbench import __version__
+from calbench.cli._args import check_outputs
 
 _COMMAND_MODULES = (
     "data",
@@ -50,8 +51,6 @@ def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
-        from calbench.cli._args import check_outputs
-
         check_outputs(args)  # before anything is written: no output replaces an input
         rc = args.func(args)
     except (ValueError, FileNotFoundError, KeyError) as exc:

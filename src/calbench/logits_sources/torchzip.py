@@ -16,6 +16,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from calbench import io as cio
+
 
 class _Unsupported(Exception):
     """Not a plain tensor in torch's zip container: leave it to torch.load(weights_only=True)."""
@@ -127,8 +129,6 @@ def _check_storage_size(path, zf, member: str, storage: _Storage) -> None:
     :data:`calbench.io.NPZ_SMALL_BYTES`, :data:`calbench.io.MAX_NPZ_RATIO` times the file (a zip
     bomb): the size bounds of every ``.npz`` read (:func:`calbench.io.check_npz_sizes`)."""
     import os
-
-    from calbench import io as cio
 
     try:
         declared = zf.getinfo(member).file_size

@@ -32,6 +32,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from calbench.metrics.unbiased import jackknife_se, root
+
 #: Why a difference of unbiased calibration errors under shift has a p-value but no interval.
 NO_UB_INTERVAL_REASON = (
     "the test's null is equal mean squared calibration error over the corruptions (unclipped "
@@ -52,8 +54,6 @@ def ub_mean_test(a: Sequence, b: Sequence) -> tuple[float, float, float]:
     over images (one image left out of every set and both methods), ``z = D / se``,
     ``p = 2 Phi(-|z|)``; ``difference = sqrt(max(mean T_a, 0)) - sqrt(max(mean T_b, 0))``."""
     from scipy.special import ndtr
-
-    from calbench.metrics.unbiased import jackknife_se, root
 
     if len(a) != len(b) or not a:
         raise ValueError(
