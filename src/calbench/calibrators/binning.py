@@ -296,7 +296,9 @@ def fit_bbq_columns(
     return out
 
 
-def fit_bbq_column(scores: np.ndarray, targets: np.ndarray, **kwargs) -> tuple[np.ndarray, np.ndarray]:
+def fit_bbq_column(
+    scores: np.ndarray, targets: np.ndarray, **kwargs
+) -> tuple[np.ndarray, np.ndarray]:
     """Model-averaged BBQ map of one binary problem: :func:`fit_bbq_columns` of one column."""
     return fit_bbq_columns(np.asarray(scores)[:, None], np.asarray(targets)[:, None], **kwargs)[0]
 

@@ -97,7 +97,7 @@ def _pooled_value(cw: float, cy: float, p: int, s: int, nw, ny, link) -> float:
 
 #: above this many positive groups a table is built from the PAV stacks (the max-min table's
 #: ``m P`` work outgrows the stacks' ``m`` Python steps)
-MAX_DENSE_POSITIVES = 256
+MAX_DENSE_POSITIVES = 200
 
 
 def _table_maxmin(w: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -114,7 +114,7 @@ def _table_maxmin(w: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]
     # start at the group itself: min over ends b_j > i of the mean of groups i .. b_j - 1 with
     # the test point; ends b_j serve the groups i < b_j
     own = np.full((2, m), np.inf)
-    for j, e in enumerate(b.tolist()):
+    for e in b.tolist():
         num = cy[e] - cy[:e]
         den = cw[e] - cw[:e] + 1.0
         np.minimum(own[0, :e], num / den, out=own[0, :e])
