@@ -280,13 +280,15 @@ def fit_bbq_columns(
     union = np.unique(np.concatenate([mod[0] for mod in models]))
     # value below every break (column 0) and at each position of the union (columns 1..)
     values = np.zeros((p, union.size + 1))
+    term = np.empty_like(values)
     for q, (bounds, counts, pos, mid, _) in enumerate(models):
         b = bounds.size + 1
         a = ess / b * mid
         theta = beta_posterior_mean(pos, counts, a, ess / b - a)
         member = np.zeros(union.size, dtype=np.int64)
         member[np.searchsorted(union, bounds)] = 1
-        values += weights[:, q : q + 1] * theta[:, np.concatenate([[0], np.cumsum(member)])]
+        np.take(theta, np.concatenate([[0], np.cumsum(member)]), axis=1, out=term)
+        values += np.multiply(weights[:, q : q + 1], term, out=term)
     mids = 0.5 * (s[:, union - 1] + s[:, union])  # (P, |U|), non-decreasing along each row
     out = []
     for j in range(p):
