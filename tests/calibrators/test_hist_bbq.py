@@ -3,6 +3,7 @@
 import numpy as np
 import pytest
 
+from calbench.calibrators import binning
 from calbench.calibrators.binning import (
     BBQ,
     HistogramBinning,
@@ -284,9 +285,12 @@ def _bbq_reference(scores, targets, c=10.0, ess=2.0):
 
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
 @pytest.mark.parametrize("decimals", [None, 1, 2])
-def test_bbq_columns_are_bitwise_the_model_by_model_fits(dtype, decimals):
+@pytest.mark.parametrize("block", [None, 100])  # all columns at once; blocks of 1 or 2 columns
+def test_bbq_columns_are_bitwise_the_model_by_model_fits(dtype, decimals, block, monkeypatch):
     # all columns scored at once must give every column's own fit, to the last bit (the row
     # sums of the BDeu scores and model weights in the 1-D summation order)
+    if block:
+        monkeypatch.setattr(binning, "BBQ_BLOCK", block)
     rng = np.random.default_rng(7)
     for trial, (n, k, c) in enumerate([(1, 2, 10.0), (6, 3, 1e-9), (28, 4, 10.0), (90, 5, 3.0),
                                        (300, 3, 10.0)]):  # fmt: skip

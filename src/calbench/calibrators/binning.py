@@ -240,6 +240,10 @@ def bdeu_log_score(m, n, midpoints, ess: float = 2.0):
     return float(out) if m.ndim == 1 else out
 
 
+#: scores per block of columns in :func:`fit_bbq_columns` (the block's arrays are a few times this)
+BBQ_BLOCK = 1 << 21
+
+
 def fit_bbq_columns(
     scores: np.ndarray,
     targets: np.ndarray,
@@ -257,8 +261,19 @@ def fit_bbq_columns(
     model is scored for all columns at once.  A column's breaks are the distinct midpoints
     between consecutive sorted scores at the union ``U`` of the models' boundary positions,
     non-decreasing along ``U``; a model's bin for the break at position ``r`` of ``U`` is the
-    number of its boundaries at positions ``<= r``, the same for every column.
+    number of its boundaries at positions ``<= r``, the same for every column.  Columns go
+    through in blocks of about ``BBQ_BLOCK`` scores (memory ``O(BBQ_BLOCK)``).
     """
+    scores, targets = np.asarray(scores), np.asarray(targets)
+    step = max(1, BBQ_BLOCK // max(1, scores.shape[0]))
+    out = []
+    for lo in range(0, scores.shape[1], step):
+        block = slice(lo, lo + step)
+        out += _fit_bbq_block(scores[:, block], targets[:, block], c, ess, bin_counts)
+    return out
+
+
+def _fit_bbq_block(scores, targets, c, ess, bin_counts) -> list[tuple[np.ndarray, np.ndarray]]:
     order = np.argsort(scores, axis=0, kind="stable").T
     s = np.take_along_axis(np.asarray(scores, dtype=np.float64).T, order, axis=1)
     t = np.take_along_axis(np.asarray(targets, dtype=np.float64).T, order, axis=1)
