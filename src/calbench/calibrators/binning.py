@@ -274,6 +274,7 @@ def fit_bbq_columns(
 
 
 def _fit_bbq_block(scores, targets, c, ess, bin_counts) -> list[tuple[np.ndarray, np.ndarray]]:
+    """:func:`fit_bbq_columns` of one block of columns, all at once."""
     order = np.argsort(scores, axis=0, kind="stable").T
     s = np.take_along_axis(np.asarray(scores, dtype=np.float64).T, order, axis=1)
     t = np.take_along_axis(np.asarray(targets, dtype=np.float64).T, order, axis=1)
