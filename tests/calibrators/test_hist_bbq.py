@@ -3,6 +3,7 @@
 import numpy as np
 import pytest
 
+from calbench.calibrators import binning
 from calbench.calibrators.binning import (
     BBQ,
     HistogramBinning,
@@ -12,6 +13,7 @@ from calbench.calibrators.binning import (
     beta_posterior_mean,
     equal_width_bin_index,
     fit_bbq_column,
+    fit_bbq_columns,
     fit_histogram_binning,
     renormalise_rows,
 )
@@ -248,3 +250,56 @@ def test_calibrator_predict_equals_reference_and_leaves_input_alone():
         hb.predict_proba(z), raw_ref / raw_ref.sum(1, keepdims=True), rtol=1e-14
     )
     np.testing.assert_array_equal(z, z_copy)
+
+
+def _bbq_reference(scores, targets, c=10.0, ess=2.0):
+    """One column, model by model (Naeini et al. 2015 as the module docstring states it)."""
+    order = np.argsort(scores, kind="stable")
+    s = np.asarray(scores, dtype=np.float64)[order]
+    t = np.asarray(targets, dtype=np.float64)[order]
+    n = s.size
+    cum = np.concatenate([[0.0], np.cumsum(t)])
+    models = []
+    for n_bins in bbq_bin_counts(n, c):
+        starts = np.unique(np.round(np.arange(n_bins) * n / n_bins).astype(np.int64))
+        ends = np.append(starts[1:], n)
+        inner = 0.5 * (s[starts[1:] - 1] + s[starts[1:]])
+        edges = np.concatenate([[0.0], inner, [1.0]])
+        mid = np.clip(0.5 * (edges[:-1] + edges[1:]), 1e-12, 1 - 1e-12)
+        counts = (ends - starts).astype(np.float64)
+        pos = cum[ends] - cum[starts]
+        models.append((inner, counts, pos, mid, bdeu_log_score(pos, counts, mid, ess)))
+    log_scores = np.array([m[-1] for m in models])
+    weights = np.exp(log_scores - log_scores.max())
+    weights /= weights.sum()
+    breaks = np.unique(np.concatenate([m[0] for m in models]))
+    probe = np.concatenate([[breaks[0] - 1.0] if breaks.size else [0.0], breaks])
+    values = np.zeros(probe.size)
+    for w, (inner, counts, pos, mid, _) in zip(weights, models, strict=True):
+        b = inner.size + 1
+        a = ess / b * mid
+        theta = beta_posterior_mean(pos, counts, a, ess / b - a)
+        values += w * theta[np.searchsorted(inner, probe, side="right")]
+    return breaks, values
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+@pytest.mark.parametrize("decimals", [None, 1, 2])
+@pytest.mark.parametrize("block", [None, 100])  # all columns at once; blocks of 1 or 2 columns
+def test_bbq_columns_are_bitwise_the_model_by_model_fits(dtype, decimals, block, monkeypatch):
+    # all columns scored at once must give every column's own fit, to the last bit (the row
+    # sums of the BDeu scores and model weights in the 1-D summation order)
+    if block:
+        monkeypatch.setattr(binning, "BBQ_BLOCK", block)
+    rng = np.random.default_rng(7)
+    for trial, (n, k, c) in enumerate([(1, 2, 10.0), (6, 3, 1e-9), (28, 4, 10.0), (90, 5, 3.0),
+                                       (300, 3, 10.0)]):  # fmt: skip
+        x = rng.random((n, k)).astype(dtype)
+        if decimals:
+            x = np.round(x, decimals)  # ties: repeated midpoints, collapsed breaks
+        y = rng.random((n, k)) < rng.random(k)
+        fits = fit_bbq_columns(x, y, c=c)
+        for j in range(k):
+            ref = _bbq_reference(x[:, j], y[:, j], c=c)
+            np.testing.assert_array_equal(fits[j][0], ref[0], err_msg=f"breaks {trial} {j}")
+            np.testing.assert_array_equal(fits[j][1], ref[1], err_msg=f"values {trial} {j}")

@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 
 from calbench.calibrators import get_calibrator
+from calbench.calibrators import venn_abers as va
 from calbench.calibrators.venn_abers import merge_interval, venn_abers_lookup, venn_abers_table
 from calbench.functional import softmax
 
@@ -26,7 +27,9 @@ def test_hand_computed_interval():
     assert merge_interval(lo, hi)[0] == pytest.approx((2 / 3) / (1 - 1 / 3 + 2 / 3), abs=1e-15)
 
 
-def test_table_equals_brute_force_isotonic_fits():
+@pytest.mark.parametrize("max_dense", [0, 10_000])  # PAV stacks, max-min table
+def test_table_equals_brute_force_isotonic_fits(max_dense, monkeypatch):
+    monkeypatch.setattr(va, "MAX_DENSE_POSITIVES", max_dense)
     rng = np.random.default_rng(0)
     x = np.round(rng.random(60), 1)  # many ties
     y = (rng.random(60) < x).astype(float)
@@ -59,3 +62,35 @@ def test_equals_venn_abers_package(k, decimals, problem):
     np.testing.assert_allclose(lo, ref_lo, rtol=0, atol=1e-12)
     np.testing.assert_allclose(hi, ref_hi, rtol=0, atol=1e-12)
     assert np.all(lo <= hi + 1e-12)
+
+
+def _groups(x, y):
+    order = np.argsort(x, kind="stable")
+    _, start, counts = np.unique(x[order], return_index=True, return_counts=True)
+    return counts.astype(float), np.add.reduceat(np.asarray(y, dtype=float)[order], start)
+
+
+def test_maxmin_table_is_bitwise_the_pav_stacks():
+    # integer counts make every pooled mean an exact ratio: both algorithms round the same one
+    rng = np.random.default_rng(1)
+    for trial in range(400):
+        n = int(rng.integers(1, 80))
+        x = np.round(rng.random(n), int(rng.integers(1, 4)))  # ties
+        y = rng.random(n) < rng.random()  # from no positives to all positives
+        w, t = _groups(x, y)
+        dense, stacks = va._table_maxmin(w, t), va._table_stacks(w, t)
+        np.testing.assert_array_equal(dense[0], stacks[0], err_msg=f"p0, trial {trial}")
+        np.testing.assert_array_equal(dense[1], stacks[1], err_msg=f"p1, trial {trial}")
+
+
+def test_table_path_by_targets_and_positives(monkeypatch):
+    calls = []
+    for name in ("_table_maxmin", "_table_stacks"):
+        real = getattr(va, name)
+        monkeypatch.setattr(va, name, lambda w, y, _r=real, _n=name: calls.append(_n) or _r(w, y))
+    x = np.linspace(0.01, 0.99, 50)
+    venn_abers_table(x, x > 0.5)  # binary, 24 positive groups
+    venn_abers_table(x, np.where(x > 0.5, 0.7, 0.0))  # not 0/1: ratios are not exact
+    monkeypatch.setattr(va, "MAX_DENSE_POSITIVES", 10)
+    venn_abers_table(x, x > 0.5)  # more positives than the max-min table takes
+    assert calls == ["_table_maxmin", "_table_stacks", "_table_stacks"]

@@ -216,68 +216,109 @@ def beta_posterior_mean(m: np.ndarray, n: np.ndarray, alpha: np.ndarray, beta: n
     return (m + alpha) / (n + alpha + beta)
 
 
-def bdeu_log_score(m, n, midpoints, ess: float = 2.0) -> float:
-    """log BDeu marginal likelihood of one binning (Naeini et al. 2015, eq. 3; see module doc)."""
+def bdeu_log_score(m, n, midpoints, ess: float = 2.0):
+    """log BDeu marginal likelihood of one binning (Naeini et al. 2015, eq. 3; see module doc):
+    a float for one binning (1-D arrays of its bins), one per row for a stack of binnings with
+    the same number of bins (2-D arrays, bins along the last axis)."""
     from scipy.special import gammaln
 
     m = np.asarray(m, dtype=np.float64)
     n = np.asarray(n, dtype=np.float64)
-    b = m.size
+    b = m.shape[-1]
     a = ess / b * np.asarray(midpoints, dtype=np.float64)
     bb = ess / b - a
-    return float(
-        np.sum(
-            gammaln(ess / b)
-            - gammaln(n + ess / b)
-            + gammaln(m + a)
-            - gammaln(a)
-            + gammaln(n - m + bb)
-            - gammaln(bb)
-        )
+    terms = (
+        gammaln(ess / b)
+        - gammaln(n + ess / b)
+        + gammaln(m + a)
+        - gammaln(a)
+        + gammaln(n - m + bb)
+        - gammaln(bb)
     )
+    # C order: each row's sum in the same (pairwise) order as a 1-D sum of it
+    out = np.ascontiguousarray(terms).sum(axis=-1)
+    return float(out) if m.ndim == 1 else out
 
 
-def fit_bbq_column(
+#: scores per block of columns in :func:`fit_bbq_columns` (the block's arrays are a few times this)
+BBQ_BLOCK = 1 << 21
+
+
+def fit_bbq_columns(
     scores: np.ndarray,
     targets: np.ndarray,
     *,
     c: float = 10.0,
     ess: float = 2.0,
     bin_counts=None,
-) -> tuple[np.ndarray, np.ndarray]:
-    """Model-averaged BBQ map of one binary problem as a step function.
+) -> list[tuple[np.ndarray, np.ndarray]]:
+    """Model-averaged BBQ map of each column of ``scores`` (N, P) against ``targets`` (N, P),
+    each as a step function ``(breaks, values)``: a score ``x`` maps to
+    ``values[searchsorted(breaks, x, side="right")]`` (``len(values) == len(breaks) + 1``).
 
-    ``bin_counts`` overrides the model space (default :func:`bbq_bin_counts`). Returns ``(breaks, values)``: a score ``x`` maps to ``values[searchsorted(breaks, x,
-    side="right")]`` (``len(values) == len(breaks) + 1``).
+    ``bin_counts`` overrides the model space (default :func:`bbq_bin_counts`).  The columns
+    share the sample count, hence every model's bin boundaries (sample positions), so each
+    model is scored for all columns at once.  A column's breaks are the distinct midpoints
+    between consecutive sorted scores at the union ``U`` of the models' boundary positions,
+    non-decreasing along ``U``; a model's bin for the break at position ``r`` of ``U`` is the
+    number of its boundaries at positions ``<= r``, the same for every column.  Columns go
+    through in blocks of about ``BBQ_BLOCK`` scores (memory ``O(BBQ_BLOCK)``).
     """
-    order = np.argsort(scores, kind="stable")
-    s = np.asarray(scores, dtype=np.float64)[order]
-    t = np.asarray(targets, dtype=np.float64)[order]
-    n = s.size
-    cum = np.concatenate([[0.0], np.cumsum(t)])
+    scores, targets = np.asarray(scores), np.asarray(targets)
+    step = max(1, BBQ_BLOCK // max(1, scores.shape[0]))
+    out = []
+    for lo in range(0, scores.shape[1], step):
+        block = slice(lo, lo + step)
+        out += _fit_bbq_block(scores[:, block], targets[:, block], c, ess, bin_counts)
+    return out
+
+
+def _fit_bbq_block(scores, targets, c, ess, bin_counts) -> list[tuple[np.ndarray, np.ndarray]]:
+    """:func:`fit_bbq_columns` of one block of columns, all at once."""
+    order = np.argsort(scores, axis=0, kind="stable").T
+    s = np.take_along_axis(np.asarray(scores, dtype=np.float64).T, order, axis=1)
+    t = np.take_along_axis(np.asarray(targets, dtype=np.float64).T, order, axis=1)
+    p, n = s.shape
+    cum = np.concatenate([np.zeros((p, 1)), np.cumsum(t, axis=1)], axis=1)
     models = []
     for n_bins in bbq_bin_counts(n, c) if bin_counts is None else bin_counts:
         starts = np.unique(np.round(np.arange(n_bins) * n / n_bins).astype(np.int64))
         ends = np.append(starts[1:], n)
-        inner = 0.5 * (s[starts[1:] - 1] + s[starts[1:]])  # boundaries between bins
-        edges = np.concatenate([[0.0], inner, [1.0]])
-        mid = np.clip(0.5 * (edges[:-1] + edges[1:]), 1e-12, 1 - 1e-12)
+        inner = 0.5 * (s[:, starts[1:] - 1] + s[:, starts[1:]])  # boundaries between bins
+        edges = np.concatenate([np.zeros((p, 1)), inner, np.ones((p, 1))], axis=1)
+        mid = np.clip(0.5 * (edges[:, :-1] + edges[:, 1:]), 1e-12, 1 - 1e-12)
         counts = (ends - starts).astype(np.float64)
-        pos = cum[ends] - cum[starts]
-        models.append((inner, counts, pos, mid, bdeu_log_score(pos, counts, mid, ess)))
-    log_scores = np.array([m[-1] for m in models])
-    weights = np.exp(log_scores - log_scores.max())
-    weights /= weights.sum()
-    breaks = np.unique(np.concatenate([m[0] for m in models]))
-    # value on each interval between consecutive breaks: evaluate every model at a point inside
-    probe = np.concatenate([[breaks[0] - 1.0] if breaks.size else [0.0], breaks])
-    values = np.zeros(probe.size)
-    for w, (inner, counts, pos, mid, _) in zip(weights, models, strict=True):
-        b = inner.size + 1
+        pos = cum[:, ends] - cum[:, starts]
+        models.append((starts[1:], counts, pos, mid, bdeu_log_score(pos, counts, mid, ess)))
+    log_scores = np.stack([mod[-1] for mod in models], axis=1)  # (P, models), C order
+    weights = np.ascontiguousarray(np.exp(log_scores - log_scores.max(axis=1, keepdims=True)))
+    weights /= weights.sum(axis=1, keepdims=True)
+    union = np.unique(np.concatenate([mod[0] for mod in models]))
+    # value below every break (column 0) and at each position of the union (columns 1..)
+    values = np.zeros((p, union.size + 1))
+    term = np.empty_like(values)
+    for q, (bounds, counts, pos, mid, _) in enumerate(models):
+        b = bounds.size + 1
         a = ess / b * mid
         theta = beta_posterior_mean(pos, counts, a, ess / b - a)
-        values += w * theta[np.searchsorted(inner, probe, side="right")]
-    return breaks, values
+        member = np.zeros(union.size, dtype=np.int64)
+        member[np.searchsorted(union, bounds)] = 1
+        np.take(theta, np.concatenate([[0], np.cumsum(member)]), axis=1, out=term)
+        values += np.multiply(weights[:, q : q + 1], term, out=term)
+    mids = 0.5 * (s[:, union - 1] + s[:, union])  # (P, |U|), non-decreasing along each row
+    out = []
+    for j in range(p):
+        breaks = np.unique(mids[j])
+        at = np.searchsorted(mids[j], breaks, side="right")  # 1 + last position of each break
+        out.append((breaks, values[j, np.concatenate([[0], at])]))
+    return out
+
+
+def fit_bbq_column(
+    scores: np.ndarray, targets: np.ndarray, **kwargs
+) -> tuple[np.ndarray, np.ndarray]:
+    """Model-averaged BBQ map of one binary problem: :func:`fit_bbq_columns` of one column."""
+    return fit_bbq_columns(np.asarray(scores)[:, None], np.asarray(targets)[:, None], **kwargs)[0]
 
 
 @register
@@ -315,10 +356,8 @@ class BBQ(Calibrator):
 
     def _fit(self, logits: np.ndarray, labels: np.ndarray) -> None:
         probs = softmax_in(logits, self._params["precision"])
-        fits = [
-            fit_bbq_column(probs[:, j], labels == j, c=self._params["c"], ess=self._params["ess"])
-            for j in range(probs.shape[1])
-        ]
+        onehot = labels[:, None] == np.arange(probs.shape[1])
+        fits = fit_bbq_columns(probs, onehot, c=self._params["c"], ess=self._params["ess"])
         self.breaks_ = [f[0] for f in fits]
         self.values_ = [f[1] for f in fits]
 

@@ -20,12 +20,20 @@ score joins its group; a test score between calibration scores ``c_{j-1} < s < c
 (below all scores ``p0`` is the value of a new lowest point, above all ``p1`` that of a new
 highest point).
 
-Computation: for each calibration group ``i`` the isotonic value with the test point pooled into
-it is found from two persistent pool-adjacent-violators stacks, one of every prefix and one of
-every suffix of the sorted groups: the augmented group is merged with the prefix stack's last
-blocks and the suffix stack's first blocks while they violate the order (PAV merges in any order
-give the same fit).  ``fit`` tabulates ``p0`` and ``p1`` for the ``m + 1`` positions of a test
-score among the ``m`` distinct calibration scores; ``predict_proba`` looks them up.
+Computation: ``fit`` tabulates ``p0`` and ``p1`` for the ``m + 1`` positions of a test score
+among the ``m`` distinct calibration scores; ``predict_proba`` looks them up.  With 0/1 targets
+the table is read off the max-min formula of isotonic regression (Robertson, Wright & Dykstra
+1988, Thm 1.4.4): the value of group ``i`` is ``max_{a <= i} min_{b > i}`` of the mean of groups
+``a .. b-1``.  A block may start only at group ``i`` or at a group with a positive target
+(starting earlier on a zero-target group lowers every mean) and end only before a group with a
+positive target or at the top, so with ``P`` positive groups the table costs ``O(P^2 + m P)``
+array operations (:func:`_table_maxmin`).  Every mean is a ratio of integer counts, exact in
+float64, so the value is the correctly rounded ratio whichever way it is found: the same bits as
+pool-adjacent-violators.  Non-binary targets, and problems with many positives, use two
+persistent pool-adjacent-violators stacks instead, one of every prefix and one of every suffix of
+the sorted groups: the augmented group is merged with the prefix stack's last blocks and the
+suffix stack's first blocks while they violate the order (PAV merges in any order give the same
+fit).
 """
 
 from __future__ import annotations
@@ -87,6 +95,61 @@ def _pooled_value(cw: float, cy: float, p: int, s: int, nw, ny, link) -> float:
             return cy / cw
 
 
+#: above this many positive groups a table is built from the PAV stacks (the max-min table's
+#: ``m P`` work outgrows the stacks' ``m`` Python steps)
+MAX_DENSE_POSITIVES = 200
+
+
+def _table_maxmin(w: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``(p0, p1)`` of groups with integer weights ``w`` and integer positive counts ``y`` by the
+    max-min formula restricted to the candidate block starts and ends (module docstring)."""
+    m = w.size
+    cw = np.concatenate([[0.0], np.cumsum(w)])  # integers: exact
+    cy = np.concatenate([[0.0], np.cumsum(y)])
+    q = np.flatnonzero(y > 0)  # starts a < i: groups with a positive target
+    b = np.append(q, m)  # ends b > i: boundaries before a positive group, and the top
+    idx = np.arange(m)
+    lo = np.searchsorted(q, idx, side="left")  # starts q[:lo_i] lie below group i
+    hi = np.searchsorted(q, idx, side="right")  # ends b[hi_i:] lie above it
+    # start at the group itself: min over ends b_j > i of the mean of groups i .. b_j - 1 with
+    # the test point; ends b_j serve the groups i < b_j
+    own = np.full((2, m), np.inf)
+    for e in b.tolist():
+        num = cy[e] - cy[:e]
+        den = cw[e] - cw[:e] + 1.0
+        np.minimum(own[0, :e], num / den, out=own[0, :e])
+        np.minimum(own[1, :e], (num + 1.0) / den, out=own[1, :e])
+    # start at a positive group q_a < i: min over ends b_j > i, for every (a, j), then the best
+    # start among q[:lo_i] for the ends b[hi_i:] (suffix minima, prefix maxima)
+    tri = q[:, None] < b[None, :]
+    num = cy[b][None, :] - cy[q][:, None]
+    den = np.where(tri, cw[b][None, :] - cw[q][:, None] + 1.0, 1.0)
+    has = lo > 0
+    out = []
+    for add in (0.0, 1.0):
+        pair = np.where(tri, (num + add) / den, np.inf)
+        sufmin = np.minimum.accumulate(pair[:, ::-1], axis=1)[:, ::-1]
+        premax = np.maximum.accumulate(sufmin, axis=0)
+        start = np.full(m, -np.inf)
+        start[has] = premax[lo[has] - 1, hi[has]]
+        out.append(np.maximum(start, own[int(add)]))
+    p0 = np.concatenate([[0.0], out[0]])  # a new lowest point with target 0: value 0
+    p1 = np.append(out[1], 1.0)  # a new highest point with target 1: value 1
+    return p0, p1
+
+
+def _table_stacks(w: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``(p0, p1)`` from the persistent PAV stacks (module docstring)."""
+    w, y = w.tolist(), y.tolist()
+    m = len(w)
+    nw, ny, link, pre, suf = _stacks(w, y)
+    p1 = [_pooled_value(w[i] + 1.0, y[i] + 1.0, pre[i], suf[i + 1], nw, ny, link) for i in range(m)]
+    p1.append(_pooled_value(1.0, 1.0, pre[m], -1, nw, ny, link))
+    p0 = [_pooled_value(1.0, 0.0, -1, suf[0], nw, ny, link)]
+    p0 += [_pooled_value(w[i] + 1.0, y[i], pre[i], suf[i + 1], nw, ny, link) for i in range(m)]
+    return np.asarray(p0), np.asarray(p1)
+
+
 def venn_abers_table(
     scores: np.ndarray, targets: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -96,15 +159,13 @@ def venn_abers_table(
     s = np.asarray(scores, dtype=np.float64)[order]
     t = np.asarray(targets, dtype=np.float64)[order]
     c, start, counts = np.unique(s, return_index=True, return_counts=True)
-    sums = np.add.reduceat(t, start)
-    w, y = counts.astype(float).tolist(), sums.tolist()
-    m = len(w)
-    nw, ny, link, pre, suf = _stacks(w, y)
-    p1 = [_pooled_value(w[i] + 1.0, y[i] + 1.0, pre[i], suf[i + 1], nw, ny, link) for i in range(m)]
-    p1.append(_pooled_value(1.0, 1.0, pre[m], -1, nw, ny, link))
-    p0 = [_pooled_value(1.0, 0.0, -1, suf[0], nw, ny, link)]
-    p0 += [_pooled_value(w[i] + 1.0, y[i], pre[i], suf[i + 1], nw, ny, link) for i in range(m)]
-    return c, np.asarray(p0), np.asarray(p1)
+    w, y = counts.astype(float), np.add.reduceat(t, start)
+    binary = bool(np.all((t == 0.0) | (t == 1.0)))
+    if binary and np.count_nonzero(y) <= MAX_DENSE_POSITIVES:
+        p0, p1 = _table_maxmin(w, y)
+    else:
+        p0, p1 = _table_stacks(w, y)
+    return c, p0, p1
 
 
 def venn_abers_lookup(c, p0, p1, s) -> tuple[np.ndarray, np.ndarray]:
