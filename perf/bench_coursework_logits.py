@@ -141,22 +141,14 @@ def load_config(path) -> dict:
 
 
 def spec_of(cfg: dict, **override) -> dict:
-    """The calibrate job's spec from a config, as the workflow writes it (calibrate_spec() in
-    workflow/rules/helpers/calibrate.smk); ``override``: {calibrator: extra params}."""
-    ev = cfg["evaluation"]
-    return {
-        "calibrators": {
-            c: {"method": (e or {}).get("method", c),
-                "params": {**(e or {}).get("params", {}), **override.get(c, {})},
-                "display": str((e or {}).get("display", c))}
-            for c, e in cfg["calibrators"].items()
-        },
-        "evaluation": {k: ev.get(k) for k in
-                       ("metrics", "halves", "n_bootstrap", "level", "seed", "ci_halves", "ci_metrics")},
-        "compare": {k: cfg["compare"][k] for k in
-                    ("metrics", "baselines", "n_bootstrap", "select_folds", "select_exclude")},
-        "plots": {k: cfg["plots"][k] for k in ("n_bins", "style")},
-    }  # fmt: skip
+    """The calibrate job's spec from a validated config, as the workflow writes it
+    (:func:`calbench.calibrate_spec.calibrate_spec`); ``override``: {calibrator: extra params}."""
+    from calbench.calibrate_spec import calibrate_spec
+
+    spec = calibrate_spec(cfg)
+    for c, extra in override.items():
+        spec["calibrators"][c]["params"] = {**spec["calibrators"][c]["params"], **extra}
+    return spec
 
 
 def sizing():
