@@ -12,7 +12,7 @@ extrapolated from its CPU seconds per iteration. The 77 models' total and the ma
 16 cores are then simulated from the measured job costs (greedy longest-first scheduling), with
 one thread per calibrate job (the rule) and with threads sized by N x K
 (workflow/rules/helpers/sizing.smk); last, every target of the issue "real studies at real
-scale" is printed next to its measured figure (the workflow targets: perf/bench_workflow.py).
+scale" is printed next to its measured figure (the default study's with --targets).
 With --baseline OTHER/src the calibrate jobs also run on another checkout's library
 (before/after). The default config's calibrators are also run on the 100-class model.
 
@@ -20,15 +20,30 @@ With --baseline OTHER/src the calibrate jobs also run on another checkout's libr
     python perf/bench_coursework_logits.py --shapes cifar10,cifar100 --no-import   # reduced
     python perf/bench_coursework_logits.py --import-only       # the 200 MB import only
     python perf/bench_coursework_logits.py --workflow --models-per-shape 1   # through snakemake
+    python perf/bench_coursework_logits.py --workflow --models-per-shape 1 --targets  # all targets
 
 ``--workflow`` runs the study as a user does, end to end: it writes the synthetic files in the
 published layout into a local folder (the config's ``mirrors:``), copies the project into a
 scratch folder and runs ``snakemake --cores N replication --configfile <the config>`` there
-(``--models-per-shape`` keeps that many models of each dataset), then prints per rule the jobs'
-CPU seconds, wall seconds and peak memory from Snakemake's benchmark files. With ImageNet
-models it runs twice: (1) everything except their calibrate jobs (``--omit-from``), then (2)
-those jobs with M-scaling-b capped at --ms-iters LBFGS iterations (the cap changes the
-calibrators' spec, so run 2 uses ``--rerun-triggers mtime input``).
+(``--models-per-shape`` keeps that many models of each dataset, ``--shapes`` those datasets),
+then prints per rule the jobs' CPU seconds and peak memory (each job's own log line) and wall
+seconds (Snakemake's benchmark files). ImageNet models run apart: (1) ``snakemake
+replication`` on the other models, then (2) the ImageNet models' jobs up to their calibrate job,
+with M-scaling-b capped at --ms-iters LBFGS iterations (a spec of its own, so nothing of run 1
+reruns) and the rest of the 1000 iterations added from the CPU seconds of one iteration. The
+extrapolation to the config's 77 models is explicit: per dataset, models x (the measured
+import_logits + calibrate job) + its split job, plus the once-per-study rules; the makespans at
+2 and 16 cores are simulated from those job costs (:func:`extrapolate`).
+
+``--targets`` also runs the default study's scenarios (``perf/bench_workflow.py --scenarios
+--cores 2``: rebuild, no-op, add a model, add a calibrator, template edit, each against its
+target) and ends with one table: every target of the issue beside its measured figure.
+
+How long (CPU-bound, 2 cores): ``--shapes cifar10,cifar100 --no-import`` about 1 min;
+``--workflow --models-per-shape 1 --shapes cifar10,cifar100`` about 1 min (75 s wall under
+load); adding ``tiny_imagenet`` about 1 more; ``imagenet`` several minutes and GBs of memory
+(run one such job at a time, niced); ``--targets`` adds the default study's scenarios, about
+7 min on an idle machine (``--study-models 1``: about 4 min, figures not the default study's).
 
 Separately, the import of a 200 MB ImageNet file is measured in both published formats
 (coursework .pt with synthesised class-order targets; Kängsepp pickle of 25k + 25k rows).
@@ -380,17 +395,26 @@ def bench_workflow(
     bench_cfg.write_text(yaml.safe_dump(cfg, sort_keys=False))
     big = [m for m, e in cfg["models"].items() if e["dataset"] == "imagenet"]
     os.environ["PYTHONPATH"] = str(project / "src")  # the copy's library, as installed code
-    base = ["replication", "--configfile", str(bench_cfg), "--quiet", "rules"]
-    first = 0.0
-    if big:  # the ImageNet calibrate jobs (ms_b) come last, capped
-        omit = [f"results/calibrators/imagenet/{m}/ms_b.json" for m in big]
-        print(f"\n## run 1: everything but the {len(big)} ImageNet calibrate jobs")
-        first = run_study(project, cores, [*base, "--omit-from", *omit])
-        cfg["calibrators"]["ms_b"].setdefault("params", {})["max_iter"] = ms_iters
-        bench_cfg.write_text(yaml.safe_dump(cfg, sort_keys=False))
-        print(f"\n## run 2: those jobs, M-scaling-b capped at {ms_iters} LBFGS iterations")
-        base += ["--rerun-triggers", "mtime", "input"]
-    second = run_study(project, cores, base)
+    quiet = ["--quiet", "rules"]
+    first = second = 0.0
+    if len(big) < len(cfg["models"]):  # run 1: the study without its ImageNet models
+        small = {**cfg, "models": {m: e for m, e in cfg["models"].items() if m not in big}}
+        bench_cfg.write_text(yaml.safe_dump(small, sort_keys=False))
+        print(
+            f"\n## run 1: the {len(small['models'])} models other than ImageNet's, "
+            "`snakemake replication`"
+        )
+        first = run_study(project, cores, ["replication", "--configfile", str(bench_cfg), *quiet])
+    if big:  # run 2: the ImageNet models' jobs, M-scaling-b capped
+        capped = json.loads(json.dumps(cfg))
+        capped["calibrators"]["ms_b"].setdefault("params", {})["max_iter"] = ms_iters
+        bench_cfg.write_text(yaml.safe_dump(capped, sort_keys=False))
+        print(
+            f"\n## run 2: the {len(big)} ImageNet models' jobs up to their calibrate job, "
+            f"M-scaling-b capped at {ms_iters} LBFGS iterations"
+        )
+        targets = [f"results/compare/imagenet/{m}.csv" for m in big]
+        second = run_study(project, cores, [*targets, "--configfile", str(bench_cfg), *quiet])
     by_rule = {**collect(project), **logged_only(project, collect(project))}
     print(
         "\n## per rule: CPU s and peak MB from each job's own log line (calbench.cli."
@@ -786,7 +810,9 @@ def main(argv=None) -> int:
                 "--cores 2)"
                 + (f", first {args.study_models} models only" if args.study_models else "")
             )
-            rows = run_scenarios(work / "study", 2, [], args.study_models, src=REPO)
+            rows = run_scenarios(
+                work / "study", 2, ["--quiet", "rules"], args.study_models, src=REPO
+            )
             print(format_scenarios(rows))
         print_targets(fig, rows)
     finally:
