@@ -634,7 +634,11 @@ def bench_jobs(args, cfg: dict, work: Path) -> dict:
             f"{span[c] / 60:6.1f} min with one thread per job (the rule), "
             f"{span_sized[c] / 60:6.1f} min with threads sized by N x K (ideal scaling)"
         )
-    fig.update(span=span, full=set(per_shape) == set(SHAPES))
+    fig.update(
+        span=span,
+        full=set(per_shape) == set(SHAPES),
+        models=sum(v["count"] for v in per_shape.values()),
+    )
     return fig
 
 
@@ -713,7 +717,7 @@ def print_targets(fig: dict, rows: list[dict] | None) -> None:
     if rows is None:
         print(
             target_line(
-                "default study: rebuild, no-op, add a model/calibrator",
+                "default study's scenarios",
                 "-",
                 "--targets (perf/bench_workflow.py --scenarios)",
                 None,
@@ -803,7 +807,7 @@ def main(argv=None) -> int:
         rows = None
         if args.targets:
             sys.path.insert(0, str(Path(__file__).parent))
-            from bench_workflow import format_scenarios, run_scenarios
+            from bench_workflow import format_scenarios, format_summary, run_scenarios
 
             print(
                 "\n## The default study's scenarios (perf/bench_workflow.py --scenarios "
@@ -813,6 +817,7 @@ def main(argv=None) -> int:
             rows = run_scenarios(
                 work / "study", 2, ["--quiet", "rules"], args.study_models, src=REPO
             )
+            print(format_summary(rows[0]["summary"], cores=2))  # the rebuild, per rule
             print(format_scenarios(rows))
         print_targets(fig, rows)
     finally:
