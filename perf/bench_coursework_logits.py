@@ -12,7 +12,7 @@ extrapolated from its CPU seconds per iteration. The 77 models' total and the ma
 16 cores are then simulated from the measured job costs (greedy longest-first scheduling), with
 one thread per calibrate job (the rule) and with threads sized by N x K
 (workflow/rules/helpers/sizing.smk); last, every target of the issue "real studies at real
-scale" is printed next to its measured figure (the workflow targets: perf/bench_workflow.py).
+scale" is printed next to its measured figure (the default study's with --targets).
 With --baseline OTHER/src the calibrate jobs also run on another checkout's library
 (before/after). The default config's calibrators are also run on the 100-class model.
 
@@ -20,15 +20,30 @@ With --baseline OTHER/src the calibrate jobs also run on another checkout's libr
     python perf/bench_coursework_logits.py --shapes cifar10,cifar100 --no-import   # reduced
     python perf/bench_coursework_logits.py --import-only       # the 200 MB import only
     python perf/bench_coursework_logits.py --workflow --models-per-shape 1   # through snakemake
+    python perf/bench_coursework_logits.py --workflow --models-per-shape 1 --targets  # all targets
 
 ``--workflow`` runs the study as a user does, end to end: it writes the synthetic files in the
 published layout into a local folder (the config's ``mirrors:``), copies the project into a
 scratch folder and runs ``snakemake --cores N replication --configfile <the config>`` there
-(``--models-per-shape`` keeps that many models of each dataset), then prints per rule the jobs'
-CPU seconds, wall seconds and peak memory from Snakemake's benchmark files. With ImageNet
-models it runs twice: (1) everything except their calibrate jobs (``--omit-from``), then (2)
-those jobs with M-scaling-b capped at --ms-iters LBFGS iterations (the cap changes the
-calibrators' spec, so run 2 uses ``--rerun-triggers mtime input``).
+(``--models-per-shape`` keeps that many models of each dataset, ``--shapes`` those datasets),
+then prints per rule the jobs' CPU seconds and peak memory (each job's own log line) and wall
+seconds (Snakemake's benchmark files). ImageNet models run apart: (1) ``snakemake
+replication`` on the other models, then (2) the ImageNet models' jobs up to their calibrate job,
+with M-scaling-b capped at --ms-iters LBFGS iterations (a spec of its own, so nothing of run 1
+reruns) and the rest of the 1000 iterations added from the CPU seconds of one iteration. The
+extrapolation to the config's 77 models is explicit: per dataset, models x (the measured
+import_logits + calibrate job) + its split job, plus the once-per-study rules; the makespans at
+2 and 16 cores are simulated from those job costs (:func:`extrapolate`).
+
+``--targets`` also runs the default study's scenarios (``perf/bench_workflow.py --scenarios
+--cores 2``: rebuild, no-op, add a model, add a calibrator, template edit, each against its
+target) and ends with one table: every target of the issue beside its measured figure.
+
+How long (CPU-bound, 2 cores): ``--shapes cifar10,cifar100 --no-import`` about 1 min;
+``--workflow --models-per-shape 1 --shapes cifar10,cifar100`` about 1 min (75 s wall under
+load); adding ``tiny_imagenet`` about 1 more; ``imagenet`` several minutes and GBs of memory
+(run one such job at a time, niced); ``--targets`` adds the default study's scenarios, about
+7 min on an idle machine (``--study-models 1``: about 4 min, figures not the default study's).
 
 Separately, the import of a 200 MB ImageNet file is measured in both published formats
 (coursework .pt with synthesised class-order targets; Kängsepp pickle of 25k + 25k rows).
@@ -106,11 +121,25 @@ def bench_import(work: Path) -> list[tuple[str, float, float, float]]:
     spec = {
         "dataset": "imagenet",
         "source": "logits",
-        "logits": {"format": "coursework", "folder": "imagenet", "file": "vgg19_bn.pt",
-                   "targets": "class_blocks", "local_path": str(pt)},
+        "logits": {
+            "format": "coursework",
+            "folder": "imagenet",
+            "file": "vgg19_bn.pt",
+            "targets": "class_blocks",
+            "local_path": str(pt),
+        },
     }
-    wall, _, rss = run(calbench("import-logits", "--spec", json.dumps(spec), "--out",
-                                work / "imp" / "in_vgg19_bn.npz", "--resources", work / "res"))
+    wall, _, rss = run(
+        calbench(
+            "import-logits",
+            "--spec",
+            json.dumps(spec),
+            "--out",
+            work / "imp" / "in_vgg19_bn.npz",
+            "--resources",
+            work / "res",
+        )
+    )
     rows.append(("coursework .pt 50000 x 1000", pt.stat().st_size / 1e6, wall, rss))
     kp = work / "in" / "probs_resnet152_imgnet_logits.p"
     with open(kp, "wb") as fh:
@@ -121,13 +150,30 @@ def bench_import(work: Path) -> list[tuple[str, float, float, float]]:
     spec = {
         "dataset": "imagenet",
         "source": "logits",
-        "logits": {"format": "kull_pickle", "file": kp.name, "sha256": sha,
-                   "size": kp.stat().st_size, "local_path": str(kp)},
+        "logits": {
+            "format": "kull_pickle",
+            "file": kp.name,
+            "sha256": sha,
+            "size": kp.stat().st_size,
+            "local_path": str(kp),
+        },
     }
-    wall, _, rss = run(calbench("import-logits", "--spec", json.dumps(spec), "--out",
-                                work / "imp" / "k.npz", "--split-out", work / "imp" / "ks.npz",
-                                "--resources", work / "res"))
-    rows.append(("kull_pickle 25000 + 25000 x 1000 (sha256 checked)", kp.stat().st_size / 1e6, wall, rss))
+    wall, _, rss = run(
+        calbench(
+            "import-logits",
+            "--spec",
+            json.dumps(spec),
+            "--out",
+            work / "imp" / "k.npz",
+            "--split-out",
+            work / "imp" / "ks.npz",
+            "--resources",
+            work / "res",
+        )
+    )
+    rows.append(
+        ("kull_pickle 25000 + 25000 x 1000 (sha256 checked)", kp.stat().st_size / 1e6, wall, rss)
+    )
     return rows
 
 
@@ -141,22 +187,14 @@ def load_config(path) -> dict:
 
 
 def spec_of(cfg: dict, **override) -> dict:
-    """The calibrate job's spec from a config, as the workflow writes it (calibrate_spec() in
-    workflow/rules/helpers/calibrate.smk); ``override``: {calibrator: extra params}."""
-    ev = cfg["evaluation"]
-    return {
-        "calibrators": {
-            c: {"method": (e or {}).get("method", c),
-                "params": {**(e or {}).get("params", {}), **override.get(c, {})},
-                "display": str((e or {}).get("display", c))}
-            for c, e in cfg["calibrators"].items()
-        },
-        "evaluation": {k: ev.get(k) for k in
-                       ("metrics", "halves", "n_bootstrap", "level", "seed", "ci_halves", "ci_metrics")},
-        "compare": {k: cfg["compare"][k] for k in
-                    ("metrics", "baselines", "n_bootstrap", "select_folds", "select_exclude")},
-        "plots": {k: cfg["plots"][k] for k in ("n_bins", "style")},
-    }  # fmt: skip
+    """The calibrate job's spec from a validated config, as the workflow writes it
+    (:func:`calbench.calibrate_spec.calibrate_spec`); ``override``: {calibrator: extra params}."""
+    from calbench.calibrate_spec import calibrate_spec
+
+    spec = calibrate_spec(cfg)
+    for c, extra in override.items():
+        spec["calibrators"][c]["params"] = {**spec["calibrators"][c]["params"], **extra}
+    return spec
 
 
 def sizing():
@@ -167,11 +205,19 @@ def sizing():
     return ns
 
 
-def calibrate_job(d: Path, spec: dict, threads: int = 1, src: str | None = None,
-                  env: dict | None = None) -> tuple[float, float, float]:
+def calibrate_job(
+    d: Path,
+    spec: dict,
+    threads: int = 1,
+    src: str | None = None,
+    env: dict | None = None,
+    files: tuple[Path, Path] | None = None,
+) -> tuple[float, float, float]:
     """One `calbench calibrate` job as rule calibrate runs it (its shell line), in its own
-    process: (wall s, CPU s, peak RSS MB). ``src``: another library tree (PYTHONPATH), for a
-    before/after comparison."""
+    process, on ``d``'s logits.npz and split.npz (or ``files``: other logits and split files;
+    outputs under ``d``): (wall s, CPU s, peak RSS MB). ``src``: another library tree
+    (PYTHONPATH), for a before/after comparison."""
+    logits, split = files or (d / "logits.npz", d / "split.npz")
     tag = f"{abs(hash(json.dumps(spec, sort_keys=True)))}_{threads}_{bool(src)}"
     out = d / f"job_{tag}"
     shutil.rmtree(out, ignore_errors=True)
@@ -180,11 +226,27 @@ def calibrate_job(d: Path, spec: dict, threads: int = 1, src: str | None = None,
     full_env = {**os.environ, "OMP_NUM_THREADS": str(threads), **(env or {})}
     if src:
         full_env["PYTHONPATH"] = src
-    cmd = calbench("calibrate", "--logits", d / "logits.npz", "--split", d / "split.npz",
-                   "--spec", f"@{out / 'spec.json'}", "--threads", threads,
-                   "--calibrators-dir", out / "cal", "--metrics-dir", out / "met",
-                   "--plots-dir", out / "plot", "--compare", out / "compare.csv",
-                   "--robustness", out / "robustness.csv")
+    cmd = calbench(
+        "calibrate",
+        "--logits",
+        logits,
+        "--split",
+        split,
+        "--spec",
+        f"@{out / 'spec.json'}",
+        "--threads",
+        threads,
+        "--calibrators-dir",
+        out / "cal",
+        "--metrics-dir",
+        out / "met",
+        "--plots-dir",
+        out / "plot",
+        "--compare",
+        out / "compare.csv",
+        "--robustness",
+        out / "robustness.csv",
+    )
     return run(cmd, env=full_env)
 
 
@@ -197,17 +259,29 @@ def prepare_model(work: Path, name: str) -> tuple[Path, dict]:
     (d / "in").mkdir(parents=True, exist_ok=True)
     write_pt(d / "in" / "m.pt", z)
     (d / "in" / "targets.txt").write_text("\n".join(map(str, y)))
-    spec = {"dataset": name, "source": "logits",
-            "logits": {"format": "coursework", "file": "m.pt", "local_path": str(d / "in")}}
+    spec = {
+        "dataset": name,
+        "source": "logits",
+        "logits": {"format": "coursework", "file": "m.pt", "local_path": str(d / "in")},
+    }
     out = {}
-    out["import_logits"] = run(calbench("import-logits", "--spec", json.dumps(spec), "--out",
-                                        d / "logits.npz", "--resources", d / "res"))
+    out["import_logits"] = run(
+        calbench(
+            "import-logits",
+            "--spec",
+            json.dumps(spec),
+            "--out",
+            d / "logits.npz",
+            "--resources",
+            d / "res",
+        )
+    )
     out["split"] = run(calbench("split", "--logits", d / "logits.npz", "--out", d / "split.npz"))
     return d, out
 
 
-def ms_b_per_iteration(d: Path, iters: int) -> float:
-    """CPU seconds per LBFGS iteration of M-scaling-b on the validation half of ``d``'s logits
+def ms_b_per_iteration(logits: Path, split: Path, iters: int) -> float:
+    """CPU seconds per LBFGS iteration of M-scaling-b on the validation half of ``logits``
     (one thread): two fits of ``iters`` and ``2 * iters`` iterations, differenced."""
     code = (
         "import sys, time, warnings; warnings.simplefilter('ignore')\n"
@@ -219,9 +293,12 @@ def ms_b_per_iteration(d: Path, iters: int) -> float:
         "    get_calibrator('ms_b', device='cpu', max_iter=it, precision='float32').fit(z, y)\n"
         "    print('CPU', time.process_time() - t)\n"
     )
-    res = subprocess.run([sys.executable, "-c", code, str(d / "logits.npz"),
-                          str(d / "split.npz"), str(iters)], capture_output=True, text=True,
-                         env={**os.environ, "OMP_NUM_THREADS": "1"})
+    res = subprocess.run(
+        [sys.executable, "-c", code, str(logits), str(split), str(iters)],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "OMP_NUM_THREADS": "1"},
+    )
     if res.returncode != 0:
         raise SystemExit(f"ms_b timing failed:\n{res.stderr[-1500:]}")
     a, b = (float(ln.split()[1]) for ln in res.stdout.splitlines() if ln.startswith("CPU"))
@@ -278,14 +355,28 @@ def write_mirror(cfg: dict, mirror: Path) -> dict[str, int]:
     return counts
 
 
-def bench_workflow(work: Path, config: Path, cores: int, ms_iters: int,
-                   per_shape: int | None = None) -> None:
-    """The study end to end through snakemake (module docstring, ``--workflow``); with
-    ``per_shape``, only that many models of each dataset (a reduced run)."""
-    sys.path.insert(0, str(Path(__file__).parent))
-    from bench_workflow import copy_project, run_study
+#: the rules run once per model (their cost is multiplied by the models of the dataset)
+PER_MODEL = ("import_logits", "calibrate")
 
+
+def bench_workflow(
+    work: Path,
+    config: Path,
+    cores: int,
+    ms_iters: int,
+    per_shape: int | None = None,
+    shapes=tuple(SHAPES),
+) -> dict:
+    """The study end to end through snakemake (module docstring, ``--workflow``); with
+    ``per_shape``, only that many models of each dataset (a reduced run). Prints the per-rule
+    table, the extrapolation to every model of the config and the simulated makespans; returns
+    :func:`extrapolate`'s figures for the targets."""
+    sys.path.insert(0, str(Path(__file__).parent))
+    from bench_workflow import collect, copy_project, run_study
+
+    full_cfg = yaml.safe_load(config.read_text())
     cfg = yaml.safe_load(config.read_text())
+    cfg["models"] = {m: e for m, e in cfg["models"].items() if e["dataset"] in shapes}
     if per_shape is not None:
         seen: dict[str, int] = {}
         keep = {}
@@ -304,72 +395,380 @@ def bench_workflow(work: Path, config: Path, cores: int, ms_iters: int,
     bench_cfg.write_text(yaml.safe_dump(cfg, sort_keys=False))
     big = [m for m, e in cfg["models"].items() if e["dataset"] == "imagenet"]
     os.environ["PYTHONPATH"] = str(project / "src")  # the copy's library, as installed code
-    base = ["replication", "--configfile", str(bench_cfg), "--quiet", "rules"]
-    first = 0.0
-    if big:  # the ImageNet calibrate jobs (ms_b) come last, capped
-        omit = [f"results/calibrators/imagenet/{m}/ms_b.json" for m in big]
-        print(f"\n## run 1: everything but the {len(big)} ImageNet calibrate jobs")
-        first = run_study(project, cores, [*base, "--omit-from", *omit])
-        cfg["calibrators"]["ms_b"].setdefault("params", {})["max_iter"] = ms_iters
-        bench_cfg.write_text(yaml.safe_dump(cfg, sort_keys=False))
-        print(f"\n## run 2: those jobs, M-scaling-b capped at {ms_iters} LBFGS iterations")
-        base += ["--rerun-triggers", "mtime", "input"]
-    second = run_study(project, cores, base)
-    print("\nper rule, from Snakemake's benchmark files:")
-    print("\n".join(per_rule_table(project)))
+    quiet = ["--quiet", "rules"]
+    first = second = 0.0
+    if len(big) < len(cfg["models"]):  # run 1: the study without its ImageNet models
+        small = {**cfg, "models": {m: e for m, e in cfg["models"].items() if m not in big}}
+        bench_cfg.write_text(yaml.safe_dump(small, sort_keys=False))
+        print(
+            f"\n## run 1: the {len(small['models'])} models other than ImageNet's, "
+            "`snakemake replication`"
+        )
+        first = run_study(project, cores, ["replication", "--configfile", str(bench_cfg), *quiet])
+    if big:  # run 2: the ImageNet models' jobs, M-scaling-b capped
+        capped = json.loads(json.dumps(cfg))
+        capped["calibrators"]["ms_b"].setdefault("params", {})["max_iter"] = ms_iters
+        bench_cfg.write_text(yaml.safe_dump(capped, sort_keys=False))
+        print(
+            f"\n## run 2: the {len(big)} ImageNet models' jobs up to their calibrate job, "
+            f"M-scaling-b capped at {ms_iters} LBFGS iterations"
+        )
+        targets = [f"results/compare/imagenet/{m}.csv" for m in big]
+        second = run_study(project, cores, [*targets, "--configfile", str(bench_cfg), *quiet])
+    by_rule = {**collect(project), **logged_only(project, collect(project))}
+    print(
+        "\n## per rule: CPU s and peak MB from each job's own log line (calbench.cli."
+        "resource_line), wall s from Snakemake's benchmark files"
+    )
+    print("\n".join(per_rule_table(by_rule)))
     total = first + second
-    print(f"\nwall {total:.0f} s = {total / 60:.1f} min on {cores} cores for "
-          f"{len(cfg['models'])} models" + (f" (ImageNet M-scaling-b capped at {ms_iters} "
-                                            "iterations)" if big else ""))
+    print(
+        f"measured: snakemake wall {total:.0f} s = {total / 60:.1f} min on {cores} cores for "
+        f"{len(cfg['models'])} models"
+        + (f" (ImageNet M-scaling-b capped at {ms_iters} iterations)" if big else "")
+    )
+    ms_extra = {}
+    for m in big:  # the capped fits' missing iterations, from the CPU of one iteration
+        split = next((project / "results" / "split" / "imagenet").glob("*.npz"))
+        per_iter = ms_b_per_iteration(
+            project / "results" / "logits" / "imagenet" / f"{m}.npz", split, ms_iters
+        )
+        ms_extra[m] = (1000 - ms_iters) * per_iter
+        print(
+            f"ms_b on {m}: {per_iter:.2f} CPU-s per LBFGS iteration (one thread): up to 1000 "
+            f"iterations add {ms_extra[m]:.0f} CPU-s to its calibrate job"
+        )
+    return extrapolate(full_cfg, by_rule, ms_extra)
 
 
-def per_rule_table(project: Path) -> list[str]:
-    """Per rule, from Snakemake's benchmark files: jobs, CPU s (the job's own CPU line where
-    its log has one), wall s, peak RSS MB (largest job)."""
-    import csv
-
+def logged_only(project: Path, by_rule: dict) -> dict[str, list[dict]]:
+    """Jobs of rules with a log but no benchmark file (e.g. reference_csv, replication_tables):
+    their CPU and peak memory from the log's last line, no wall seconds."""
     sys.path.insert(0, str(Path(__file__).parent))
-    from bench_workflow import collect
+    from bench_workflow import logged_resources
 
-    rss: dict[str, float] = {}
-    for f in (project / "benchmarks").rglob("*.tsv"):
-        rule = f.relative_to(project / "benchmarks").parts[0]
-        with open(f, newline="") as fh:
-            rows = list(csv.DictReader(fh, delimiter="\t"))
-        try:
-            rss[rule] = max(rss.get(rule, 0.0), float(rows[-1].get("max_rss", "nan")))
-        except (ValueError, IndexError):
-            pass
-    lines = [f"  {'rule':24s} {'jobs':>5s} {'CPU s':>9s} {'wall s':>9s} {'max job wall':>12s} "
-             f"{'peak MB':>8s}"]
-    for rule, recs in sorted(collect(project).items()):
-        lines.append(f"  {rule:24s} {len(recs):5d} {sum(r['cpu_s'] for r in recs):9.1f} "
-                     f"{sum(r['s'] for r in recs):9.1f} {max(r['s'] for r in recs):12.1f} "
-                     f"{rss.get(rule, float('nan')):8.0f}")
+    out: dict[str, list[dict]] = {}
+    logs = project / "logs"
+    for log in sorted(logs.rglob("*.log")) if logs.is_dir() else []:
+        rule = log.relative_to(logs).parts[0]
+        found = logged_resources(log)
+        if rule not in by_rule and found is not None:
+            job = log.relative_to(logs / rule).with_suffix("").as_posix()
+            out.setdefault(rule, []).append(
+                {"job": job, "cpu_s": found[0], "peak_mb": found[1], "s": float("nan")}
+            )
+    return out
+
+
+def per_rule_table(by_rule: dict[str, list[dict]]) -> list[str]:
+    """Per rule: jobs, CPU s, wall s (sum and largest job) and the largest job's peak MB."""
+    lines = [
+        f"  {'rule':24s} {'jobs':>5s} {'CPU s':>9s} {'wall s':>9s} {'max job wall':>12s} "
+        f"{'peak MB':>8s}"
+    ]
+
+    def num(values, width, digits=1):
+        values = [v for v in values if v == v]  # no wall seconds: a rule without benchmark file
+        return f"{'-':>{width}s}" if not values else f"{sum(values):{width}.{digits}f}"
+
+    for rule, recs in sorted(by_rule.items()):
+        walls = [r["s"] for r in recs]
+        lines.append(
+            f"  {rule:24s} {len(recs):5d} {num([r['cpu_s'] for r in recs], 9)} "
+            f"{num(walls, 9)} {num([max(walls)], 12)} "
+            f"{num([max(r.get('peak_mb', 0.0) for r in recs)], 8, 0)}"
+        )
     return lines
+
+
+def extrapolate(full_cfg: dict, by_rule: dict[str, list[dict]], ms_extra: dict) -> dict:
+    """Every model of the full config from the measured jobs: per dataset, models x (mean CPU of
+    its measured import_logits + calibrate jobs) + its split job; the rules run once per study
+    (aggregate, tables, report) as measured on the reduced study (they grow with the models, but
+    are seconds). The makespan at 2 and 16 cores is simulated (:func:`makespan`, one thread per
+    job as the rules have it): the per-model jobs of each stage (import and split, then
+    calibrate) list-scheduled one stage after the other, then the once-per-study rules one after
+    another. Prints the sums; returns ``{"span": {cores: s}, "full": bool, "models": n, "how":
+    str, "cifar10": CPU s of a CIFAR-10 calibrate job}`` (the figures the targets read)."""
+    counts: dict[str, int] = {}
+    for e in full_cfg["models"].values():
+        counts[e["dataset"]] = counts.get(e["dataset"], 0) + 1
+    cost: dict[str, dict[str, float]] = {}
+    for rule in (*PER_MODEL, "split"):
+        for r in by_rule.get(rule, []):
+            dataset, _, model = r["job"].partition("/")
+            cpu = r["cpu_s"] + ms_extra.get(model, 0.0) if rule == "calibrate" else r["cpu_s"]
+            cost.setdefault(dataset, {}).setdefault(rule, []).append(cpu)
+    once = {
+        rule: sum(r["cpu_s"] for r in recs)
+        for rule, recs in by_rule.items()
+        if rule not in (*PER_MODEL, "split")
+    }
+    print(
+        f"\n## The config's {sum(counts.values())} models from the measured job costs "
+        "(CPU s, one thread per job)"
+    )
+    total = 0.0
+    stage1: list[tuple[float, int]] = []
+    stage2: list[tuple[float, int]] = []
+    covered = 0
+    for dataset, n in counts.items():
+        c = cost.get(dataset)
+        if not c or not all(c.get(rule) for rule in (*PER_MODEL, "split")):
+            print(f"  {dataset:14s} {n:3d} models: not measured (--shapes)")
+            continue
+        mean = {rule: float(np.mean(v)) for rule, v in c.items()}
+        sub = n * (mean["import_logits"] + mean["calibrate"]) + mean["split"]
+        total += sub
+        covered += n
+        stage1 += [(mean["import_logits"], 1)] * n + [(mean["split"], 1)]
+        stage2 += [(mean["calibrate"], 1)] * n
+        print(
+            f"  {dataset:14s} {n:3d} models x ({mean['import_logits']:6.2f} import_logits + "
+            f"{mean['calibrate']:8.2f} calibrate) + {mean['split']:5.2f} split "
+            f"= {sub:8.0f} CPU-s"
+        )
+    tail = sum(once.values())
+    print(
+        f"  once per study ({', '.join(sorted(once))}): {tail:.1f} CPU-s "
+        "(measured on the reduced study)"
+    )
+    total += tail
+    full = covered == sum(counts.values())
+    print(
+        f"  total {total:.0f} CPU-s = {total / 60:.1f} CPU-min for {covered} of "
+        f"{sum(counts.values())} models" + ("" if full else " (the shapes measured only)")
+    )
+    span = {c: makespan(stage1, c) + makespan(stage2, c) + tail for c in (2, 16)}
+    for c, s in span.items():
+        print(
+            f"  makespan on {c:2d} cores (simulated from the job costs): {s:7.0f} s = "
+            f"{s / 60:5.1f} min" + ("" if full else f" for those {covered} models")
+        )
+    fig = {
+        "span": span,
+        "full": full,
+        "models": covered,
+        "how": "simulated from the workflow's jobs",
+    }
+    if cost.get("cifar10", {}).get("calibrate"):  # the rule's own job, coursework calibrators
+        fig["cifar10"] = float(np.mean(cost["cifar10"]["calibrate"]))
+    return fig
+
+
+def bench_jobs(args, cfg: dict, work: Path) -> dict:
+    """One model of each shape, its jobs run as the rules run them (module docstring); prints
+    them and the extrapolation; returns the figures the targets read: ``{"span": {cores: s},
+    "full": bool, "cifar10": CPU s, "default@100": CPU s}``."""
+    print("\n## Process start-up (every workflow job is one process)")
+    for label, code in (
+        ("python + numpy + calbench CLI", "import calbench.cli; import numpy"),
+        ("+ torch (torch-based fits)", "import calbench.cli, torch"),
+        ("+ matplotlib (plots)", "import calbench.cli, matplotlib.pyplot"),
+    ):
+        wall, cpu, rss = run([sys.executable, "-c", code])
+        print(f"{label:40s} {wall:7.2f} s wall {cpu:7.2f} CPU-s  peak RSS {rss:6.0f} MB")
+    size = sizing()
+    per_shape: dict[str, dict] = {}
+    fig: dict = {}
+    for name in args.shapes.split(","):
+        n, k, count = SHAPES[name]
+        print(
+            f"\n## {name}: one model's jobs as the workflow runs them, {n} x {k} logits "
+            f"({count} such models)"
+        )
+        d, jobs = prepare_model(work, name)
+        override = {"ms_b": {"max_iter": args.ms_iters}} if name == "imagenet" else {}
+        label = "calibrate" + (f" (ms_b capped at {args.ms_iters} iterations)" if override else "")
+        jobs[label] = calibrate_job(d, spec_of(cfg, **override))
+        if args.baseline:
+            jobs[label + ", baseline"] = calibrate_job(
+                d, spec_of(cfg, **override), src=args.baseline
+            )
+        for job, (wall, cpu, rss) in jobs.items():
+            print(f"{job:58s} {wall:7.2f} s wall {cpu:7.2f} CPU-s  peak RSS {rss:6.0f} MB")
+        calib = jobs[label][1]
+        if override:
+            per_iter = ms_b_per_iteration(d / "logits.npz", d / "split.npz", args.ms_iters)
+            extra = (1000 - args.ms_iters) * per_iter
+            print(
+                f"ms_b: {per_iter:.2f} CPU-s per LBFGS iteration (one thread): at most "
+                f"1000 iterations add up to {extra:.0f} CPU-s to the job"
+            )
+            calib += extra
+        per_shape[name] = {
+            "import": jobs["import_logits"][1],
+            "split": jobs["split"][1],
+            "calibrate": calib,
+            "count": count,
+            "threads": size["calibrate_threads"](
+                None, SimpleNamespace(logits=str(d / "logits.npz"))
+            ),
+        }
+        fig[name] = jobs[label][1]
+        if name == "cifar100":
+            fig["default@100"] = default_on_100(args, d)
+    print(
+        f"\n## The {sum(v['count'] for v in per_shape.values())} models from the measured "
+        "jobs (aggregate, tables and report: seconds, not included)"
+    )
+    total = 0.0
+    jobs_1, jobs_sized = [], []
+    for name, v in per_shape.items():
+        sub = v["count"] * (v["import"] + v["calibrate"]) + v["split"]
+        total += sub
+        print(
+            f"{name:14s} {v['count']:3d} models x ({v['import']:6.1f} import + "
+            f"{v['calibrate']:8.1f} calibrate) CPU-s + split = {sub:8.0f} CPU-s; "
+            f"sized threads per calibrate job: {v['threads']}"
+        )
+        for _ in range(v["count"]):
+            jobs_1 += [(v["import"], 1), (v["calibrate"], 1)]
+            jobs_sized += [(v["import"], 1), (v["calibrate"], v["threads"])]
+    print(f"total {total:.0f} CPU-s = {total / 60:.0f} CPU-min")
+    span = {c: makespan(jobs_1, c) for c in (2, 16)}
+    span_sized = {c: makespan(jobs_sized, c) for c in (2, 16)}
+    for c in (2, 16):
+        print(
+            f"makespan on {c:2d} cores (simulated from the job costs, greedy longest first): "
+            f"{span[c] / 60:6.1f} min with one thread per job (the rule), "
+            f"{span_sized[c] / 60:6.1f} min with threads sized by N x K (ideal scaling)"
+        )
+    fig.update(
+        span=span,
+        full=set(per_shape) == set(SHAPES),
+        models=sum(v["count"] for v in per_shape.values()),
+    )
+    return fig
+
+
+def default_on_100(args, d: Path, files: tuple[Path, Path] | None = None) -> float | None:
+    """CPU seconds of the calibrate job with the default config's spec (--default-config) on a
+    100-class model (``d`` or ``files``); also on --baseline's library. None without the config."""
+    if not Path(args.default_config).is_file():
+        return None
+    spec = spec_of(load_config(args.default_config))
+    runs = {"calibrate with the default config (config.yaml)": None}
+    if args.baseline:
+        runs["calibrate with the default config, baseline"] = args.baseline
+    first = None
+    for what, src in runs.items():
+        wall, cpu, rss = calibrate_job(d, spec, src=src, files=files)
+        first = cpu if first is None else first
+        print(f"{what:58s} {wall:7.2f} s wall {cpu:7.2f} CPU-s  peak RSS {rss:6.0f} MB")
+    return first
 
 
 def target_line(what: str, measured: str, target: str, ok: bool | None) -> str:
     verdict = "n/a" if ok is None else ("met" if ok else "NOT met")
-    return f"  {what:52s} {measured:>22s}   target {target:14s} {verdict}"
+    return f"  {what:44s} {measured:>14s}   target {target:60s} {verdict}"
+
+
+def print_targets(fig: dict, rows: list[dict] | None) -> None:
+    """Every target of the issue "real studies at real scale" beside its measured figure:
+    ``fig`` from :func:`bench_jobs` or :func:`bench_workflow`, ``rows`` from
+    ``bench_workflow.run_scenarios`` (None: not run; ``--targets`` runs them)."""
+    print(
+        "\n## Targets (issue 'real studies at real scale'); "
+        f"load average now {' '.join(f'{x:.1f}' for x in os.getloadavg())}"
+    )
+    span, full = fig.get("span", {}), fig.get("full", False)
+    how = fig.get("how", "simulated from the measured jobs")
+    for c, limit in ((2, 45), (16, 10)):
+        measured = f"{span[c] / 60:.1f} min" if c in span else "-"
+        note = how if full else f"{fig.get('models', 0)} models only: the shapes measured"
+        print(
+            target_line(
+                f"coursework from logits, {c} cores",
+                measured,
+                f"<= {limit} min ({note})",
+                span[c] <= limit * 60 if full else None,
+            )
+        )
+    for key, what, limit in (
+        ("cifar10", "CIFAR-10-shaped calibrate job, coursework", 3),
+        ("default@100", "default config on a 100-class model", 25),
+    ):
+        value = fig.get(key)
+        print(
+            target_line(
+                what,
+                "-" if value is None else f"{value:.2f} CPU-s",
+                f"<= {limit} CPU-s",
+                None if value is None else value <= limit,
+            )
+        )
+    names = {
+        "rebuild": "default study rebuild",
+        "no-op": "no-op",
+        "add a model": "add a model",
+        "add a calibrator": "add a calibrator",
+        "template edit": "report template edit",
+    }
+    for r in rows or []:
+        print(
+            target_line(
+                f"{names[r['scenario']]}, --cores {r['cores']}",
+                f"{r['wall_s']:.1f} s",
+                f"<= {r['target_s']:.1f} s = {r['basis']}",
+                r["wall_s"] <= r["target_s"],
+            )
+        )
+    if rows is None:
+        print(
+            target_line(
+                "default study's scenarios",
+                "-",
+                "--targets (perf/bench_workflow.py --scenarios)",
+                None,
+            )
+        )
 
 
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--config", default=str(REPO / "config" / "coursework_logits.yaml"))
-    p.add_argument("--default-config", default=str(REPO / "config.yaml"),
-                   help="its calibrators, evaluation and comparisons on one 100-class model")
+    p.add_argument(
+        "--default-config",
+        default=str(REPO / "config.yaml"),
+        help="its calibrators, evaluation and comparisons on one 100-class model",
+    )
     p.add_argument("--shapes", default=",".join(SHAPES), help="comma-separated subset")
-    p.add_argument("--ms-iters", type=int, default=5, help="LBFGS iterations of the timed ImageNet ms_b fit")
+    p.add_argument(
+        "--ms-iters", type=int, default=5, help="LBFGS iterations of the timed ImageNet ms_b fit"
+    )
     p.add_argument("--cores", type=int, default=2, help="cores the workflow would use")
-    p.add_argument("--baseline", default=None,
-                   help="another checkout's src/ folder: its calibrate jobs are run too (before/after)")
+    p.add_argument(
+        "--baseline",
+        default=None,
+        help="another checkout's src/ folder: its calibrate jobs are run too (before/after)",
+    )
     p.add_argument("--import-only", action="store_true")
     p.add_argument("--no-import", action="store_true", help="skip the 200 MB import timing")
-    p.add_argument("--workflow", action="store_true",
-                   help="run the study end to end through snakemake (see above)")
-    p.add_argument("--models-per-shape", type=int, default=None,
-                   help="with --workflow: only this many models of each shape (a reduced run)")
+    p.add_argument(
+        "--workflow",
+        action="store_true",
+        help="run the study end to end through snakemake (see above)",
+    )
+    p.add_argument(
+        "--models-per-shape",
+        type=int,
+        default=None,
+        help="with --workflow: only this many models of each shape (a reduced run)",
+    )
+    p.add_argument(
+        "--targets",
+        action="store_true",
+        help="also run the default study's scenarios (perf/bench_workflow.py "
+        "--scenarios, --cores 2) and print every target in one table",
+    )
+    p.add_argument(
+        "--study-models",
+        type=int,
+        default=None,
+        help="with --targets: keep the first N models of the default study (a quick "
+        "try; the figures are then not the default study's)",
+    )
     p.add_argument("--keep", default=None, help="work folder to keep (default: a temporary one)")
     args = p.parse_args(argv)
     cfg = load_config(args.config)
@@ -381,98 +780,46 @@ def main(argv=None) -> int:
     os.environ.setdefault("OMP_NUM_THREADS", "1")
     try:
         if args.workflow:
-            bench_workflow(work, Path(args.config), args.cores, args.ms_iters,
-                           args.models_per_shape)
-            return 0
-        if not args.no_import:
-            print("\n## Import of a 200 MB ImageNet logits file (calbench import-logits, own process)")
-            for label, mb, wall, rss in bench_import(work):
-                print(f"{label:52s} {mb:7.1f} MB  {wall:6.2f} s  peak RSS {rss:6.0f} MB")
-        if args.import_only:
-            return 0
-        print("\n## Process start-up (every workflow job is one process)")
-        for label, code in (("python + numpy + calbench CLI", "import calbench.cli; import numpy"),
-                            ("+ torch (torch-based fits)", "import calbench.cli, torch"),
-                            ("+ matplotlib (plots)", "import calbench.cli, matplotlib.pyplot")):
-            wall, cpu, rss = run([sys.executable, "-c", code])
-            print(f"{label:40s} {wall:7.2f} s wall {cpu:7.2f} CPU-s  peak RSS {rss:6.0f} MB")
-        size = sizing()
-        per_shape: dict[str, dict] = {}
-        measured: dict[str, float] = {}
-        for name in args.shapes.split(","):
-            n, k, count = SHAPES[name]
-            print(f"\n## {name}: one model's jobs as the workflow runs them, {n} x {k} logits "
-                  f"({count} such models)")
-            d, jobs = prepare_model(work, name)
-            override = {"ms_b": {"max_iter": args.ms_iters}} if name == "imagenet" else {}
-            label = "calibrate" + (f" (ms_b capped at {args.ms_iters} iterations)" if override else "")
-            jobs[label] = calibrate_job(d, spec_of(cfg, **override))
-            if args.baseline:
-                jobs[label + ", baseline"] = calibrate_job(d, spec_of(cfg, **override),
-                                                           src=args.baseline)
-            for job, (wall, cpu, rss) in jobs.items():
-                print(f"{job:58s} {wall:7.2f} s wall {cpu:7.2f} CPU-s  peak RSS {rss:6.0f} MB")
-            calib = jobs[label][1]
-            if override:
-                per_iter = ms_b_per_iteration(d, args.ms_iters)
-                extra = (1000 - args.ms_iters) * per_iter
-                print(f"ms_b: {per_iter:.2f} CPU-s per LBFGS iteration (one thread): at most "
-                      f"1000 iterations add up to {extra:.0f} CPU-s to the job")
-                calib += extra
-            entries = n * k
-            per_shape[name] = {"import": jobs["import_logits"][1], "split": jobs["split"][1],
-                               "calibrate": calib, "count": count,
-                               "threads": size["calibrate_threads"](
-                                   None, SimpleNamespace(logits=str(d / "logits.npz"))),
-                               "entries": entries}
-            measured[name] = jobs[label][1]
-            if name == "cifar100" and Path(args.default_config).is_file():
-                dcfg = load_config(args.default_config)
-                runs = {"calibrate with the default config (config.yaml)": None}
-                if args.baseline:
-                    runs["calibrate with the default config, baseline"] = args.baseline
-                for what, src in runs.items():
-                    wall, cpu, rss = calibrate_job(d, spec_of(dcfg), src=src)
-                    measured.setdefault("default@100", cpu)
-                    print(f"{what:58s} {wall:7.2f} s wall {cpu:7.2f} CPU-s  peak RSS {rss:6.0f} MB")
-        print(f"\n## The {sum(v['count'] for v in per_shape.values())} models from the measured "
-              "jobs (aggregate, tables and report: seconds, not included)")
-        total = 0.0
-        jobs_1, jobs_sized = [], []
-        for name, v in per_shape.items():
-            sub = v["count"] * (v["import"] + v["calibrate"]) + v["split"]
-            total += sub
-            print(f"{name:14s} {v['count']:3d} models x ({v['import']:6.1f} import + "
-                  f"{v['calibrate']:8.1f} calibrate) CPU-s + split = {sub:8.0f} CPU-s; "
-                  f"sized threads per calibrate job: {v['threads']}")
-            for _ in range(v["count"]):
-                jobs_1 += [(v["import"], 1), (v["calibrate"], 1)]
-                jobs_sized += [(v["import"], 1), (v["calibrate"], v["threads"])]
-        print(f"total {total:.0f} CPU-s = {total / 60:.0f} CPU-min")
-        span = {c: makespan(jobs_1, c) for c in (2, 16)}
-        span_sized = {c: makespan(jobs_sized, c) for c in (2, 16)}
-        for c in (2, 16):
-            print(f"makespan on {c:2d} cores (simulated from the job costs, greedy longest first): "
-                  f"{span[c] / 60:6.1f} min with one thread per job (the rule), "
-                  f"{span_sized[c] / 60:6.1f} min with threads sized by N x K (ideal scaling)")
-        print("\n## Targets (issue 'real studies at real scale'); figures measured here, under load")
-        full = set(per_shape) == set(SHAPES)
-        print(target_line("coursework from logits, 2 cores", f"{span[2] / 60:.1f} min" if full else "-",
-                          "<= 45 min", span[2] <= 45 * 60 if full else None))
-        print(target_line("coursework from logits, 16 cores", f"{span[16] / 60:.1f} min" if full else "-",
-                          "<= 10 min", span[16] <= 600 if full else None))
-        if "cifar10" in measured:
-            print(target_line("CIFAR-10-shaped calibrate job, coursework calibrators",
-                              f"{measured['cifar10']:.2f} CPU-s", "<= 3 CPU-s",
-                              measured["cifar10"] <= 3))
-        if "default@100" in measured:
-            print(target_line("default config on a 100-class model",
-                              f"{measured['default@100']:.2f} CPU-s", "<= 25 CPU-s",
-                              measured["default@100"] <= 25))
-        for what, target in (("default study rebuild, 2 cores", "<= 1.25x train/2"),
-                             ("no-op", "<= floor+0.5 s"), ("add a model", "<= train+20 s"),
-                             ("add a calibrator, default study", "<= 30 s")):
-            print(target_line(what, "perf/bench_workflow.py", target, None))
+            fig = bench_workflow(
+                work,
+                Path(args.config),
+                args.cores,
+                args.ms_iters,
+                args.models_per_shape,
+                args.shapes.split(","),
+            )
+            project = work / "project"
+            c100 = sorted((project / "results" / "logits" / "cifar100").glob("*.npz"))
+            if c100:  # the default config's calibrate job on the study's own 100-class logits
+                split = next((project / "results" / "split" / "cifar100").glob("*.npz"))
+                fig["default@100"] = default_on_100(args, work / "default100", (c100[0], split))
+        else:
+            if not args.no_import:
+                print(
+                    "\n## Import of a 200 MB ImageNet logits file "
+                    "(calbench import-logits, own process)"
+                )
+                for label, mb, wall, rss in bench_import(work):
+                    print(f"{label:52s} {mb:7.1f} MB  {wall:6.2f} s  peak RSS {rss:6.0f} MB")
+            if args.import_only:
+                return 0
+            fig = bench_jobs(args, cfg, work)
+        rows = None
+        if args.targets:
+            sys.path.insert(0, str(Path(__file__).parent))
+            from bench_workflow import format_scenarios, format_summary, run_scenarios
+
+            print(
+                "\n## The default study's scenarios (perf/bench_workflow.py --scenarios "
+                "--cores 2)"
+                + (f", first {args.study_models} models only" if args.study_models else "")
+            )
+            rows = run_scenarios(
+                work / "study", 2, ["--quiet", "rules"], args.study_models, src=REPO
+            )
+            print(format_summary(rows[0]["summary"], cores=2))  # the rebuild, per rule
+            print(format_scenarios(rows))
+        print_targets(fig, rows)
     finally:
         if not args.keep:
             shutil.rmtree(work, ignore_errors=True)

@@ -13,12 +13,11 @@ Run: ``python perf/bench_crossfit.py [--samples 5000 --classes 10 --folds 5]``.
 
 from __future__ import annotations
 
-import argparse
 import time
 from pathlib import Path
 
-import numpy as np
 import yaml
+from bench_odir_cv import validation_half  # the same synthetic validation half and options
 
 from calbench.calibrators import get_calibrator
 from calbench.metrics import METRICS
@@ -27,25 +26,10 @@ from calbench.selection import crossfit_scores
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def logits(n: int, k: int, seed: int = 0):
-    rng = np.random.default_rng(seed)
-    y = rng.integers(0, k, n)
-    z = rng.normal(0.0, 1.5, (n, k)) + rng.uniform(1.0, 6.0, (n, 1)) * np.eye(k)[y]
-    return z.astype(np.float32), y
-
-
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--samples", type=int, default=5000)
-    ap.add_argument("--classes", type=int, default=10)
-    ap.add_argument("--folds", type=int, default=5)
-    args = ap.parse_args()
-    import torch
-
-    torch.set_num_threads(1)
+    args, z, y = validation_half(__doc__, threads=1, folds=5)
     cfg = yaml.safe_load((ROOT / "config.yaml").read_text())
     compared = {m: METRICS[m] for m in cfg["compare"]["metrics"]}
-    z, y = logits(args.samples, args.classes)
     print(f"{args.samples} x {args.classes} validation half, {args.folds} folds, "
           f"metrics {list(compared)}")  # fmt: skip
     print(f"{'calibrator':<14}{'one fit, s':>12}{'cross-fit, s':>14}{'ratio':>8}")

@@ -22,22 +22,32 @@ from calbench.calibrators.odir_cv import kull_grid
 
 
 def logits(n: int, k: int, seed: int = 0):
+    """Synthetic logits of one validation half (``n`` x ``k``), true class boosted by a random
+    margin (accuracy and confidence vary per sample); shared with perf/bench_crossfit.py."""
     rng = np.random.default_rng(seed)
     y = rng.integers(0, k, n)
     z = rng.normal(0.0, 1.5, (n, k)) + rng.uniform(1.0, 6.0, (n, 1)) * np.eye(k)[y]
     return z.astype(np.float32), y
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+def validation_half(doc: str, threads: int, **more: int):
+    """The command line both scripts share (``--samples``, ``--classes`` and ``more`` integer
+    options with their defaults), torch's thread count set, and the synthetic validation half:
+    ``(args, z, y)``."""
+    ap = argparse.ArgumentParser(description=doc.split("\n")[0])
     ap.add_argument("--samples", type=int, default=5000)
     ap.add_argument("--classes", type=int, default=10)
-    ap.add_argument("--pairs", type=int, default=2)
+    for name, default in more.items():
+        ap.add_argument(f"--{name}", type=int, default=default)
     args = ap.parse_args()
     import torch
 
-    torch.set_num_threads(2)
-    z, y = logits(args.samples, args.classes)
+    torch.set_num_threads(threads)
+    return (args, *logits(args.samples, args.classes))
+
+
+def main() -> None:
+    args, z, y = validation_half(__doc__, threads=2, pairs=2)
     lambdas, mus = kull_grid(args.classes)
     sub_l = lambdas[:: max(1, len(lambdas) // args.pairs)][: args.pairs]
     for name in ("ms_odir_cv", "dir_odir_cv", "dir_l2_cv"):

@@ -10,9 +10,13 @@ Sections (``--only`` picks some):
 * ``iso``: one-vs-rest isotonic fit on uninformative logits vs a scikit-learn loop;
 * ``new``: every calibrator added with docs/calibrators.md on 5,000 x 100 vs its reference
   (betacal, venn_abers, probmetrics, ml_insights; spline and its reference on 10 of the classes,
-  scaled by 10, the reference taking ~20 s per class).
+  scaled by 10, the reference taking ~20 s per class);
+* ``denormal``: Dirichlet calibration on 5,000 x 100: its fit (objective evaluations counted)
+  and one objective + gradient at the fitted parameters on 1 and 2 threads with denormal floats
+  kept and flushed to zero (why the scaling family flushes them:
+  ``calbench.calibrators.scaling.cpu_fit_settings``).
 
-Run: ``python perf/bench_speed.py [--only ts ece iso new] [--repeats 1]``.
+Run: ``python perf/bench_speed.py [--only ts ece iso new denormal] [--repeats 1]``.
 """
 
 from __future__ import annotations
@@ -188,15 +192,85 @@ def bench_new(repeats):
     row("spline", "5000x100", 10 * ours, 10 * ref, "ml_insights SplineCalib, 10 classes x 10")
 
 
+def bench_denormal(repeats):
+    """Dirichlet's fit and its objective at the fitted parameters, denormals kept or flushed
+    (CPU seconds of this process: steadier than wall seconds on a shared machine)."""
+    import torch
+
+    def timed(fn, repeats):  # noqa: F811  (CPU seconds here)
+        best, out = float("inf"), None
+        for _ in range(max(1, repeats)):
+            t = time.process_time()
+            out = fn()
+            best = min(best, time.process_time() - t)
+        return out, best
+
+    from calbench.calibrators import get_calibrator
+    from calbench.functional import log_softmax
+
+    rng = np.random.default_rng(1)  # ImageNet-like: the true class boosted
+    y = rng.integers(0, 100, 5000)
+    z = (rng.normal(size=(5000, 100)) * 1.5).astype(np.float32)
+    z[np.arange(5000), y] += 5.5
+    calls = [0]
+    orig = torch.nn.functional.cross_entropy
+
+    def counted(*a, **k):
+        calls[0] += 1
+        return orig(*a, **k)
+
+    torch.nn.functional.cross_entropy = counted
+    try:
+        cal, sec = timed(lambda: get_calibrator("dirichlet", device="cpu").fit(z, y), repeats)
+    finally:
+        torch.nn.functional.cross_entropy = orig
+    print(
+        f"{'dirichlet':<14} {'5000x100':<14} {sec:>9.3f} CPU-s fit, "
+        f"{calls[0] // max(1, repeats)} objective evaluations"
+    )
+    x = torch.from_numpy(log_softmax(z)).float()
+    yt = torch.from_numpy(y)
+    w = torch.from_numpy(cal.params_["W"]).requires_grad_(True)
+    b = torch.from_numpy(cal.params_["b"]).requires_grad_(True)
+    off = 1.0 - torch.eye(100)
+
+    def evaluate():
+        for _ in range(10):
+            w.grad = b.grad = None
+            loss = torch.nn.functional.cross_entropy(x @ w + b, yt)
+            (loss + 1e-3 / 9900 * ((w * off) ** 2).sum() + 1e-5 * (b**2).sum()).backward()
+
+    logp = torch.log_softmax(x @ w.detach() + b.detach(), dim=1)
+    share = float(((logp < -87.3) & (logp > -103.9)).float().mean())
+    threads = torch.get_num_threads()
+    for n, flush in ((2, False), (1, False), (2, True), (1, True)):
+        torch.set_num_threads(n)
+        torch.set_flush_denormal(flush)
+        _, sec = timed(evaluate, repeats)
+        print(
+            f"{'  objective':<14} {f'{n} thread(s)':<14} {sec / 10 * 1e3:>9.2f} CPU-ms per "
+            f"evaluation at the fit, denormals {'flushed' if flush else 'kept'} "
+            f"({share:.1%} of the softmax outputs denormal)"
+        )
+    torch.set_flush_denormal(False)
+    torch.set_num_threads(threads)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--only", nargs="*", default=["ts", "ece", "iso", "new"])
+    ap.add_argument("--only", nargs="*", default=["ts", "ece", "iso", "new", "denormal"])
     ap.add_argument("--repeats", type=int, default=1)
     args = ap.parse_args()
     warnings.filterwarnings("ignore")
     print(f"{'what':<14} {'shape':<14} {'calbench':>11} {'reference':>11}  speed-up")
     for name in args.only:
-        {"ts": bench_ts, "ece": bench_ece, "iso": bench_iso, "new": bench_new}[name](args.repeats)
+        {
+            "ts": bench_ts,
+            "ece": bench_ece,
+            "iso": bench_iso,
+            "new": bench_new,
+            "denormal": bench_denormal,
+        }[name](args.repeats)
 
 
 if __name__ == "__main__":
