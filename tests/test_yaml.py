@@ -30,7 +30,7 @@ def _one_line(exc) -> str:
         ("x: {a: 1, a: 2}\n", "line 1: duplicate key 'a'"),
         ("on: push\n", "line 1: the key 'on' reads as the boolean True in YAML 1.1, not as a word; quote the key 'on'"),
         ("m:\n  Off: 1\n", "line 2: the key 'Off' reads as the boolean False"),
-        ("x: [1, 2\n", "c.yaml line 2: expected ',' or ']'"),
+        ("x: [1, 2\n", "c.yaml line 2: "),  # the parser's own words follow (libyaml's or PyYAML's)
         ("x: !!python/object/apply:os.system [ls]\n", "could not determine a constructor"),
         ("a: &a [*a]\n", "line 1: an alias refers to a node that contains it (a cycle)"),
     ],

@@ -32,8 +32,9 @@ _BOOL_WORDS = frozenset(
 )
 
 
-class _Loader(yaml.SafeLoader):
-    """:class:`yaml.SafeLoader` refusing duplicate keys, boolean keys and alias bombs."""
+class _Loader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):
+    """:class:`yaml.SafeLoader` (libyaml's C parser where PyYAML has it: the same documents,
+    ~10x faster) refusing duplicate keys, boolean keys and alias bombs."""
 
     where = "YAML"
 
@@ -53,7 +54,7 @@ class _Loader(yaml.SafeLoader):
                 if (
                     isinstance(key_node, yaml.ScalarNode)
                     and key_node.tag == "tag:yaml.org,2002:bool"
-                    and key_node.style is None
+                    and not key_node.style  # plain: None (Python parser) or "" (libyaml)
                     and key_node.value in _BOOL_WORDS
                 ):
                     meaning = key_node.value.lower() in ("yes", "true", "on")
