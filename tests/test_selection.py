@@ -13,7 +13,14 @@ import pytest
 
 from calbench.functional import softmax
 from calbench.metrics import METRICS
-from calbench.selection import CrossFit, check_folds, crossfit_scores, fold_ids, out_of_fold
+from calbench.selection import (
+    CrossFit,
+    candidate_result,
+    check_folds,
+    crossfit_scores,
+    fold_ids,
+    out_of_fold,
+)
 
 
 class Spy:
@@ -106,6 +113,39 @@ def test_excluded_and_failing_calibrators_are_not_candidates_and_say_why():
     empty = CrossFit(k=3, seed=0, scores={"nll": {}})
     with pytest.raises(ValueError, match="no calibrator is a candidate"):
         empty.best("nll")
+
+
+def test_known_results_are_taken_as_found_and_their_calibrators_never_fitted():
+    """What a run found (candidate_result) given back as ``known``: the same scores and reasons,
+    without a single fit of those candidates; a new candidate is fitted as usual."""
+    z, y = _data()
+
+    class Fails(Spy):
+        def fit(self, zz, yy):
+            raise ValueError("needs two classes")
+
+    class Never(Spy):
+        def fit(self, zz, yy):
+            raise AssertionError("a known candidate was refitted")
+
+    metrics = {"nll": METRICS["nll"], "brier": METRICS["brier"]}
+    first = crossfit_scores({"a": Spy, "bad": Fails, "cv": Spy}, z, y, metrics, k=3, exclude=["cv"])
+    known = {m: candidate_result(first, m) for m in ("a", "bad", "cv")}
+    assert known["a"] == {"nll": first.scores["nll"]["a"], "brier": first.scores["brier"]["a"]}
+    assert known["bad"] == "its fit failed on a fold (needs two classes)"
+    assert known["cv"] is None  # the caller's exclusion is not a finding about the calibrator
+    known = json.loads(json.dumps(known))  # kept as JSON between runs: floats round-trip exactly
+    again = crossfit_scores(
+        {"a": Never, "bad": Never, "cv": Spy, "new": Spy}, z, y, metrics, k=3, known=known
+    )
+    assert again.scores["nll"]["a"] == first.scores["nll"]["a"]
+    assert again.excluded == {"bad": known["bad"]}
+    assert again.candidates == ["a", "cv", "new"]
+    fresh = crossfit_scores({"new": Spy}, z, y, metrics, k=3)
+    assert again.scores["brier"]["new"] == fresh.scores["brier"]["new"]
+    # scores for another set of metrics are not taken: the candidate is fitted again
+    with pytest.raises(AssertionError, match="refitted"):
+        crossfit_scores({"a": Never}, z, y, {"nll": METRICS["nll"]}, k=3, known=known)
 
 
 def test_best_follows_the_metric_direction_and_ranks_non_finite_last():

@@ -33,6 +33,8 @@ import numpy as np
 
 #: most folds one selection may ask for
 MAX_FOLDS = 20
+#: the start of the reason given for a candidate whose fit failed on a fold
+FOLD_FIT_FAILED = "its fit failed on a fold"
 
 
 def check_folds(k: int, n: int | None = None) -> int:
@@ -112,6 +114,7 @@ def crossfit_scores(
     k: int = 5,
     seed: int = 0,
     exclude: Mapping[str, str] | Sequence[str] = (),
+    known: Mapping[str, Mapping[str, float] | str] | None = None,
 ) -> CrossFit:
     """Mean held-out score of every candidate calibrator on every metric.
 
@@ -120,7 +123,10 @@ def crossfit_scores(
     **validation** half only. Folds: :func:`fold_ids` (``k``, ``seed``), the same for every
     candidate. A name in ``exclude`` (a mapping to the reason, or a list: "excluded by
     compare.select_exclude") is not a candidate; nor is one whose fit fails on a fold (its
-    reason names the error). Returns a :class:`CrossFit`.
+    reason names the error). ``known`` maps a candidate to what an earlier run with the same
+    folds, seed, data and calibrator found: its mean score per metric of ``metrics`` (then it
+    is not refitted) or the sentence of its failed fold fit; :func:`candidate_result` gives
+    that value back from the result, for the caller to keep. Returns a :class:`CrossFit`.
     """
     z = np.asarray(logits)
     y = np.asarray(labels)
@@ -134,15 +140,36 @@ def crossfit_scores(
         exclude = dict.fromkeys(exclude, "excluded by compare.select_exclude (cost)")
     excluded = {m: str(exclude[m]) for m in makers if m in exclude}
     scores: dict[str, dict[str, float]] = {name: {} for name in metrics}
+    known = known or {}
     for method, make in makers.items():
         if method in excluded:
+            continue
+        found = known.get(method)
+        if isinstance(found, str) and found.startswith(FOLD_FIT_FAILED):
+            excluded[method] = found
+            continue
+        if isinstance(found, Mapping) and set(found) == set(metrics):
+            for name in metrics:
+                scores[name][method] = float(found[name])
             continue
         try:
             probs = out_of_fold(make, z, y, folds)
         except ValueError as exc:
-            excluded[method] = f"its fit failed on a fold ({exc})"
+            excluded[method] = f"{FOLD_FIT_FAILED} ({exc})"
             continue
         for name, fn in metrics.items():
             per_fold = [float(fn(probs[folds == f], y[folds == f])) for f in range(k)]
             scores[name][method] = float(np.mean(per_fold))
     return CrossFit(k=k, seed=seed, scores=scores, excluded=excluded)
+
+
+def candidate_result(fit: CrossFit, method: str) -> dict[str, float] | str | None:
+    """What :func:`crossfit_scores` found for ``method``, in the form its ``known`` takes: the
+    mean score per metric, the sentence of a failed fold fit, or ``None`` (left out by the
+    caller's ``exclude``, which is not a finding about the calibrator)."""
+    reason = fit.excluded.get(method)
+    if reason is not None:
+        return reason if reason.startswith(FOLD_FIT_FAILED) else None
+    if method in fit.candidates:
+        return {name: per[method] for name, per in fit.scores.items()}
+    return None
