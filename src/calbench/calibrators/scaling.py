@@ -37,8 +37,6 @@ precision of the LBFGS fit, ``precision`` that of the calibrated probabilities.
 
 from __future__ import annotations
 
-import contextlib
-from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
@@ -48,6 +46,7 @@ from calbench._device import resolve_device
 from calbench._torch import eager_optimizers
 from calbench.calibrators.base import Calibrator, Field, register
 from calbench.calibrators.fit_guard import describe, diverged, fail, warn_refit
+from calbench.calibrators.fit_threads import cpu_fit_settings, data_threads
 from calbench.calibrators.precision import check_precision, softmax32
 from calbench.functional import softmax
 
@@ -61,10 +60,6 @@ PARAMETERISATIONS: dict[str, dict[str, str]] = {
 }
 
 _DTYPES = ("float32", "float64")
-#: CPU fits whose logit array has at most this many entries run on one intra-op thread: an
-#: objective evaluation then takes about a millisecond, and splitting it across threads costs
-#: more than it saves (up to 20x slower on a loaded machine).
-SINGLE_THREAD_MAX_ENTRIES = 1 << 21
 _LINE_SEARCHES = (None, "strong_wolfe")
 
 
@@ -116,39 +111,6 @@ def _check_options(line_search, max_iter, dtype, l2, odir) -> None:
             raise ValueError(
                 f"odir must be a pair (lambda_offdiag, lambda_bias) of numbers >= 0, got {odir!r}"
             )
-
-
-@contextlib.contextmanager
-def cpu_fit_settings(n_entries: int, device: str) -> Iterator[None]:
-    """Thread count and denormal handling for one CPU fit; both are restored afterwards.
-
-    * Problems with at most :data:`SINGLE_THREAD_MAX_ENTRIES` logit entries use one thread.
-    * Denormal floats are flushed to zero (``torch.set_flush_denormal``). Calibrated logits
-      that grow large (Dirichlet's weights reach ~10 on log-probabilities near -15) put many
-      softmax outputs in float32's denormal range (1e-45 .. 1e-38), where arithmetic is
-      far slower: one Dirichlet objective + gradient on 5,000 x 100 at its fitted parameters
-      takes ~100 ms with denormals and ~4 ms flushed (perf/bench_calibrators.py).
-      Flushing only replaces values below 1.2e-38 by 0, far below float32's resolution of the
-      loss and the gradients (the parameters fitted on the tests' data are identical).
-      The setting is per thread: it is fully effective on single-threaded fits, while the
-      worker threads of larger multi-threaded fits keep denormals.  On exit it is set back to
-      PyTorch's default (off).
-    """
-    if device != "cpu":
-        yield
-        return
-    import torch
-
-    threads = torch.get_num_threads()
-    if n_entries <= SINGLE_THREAD_MAX_ENTRIES and threads > 1:
-        torch.set_num_threads(1)
-    torch.set_flush_denormal(True)
-    try:
-        yield
-    finally:
-        torch.set_flush_denormal(False)
-        if torch.get_num_threads() != threads:
-            torch.set_num_threads(threads)
 
 
 def fit_scaling(
@@ -210,9 +172,10 @@ def guarded_fit_scaling(
     dev = resolve_device(device)
 
     def fit(search, precision):
-        with cpu_fit_settings(int(np.size(logits)), dev):
+        with cpu_fit_settings(int(np.size(logits)), dev, kind) as threads:
             return _fit_scaling(
-                logits, labels, kind, max_iter, search, precision, dev, l2, odir, l2_center
+                logits, labels, kind, max_iter, search, precision, dev, l2, odir, l2_center,
+                threads,
             )
 
     def value(params):
@@ -272,8 +235,9 @@ def scaling_objective(
 
 
 def _fit_scaling(
-    logits, labels, kind, max_iter, line_search, dtype, dev, l2, odir, l2_center="init"
-):
+    logits, labels, kind, max_iter, line_search, dtype, dev, l2, odir, l2_center="init",
+    threads=1,
+):  # fmt: skip
     import torch
 
     tdtype = getattr(torch, dtype)
@@ -294,7 +258,8 @@ def _fit_scaling(
         offdiag = 1.0 - torch.eye(n_classes, dtype=tdtype, device=dev)
 
     def objective():
-        loss = torch.nn.functional.cross_entropy(apply_scaling(z, params), y)
+        with data_threads(threads):  # the optimiser and the penalties: one thread
+            loss = torch.nn.functional.cross_entropy(apply_scaling(z, params), y)
         if l2 and l2_center == "zero":
             loss = loss + l2 * sum((params[k] ** 2).sum() for k in params)
         elif l2:
@@ -309,7 +274,8 @@ def _fit_scaling(
     def closure():
         opt.zero_grad()
         loss = objective()
-        loss.backward()
+        with data_threads(threads):  # the penalties' backward is elementwise
+            loss.backward()
         return loss
 
     opt.step(closure)
