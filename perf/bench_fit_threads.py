@@ -3,9 +3,12 @@
 
 For each shape (N x K, above the 2^21-entry threshold) and calibrator, one process per thread
 count fits the calibrator with ``max_iter`` LBFGS iterations on synthetic logits (seeded:
-class-dependent Gaussian logits, scale like an ImageNet network's) and prints the sha256 of the
-fitted parameters, the fit's wall and CPU seconds and the seconds per objective evaluation.
-Parameters equal across thread counts are the claim; the 1-thread row is the reference.
+class-dependent Gaussian logits) and prints the sha256 of the fitted parameters, the fit's wall
+and CPU seconds and its objective evaluations. Parameters equal across thread counts are the
+claim; the 1-thread row is the reference. With two ``--max-iter`` values (``5,25``) it also
+prints the cost of one objective evaluation (forward + backward + LBFGS step) as the
+difference of the two fits' times over the difference of their evaluations, which leaves out
+the fit's fixed costs (tensor copies, the divergence guard's float64 objective).
 
 Run (niced; one ImageNet-shaped run at a time on a shared machine):
 ``nice python perf/bench_fit_threads.py --shapes 25000x1000 --threads 1,2,4,8 --max-iter 5``
@@ -55,7 +58,7 @@ def main() -> None:
     ap.add_argument("--shapes", default="25000x1000")
     ap.add_argument("--methods", default="ms_b")
     ap.add_argument("--threads", default="1,2,4,8")
-    ap.add_argument("--max-iter", type=int, default=5)
+    ap.add_argument("--max-iter", default="5", help="LBFGS iterations; two values: marginal cost")
     ap.add_argument(
         "--src", help="calbench source folder to import instead (e.g. another checkout's src/)"
     )
@@ -64,25 +67,33 @@ def main() -> None:
     for shape in a.shapes.split(","):
         n, k = shape.split("x")
         for method in a.methods.split(","):
-            ref = None
+            refs: dict = {}
             for t in a.threads.split(","):
-                proc = subprocess.run(
-                    [sys.executable, "-c", CHILD, n, k, method, str(a.max_iter), t],
-                    capture_output=True, text=True, env=env,
-                )
-                if proc.returncode:
-                    sys.exit(proc.stderr.strip().splitlines()[-1])
-                out = proc.stdout
-                r = json.loads(out.strip().splitlines()[-1])
-                ref = ref or r["sha"]
-                per = r["wall"] / max(r["evals"], 1)
-                print(
-                    f"{shape:>11} {method:>9} threads {t:>2}: params {r['sha']} "
-                    f"{'same' if r['sha'] == ref else 'DIFFERENT'}; {r['evals']} evaluations, "
-                    f"wall {r['wall']:.2f} s ({per:.3f} s each), CPU {r['cpu']:.2f} s "
-                    f"({r['cpu'] / max(r['evals'], 1):.3f} s each)",
-                    flush=True,
-                )
+                runs = []
+                for it in a.max_iter.split(","):
+                    proc = subprocess.run(
+                        [sys.executable, "-c", CHILD, n, k, method, it, t],
+                        capture_output=True, text=True, env=env,
+                    )  # fmt: skip
+                    if proc.returncode:
+                        sys.exit(proc.stderr.strip().splitlines()[-1])
+                    r = json.loads(proc.stdout.strip().splitlines()[-1])
+                    ref = refs.setdefault(it, r["sha"])
+                    print(
+                        f"{shape:>11} {method:>9} threads {t:>2} max_iter {it:>3}: params "
+                        f"{r['sha']} {'same' if r['sha'] == ref else 'DIFFERENT'}; "
+                        f"{r['evals']} evaluations, wall {r['wall']:.2f} s, CPU {r['cpu']:.2f} s",
+                        flush=True,
+                    )
+                    runs.append(r)
+                if len(runs) == 2 and runs[1]["evals"] > runs[0]["evals"]:
+                    d = runs[1]["evals"] - runs[0]["evals"]
+                    print(
+                        f"{'':>11} {'':>9} threads {t:>2}: one evaluation "
+                        f"{(runs[1]['wall'] - runs[0]['wall']) / d:.3f} s wall, "
+                        f"{(runs[1]['cpu'] - runs[0]['cpu']) / d:.3f} CPU-s",
+                        flush=True,
+                    )
 
 
 if __name__ == "__main__":

@@ -95,15 +95,18 @@ def large_header(path, n, k):
     from numpy.lib import format as npformat
 
     buf = io.BytesIO()
-    npformat.write_array_header_1_0(
-        buf, {"descr": "<f4", "fortran_order": False, "shape": (n, k)}
-    )
+    npformat.write_array_header_1_0(buf, {"descr": "<f4", "fortran_order": False, "shape": (n, k)})
     with zipfile.ZipFile(path, "w") as zf:
         zf.writestr("logits.npy", buf.getvalue())
 
 
 def test_the_rule_uses_the_sizing_functions():
     text = RULE.read_text()
-    for needle in ("threads: calibrate_threads", "gpu=calibrate_gpu", "device=calibrate_device",
-                   "--threads {threads} --device {params.device}", "OMP_NUM_THREADS=1"):
+    for needle in (
+        "threads: calibrate_threads",
+        "gpu=calibrate_gpu",
+        "device=calibrate_device",
+        "--threads {threads} --device {params.device}",
+        "OMP_NUM_THREADS=1",
+    ):
         assert needle in text, needle
