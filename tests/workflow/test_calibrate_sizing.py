@@ -12,7 +12,12 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 SIZING = ROOT / "workflow" / "rules" / "helpers" / "sizing.smk"
 RULE = ROOT / "workflow" / "rules" / "calibrate.smk"
-SHAPES = {"cifar10": (10_000, 10), "tiny": (10_000, 200), "imagenet": (50_000, 1000)}
+SHAPES = {
+    "cifar10": (10_000, 10),
+    "tiny": (10_000, 200),
+    "many_samples": (1_000_000, 100),  # 1e8 entries, too few classes for threads
+    "imagenet": (50_000, 1000),
+}
 
 
 @pytest.fixture()
@@ -45,11 +50,12 @@ def test_size_is_read_from_the_header(sizing, tmp_path, compressed):
 
 def test_threads_and_memory_follow_n_times_k(sizing, tmp_path, monkeypatch):
     shapes = SHAPES
-    fake = lambda path: int(np.prod(shapes[path]))  # noqa: E731
-    monkeypatch.setitem(sizing.calibrate_threads.__globals__, "logits_entries", fake)
+    monkeypatch.setitem(sizing.calibrate_threads.__globals__, "logits_shape", shapes.get)
     threads = {s: sizing.calibrate_threads(None, SimpleNamespace(logits=s)) for s in shapes}
     mem = {s: sizing.calibrate_mem_mb(None, SimpleNamespace(logits=s)) for s in shapes}
-    assert threads == {"cifar10": 1, "tiny": 1, "imagenet": sizing.CALIBRATE_MAX_THREADS}
+    assert threads == {
+        "cifar10": 1, "tiny": 1, "many_samples": 1, "imagenet": sizing.CALIBRATE_MAX_THREADS
+    }  # fmt: skip
     assert mem["cifar10"] == 1010 and mem["imagenet"] == 6000
     assert mem["cifar10"] < mem["tiny"] < mem["imagenet"]
 
@@ -110,3 +116,9 @@ def test_the_rule_uses_the_sizing_functions():
         "OMP_NUM_THREADS=1",
     ):
         assert needle in text, needle
+
+
+def test_the_class_threshold_is_the_library_s(sizing):
+    from calbench.calibrators.fit_threads import MIN_THREADED_CLASSES
+
+    assert sizing.CALIBRATE_MIN_THREADED_CLASSES == MIN_THREADED_CLASSES

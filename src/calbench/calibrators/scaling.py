@@ -139,8 +139,9 @@ def fit_scaling(
 
     One ``torch.optim.LBFGS(lr=1, max_iter=max_iter, line_search_fn=line_search).step(closure)``
     call, as in the study.  Returns the fitted parameters as numpy arrays of ``dtype``.
-    On the CPU the fit runs under :func:`cpu_fit_settings` (one thread for small problems,
-    denormals flushed to zero), which changes its speed, not its arithmetic.
+    On the CPU the fit runs under :func:`~calbench.calibrators.fit_threads.cpu_fit_settings`
+    (the optimiser on one thread, the data term of large problems on several, denormals flushed
+    to zero), which changes its speed, not its arithmetic.
 
     Divergence guard (:mod:`calbench.calibrators.fit_guard`): when the fitted objective
     (evaluated in float64) is non-finite or above its value at the initial map, the fit is
@@ -172,7 +173,8 @@ def guarded_fit_scaling(
     dev = resolve_device(device)
 
     def fit(search, precision):
-        with cpu_fit_settings(int(np.size(logits)), dev, kind) as threads:
+        shape = np.shape(logits)
+        with cpu_fit_settings(int(np.prod(shape)), dev, kind, int(shape[1])) as threads:
             return _fit_scaling(
                 logits, labels, kind, max_iter, search, precision, dev, l2, odir, l2_center,
                 threads,

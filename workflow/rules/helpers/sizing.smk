@@ -17,6 +17,9 @@ CALIBRATE_ONE_THREAD_ENTRIES = 1 << 22
 #: entries per further thread above that, and the most threads one job asks for
 CALIBRATE_ENTRIES_PER_THREAD = 1 << 22
 CALIBRATE_MAX_THREADS = 8
+#: fewest classes with which the scaling fits use threads at all
+#: (calbench.calibrators.fit_threads.MIN_THREADED_CLASSES): below it a job gets one thread
+CALIBRATE_MIN_THREADED_CLASSES = 300
 #: logit entries (N x K) from which a calibrate job fits its torch-based calibrators on a GPU
 #: when the workflow has one: ImageNet-sized (50k x 1000 = 5e7; 2^24 = 1.7e7). Below it a
 #: fit's kernels are too small to gain from a GPU more than the ~2 s a process takes to start
@@ -29,8 +32,8 @@ CALIBRATE_BASE_MB = 1000
 CALIBRATE_BYTES_PER_ENTRY = 100
 
 
-def logits_entries(path):
-    """N x K of the ``logits`` array of an .npz, from its header (no array data is read);
+def logits_shape(path):
+    """(N, K) of the ``logits`` array of an .npz, from its header (no array data is read);
     ``None`` when the file does not exist yet (the DAG is built before cache_logits runs) or its
     header cannot be read (the job itself then reports the problem)."""
     import zipfile
@@ -46,7 +49,13 @@ def logits_entries(path):
         return None
     if len(shape) != 2 or not all(isinstance(d, int) and d >= 0 for d in shape):
         return None
-    return shape[0] * shape[1]
+    return shape
+
+
+def logits_entries(path):
+    """N x K of the ``logits`` array of an .npz (logits_shape); ``None`` when unknown."""
+    shape = logits_shape(path)
+    return None if shape is None else shape[0] * shape[1]
 
 
 def calibrate_gpu(wildcards, input):
@@ -65,10 +74,14 @@ def calibrate_device(wildcards, resources):
 def calibrate_threads(wildcards, input):
     """Threads of a calibrate job: 1 up to CALIBRATE_ONE_THREAD_ENTRIES logit entries, one more
     per CALIBRATE_ENTRIES_PER_THREAD above, at most CALIBRATE_MAX_THREADS (Snakemake caps it at
-    --cores); 1 for a job on the GPU (calibrate_gpu), whose CPU work is single-threaded.
-    Unknown size (logits not made yet): 1."""
-    entries = logits_entries(input.logits)
-    if entries is None or entries <= CALIBRATE_ONE_THREAD_ENTRIES:
+    --cores); 1 for a job on the GPU (calibrate_gpu), whose CPU work is single-threaded, and
+    for fewer than CALIBRATE_MIN_THREADED_CLASSES classes. Unknown size (logits not made
+    yet): 1."""
+    shape = logits_shape(input.logits)
+    if shape is None or shape[1] < CALIBRATE_MIN_THREADED_CLASSES:
+        return 1
+    entries = shape[0] * shape[1]
+    if entries <= CALIBRATE_ONE_THREAD_ENTRIES:
         return 1
     if calibrate_gpu(wildcards, input):
         return 1
