@@ -18,7 +18,8 @@ name       map ``g(z)``                               parameters (initial value)
 
 Defaults reproduce the study: ``torch.optim.LBFGS(lr=1.0, max_iter=1000)`` with PyTorch defaults
 otherwise (no line search), one ``step(closure)`` call, float32 tensors, no regularisation,
-CUDA when available.  Options: ``line_search="strong_wolfe"``, ``max_iter``, ``dtype="float64"``,
+device ``"auto"`` (``calbench calibrate --device``, cpu by default; else CUDA when
+available).  Options: ``line_search="strong_wolfe"``, ``max_iter``, ``dtype="float64"``,
 ``device``, an L2 penalty ``l2 * sum((theta - theta_init)**2)`` on the deviation from the
 initial (identity) map, and for ``ms_b`` the Off-Diagonal and Intercept Regularisation (ODIR) of
 Kull et al. 2019, "Beyond temperature scaling" (NeurIPS), section 4:
