@@ -66,8 +66,9 @@ def cpu_fit_settings(
       loss and the gradients (the parameters fitted on the tests' data are identical).
       The setting is per thread, so a multi-threaded data term sets it on its OpenMP worker
       threads too (:func:`_flush_denormal_everywhere`), or runs on one thread where the OpenMP
-      runtime cannot be reached: a worker that kept denormals computes other bits for the rows
-      it handles (measured: ms_b on sharp logits, 3 threads against 1).
+      runtime cannot be reached: a worker that kept denormals would compute other bits where a
+      gradient entry sums only denormal terms (on the tests' sharp logits, with hundreds of
+      denormal softmax terms, the bits happen to agree either way; the flush makes it sure).
       On exit it is set back to PyTorch's default (off), on the workers too.
 
     Off the CPU it does nothing and yields 1.
