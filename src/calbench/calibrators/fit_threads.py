@@ -10,8 +10,9 @@ maps (the matrix products ``z @ W`` and ``z^T @ G``, the row-wise log-softmax, t
 over samples of the bias and vector gradients) split their work by output element, each
 computed whole by one thread, as long as there are enough classes per thread: with 1,000
 classes their results are the same on 1 to 16 threads, and so are they with 300 to 1,500
-classes on 2,700 to 60,000 samples; with 200 classes they differ on 8 threads, with 100 on 4,
-with 20 on 3 (MKL and ATen then split the sum over samples too). Hence:
+classes on 2,700 and 25,000 samples and 300 to 1,000 on 60,000; with 200 classes they differ
+on 8 threads, with 100 on 4, with 20 on 3 (MKL and ATen then split the sum over samples too).
+Hence:
 
 * the optimiser and the penalty terms always run on one thread;
 * only the data term (forward and backward) of a fit with more than
