@@ -22,6 +22,7 @@ import sys
 import tempfile
 from pathlib import Path
 
+from calbench._device import chosen_device
 from calbench.io import atomic_write_bytes, atomic_write_text, file_digest
 from calbench.metrics import METRICS
 from calbench.plugin_inputs import code_digest as plugin_code_digest
@@ -59,7 +60,8 @@ def reuse_digest(key: str, spec: dict, meta: dict, split_digest: str, code_diges
     """The digest under which ``calibrate`` keeps calibrator ``key``'s files: everything its
     JSON, metrics CSV and diagram depend on (the spec's entry for ``key``, its evaluation and
     plot sections, the logits and their order, the split file, the names in the CSV, the
-    library's code and the numeric libraries' versions, the thread setting)."""
+    library's code and the numeric libraries' versions, the thread setting, the device of the
+    torch-based fits chosen by ``--device``)."""
     record = {
         "key": key,
         "entry": spec["calibrators"][key],
@@ -70,6 +72,7 @@ def reuse_digest(key: str, spec: dict, meta: dict, split_digest: str, code_diges
         "split": split_digest,
         "code": code_digest,
         "threads": os.environ.get("OMP_NUM_THREADS"),
+        "device": chosen_device(),
     }
     # a plug-in's code (the calibrator's, the evaluated metrics') is not calbench's: its digest
     plugins = plugin_code_digest(

@@ -164,7 +164,7 @@ def test_options_are_validated():
 def test_cpu_fit_settings_are_scoped_and_restored():
     import torch
 
-    from calbench.calibrators.scaling import SINGLE_THREAD_MAX_ENTRIES, cpu_fit_settings
+    from calbench.calibrators.fit_threads import SINGLE_THREAD_MAX_ENTRIES, cpu_fit_settings
 
     before = torch.get_num_threads()
     torch.set_num_threads(2)
@@ -175,8 +175,9 @@ def test_cpu_fit_settings_are_scoped_and_restored():
             assert float(tiny * 1.0) == 0.0  # flushed to zero
         assert torch.get_num_threads() == 2
         assert float(tiny * 1.0) > 0.0
-        with cpu_fit_settings(SINGLE_THREAD_MAX_ENTRIES + 1, "cpu"):
-            assert torch.get_num_threads() == 2  # large problems keep the caller's threads
+        with cpu_fit_settings(SINGLE_THREAD_MAX_ENTRIES + 1, "cpu", "ms_b", 1000) as data:
+            # large problems: the optimiser on one thread, the data term on the caller's
+            assert torch.get_num_threads() == 1 and data == 2
         with pytest.raises(RuntimeError), cpu_fit_settings(10, "cpu"):
             raise RuntimeError("boom")
         assert torch.get_num_threads() == 2 and float(tiny * 1.0) > 0.0

@@ -1,4 +1,4 @@
-"""Threads and memory of a calibrate job follow its logits' size (workflow/rules/helpers/
+"""Threads, memory and GPU of a calibrate job follow its logits' size (workflow/rules/helpers/
 sizing.smk), read from the .npz header without loading the array."""
 
 from __future__ import annotations
@@ -9,14 +9,31 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-SIZING = Path(__file__).resolve().parents[2] / "workflow" / "rules" / "helpers" / "sizing.smk"
+ROOT = Path(__file__).resolve().parents[2]
+SIZING = ROOT / "workflow" / "rules" / "helpers" / "sizing.smk"
+RULE = ROOT / "workflow" / "rules" / "calibrate.smk"
+SHAPES = {
+    "cifar10": (10_000, 10),
+    "tiny": (10_000, 200),
+    "many_samples": (1_000_000, 100),  # 1e8 entries, too few classes for threads
+    "imagenet": (50_000, 1000),
+}
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture()
 def sizing():
-    ns: dict = {}
+    # GPUS as rules/common.smk sets it on a machine without nvidia-smi
+    ns: dict = {"GPUS": 0}
     exec(compile(SIZING.read_text(), str(SIZING), "exec"), ns)  # plain Python: functions only
     return SimpleNamespace(**ns)
+
+
+def _plan(sizing, shape_of):
+    """threads, gpu and --device of a calibrate job as the rule computes them."""
+    inp = SimpleNamespace(logits=shape_of)
+    gpu = sizing.calibrate_gpu(None, inp)
+    device = sizing.calibrate_device(None, SimpleNamespace(gpu=gpu))
+    return sizing.calibrate_threads(None, inp), gpu, device
 
 
 def _logits(path, n, k, compressed=False):
@@ -32,12 +49,13 @@ def test_size_is_read_from_the_header(sizing, tmp_path, compressed):
 
 
 def test_threads_and_memory_follow_n_times_k(sizing, tmp_path, monkeypatch):
-    shapes = {"cifar10": (10_000, 10), "tiny": (10_000, 200), "imagenet": (50_000, 1000)}
-    fake = lambda path: int(np.prod(shapes[path]))  # noqa: E731
-    monkeypatch.setitem(sizing.calibrate_threads.__globals__, "logits_entries", fake)
+    shapes = SHAPES
+    monkeypatch.setitem(sizing.calibrate_threads.__globals__, "logits_shape", shapes.get)
     threads = {s: sizing.calibrate_threads(None, SimpleNamespace(logits=s)) for s in shapes}
     mem = {s: sizing.calibrate_mem_mb(None, SimpleNamespace(logits=s)) for s in shapes}
-    assert threads == {"cifar10": 1, "tiny": 1, "imagenet": sizing.CALIBRATE_MAX_THREADS}
+    assert threads == {
+        "cifar10": 1, "tiny": 1, "many_samples": 1, "imagenet": sizing.CALIBRATE_MAX_THREADS
+    }  # fmt: skip
     assert mem["cifar10"] == 1010 and mem["imagenet"] == 6000
     assert mem["cifar10"] < mem["tiny"] < mem["imagenet"]
 
@@ -49,3 +67,58 @@ def test_unknown_size_gives_the_defaults(sizing, tmp_path):
     for inp in (missing, bad):
         assert sizing.calibrate_threads(None, inp) == 1
         assert sizing.calibrate_mem_mb(None, inp) == 4000
+        assert sizing.calibrate_gpu(None, inp) == 0
+
+
+def test_plan_from_the_npz_header_without_a_gpu(sizing, tmp_path):
+    """On a machine without nvidia-smi (GPUS = 0) every job runs on the CPU, --device cpu; an
+    ImageNet-sized one gets sized threads (its header says 50k x 1000; the data is not read)."""
+    small = _logits(tmp_path / "small.npz", 10_000, 10).logits
+    large = tmp_path / "large.npz"
+    large_header(large, 50_000, 1000)
+    assert _plan(sizing, small) == (1, 0, "cpu")
+    assert _plan(sizing, str(large)) == (sizing.CALIBRATE_MAX_THREADS, 0, "cpu")
+
+
+def test_plan_with_a_gpu_holds_it_for_large_jobs_only(sizing, tmp_path):
+    sizing.calibrate_gpu.__globals__["GPUS"] = 1
+    small = _logits(tmp_path / "small.npz", 10_000, 200).logits
+    large = tmp_path / "large.npz"
+    large_header(large, 50_000, 1000)
+    assert _plan(sizing, small) == (1, 0, "cpu")
+    assert _plan(sizing, str(large)) == (1, 1, "cuda")
+    # a profile's set-resources gpu: 1 makes any job pass --device cuda, gpu: 0 --device cpu
+    assert sizing.calibrate_device(None, SimpleNamespace(gpu=1)) == "cuda"
+    assert sizing.calibrate_device(None, SimpleNamespace(gpu=0)) == "cpu"
+
+
+def large_header(path, n, k):
+    """An .npz whose logits.npy holds only the header of an (n, k) float32 array: the sizing
+    functions read nothing else (a 200 MB array is not written)."""
+    import io
+    import zipfile
+
+    from numpy.lib import format as npformat
+
+    buf = io.BytesIO()
+    npformat.write_array_header_1_0(buf, {"descr": "<f4", "fortran_order": False, "shape": (n, k)})
+    with zipfile.ZipFile(path, "w") as zf:
+        zf.writestr("logits.npy", buf.getvalue())
+
+
+def test_the_rule_uses_the_sizing_functions():
+    text = RULE.read_text()
+    for needle in (
+        "threads: calibrate_threads",
+        "gpu=calibrate_gpu",
+        "device=calibrate_device",
+        "--threads {threads} --device {params.device}",
+        "OMP_NUM_THREADS=1",
+    ):
+        assert needle in text, needle
+
+
+def test_the_class_threshold_is_the_library_s(sizing):
+    from calbench.calibrators.fit_threads import MIN_THREADED_CLASSES
+
+    assert sizing.CALIBRATE_MIN_THREADED_CLASSES == MIN_THREADED_CLASSES

@@ -36,20 +36,28 @@ rule calibrate:
         "logs/calibrate/{dataset}/{model}.log",
     benchmark:
         "benchmarks/calibrate/{dataset}/{model}.tsv"
-    # one thread: M-scaling-b on more than 2^21 entries gives other float32 bits on 2 threads
-    # than on 1 (measured on 25k x 1000); calibrate_threads (helpers/sizing.smk) sizes it by N x K
-    threads: 1
+    # threads and GPU sized by N x K (helpers/sizing.smk): only the scaling fits' matrix
+    # products use the threads (calbench calibrate --threads; OMP_NUM_THREADS=1 keeps numpy's
+    # and torch's other work on one), and their results are the same on any number of threads,
+    # so the outputs do not depend on --cores. A large job on a machine with a GPU (GPUS,
+    # common.smk) holds it and fits there (--device cuda: results within float32 tolerance of
+    # the CPU's, not bit for bit); every other job says --device cpu.
+    threads: calibrate_threads
     resources:
         mem_mb=calibrate_mem_mb,
         runtime=60,
+        gpu=calibrate_gpu,
+    params:
+        device=calibrate_device,
     conda:
         "../../envs/calbench.yaml"
     # THP_MEM_ALLOC_ENABLE: torch's CPU allocator backs large tensors with transparent huge
     # pages where the kernel offers them (madvise mode): M-scaling-b on 25k x 1000 logits took
     # 49 k minor page faults instead of 1.25 M, outputs byte-identical; ignored elsewhere
     shell:
-        "OMP_NUM_THREADS={threads} THP_MEM_ALLOC_ENABLE=1 calbench calibrate --logits {input.logits} --split {input.split}"
-        " --spec @{input.spec} --threads {threads}"
+        "OMP_NUM_THREADS=1 THP_MEM_ALLOC_ENABLE=1 calbench calibrate --logits {input.logits}"
+        " --split {input.split} --spec @{input.spec}"
+        " --threads {threads} --device {params.device}"
         " --calibrators-dir results/calibrators/{wildcards.dataset}/{wildcards.model}"
         " --metrics-dir results/metrics/{wildcards.dataset}/{wildcards.model}"
         " --plots-dir results/plots/{wildcards.dataset}/{wildcards.model}"

@@ -18,7 +18,8 @@ name       map ``g(z)``                               parameters (initial value)
 
 Defaults reproduce the study: ``torch.optim.LBFGS(lr=1.0, max_iter=1000)`` with PyTorch defaults
 otherwise (no line search), one ``step(closure)`` call, float32 tensors, no regularisation,
-CUDA when available.  Options: ``line_search="strong_wolfe"``, ``max_iter``, ``dtype="float64"``,
+device ``"auto"`` (``calbench calibrate --device``, cpu by default; else CUDA when
+available).  Options: ``line_search="strong_wolfe"``, ``max_iter``, ``dtype="float64"``,
 ``device``, an L2 penalty ``l2 * sum((theta - theta_init)**2)`` on the deviation from the
 initial (identity) map, and for ``ms_b`` the Off-Diagonal and Intercept Regularisation (ODIR) of
 Kull et al. 2019, "Beyond temperature scaling" (NeurIPS), section 4:
@@ -37,8 +38,6 @@ precision of the LBFGS fit, ``precision`` that of the calibrated probabilities.
 
 from __future__ import annotations
 
-import contextlib
-from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
@@ -48,6 +47,7 @@ from calbench._device import resolve_device
 from calbench._torch import eager_optimizers
 from calbench.calibrators.base import Calibrator, Field, register
 from calbench.calibrators.fit_guard import describe, diverged, fail, warn_refit
+from calbench.calibrators.fit_threads import cpu_fit_settings, data_threads
 from calbench.calibrators.precision import check_precision, softmax32
 from calbench.functional import softmax
 
@@ -61,10 +61,6 @@ PARAMETERISATIONS: dict[str, dict[str, str]] = {
 }
 
 _DTYPES = ("float32", "float64")
-#: CPU fits whose logit array has at most this many entries run on one intra-op thread: an
-#: objective evaluation then takes about a millisecond, and splitting it across threads costs
-#: more than it saves (up to 20x slower on a loaded machine).
-SINGLE_THREAD_MAX_ENTRIES = 1 << 21
 _LINE_SEARCHES = (None, "strong_wolfe")
 
 
@@ -118,39 +114,6 @@ def _check_options(line_search, max_iter, dtype, l2, odir) -> None:
             )
 
 
-@contextlib.contextmanager
-def cpu_fit_settings(n_entries: int, device: str) -> Iterator[None]:
-    """Thread count and denormal handling for one CPU fit; both are restored afterwards.
-
-    * Problems with at most :data:`SINGLE_THREAD_MAX_ENTRIES` logit entries use one thread.
-    * Denormal floats are flushed to zero (``torch.set_flush_denormal``). Calibrated logits
-      that grow large (Dirichlet's weights reach ~10 on log-probabilities near -15) put many
-      softmax outputs in float32's denormal range (1e-45 .. 1e-38), where arithmetic is
-      far slower: one Dirichlet objective + gradient on 5,000 x 100 at its fitted parameters
-      takes ~100 ms with denormals and ~4 ms flushed (perf/bench_calibrators.py).
-      Flushing only replaces values below 1.2e-38 by 0, far below float32's resolution of the
-      loss and the gradients (the parameters fitted on the tests' data are identical).
-      The setting is per thread: it is fully effective on single-threaded fits, while the
-      worker threads of larger multi-threaded fits keep denormals.  On exit it is set back to
-      PyTorch's default (off).
-    """
-    if device != "cpu":
-        yield
-        return
-    import torch
-
-    threads = torch.get_num_threads()
-    if n_entries <= SINGLE_THREAD_MAX_ENTRIES and threads > 1:
-        torch.set_num_threads(1)
-    torch.set_flush_denormal(True)
-    try:
-        yield
-    finally:
-        torch.set_flush_denormal(False)
-        if torch.get_num_threads() != threads:
-            torch.set_num_threads(threads)
-
-
 def fit_scaling(
     logits: np.ndarray,
     labels: np.ndarray,
@@ -177,8 +140,9 @@ def fit_scaling(
 
     One ``torch.optim.LBFGS(lr=1, max_iter=max_iter, line_search_fn=line_search).step(closure)``
     call, as in the study.  Returns the fitted parameters as numpy arrays of ``dtype``.
-    On the CPU the fit runs under :func:`cpu_fit_settings` (one thread for small problems,
-    denormals flushed to zero), which changes its speed, not its arithmetic.
+    On the CPU the fit runs under :func:`~calbench.calibrators.fit_threads.cpu_fit_settings`
+    (the optimiser on one thread, the data term of large problems on several, denormals flushed
+    to zero), which changes its speed, not its arithmetic.
 
     Divergence guard (:mod:`calbench.calibrators.fit_guard`): when the fitted objective
     (evaluated in float64) is non-finite or above its value at the initial map, the fit is
@@ -210,9 +174,11 @@ def guarded_fit_scaling(
     dev = resolve_device(device)
 
     def fit(search, precision):
-        with cpu_fit_settings(int(np.size(logits)), dev):
+        shape = np.shape(logits)
+        with cpu_fit_settings(int(np.prod(shape)), dev, kind, int(shape[1])) as threads:
             return _fit_scaling(
-                logits, labels, kind, max_iter, search, precision, dev, l2, odir, l2_center
+                logits, labels, kind, max_iter, search, precision, dev, l2, odir, l2_center,
+                threads,
             )
 
     def value(params):
@@ -272,8 +238,9 @@ def scaling_objective(
 
 
 def _fit_scaling(
-    logits, labels, kind, max_iter, line_search, dtype, dev, l2, odir, l2_center="init"
-):
+    logits, labels, kind, max_iter, line_search, dtype, dev, l2, odir, l2_center="init",
+    threads=1,
+):  # fmt: skip
     import torch
 
     tdtype = getattr(torch, dtype)
@@ -294,7 +261,8 @@ def _fit_scaling(
         offdiag = 1.0 - torch.eye(n_classes, dtype=tdtype, device=dev)
 
     def objective():
-        loss = torch.nn.functional.cross_entropy(apply_scaling(z, params), y)
+        with data_threads(threads):  # the optimiser and the penalties: one thread
+            loss = torch.nn.functional.cross_entropy(apply_scaling(z, params), y)
         if l2 and l2_center == "zero":
             loss = loss + l2 * sum((params[k] ** 2).sum() for k in params)
         elif l2:
@@ -309,7 +277,8 @@ def _fit_scaling(
     def closure():
         opt.zero_grad()
         loss = objective()
-        loss.backward()
+        with data_threads(threads):  # the penalties' backward is elementwise
+            loss.backward()
         return loss
 
     opt.step(closure)

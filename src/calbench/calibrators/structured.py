@@ -43,8 +43,8 @@ import numpy as np
 
 from calbench.calibrators.base import Calibrator, Field, register
 from calbench.calibrators.fit_guard import describe, diverged, fail
+from calbench.calibrators.fit_threads import SINGLE_THREAD_MAX_ENTRIES
 from calbench.calibrators.precision import check_precision
-from calbench.calibrators.scaling import SINGLE_THREAD_MAX_ENTRIES
 from calbench.functional import (  # noqa: E402  (shared with metrics.refinement)
     LOG_TINY32,
     fit_inverse_temperature,

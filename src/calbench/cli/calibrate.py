@@ -18,7 +18,6 @@ from calbench.cli._args import (
     parse_json_arg,
     parse_list,
     plot_options,
-    set_threads,
     text_arg,
     writes,
 )
@@ -29,7 +28,7 @@ def _cmd_calibrate(args: argparse.Namespace) -> int:
 
     spec = parse_json_arg(args.spec, "--spec")
     check_display_names(spec)
-    set_threads(args.threads, torch_now=False)  # before a scaling fit imports torch
+    _fit_settings(args)
     calibrate(
         args.logits,
         args.split,
@@ -50,7 +49,7 @@ def _cmd_fit(args: argparse.Namespace) -> int:
     from calbench.evaluation import fit_calibrator  # lazy: cli start-up
 
     params = parse_json_arg(args.params, "--params")
-    set_threads(args.threads, torch_now=False)  # before a scaling fit imports torch
+    _fit_settings(args)
     fit_calibrator(
         args.logits,
         args.split,
@@ -90,6 +89,7 @@ def _cmd_evaluate(args: argparse.Namespace) -> int:
 def _cmd_compare(args: argparse.Namespace) -> int:
     from calbench.evaluation import compare  # lazy: cli start-up
 
+    _fit_settings(args)  # the cross-fitted selection refits the calibrators
     compare(
         args.logits,
         args.split,
@@ -107,6 +107,34 @@ def _cmd_compare(args: argparse.Namespace) -> int:
         allow_other_logits=args.allow_other_logits,
     )
     return 0
+
+
+def _fit_settings(args: argparse.Namespace) -> None:
+    """``--device`` and ``--threads`` of the verbs that fit calibrators, before a fit imports
+    torch (:func:`calbench._device.use_device`, :func:`calbench._device.set_fit_threads`)."""
+    from calbench._device import set_fit_threads, use_device  # lazy: cli start-up
+
+    use_device(args.device)
+    set_fit_threads(args.threads)
+
+
+def _fit_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--threads",
+        type=int,
+        default=None,
+        help="CPU threads of the matrix products of the vs, vs_b, ms_b and dirichlet fits on "
+        "more than 2^21 logit entries; everything else runs on one thread, and the outputs are "
+        "the same for any value (default: torch's choice)",
+    )
+    p.add_argument(
+        "--device",
+        choices=("cpu", "cuda", "auto"),
+        default="cpu",
+        help="device of the torch-based calibrators whose params name none (device 'auto'): "
+        "cpu (default: reproducible bit for bit), cuda (a GPU; results agree with the CPU's "
+        "within float32 tolerance, not bit for bit) or auto (cuda when a GPU is available)",
+    )
 
 
 def _calibrate_files(args: argparse.Namespace) -> list[tuple[str, str]]:
@@ -158,7 +186,7 @@ def register(sub) -> None:
         help="@file.json with calibrators, evaluation, compare and plots sections "
         "(calbench.evaluation.CALIBRATE_SPEC; the workflow writes it under results/specs/)",
     )
-    p.add_argument("--threads", type=int, default=None, help="CPU threads for torch-based fits")
+    _fit_options(p)
     p.add_argument("--calibrators-dir", required=True, help="folder of the calibrator JSONs")
     p.add_argument("--metrics-dir", required=True, help="folder of the metric CSVs")
     p.add_argument("--plots-dir", required=True, help="folder of the diagrams and grid.png")
@@ -183,7 +211,7 @@ def register(sub) -> None:
     add_logits_split(p)
     p.add_argument("--method", required=True, help="registry name (calbench.calibrators.REGISTRY)")
     p.add_argument("--params", default="{}", help="hyperparameters as a JSON object (or @file)")
-    p.add_argument("--threads", type=int, default=None, help="CPU threads for torch-based fits")
+    _fit_options(p)
     p.add_argument(
         "--allow-probabilities",
         action="store_true",
@@ -249,6 +277,7 @@ def register(sub) -> None:
         help="comma-separated calibrators left out of the selection's candidates (cost)",
     )
     _bootstrap(p, 1000)
+    _fit_options(p)
     add_allow_other_logits(p)
     p.add_argument("--out", required=True, help="comparison .csv to write")
     writes(p, "--out")

@@ -1,13 +1,14 @@
-# Sizing of the calibrate jobs (workflow/rules/calibrate.smk): memory (and, if the rule uses
-# calibrate_threads, threads) follow the model's logits, N x K, read from the .npz's array header
-# without loading the array. A 10k x 10 CIFAR-10 job stays at one thread next to its
-# neighbours, an ImageNet 50k x 1000 job would get the cores its matrix products use; `--cores`
-# still caps every job (Snakemake lowers a job's threads to it). The rule keeps one thread for
-# now: torch's float32 M-scaling-b fit on more than 2^21 entries gives other bits on 2 threads
-# than on 1, so sized threads would make its outputs depend on --cores (perf/
-# bench_coursework_logits.py simulates the makespan both ways). Snakemake evaluates these
-# functions again once a job's inputs exist, before it schedules the job. Functions only, kept
-# apart from the rules as Snakemake's linter asks.
+# Sizing of the calibrate jobs (workflow/rules/calibrate.smk): threads, memory and the GPU
+# follow the model's logits, N x K, read from the .npz's array header without loading the
+# array. A 10k x 10 CIFAR-10 job stays at one thread next to its neighbours; an ImageNet
+# 50k x 1000 job gets the cores its matrix products use (`--cores` still caps every job:
+# Snakemake lowers a job's threads to it), or, when the workflow has a GPU (GPUS,
+# rules/common.smk), one GPU and one thread. The outputs do not depend on the thread count
+# (calbench.calibrators.fit_threads: only the scaling fits' matrix products are multi-threaded,
+# and those are thread-count invariant); on the GPU they agree with the CPU's within float32
+# tolerance (docs/reproducibility.md). Snakemake evaluates these functions again once a job's
+# inputs exist, before it schedules the job. Functions only, kept apart from the rules as
+# Snakemake's linter asks.
 
 #: logit entries (N x K) up to which a calibrate job runs on one thread: calbench's scaling fits
 #: use one thread up to 2^21 entries of their validation half anyway
@@ -16,6 +17,14 @@ CALIBRATE_ONE_THREAD_ENTRIES = 1 << 22
 #: entries per further thread above that, and the most threads one job asks for
 CALIBRATE_ENTRIES_PER_THREAD = 1 << 22
 CALIBRATE_MAX_THREADS = 8
+#: fewest classes with which the scaling fits use threads at all
+#: (calbench.calibrators.fit_threads.MIN_THREADED_CLASSES): below it a job gets one thread
+CALIBRATE_MIN_THREADED_CLASSES = 300
+#: logit entries (N x K) from which a calibrate job fits its torch-based calibrators on a GPU
+#: when the workflow has one: ImageNet-sized (50k x 1000 = 5e7; 2^24 = 1.7e7). Below it a
+#: fit's kernels are too small to gain from a GPU more than the ~2 s a process takes to start
+#: CUDA, and the CPU's results are bit-for-bit reproducible.
+CALIBRATE_GPU_MIN_ENTRIES = 1 << 24
 #: memory of a calibrate job: start-up (python, numpy, torch, matplotlib: ~850 MB measured on
 #: 10k x 10) plus bytes per logit entry (float64 probabilities of both halves and per-calibrator
 #: copies: ~100 bytes per entry)
@@ -23,8 +32,8 @@ CALIBRATE_BASE_MB = 1000
 CALIBRATE_BYTES_PER_ENTRY = 100
 
 
-def logits_entries(path):
-    """N x K of the ``logits`` array of an .npz, from its header (no array data is read);
+def logits_shape(path):
+    """(N, K) of the ``logits`` array of an .npz, from its header (no array data is read);
     ``None`` when the file does not exist yet (the DAG is built before cache_logits runs) or its
     header cannot be read (the job itself then reports the problem)."""
     import zipfile
@@ -40,15 +49,41 @@ def logits_entries(path):
         return None
     if len(shape) != 2 or not all(isinstance(d, int) and d >= 0 for d in shape):
         return None
-    return shape[0] * shape[1]
+    return shape
+
+
+def logits_entries(path):
+    """N x K of the ``logits`` array of an .npz (logits_shape); ``None`` when unknown."""
+    shape = logits_shape(path)
+    return None if shape is None else shape[0] * shape[1]
+
+
+def calibrate_gpu(wildcards, input):
+    """GPUs of a calibrate job: 1 when the workflow has a GPU (GPUS) and the logits have at
+    least CALIBRATE_GPU_MIN_ENTRIES entries, else 0 (unknown size: 0)."""
+    entries = logits_entries(input.logits)
+    return int(bool(GPUS) and entries is not None and entries >= CALIBRATE_GPU_MIN_ENTRIES)
+
+
+def calibrate_device(wildcards, resources):
+    """``calbench calibrate --device`` of a job: cuda when it holds a GPU (its gpu resource, as
+    calibrate_gpu or a profile's set-resources gave it), else cpu."""
+    return "cuda" if getattr(resources, "gpu", 0) else "cpu"
 
 
 def calibrate_threads(wildcards, input):
     """Threads of a calibrate job: 1 up to CALIBRATE_ONE_THREAD_ENTRIES logit entries, one more
     per CALIBRATE_ENTRIES_PER_THREAD above, at most CALIBRATE_MAX_THREADS (Snakemake caps it at
-    --cores). Unknown size (logits not made yet): 1."""
-    entries = logits_entries(input.logits)
-    if entries is None or entries <= CALIBRATE_ONE_THREAD_ENTRIES:
+    --cores); 1 for a job on the GPU (calibrate_gpu), whose CPU work is single-threaded, and
+    for fewer than CALIBRATE_MIN_THREADED_CLASSES classes. Unknown size (logits not made
+    yet): 1."""
+    shape = logits_shape(input.logits)
+    if shape is None or shape[1] < CALIBRATE_MIN_THREADED_CLASSES:
+        return 1
+    entries = shape[0] * shape[1]
+    if entries <= CALIBRATE_ONE_THREAD_ENTRIES:
+        return 1
+    if calibrate_gpu(wildcards, input):
         return 1
     extra = -(-(entries - CALIBRATE_ONE_THREAD_ENTRIES) // CALIBRATE_ENTRIES_PER_THREAD)
     return min(CALIBRATE_MAX_THREADS, 1 + extra)
