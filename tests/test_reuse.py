@@ -39,12 +39,12 @@ def data(tmp_path_factory):
     return d
 
 
-def _calibrate(data, out, reuse=None):
+def _calibrate(data, out, reuse=None, spec=None):
     from calbench.cli import main
 
     return main([str(a) for a in [
         "calibrate", "--logits", data / "logits.npz", "--split", data / "split.npz",
-        "--spec", f"@{data / 'spec.json'}", "--calibrators-dir", out / "cal",
+        "--spec", f"@{spec or data / 'spec.json'}", "--calibrators-dir", out / "cal",
         "--metrics-dir", out / "met", "--plots-dir", out / "plot", "--compare", out / "cmp.csv",
         *(["--reuse-dir", reuse] if reuse is not None else []),
     ]])  # fmt: skip
@@ -56,18 +56,24 @@ def _outputs(out):
 
 @pytest.fixture
 def kept(data, tmp_path, monkeypatch):
-    """A filled cache, the reference outputs of a run without it, and a log of ts fits on the
-    whole validation half (the cross-fitted selection's fold fits are not counted)."""
+    """A filled cache, the reference outputs of a run without it, a log of ts fits on the
+    whole validation half and one of its fits on the selection's folds."""
     from calbench.calibrators import REGISTRY
 
     reuse = tmp_path / "kept"
     assert _calibrate(data, tmp_path / "first", reuse) == 0
     assert _calibrate(data, tmp_path / "plain") == 0
-    fits = []
+    fits, fold_fits = [], []
     real = REGISTRY["ts"].fit
-    monkeypatch.setattr(REGISTRY["ts"], "fit", lambda self, z, *a, **k: fits.extend([1] * (len(z) == N // 2)) or real(self, z, *a, **k))
+
+    def fit(self, z, *a, **k):
+        (fits if len(z) == N // 2 else fold_fits).append(1)
+        return real(self, z, *a, **k)
+
+    monkeypatch.setattr(REGISTRY["ts"], "fit", fit)
     entry = next((reuse / "ts").iterdir())
-    return {"reuse": reuse, "entry": entry, "fits": fits, "plain": _outputs(tmp_path / "plain")}
+    return {"reuse": reuse, "entry": entry, "fits": fits, "fold_fits": fold_fits,
+            "plain": _outputs(tmp_path / "plain")}  # fmt: skip
 
 
 def test_an_entry_is_stored_with_the_digest_of_each_file(kept):
@@ -82,8 +88,41 @@ def test_an_entry_is_stored_with_the_digest_of_each_file(kept):
 
 def test_an_intact_entry_is_reused(data, tmp_path, kept):
     assert _calibrate(data, tmp_path / "again", kept["reuse"]) == 0
-    assert kept["fits"] == []
+    assert kept["fits"] == [] and kept["fold_fits"] == []  # nor refitted on the folds
     assert _outputs(tmp_path / "again") == kept["plain"]
+
+
+def test_adding_a_calibrator_fits_only_it_also_on_the_selection_folds(data, tmp_path, kept):
+    """The kept selection record: ts's held-out scores come from the cache, the new
+    calibrator is fitted on the folds, and every output equals a run without the cache."""
+    spec = json.loads(json.dumps(SPEC))
+    spec["calibrators"]["iso"] = {"method": "iso", "params": {}, "display": "Isotonic"}
+    (tmp_path / "spec2.json").write_text(json.dumps(spec))
+    assert _calibrate(data, tmp_path / "plain2", spec=tmp_path / "spec2.json") == 0
+    kept["fits"].clear(), kept["fold_fits"].clear()
+    assert _calibrate(data, tmp_path / "added", kept["reuse"], spec=tmp_path / "spec2.json") == 0
+    assert kept["fits"] == [] and kept["fold_fits"] == []
+    assert _outputs(tmp_path / "added") == _outputs(tmp_path / "plain2")
+    record = json.loads((next((kept["reuse"] / "iso").iterdir()) / "selection.json").read_text())
+    assert set(record["result"]) == {"ece_ub"} and record["settings"]["folds"] == 3
+
+
+@pytest.mark.parametrize("change", ["score", "settings"])
+def test_a_selection_record_that_fails_its_seal_or_settings_is_refitted(data, tmp_path, kept, change):
+    path = kept["entry"] / "selection.json"
+    record = json.loads(path.read_text())
+    if change == "score":  # ts made to look best: the seal no longer matches
+        record["result"]["ece_ub"] = -1.0
+    else:  # a record kept under other settings, sealed as such: not this run's
+        from calbench.reuse import _seal
+
+        record["settings"]["folds"] = 4
+        record["sha256"] = _seal(record["settings"], record["result"])
+    path.write_text(json.dumps(record))
+    assert _calibrate(data, tmp_path / "again", kept["reuse"]) == 0
+    assert kept["fits"] == [] and kept["fold_fits"] == [1, 1, 1]  # refitted on the 3 folds
+    assert _outputs(tmp_path / "again") == kept["plain"]
+    assert json.loads(path.read_text())["result"]["ece_ub"] != -1.0  # the fresh finding kept
 
 
 @pytest.mark.parametrize(

@@ -144,7 +144,9 @@ def calibrate(
     the versions of the numeric libraries). A calibrator whose digest has a copy is not refitted:
     its files are copied back (the bytes a refit would write, since every step is
     deterministic) and its predictions are recomputed from its JSON for the comparisons, the
-    grid and the ranks. Adding a calibrator to the study then fits only the new one.
+    grid and the ranks; what the cross-fitted selection found for it is kept there too
+    (:meth:`calbench.reuse.Reuse.known_selection`), so it is not refitted on the folds either.
+    Adding a calibrator to the study then fits only the new one.
     """
     spec = check_calibrate_spec(spec)
     ev, cmp, plot = spec["evaluation"], spec["compare"], dict(spec["plots"])
@@ -240,10 +242,15 @@ def calibrate(
                 reuse.store(key, paths)
             test_probs[key], val_probs[key] = probs["test"], probs["val"]
         makers = {key: _maker(e["method"], e.get("params") or {}) for key, e in calibrators.items()}
+        selection = {"folds": cmp["select_folds"], "seed": ev["seed"], "metrics": list(compared)}
+        found: dict = {}
         best, selected_on = select_best(
             makers, data["val"], compared, folds=cmp["select_folds"], seed=ev["seed"],
-            exclude=exclude, log=_log,
+            exclude=exclude, log=_log, found=found,
+            known=None if reuse is None else reuse.known_selection(selection),
         )  # fmt: skip
+        if reuse is not None:
+            reuse.keep_selection(selection, found)
         rows = compare_rows(
             data,
             test_probs,

@@ -10,6 +10,12 @@ and PNG are not empty, the PNG has a PNG signature); otherwise, whatever the cau
 edited, emptied or deleted, a manifest missing or damaged, a folder of an older calbench), the
 entry is discarded with a note on stderr and the calibrator is refitted, which stores a fresh
 entry. The copies are written from the bytes that were verified, atomically.
+
+An entry also keeps what the cross-fitted selection found for its calibrator
+(``selection.json``: the mean held-out scores, or why it is not a candidate, under the
+selection's settings: folds, seed, compared metrics), sealed with the SHA-256 of its content.
+Adding a calibrator then refits only the new one on the folds as well; a record of other
+settings, or one that fails its seal, is ignored and the calibrator refitted on the folds.
 """
 
 from __future__ import annotations
@@ -33,6 +39,8 @@ NUMERIC_LIBRARIES = ("numpy", "scipy", "torch", "matplotlib", "scikit-learn")
 NAMES = ("calibrator.json", "metrics.csv", "diagram.png")
 #: written last into an entry: each file's SHA-256
 MANIFEST = "manifest.json"
+#: the cross-fitted selection's findings for the entry's calibrator (calbench.selection)
+SELECTION = "selection.json"
 #: a manifest is a few hundred bytes; anything far larger is not one
 _MAX_MANIFEST_BYTES = 1 << 16
 _PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
@@ -201,3 +209,50 @@ class Reuse:
         for other in self.root.iterdir():
             if other.is_dir() and other.name not in self.digests:
                 shutil.rmtree(other, ignore_errors=True)
+
+    def known_selection(self, settings: dict) -> dict:
+        """What earlier runs' cross-fitted selection found for each calibrator whose entry is
+        kept (:func:`calbench.selection.crossfit_scores`' ``known``), for the same ``settings``
+        (folds, seed, compared metrics; JSON-able); a record of other settings or whose seal
+        does not match its content is left out (that calibrator is refitted on the folds)."""
+        out = {}
+        for key in self.digests:
+            path = self.folder(key) / SELECTION
+            try:
+                if path.stat().st_size > _MAX_MANIFEST_BYTES:
+                    continue
+                record = json.loads(path.read_text())
+            except (OSError, ValueError):
+                continue
+            if not isinstance(record, dict) or record.get("sha256") != _seal(
+                record.get("settings"), record.get("result")
+            ):
+                continue
+            if record["settings"] == _selection_settings(settings):
+                out[key] = record["result"]
+        return out
+
+    def keep_selection(self, settings: dict, results: dict) -> None:
+        """Keep ``results`` (calibrator key -> :func:`calbench.selection.candidate_result`) in
+        the kept entries, under ``settings``; a calibrator without a kept entry or without a
+        finding (``None``) is skipped."""
+        for key, result in results.items():
+            folder = self.folder(key)
+            if result is None or key not in self.digests or not folder.is_dir():
+                continue
+            settings_c = _selection_settings(settings)
+            record = {"settings": settings_c, "result": result, "sha256": _seal(settings_c, result)}
+            atomic_write_text(folder / SELECTION, json.dumps(record, sort_keys=True) + "\n")
+
+
+def _selection_settings(settings: dict):
+    """``settings`` as they read back from JSON, with the digest of any plug-in metric's code
+    among ``settings["metrics"]`` (calbench's own code is in the entry's digest)."""
+    full = {**settings, "plugins": plugin_code_digest([], list(settings.get("metrics") or []))}
+    return json.loads(json.dumps(full, sort_keys=True))
+
+
+def _seal(settings, result) -> str:
+    """SHA-256 of a selection record's content (floats written by repr: exact round trip)."""
+    text = json.dumps({"settings": settings, "result": result}, sort_keys=True)
+    return hashlib.sha256(text.encode()).hexdigest()

@@ -279,14 +279,23 @@ def select_best(
     seed: int = 0,
     exclude=(),
     log=None,
+    known=None,
+    found=None,
 ) -> tuple[dict[str, str], str]:
     """The "best" calibrator per metric by K-fold cross-fitting inside the validation half
     (:func:`calbench.selection.crossfit_scores`; ``val`` = the validation logits and labels,
     never the test half) and the ``selected_on`` label of the comparison rows. Candidates left
-    out (``exclude``, or a fit that fails on a fold) are reported to ``log`` with the reason."""
-    from calbench.selection import crossfit_scores  # lazy: code inputs
+    out (``exclude``, or a fit that fails on a fold) are reported to ``log`` with the reason.
+    ``known``: what earlier runs found per candidate (``crossfit_scores``' argument, from the
+    reuse cache); ``found``: a dict filled with what this run found per calibrator
+    (:func:`calbench.selection.candidate_result`), for the cache to keep."""
+    from calbench.selection import candidate_result, crossfit_scores  # lazy: code inputs
 
-    fit = crossfit_scores(makers, *val, metrics, k=folds, seed=seed, exclude=exclude)
+    fit = crossfit_scores(
+        makers, *val, metrics, k=folds, seed=seed, exclude=exclude, known=known
+    )
+    if found is not None:
+        found.update({m: candidate_result(fit, m) for m in makers})
     for method, why in fit.excluded.items():
         if log is not None:
             log(f"best on validation: {method} is not a candidate: {why}")
