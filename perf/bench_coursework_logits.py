@@ -198,11 +198,25 @@ def spec_of(cfg: dict, **override) -> dict:
 
 
 def sizing():
-    """The workflow's job-sizing functions (workflow/rules/helpers/sizing.smk)."""
-    ns: dict = {}
+    """The workflow's job-sizing functions (workflow/rules/helpers/sizing.smk), on a machine
+    without a GPU (GPUS = 0)."""
+    ns: dict = {"GPUS": 0}
     path = REPO / "workflow" / "rules" / "helpers" / "sizing.smk"
     exec(compile(path.read_text(), str(path), "exec"), ns)
     return ns
+
+
+def calibrate_threads(n: int, k: int, cores: int | None = None) -> int:
+    """Threads rule calibrate gives a job on N x K logits in a local run with ``--cores cores``
+    (sizing.smk's calibrate_threads, no GPU; ``None``: a cluster), without a file: the shape
+    is given."""
+    ns = sizing()
+    ns["logits_shape"] = lambda path: (n, k)
+    if cores is not None:
+        ns["workflow"] = SimpleNamespace(
+            local_exec=True, remote_exec=False, global_resources={"_cores": cores}
+        )
+    return ns["calibrate_threads"](None, SimpleNamespace(logits="(given)"))
 
 
 def calibrate_job(
@@ -305,23 +319,43 @@ def ms_b_per_iteration(logits: Path, split: Path, iters: int) -> float:
     return max(b - a, 0.0) / iters
 
 
-def makespan(jobs: list[tuple[float, int]], cores: int) -> float:
-    """Wall seconds of independent jobs ``(CPU s, threads)`` on ``cores`` cores, greedy
-    longest-first as a list scheduler would place them; a job of ``t`` threads (capped at
-    ``cores``) holds ``t`` cores for ``CPU / t`` seconds (ideal scaling: a lower bound for t > 1)."""
+#: share of an M-scaling-b LBFGS evaluation on 25k x 1000 logits that runs on the job's threads
+#: (the data term's matrix products, forward and backward, ~1.65 of ~1.89 CPU-s on one thread;
+#: the optimiser's vector arithmetic stays on one: calbench.calibrators.fit_threads,
+#: perf/bench_fit_threads.py)
+MS_B_PARALLEL = 0.87
+
+
+def job_seconds(cpu: float, threads: int, parallel: float = 1.0) -> float:
+    """Wall seconds of a job of ``cpu`` CPU seconds on ``threads`` cores when the share
+    ``parallel`` of its work runs on all of them and the rest on one (Amdahl)."""
+    return cpu * (1.0 - parallel) + cpu * parallel / threads
+
+
+def makespan(jobs: list[tuple], cores: int) -> float:
+    """Wall seconds of independent jobs on ``cores`` cores, list-scheduled as Snakemake's
+    scheduler places them: longest first, and whenever cores free up every waiting job that
+    fits starts (a later, smaller job fills cores a wide job cannot use yet). A job is ``(CPU s,
+    threads)`` or ``(CPU s, threads, parallel share)``: it holds ``t = min(threads, cores)``
+    cores for :func:`job_seconds` (parallel share 1 unless given: ideal scaling)."""
     import heapq
 
-    free = cores
-    now = 0.0
+    pending = sorted(jobs, key=lambda j: -j[0])
+    free, now = cores, 0.0
     running: list[tuple[float, int]] = []
-    for cpu, threads in sorted(jobs, key=lambda j: -j[0]):
-        t = min(threads, cores)
-        while free < t:
-            end, held = heapq.heappop(running)
-            now = max(now, end)
+    while pending:
+        waiting = []
+        for job in pending:
+            t = min(job[1], cores)
+            if t <= free:
+                heapq.heappush(running, (now + job_seconds(job[0], t, *job[2:]), t))
+                free -= t
+            else:
+                waiting.append(job)
+        pending = waiting
+        if pending:
+            now, held = heapq.heappop(running)
             free += held
-        heapq.heappush(running, (now + cpu / t, t))
-        free -= t
     return max([now, *(end for end, _ in running)])
 
 
@@ -486,19 +520,23 @@ def extrapolate(full_cfg: dict, by_rule: dict[str, list[dict]], ms_extra: dict) 
     its measured import_logits + calibrate jobs) + its split job; the rules run once per study
     (aggregate, tables, report) as measured on the reduced study (they grow with the models, but
     are seconds). The makespan at 2 and 16 cores is simulated (:func:`makespan`, one thread per
-    job as the rules have it): the per-model jobs of each stage (import and split, then
-    calibrate) list-scheduled one stage after the other, then the once-per-study rules one after
-    another. Prints the sums; returns ``{"span": {cores: s}, "full": bool, "models": n, "how":
+    job, except calibrate jobs on their sized threads (:func:`calibrate_threads`) with
+    M-scaling-b's matrix products (:data:`MS_B_PARALLEL` of its extrapolated CPU) on all of
+    them): the per-model jobs of each stage (import and split, then calibrate) list-scheduled
+    one stage after the other, then the once-per-study rules one after another. Prints the sums; returns ``{"span": {cores: s}, "full": bool, "models": n, "how":
     str, "cifar10": CPU s of a CIFAR-10 calibrate job}`` (the figures the targets read)."""
     counts: dict[str, int] = {}
     for e in full_cfg["models"].values():
         counts[e["dataset"]] = counts.get(e["dataset"], 0) + 1
     cost: dict[str, dict[str, float]] = {}
+    threaded: dict[str, list[float]] = {}  # CPU s of each calibrate job on its threads
     for rule in (*PER_MODEL, "split"):
         for r in by_rule.get(rule, []):
             dataset, _, model = r["job"].partition("/")
             cpu = r["cpu_s"] + ms_extra.get(model, 0.0) if rule == "calibrate" else r["cpu_s"]
             cost.setdefault(dataset, {}).setdefault(rule, []).append(cpu)
+            if rule == "calibrate":
+                threaded.setdefault(dataset, []).append(MS_B_PARALLEL * ms_extra.get(model, 0.0))
     once = {
         rule: sum(r["cpu_s"] for r in recs)
         for rule, recs in by_rule.items()
@@ -506,11 +544,11 @@ def extrapolate(full_cfg: dict, by_rule: dict[str, list[dict]], ms_extra: dict) 
     }
     print(
         f"\n## The config's {sum(counts.values())} models from the measured job costs "
-        "(CPU s, one thread per job)"
+        "(CPU s; threads of the calibrate jobs as workflow/rules/helpers/sizing.smk sizes them)"
     )
     total = 0.0
     stage1: list[tuple[float, int]] = []
-    stage2: list[tuple[float, int]] = []
+    stage2: dict[int, list[tuple]] = {c: [] for c in (2, 16)}
     covered = 0
     for dataset, n in counts.items():
         c = cost.get(dataset)
@@ -522,11 +560,16 @@ def extrapolate(full_cfg: dict, by_rule: dict[str, list[dict]], ms_extra: dict) 
         total += sub
         covered += n
         stage1 += [(mean["import_logits"], 1)] * n + [(mean["split"], 1)]
-        stage2 += [(mean["calibrate"], 1)] * n
+        share = float(np.mean(threaded[dataset])) / mean["calibrate"]
+        threads = {}
+        for c in stage2:
+            threads[c] = calibrate_threads(*SHAPES[dataset][:2], c) if dataset in SHAPES else 1
+            stage2[c] += [(mean["calibrate"], threads[c], share)] * n
         print(
             f"  {dataset:14s} {n:3d} models x ({mean['import_logits']:6.2f} import_logits + "
             f"{mean['calibrate']:8.2f} calibrate) + {mean['split']:5.2f} split "
-            f"= {sub:8.0f} CPU-s"
+            f"= {sub:8.0f} CPU-s; calibrate threads at --cores 2 / 16: {threads[2]} / "
+            f"{threads[16]}" + (f" ({share:.0%} of its CPU on them)" if share else "")
         )
     tail = sum(once.values())
     print(
@@ -539,7 +582,7 @@ def extrapolate(full_cfg: dict, by_rule: dict[str, list[dict]], ms_extra: dict) 
         f"  total {total:.0f} CPU-s = {total / 60:.1f} CPU-min for {covered} of "
         f"{sum(counts.values())} models" + ("" if full else " (the shapes measured only)")
     )
-    span = {c: makespan(stage1, c) + makespan(stage2, c) + tail for c in (2, 16)}
+    span = {c: makespan(stage1, c) + makespan(stage2[c], c) + tail for c in (2, 16)}
     for c, s in span.items():
         print(
             f"  makespan on {c:2d} cores (simulated from the job costs): {s:7.0f} s = "
@@ -568,7 +611,6 @@ def bench_jobs(args, cfg: dict, work: Path) -> dict:
     ):
         wall, cpu, rss = run([sys.executable, "-c", code])
         print(f"{label:40s} {wall:7.2f} s wall {cpu:7.2f} CPU-s  peak RSS {rss:6.0f} MB")
-    size = sizing()
     per_shape: dict[str, dict] = {}
     fig: dict = {}
     for name in args.shapes.split(","):
@@ -587,7 +629,7 @@ def bench_jobs(args, cfg: dict, work: Path) -> dict:
             )
         for job, (wall, cpu, rss) in jobs.items():
             print(f"{job:58s} {wall:7.2f} s wall {cpu:7.2f} CPU-s  peak RSS {rss:6.0f} MB")
-        calib = jobs[label][1]
+        calib, extra = jobs[label][1], 0.0
         if override:
             per_iter = ms_b_per_iteration(d / "logits.npz", d / "split.npz", args.ms_iters)
             extra = (1000 - args.ms_iters) * per_iter
@@ -601,9 +643,8 @@ def bench_jobs(args, cfg: dict, work: Path) -> dict:
             "split": jobs["split"][1],
             "calibrate": calib,
             "count": count,
-            "threads": size["calibrate_threads"](
-                None, SimpleNamespace(logits=str(d / "logits.npz"))
-            ),
+            "threads": {c: calibrate_threads(*SHAPES[name][:2], c) for c in (2, 16)},
+            "share": MS_B_PARALLEL * extra / calib,
         }
         fig[name] = jobs[label][1]
         if name == "cifar100":
@@ -613,29 +654,31 @@ def bench_jobs(args, cfg: dict, work: Path) -> dict:
         "jobs (aggregate, tables and report: seconds, not included)"
     )
     total = 0.0
-    jobs_1, jobs_sized = [], []
+    jobs_1: list[tuple] = []
+    jobs_sized: dict[int, list[tuple]] = {2: [], 16: []}
     for name, v in per_shape.items():
         sub = v["count"] * (v["import"] + v["calibrate"]) + v["split"]
         total += sub
         print(
             f"{name:14s} {v['count']:3d} models x ({v['import']:6.1f} import + "
             f"{v['calibrate']:8.1f} calibrate) CPU-s + split = {sub:8.0f} CPU-s; "
-            f"sized threads per calibrate job: {v['threads']}"
+            f"calibrate threads at --cores 2 / 16: {v['threads'][2]} / {v['threads'][16]}"
         )
         for _ in range(v["count"]):
             jobs_1 += [(v["import"], 1), (v["calibrate"], 1)]
-            jobs_sized += [(v["import"], 1), (v["calibrate"], v["threads"])]
+            for c in jobs_sized:
+                jobs_sized[c] += [(v["import"], 1), (v["calibrate"], v["threads"][c], v["share"])]
     print(f"total {total:.0f} CPU-s = {total / 60:.0f} CPU-min")
     span = {c: makespan(jobs_1, c) for c in (2, 16)}
-    span_sized = {c: makespan(jobs_sized, c) for c in (2, 16)}
+    span_sized = {c: makespan(jobs_sized[c], c) for c in (2, 16)}
     for c in (2, 16):
         print(
-            f"makespan on {c:2d} cores (simulated from the job costs, greedy longest first): "
-            f"{span[c] / 60:6.1f} min with one thread per job (the rule), "
-            f"{span_sized[c] / 60:6.1f} min with threads sized by N x K (ideal scaling)"
+            f"makespan on {c:2d} cores (simulated from the job costs, list-scheduled): "
+            f"{span_sized[c] / 60:6.1f} min with threads sized by N x K (the rule; M-scaling-b's "
+            f"matrix products on them), {span[c] / 60:6.1f} min with one thread per job"
         )
     fig.update(
-        span=span,
+        span=span_sized,
         full=set(per_shape) == set(SHAPES),
         models=sum(v["count"] for v in per_shape.values()),
     )

@@ -101,3 +101,20 @@ def test_spec_override_leaves_the_config_alone(cw):
     spec = cw.spec_of(cfg, ms_b={"max_iter": 5})
     assert spec["calibrators"]["ms_b"]["params"] == {"precision": "float32", "max_iter": 5}
     assert cfg["calibrators"]["ms_b"]["params"] == {"precision": "float32"}
+
+
+def test_makespan_backfills_and_scales_by_amdahl(cw):
+    # a 4-thread job on 5 cores leaves one: the 1-thread jobs run beside it, not after it
+    jobs = [(40.0, 4), (3.0, 1), (3.0, 1)]
+    assert cw.makespan(jobs, 5) == pytest.approx(10.0)
+    # half the work on the threads: 8 CPU-s on 4 threads take 4 + 1 s
+    assert cw.job_seconds(8.0, 4, 0.5) == pytest.approx(5.0)
+    assert cw.makespan([(8.0, 4, 0.5)], 16) == pytest.approx(5.0)
+    assert cw.makespan([(8.0, 4, 0.5)], 2) == pytest.approx(6.0)  # capped at the 2 cores
+
+
+def test_calibrate_threads_follow_the_rules_sizing(cw):
+    assert cw.calibrate_threads(10_000, 10) == 1
+    assert cw.calibrate_threads(50_000, 1000) == cw.sizing()["CALIBRATE_MAX_THREADS"]
+    assert cw.calibrate_threads(50_000, 1000, cores=2) == 1
+    assert cw.calibrate_threads(50_000, 1000, cores=16) == 4

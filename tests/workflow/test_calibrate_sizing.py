@@ -122,3 +122,24 @@ def test_the_class_threshold_is_the_library_s(sizing):
     from calbench.calibrators.fit_threads import MIN_THREADED_CLASSES
 
     assert sizing.CALIBRATE_MIN_THREADED_CLASSES == MIN_THREADED_CLASSES
+
+
+@pytest.mark.parametrize(
+    "cores, local, remote, want",
+    [(16, True, False, 4), (8, True, False, 2), (2, True, False, 1), (64, True, False, 4),
+     (2, False, False, 4), (2, True, True, 4), (None, True, False, 4)],
+)  # fmt: skip
+def test_a_local_run_gives_a_job_at_most_a_quarter_of_its_cores(
+    sizing, monkeypatch, cores, local, remote, want
+):
+    """On a shared machine (--cores N, local executor) an ImageNet job takes at most N / 4
+    threads; on a cluster (not local_exec), inside a cluster job (remote_exec) or with cores
+    unknown, only CALIBRATE_MAX_THREADS caps it."""
+    g = sizing.calibrate_threads.__globals__
+    monkeypatch.setitem(g, "logits_shape", SHAPES.get)
+    wf = SimpleNamespace(local_exec=local, remote_exec=remote,
+                         global_resources={"_cores": cores})  # fmt: skip
+    monkeypatch.setitem(g, "workflow", wf)
+    assert sizing.CALIBRATE_MAX_THREADS == 4
+    assert sizing.calibrate_threads(None, SimpleNamespace(logits="imagenet")) == want
+    assert sizing.calibrate_threads(None, SimpleNamespace(logits="cifar10")) == 1

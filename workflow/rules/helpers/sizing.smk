@@ -14,9 +14,20 @@
 #: use one thread up to 2^21 entries of their validation half anyway
 #: (calbench.calibrators.scaling.SINGLE_THREAD_MAX_ENTRIES), and the rest of a job is numpy
 CALIBRATE_ONE_THREAD_ENTRIES = 1 << 22
-#: entries per further thread above that, and the most threads one job asks for
+#: entries per further thread above that, and the most threads one job asks for. Four: only
+#: M-scaling-b's (and the other scaling fits') matrix products use them, ~0.87 of its CPU and
+#: ~3/4 of an ImageNet job's (perf/bench_fit_threads.py), so past four threads each further
+#: one shortens the job by under 5% while holding a core another model's job could use (four
+#: ImageNet models on 16 cores: ~10 min at 4 threads each, ~16 min at 8, simulated by
+#: perf/bench_coursework_logits.py from the measured jobs)
 CALIBRATE_ENTRIES_PER_THREAD = 1 << 22
-CALIBRATE_MAX_THREADS = 8
+CALIBRATE_MAX_THREADS = 4
+#: on a local machine a calibrate job takes at most this fraction of --cores (16 cores: 4
+#: threads, 2 cores: 1): a job holds its threads also while its single-threaded parts run, so
+#: on a small machine a wide job leaves cores idle that other models' jobs could use (2 cores,
+#: the coursework's 77 models: ~54 min with one thread per job, ~65 min with 2-thread ImageNet
+#: jobs, simulated by perf/bench_coursework_logits.py)
+CALIBRATE_CORES_SHARE = 0.25
 #: fewest classes with which the scaling fits use threads at all
 #: (calbench.calibrators.fit_threads.MIN_THREADED_CLASSES): below it a job gets one thread
 CALIBRATE_MIN_THREADED_CLASSES = 300
@@ -71,10 +82,27 @@ def calibrate_device(wildcards, resources):
     return "cuda" if getattr(resources, "gpu", 0) else "cpu"
 
 
+def local_cores():
+    """--cores of a run whose jobs share this machine; ``None`` on a cluster (each job gets its
+    own allocation), inside a cluster job, or outside Snakemake."""
+    try:
+        wf = workflow
+    except NameError:  # the perf scripts exec this file without a workflow
+        return None
+    try:
+        if not wf.local_exec or wf.remote_exec:
+            return None
+        cores = wf.global_resources["_cores"]
+    except (AttributeError, KeyError, TypeError):
+        return None
+    cores = getattr(cores, "value", cores)
+    return cores if isinstance(cores, int) and not isinstance(cores, bool) and cores > 0 else None
+
+
 def calibrate_threads(wildcards, input):
     """Threads of a calibrate job: 1 up to CALIBRATE_ONE_THREAD_ENTRIES logit entries, one more
-    per CALIBRATE_ENTRIES_PER_THREAD above, at most CALIBRATE_MAX_THREADS (Snakemake caps it at
-    --cores); 1 for a job on the GPU (calibrate_gpu), whose CPU work is single-threaded, and
+    per CALIBRATE_ENTRIES_PER_THREAD above, at most CALIBRATE_MAX_THREADS and, on a local
+    machine, at most CALIBRATE_CORES_SHARE of --cores (local_cores); 1 for a job on the GPU (calibrate_gpu), whose CPU work is single-threaded, and
     for fewer than CALIBRATE_MIN_THREADED_CLASSES classes. Unknown size (logits not made
     yet): 1."""
     shape = logits_shape(input.logits)
@@ -86,7 +114,9 @@ def calibrate_threads(wildcards, input):
     if calibrate_gpu(wildcards, input):
         return 1
     extra = -(-(entries - CALIBRATE_ONE_THREAD_ENTRIES) // CALIBRATE_ENTRIES_PER_THREAD)
-    return min(CALIBRATE_MAX_THREADS, 1 + extra)
+    cores = local_cores()
+    cap = CALIBRATE_MAX_THREADS if cores is None else int(cores * CALIBRATE_CORES_SHARE)
+    return max(1, min(CALIBRATE_MAX_THREADS, cap, 1 + extra))
 
 
 def calibrate_mem_mb(wildcards, input):
