@@ -16,10 +16,10 @@ from pathlib import Path
 
 import numpy as np
 
-from calbench._checks import check_choice
+from calbench._checks import check_choice, check_probs_labels
 from calbench.calibrators import get_calibrator, load_calibrator, save_calibrator
 from calbench.comparisons import check_verdict_metrics, compare_rows, verdict_metrics
-from calbench.metrics import METRICS
+from calbench.metrics import METRICS, Metric, metric_values
 from calbench.report.tables import COMPARE_COLUMNS, METRIC_COLUMNS, write_long_csv
 from calbench.selection import check_folds
 from calbench.split import HALVES, load_halves
@@ -126,8 +126,9 @@ def evaluate_rows(
     for half in half_names:
         _, y = halves[half]
         probs = probs_by_half[half]
+        values = _values(metrics, probs, y)
         for name, fn in metrics.items():
-            value = float(fn(probs, y))
+            value = values[name]
             lo = hi = float("nan")
             has_ci = interval_method(fn) is not None
             if n_bootstrap > 0 and half in ci_halves and name in ci_metrics and has_ci:
@@ -146,6 +147,18 @@ def evaluate_rows(
                 }
             )
     return rows
+
+
+def _values(metrics: dict, probs, labels) -> dict[str, float]:
+    """Every metric's value on one set, the arrays validated once and the computations metrics
+    share run once (:func:`calbench.metrics.metric_values`); a callable that is not a registry
+    :class:`~calbench.metrics.Metric` is called as it is."""
+    entries = {name: fn for name, fn in metrics.items() if isinstance(fn, Metric)}
+    out = {}
+    if entries:
+        p, y = check_probs_labels(probs, labels)
+        out = metric_values(entries, p, y, getattr(probs, "dtype", None))
+    return {name: out[name] if name in out else float(fn(probs, labels)) for name, fn in metrics.items()}
 
 
 # --------------------------------------------------------------------------------------------

@@ -20,7 +20,7 @@ study's table in :mod:`calbench.metrics.entries`.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from functools import partial
 
 from calbench._checks import check_probs_labels
@@ -112,6 +112,7 @@ __all__ = [
     "marginal_ce",
     "mce",
     "mce_kull",
+    "metric_values",
     "nll",
     "reliability_bins",
     "sb_ece",
@@ -407,16 +408,27 @@ def compute_metrics(probs, labels, names: Iterable[str] | None = None) -> dict[s
         raise ValueError(f"unknown metric names {unknown}; choose from {sorted(METRICS)}")
     dtype = getattr(probs, "dtype", None)
     p, y = check_probs_labels(probs, labels)
-    shared: dict = {}  # per-sample arrays computed once per stats function (e.g. top label)
+    return metric_values({n: METRICS[n] for n in names}, p, y, dtype)
+
+
+def metric_values(metrics: Mapping[str, Metric], p, y, dtype=None) -> dict[str, float]:
+    """``{key: metric value}`` of several :class:`Metric` entries on one validated set ``(p, y)``
+    (``dtype``: the caller's input dtype, as in ``Metric.core``), each value equal to
+    ``metric(probs, labels)``: every per-sample decomposition (``Metric.stats``) and every joint
+    computation (``Metric.joint``) runs once for all the metrics sharing it."""
+    shared: dict = {}
     out = {}
-    for n in names:
-        m = METRICS[n]
-        if m.stats is None:
-            out[n] = m.core(p, y, dtype)
-            continue
-        if m.stats not in shared:
-            shared[m.stats] = m.stats(p, y, dtype)
-        out[n] = float(m.reduce(*shared[m.stats]))
+    for key, m in metrics.items():
+        if m.joint is not None:
+            if m.joint not in shared:
+                shared[m.joint] = m.joint(p, y, dtype)
+            out[key] = float(shared[m.joint][m.name])
+        elif m.stats is None:
+            out[key] = m.core(p, y, dtype)
+        else:
+            if m.stats not in shared:
+                shared[m.stats] = m.stats(p, y, dtype)
+            out[key] = float(m.reduce(*shared[m.stats]))
     return out
 
 

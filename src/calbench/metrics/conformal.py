@@ -69,7 +69,10 @@ def conformal_sets(probs, labels, method: str = "lac", alpha: float = ALPHA, see
     p, y = check_probs_labels(probs, labels)
     if y.size < 2:
         raise ValueError(f"conformal sets need at least 2 samples (one per half), got {y.size}")
-    p = np.asarray(p, dtype=np.float64)
+    return _sets(np.asarray(p, dtype=np.float64), y, method, alpha, seed)
+
+
+def _sets(p: np.ndarray, y: np.ndarray, method: str, alpha: float, seed: int):
     cal, ev = split_halves(y.size, seed)
     s = class_scores(p, method)
     q = conformal_quantile(s[cal, y[cal]], alpha)
@@ -91,3 +94,15 @@ def aps_coverage(probs, labels) -> float:
 
 def aps_size(probs, labels) -> float:
     return conformal_sets(probs, labels, "aps")[1]
+
+
+def conformal_values(p: np.ndarray, y: np.ndarray) -> dict[str, float]:
+    """Coverage and set size of both methods on validated ``(p, y)``, by registry name
+    (``Metric.joint``): each equals its function's value exactly."""
+    if y.size < 2:
+        raise ValueError(f"conformal sets need at least 2 samples (one per half), got {y.size}")
+    p = np.asarray(p, dtype=np.float64)
+    out = {}
+    for method in METHODS:
+        out[f"{method}_coverage"], out[f"{method}_size"] = _sets(p, y, method, ALPHA, SEED)
+    return out

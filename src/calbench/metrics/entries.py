@@ -69,6 +69,14 @@ def _calibration_test_metrics() -> list[Metric]:
 
         return f
 
+    tests = {"spiegelhalter_p": "spiegelhalter", "ks_cal_p": "ks", "kuiper_cal_p": "kuiper"}
+
+    def joint(p, y, dtype=None):  # the three tests share one call
+        from calbench import caltests  # lazy: pulls scipy
+
+        done = caltests.calibration_tests(p, y)
+        return {metric: float(done[test].p_value) for metric, test in tests.items()}
+
     facts = {
         "scale": 1.0,
         "decimals": 4,
@@ -77,6 +85,7 @@ def _calibration_test_metrics() -> list[Metric]:
         "no_interval_reason": "a p-value of a test, not an estimate",
         "paired_test": "sign_flip",
         "verdicts": False,
+        "joint": joint,
     }
     return [
         Metric(
@@ -174,6 +183,15 @@ def _root_weighted(g):
     return h
 
 
+def _plain_joint(fn):
+    """``joint`` of metrics computed together by a function of validated ``(probs, labels)``."""
+
+    def joint(p, y, dtype=None):
+        return fn(p, y)
+
+    return joint
+
+
 def _plain_metrics() -> list[Metric]:
     """Metrics that are functions of the whole evaluated set (no per-sample decomposition):
     the calibration / refinement split of log-loss and Brier score (Berta et al. 2025),
@@ -186,6 +204,9 @@ def _plain_metrics() -> list[Metric]:
         "verdicts": False,
     }
     split = "Berta, Holzmueller, Jordan & Bach 2025, eq. 4 (TS-mix refit, as probmetrics)"
+    # the four split metrics share one temperature fit, the four conformal ones their scores
+    refit = {"joint": _plain_joint(refinement.split_values)}
+    sets = {"joint": _plain_joint(conformal.conformal_values)}
     return [
         Metric(
             "calib_err_logloss",
@@ -196,6 +217,7 @@ def _plain_metrics() -> list[Metric]:
             higher_is_better=False,
             reference=split,
             **unverified,
+            **refit,
         ),
         Metric(
             "refinement_logloss",
@@ -206,6 +228,7 @@ def _plain_metrics() -> list[Metric]:
             higher_is_better=False,
             reference=split,
             **unverified,
+            **refit,
         ),
         Metric(
             "calib_err_brier",
@@ -216,6 +239,7 @@ def _plain_metrics() -> list[Metric]:
             higher_is_better=False,
             reference=split,
             **unverified,
+            **refit,
         ),
         Metric(
             "refinement_brier",
@@ -226,6 +250,7 @@ def _plain_metrics() -> list[Metric]:
             higher_is_better=False,
             reference=split,
             **unverified,
+            **refit,
         ),
         Metric(
             "aurc",
@@ -256,6 +281,7 @@ def _plain_metrics() -> list[Metric]:
             higher_is_better=False,
             reference="Sadinle, Lei & Wasserman 2019 (LAC sets, split-conformal)",
             **unverified,
+            **sets,
         ),
         Metric(
             "aps_size",
@@ -266,6 +292,7 @@ def _plain_metrics() -> list[Metric]:
             higher_is_better=False,
             reference="Romano, Sesia & Candes 2020 (APS sets, split-conformal)",
             **unverified,
+            **sets,
         ),
         # coverage is a check (near 0.9 by construction), not a score: ranked by closeness to
         # nothing; higher_is_better only orders the column
@@ -279,6 +306,7 @@ def _plain_metrics() -> list[Metric]:
             higher_is_better=True,
             reference="Sadinle, Lei & Wasserman 2019 (empirical coverage)",
             **unverified,
+            **sets,
         ),
         Metric(
             "aps_coverage",
@@ -289,5 +317,6 @@ def _plain_metrics() -> list[Metric]:
             higher_is_better=True,
             reference="Romano, Sesia & Candes 2020 (empirical coverage)",
             **unverified,
+            **sets,
         ),
     ]

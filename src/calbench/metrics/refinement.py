@@ -69,13 +69,26 @@ def _recalibrated(p: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]
     return lp, lq
 
 
+def _split(lp: np.ndarray, lq: np.ndarray, y: np.ndarray, loss: str) -> tuple[float, float]:
+    ref = _loss(lq, y, loss)
+    return _loss(lp, y, loss) - ref, ref
+
+
 def loss_split(probs, labels, loss: str = "logloss") -> tuple[float, float]:
     """``(calibration error, refinement)`` of ``loss`` ("logloss" or "brier") for ``probs``."""
     check_choice(loss, "loss", LOSSES)
     p, y = check_probs_labels(probs, labels)
+    return _split(*_recalibrated(p, y), y, loss)
+
+
+def split_values(p: np.ndarray, y: np.ndarray) -> dict[str, float]:
+    """The four metrics of this module on validated ``(p, y)`` from one recalibration, by
+    registry name (``Metric.joint``): each equals its function's value exactly."""
     lp, lq = _recalibrated(p, y)
-    ref = _loss(lq, y, loss)
-    return _loss(lp, y, loss) - ref, ref
+    out = {}
+    for loss in LOSSES:
+        out[f"calib_err_{loss}"], out[f"refinement_{loss}"] = _split(lp, lq, y, loss)
+    return out
 
 
 def calib_err_logloss(probs, labels) -> float:

@@ -77,6 +77,12 @@ class Metric:
     variance excess (:mod:`calbench.metrics.unbiased`), from which
     :func:`calbench.stats.ub_interval` and :func:`calbench.stats.ub_paired_test` are built
     (``interval = "jackknife"``, ``paired_test = "jackknife_z"``).
+
+    ``joint(p, y, dtype)``, when set, returns the values of every metric computed together with
+    this one, by name (the four refinement-split metrics share one temperature fit, the four
+    conformal ones two sets of scores, the three calibration tests one sort): its entry
+    ``name`` equals ``core(p, y, dtype)`` exactly, and a caller computing several metrics of
+    one set (:func:`calbench.metrics.metric_values`) calls each distinct ``joint`` once.
     """
 
     name: str
@@ -98,6 +104,7 @@ class Metric:
     linear: Callable[..., tuple] | None = None
     verdicts: bool | None = None
     jackknife: Callable[..., tuple] | None = None
+    joint: Callable[..., dict] | None = None
 
     def __post_init__(self) -> None:
         if self.scale is None and self.percent:
