@@ -85,3 +85,58 @@ def test_rows_carry_direction_floor_and_null_and_best_comes_from_outside():
     assert by_key[("accuracy", "vs:over", "good", "over")]["direction"] == "equal"
     with pytest.raises(ValueError, match="selected calibrators"):
         compare_rows(halves, by, metrics, ["over"], best={"nll": "nope"})
+
+
+def test_paired_sides_equal_the_pairwise_functions_bit_for_bit(monkeypatch):
+    from calbench import _checks
+    from calbench.stats import paired_bootstrap, paired_test
+    from calbench.stats import sides as sides_module
+    from calbench.stats.sides import PairedSides
+
+    rng = np.random.default_rng(5)
+    n, k = 300, 4
+    y = rng.integers(0, k, n)
+    z = rng.normal(size=(n, k)) + 2.0 * np.eye(k)[y]
+    probs = {
+        "a": softmax(z).astype(np.float32),
+        "b": softmax(0.5 * z),
+        "c": softmax(1.7 * z),
+    }
+    names = [*verdict_metrics(), "ece"]  # and one sign-flip metric, by the pairwise function
+    for name in names:
+        fn = METRICS[name]
+        sides = PairedSides(fn, probs, y)
+        for a in probs:
+            assert sides.value(a) == float(fn(probs[a], y)), name
+            for b in probs:
+                if a == b:
+                    continue
+                assert sides.test(a, b, n_permutations=99, seed=3) == paired_test(
+                    fn, probs[a], probs[b], y, n_permutations=99, seed=3
+                ), (name, a, b)
+                if fn.interval == "percentile":
+                    got = sides.bootstrap(a, b, n_resamples=50, level=0.9, seed=2, method="percentile")
+                    want = paired_bootstrap(
+                        fn, probs[a], probs[b], y, n_resamples=50, level=0.9, seed=2,
+                        method="percentile",
+                    )  # fmt: skip
+                    assert got == want, (name, a, b)
+    # each array is validated once, whatever the number of comparisons
+    seen = []
+    real = _checks.check_probs
+    monkeypatch.setattr(sides_module, "check_probs", lambda p, *a, **kw: seen.append(1) or real(p, *a, **kw))
+    sides = PairedSides(METRICS["nll"], probs, y)
+    for a in probs:
+        for b in probs:
+            if a != b:
+                sides.test(a, b)
+                sides.bootstrap(a, b, n_resamples=20, method="percentile")
+    assert len(seen) == len(probs)
+
+
+def test_paired_sides_refuse_mismatched_shapes():
+    from calbench.stats.sides import PairedSides
+
+    y = np.array([0, 1, 0])
+    with pytest.raises(ValueError, match="probs_b has shape"):
+        PairedSides(METRICS["nll"], {"a": np.full((3, 2), 0.5), "b": np.full((3, 3), 1 / 3)}, y)

@@ -173,10 +173,9 @@ def compare_rows(
         holm,
         interval_method,
         min_adjusted_p,
-        paired_bootstrap,
-        paired_test,
         permutations_for,
     )
+    from calbench.stats.sides import PairedSides  # lazy: code inputs
 
     check_verdict_metrics(list(metrics))
     _, y = halves["test"]
@@ -194,7 +193,10 @@ def compare_rows(
     methods = list(probs_by_method)
     rows = []
     for name, fn in metrics.items():
-        values = {m: float(fn(p, y)) for m, p in probs_by_method.items()}
+        # each calibrator validated once and its per-sample values, jackknife and resampled
+        # values computed once for all the comparisons it enters
+        sides = PairedSides(fn, probs_by_method, y)
+        values = {m: sides.value(m) for m in methods}
         higher = bool(getattr(fn, "higher_is_better", False))
         pairs = comparison_pairs(methods, list(baselines), best.get(name))
         sizes: dict[str, int] = {}
@@ -216,14 +218,12 @@ def compare_rows(
                     t, lo, hi = rev
                     done[key] = (t, -hi, -lo)
                 else:
-                    pa, pb = probs_by_method[a], probs_by_method[b]
-                    t = paired_test(fn, pa, pb, y, n_permutations=n_perm, seed=seed)
+                    t = sides.test(a, b, n_permutations=n_perm, seed=seed)
                     lo = hi = float("nan")
                     if method_ci is not None:
-                        ci = paired_bootstrap(
-                            fn, pa, pb, y, n_resamples=n_bootstrap, level=level, seed=seed,
-                            method=method_ci,
-                        )  # fmt: skip
+                        ci = sides.bootstrap(
+                            a, b, n_resamples=n_bootstrap, level=level, seed=seed, method=method_ci
+                        )
                         lo, hi = float(ci.low), float(ci.high)
                     done[key] = (t, lo, hi)
             t, lo, hi = done[key]

@@ -351,3 +351,29 @@ def test_cli_import_stays_light():
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == ""
+
+
+def test_joint_values_equal_each_metric_exactly():
+    p, y = random_probs()
+    joints = {m.joint for m in METRICS.values() if m.joint is not None}
+    assert len(joints) == 3  # refinement split, conformal sets, calibration tests
+    for name, m in METRICS.items():
+        if m.joint is not None:
+            assert m.joint(p, y, p.dtype)[name] == m(p, y), name
+
+
+def test_metric_values_runs_each_joint_and_decomposition_once(monkeypatch):
+    from calbench.metrics import refinement
+
+    p, y = random_probs()
+    p32 = p.astype(np.float32)
+    calls = []
+    real = refinement.fit_inverse_temperature
+    monkeypatch.setattr(
+        refinement, "fit_inverse_temperature", lambda *a: calls.append(1) or real(*a)
+    )
+    refinement._FITTED.clear()
+    got = M.metric_values(dict(METRICS), p32, y, p32.dtype)
+    assert len(calls) == 1  # the four split metrics share one fit
+    refinement._FITTED.clear()
+    assert got == {name: m(p32, y) for name, m in METRICS.items()}  # exactly, float32 rule too

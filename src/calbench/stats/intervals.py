@@ -333,8 +333,13 @@ def paired_bootstrap(
             diffs.append(fa(idx, w) - fb(idx, w))
         else:
             diffs.append(fa(idx) - fb(idx))
-    diffs = np.concatenate(diffs)
-    d = est_a - est_b
+    return paired_result(est_a - est_b, np.concatenate(diffs), level, method)
+
+
+def paired_result(d: float, diffs: np.ndarray, level: float, method: str) -> PairedBootstrap:
+    """:class:`PairedBootstrap` of the observed difference ``d`` from its resampled ``diffs``
+    (:func:`paired_bootstrap`'s interval and p-value)."""
+    n_resamples = int(diffs.shape[0])
     low, high = _interval(diffs, level)
     if method in ("basic", "upper"):
         low, high = 2.0 * d - high, 2.0 * d - low

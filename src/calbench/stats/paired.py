@@ -271,6 +271,11 @@ def paired_test(
     pa, pb, y = _paired_inputs(probs_a, probs_b, labels)
     dtype = getattr(probs_a, "dtype", None)
     (xa,), (xb,) = m.stats(pa, y, dtype), m.stats(pb, y, dtype)
+    return per_sample_test(test, xa, xb)
+
+
+def per_sample_test(test: str, xa: np.ndarray, xb: np.ndarray) -> PairedTest:
+    """``test`` (McNemar, paired t or Wilcoxon) of two calibrators' per-sample values."""
     if test == "mcnemar_exact":
         if not (np.isin(xa, (0.0, 1.0)).all() and np.isin(xb, (0.0, 1.0)).all()):
             raise ValueError("McNemar's test needs a 0/1 per-sample score such as accuracy")

@@ -97,13 +97,17 @@ def ub_paired_test(metric, probs_a, probs_b, labels) -> PairedTest:
     degrees of freedom matches. Asymptotic (no resolution floor: ``min_p = 0``); type-I error
     and power in perf/bench_tests.py (docs/statistics.md). ``difference`` is the reported
     ``sqrt(max(T_a, 0)) - sqrt(max(T_b, 0))``, ``statistic`` is ``t``."""
+    pa, pb, y = _paired_inputs(probs_a, probs_b, labels)
+    return ub_paired_result(ub_jackknife(metric, pa, y), ub_jackknife(metric, pb, y))
+
+
+def ub_paired_result(ua, ub) -> PairedTest:
+    """:func:`ub_paired_test` from the two calibrators' :class:`~calbench.metrics.unbiased.UStat`
+    (:func:`ub_jackknife` of each on the same samples)."""
     from scipy.special import stdtr
 
     from calbench.metrics.unbiased import jackknife_se, paired_excess, root
 
-    pa, pb, y = _paired_inputs(probs_a, probs_b, labels)
-    ua = ub_jackknife(metric, pa, y)
-    ub = ub_jackknife(metric, pb, y)
     d = ua.t - ub.t
     vj = jackknife_se(ua.loo - ub.loo) ** 2
     excess, cells = paired_excess(ua, ub)
