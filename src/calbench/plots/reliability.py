@@ -20,6 +20,7 @@ from calbench.plots._base import (
     _SMOOTH_COLOR,
     _WEIGHT_COLOR,
     FEW_SAMPLES,
+    _bars,
     _bin_arrays,
     _bins,
     _check_ax,
@@ -123,7 +124,8 @@ def _draw_band(ax, x, width, band, keep):
     from matplotlib.colors import to_rgba
 
     lo, hi = (np.asarray(a)[keep] for a in band)
-    boxes = ax.bar(
+    boxes = _bars(
+        ax,
         x,
         hi - lo,
         bottom=lo,
@@ -194,7 +196,8 @@ def _draw_guo(
     left, width, conf, acc, count = _bin_arrays(b)
     keep = count > 0
     _setup_unit_axes(ax, "" if hist_ax is not None else "Confidence", ylabel)
-    outputs = ax.bar(
+    outputs = _bars(
+        ax,
         left[keep],
         acc[keep],
         width=width[keep],
@@ -205,7 +208,8 @@ def _draw_guo(
         label="Outputs",
         zorder=2,
     )
-    gap = ax.bar(
+    gap = _bars(
+        ax,
         left[keep],
         conf[keep] - acc[keep],
         bottom=acc[keep],
@@ -243,7 +247,8 @@ def _draw_guo(
     if hist_ax is None:
         return
     n = count.sum()
-    hist_ax.bar(
+    _bars(
+        hist_ax,
         left[keep],
         100.0 * count[keep] / n,
         width=width[keep],
@@ -287,7 +292,8 @@ def _draw_coursework(
         (2, weight, _WEIGHT_COLOR, "Bin weight"),
     ):
         drawn.append(
-            ax.bar(
+            _bars(
+                ax,
                 x + offset * w,
                 values,
                 width=w,
