@@ -293,6 +293,18 @@ def weighted_column_sums(weights: np.ndarray, p: np.ndarray) -> np.ndarray:
     return out
 
 
+def _lazy(make):
+    """``get()`` returning ``make()``, called on the first ``get()`` only."""
+    made = []
+
+    def get():
+        if not made:
+            made.append(make())
+        return made[0]
+
+    return get
+
+
 def onevsrest_binner(p: np.ndarray, y: np.ndarray, n_bins: int, ids, threshold: float):
     """One-vs-rest bin sums of every class (validated input), shared by the classwise metrics.
 
@@ -316,8 +328,12 @@ def onevsrest_binner(p: np.ndarray, y: np.ndarray, n_bins: int, ids, threshold: 
     # the label indicator is 1 only at (i, y_i): bin those N entries
     label_key = y * n_bins + ids(p[np.arange(n), y].astype(np.float64))
     size = k * n_bins
-    binned = weighted_bincounts(
-        [(key, rows, None), (key, rows, vals), (label_key, None, None)], size, n
+    # the bin matrix of the weighted sums is built on the first weighted call: a plain value
+    # needs only the bincounts below (and no sparse matrix, nor scipy's import)
+    binned = _lazy(
+        lambda: weighted_bincounts(
+            [(key, rows, None), (key, rows, vals), (label_key, None, None)], size, n
+        )
     )
 
     def sums(weights=None):
@@ -331,7 +347,7 @@ def onevsrest_binner(p: np.ndarray, y: np.ndarray, n_bins: int, ids, threshold: 
             return count, sum_p, sum_label.reshape(k, n_bins)
         w, batched = weight_rows(weights, n)
         r = w.shape[0]
-        count, sum_p, sum_label = (a.reshape(r, k, n_bins) for a in binned(w))
+        count, sum_p, sum_label = (a.reshape(r, k, n_bins) for a in binned()(w))
         count[:, :, 0] = w.sum(axis=1)[:, None] - count[:, :, 1:].sum(axis=2)
         sum_p[:, :, 0] = weighted_column_sums(w, p) - sum_p[:, :, 1:].sum(axis=2)
         if batched:
@@ -361,8 +377,10 @@ def fixed_bins_weighted(
     ``(r, n_samples)`` weights (:func:`weight_rows`). ``reduce`` must work on leading axes.
     """
 
-    binned = weighted_bincounts(
-        [(ids, rows, None), (ids, rows, x), (ids, rows, target)], size, n_samples
+    binned = _lazy(
+        lambda: weighted_bincounts(
+            [(ids, rows, None), (ids, rows, x), (ids, rows, target)], size, n_samples
+        )
     )
 
     def g(weights=None):
@@ -372,7 +390,7 @@ def fixed_bins_weighted(
             sum_t = np.bincount(ids, weights=target, minlength=size).astype(np.float64, copy=False)
             return float(reduce(count, sum_x, sum_t, np.float64(n_samples)))
         w, batched = weight_rows(weights, n_samples)
-        count, sum_x, sum_t = binned(w)
+        count, sum_x, sum_t = binned()(w)
         out = np.asarray(reduce(count, sum_x, sum_t, w.sum(axis=1)), dtype=np.float64)
         return out if batched else float(out[0])
 
