@@ -778,3 +778,17 @@ def test_unbiased_error_test_keeps_its_level_against_a_calibrated_coarsening():
             flips += S.paired_test("ece", p, q, y, n_permutations=99, seed=r).p_value < 0.05
     assert hits / 300 <= 0.05 + 2 * (0.05 * 0.95 / 300) ** 0.5
     assert flips / 60 > 0.1
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_bootstrap_cis_equal_bootstrap_ci_of_each_metric(dtype):
+    p, y = random_probs(400, 4, seed=11)
+    p = p.astype(dtype)
+    names = ["accuracy", "nll", "brier", "ece_ub", "cwece_ub", "nll_modern"]
+    got = S.bootstrap_cis({n: METRICS[n] for n in names}, p, y, n_resamples=60, seed=4)
+    assert list(got) == names
+    for n in names:
+        assert got[n] == bootstrap_ci(METRICS[n], p, y, n_resamples=60, seed=4), n
+    assert S.bootstrap_cis({}, p, y) == {}
+    with pytest.raises(ValueError, match="has no interval"):
+        S.bootstrap_cis({"ece": METRICS["ece"]}, p, y)

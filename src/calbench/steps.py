@@ -118,7 +118,7 @@ def evaluate_rows(
     (``Metric.interval is None``, :data:`calbench.stats.NO_INTERVAL`: the calibration errors);
     other rows carry NaN bounds, as do all rows when ``n_bootstrap`` is 0.
     """
-    from calbench.stats import bootstrap_ci, interval_method  # lazy: code inputs
+    from calbench.stats import bootstrap_cis, interval_method  # lazy: code inputs
 
     ci_halves = set(half_names if ci_halves is None else ci_halves)
     ci_metrics = set(metrics if ci_metrics is None else ci_metrics)
@@ -127,13 +127,22 @@ def evaluate_rows(
         _, y = halves[half]
         probs = probs_by_half[half]
         values = _values(metrics, probs, y)
-        for name, fn in metrics.items():
+        with_ci = {
+            name: fn
+            for name, fn in metrics.items()
+            if n_bootstrap > 0
+            and half in ci_halves
+            and name in ci_metrics
+            and interval_method(fn) is not None
+        }
+        cis = {}
+        if with_ci:
+            cis = bootstrap_cis(with_ci, probs, y, n_resamples=n_bootstrap, level=level, seed=seed)
+        for name in metrics:
             value = values[name]
             lo = hi = float("nan")
-            has_ci = interval_method(fn) is not None
-            if n_bootstrap > 0 and half in ci_halves and name in ci_metrics and has_ci:
-                res = bootstrap_ci(fn, probs, y, n_resamples=n_bootstrap, level=level, seed=seed)
-                lo, hi = float(res.low), float(res.high)
+            if name in cis:
+                lo, hi = float(cis[name].low), float(cis[name].high)
             rows.append(
                 {
                     "dataset": halves["meta"]["dataset"],

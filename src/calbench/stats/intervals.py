@@ -51,7 +51,7 @@ labels[idx]``. All routes give the same values up to rounding.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 
 import numpy as np
@@ -256,6 +256,39 @@ def bootstrap_ci(
         return BootstrapCI(est, lo, hi, level, 0, "jackknife", est)
     estimate, values = bootstrap_values(metric, probs, labels, n_resamples, seed)
     return interval_from_values(estimate, values, level, method)
+
+
+def bootstrap_cis(
+    metrics: Mapping, probs, labels, n_resamples: int = 1000, level: float = 0.95, seed: int = 0
+) -> dict[str, BootstrapCI]:
+    """:func:`bootstrap_ci` of several metrics (``{key: metric}``, each with the registry's
+    construction) on one set: the arrays validated once and the resampled indices of ``seed``
+    drawn once for all of them (and the multiplicities of a chunk counted once), so each
+    interval equals :func:`bootstrap_ci`'s."""
+    n_resamples, level, seed = _check_options(n_resamples, level, seed)
+    p, y = check_probs_labels(probs, labels)
+    out: dict = {}
+    prepared = {}
+    for key, metric in metrics.items():
+        method = _check_method(None, metric)
+        if method == "jackknife":
+            est, lo, hi = ub_interval(metric, probs, labels, level)
+            out[key] = BootstrapCI(est, lo, hi, level, 0, "jackknife", est)
+        else:
+            prepared[key] = (method, *_prepare(_resolve(metric), probs, labels, (p, y)))
+    values: dict = {key: [] for key in prepared}
+    n = y.shape[0]
+    for idx in resample_indices(n, n_resamples, seed) if prepared else ():
+        w = None
+        for key, (_, _, f) in prepared.items():
+            if getattr(f, "uses_weights", False):
+                w = multiplicities(idx, n) if w is None else w
+                values[key].append(f(idx, w))
+            else:
+                values[key].append(f(idx))
+    for key, (method, estimate, _) in prepared.items():
+        out[key] = interval_from_values(estimate, np.concatenate(values[key]), level, method)
+    return {key: out[key] for key in metrics}
 
 
 def bootstrap_values(
