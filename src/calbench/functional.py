@@ -45,10 +45,20 @@ def clipped_log_probs(logits) -> np.ndarray:
     return np.maximum(log_softmax(np.asarray(logits, dtype=np.float64), axis=1), LOG_TINY32)
 
 
-def _ts_grad_hess(a: float, lp: np.ndarray, ly: np.ndarray) -> tuple[float, float]:
-    p = softmax(a * lp, axis=1)
+def _ts_grad_hess(
+    a: float, lp: np.ndarray, ly: np.ndarray, lp2: np.ndarray | None = None
+) -> tuple[float, float]:
+    """Gradient and Hessian in ``a`` of the TS objective at ``a`` (``lp`` finite float64,
+    ``lp2 = lp * lp`` when the caller has it): :func:`softmax`'s arithmetic on ``a * lp``
+    without its input check, in place."""
+    p = a * lp
+    if p.dtype != np.float64:
+        p = p.astype(np.float64)
+    p -= p.max(axis=1, keepdims=True)
+    np.exp(p, out=p)
+    p /= p.sum(axis=1, keepdims=True)
     m1 = np.einsum("ij,ij->i", p, lp)
-    m2 = np.einsum("ij,ij->i", p, lp * lp)
+    m2 = np.einsum("ij,ij->i", p, lp * lp if lp2 is None else lp2)
     return float(np.mean(m1) - np.mean(ly)), float(np.mean(m2 - m1 * m1))
 
 
@@ -58,15 +68,17 @@ def fit_inverse_temperature(lp: np.ndarray, labels: np.ndarray, tol: float = 1e-
     Safeguarded Newton: Newton steps inside a shrinking bracket on the sign of the derivative,
     bisection when a step leaves it; stops when the bracket or the step is below ``tol`` relative.
     """
+    lp = check_logits(lp, "log-probabilities")  # checked once, not at every step
     ly = lp[np.arange(lp.shape[0]), labels]
+    lp2 = lp * lp
     lo, hi = A_MIN, A_MAX
-    if _ts_grad_hess(lo, lp, ly)[0] >= 0:
+    if _ts_grad_hess(lo, lp, ly, lp2)[0] >= 0:
         return lo
-    if _ts_grad_hess(hi, lp, ly)[0] <= 0:
+    if _ts_grad_hess(hi, lp, ly, lp2)[0] <= 0:
         return hi
     a = 1.0
     for _ in range(200):
-        g, h = _ts_grad_hess(a, lp, ly)
+        g, h = _ts_grad_hess(a, lp, ly, lp2)
         if g > 0:
             hi = a
         else:

@@ -34,7 +34,11 @@ LOSSES = ("logloss", "brier")
 
 
 def _loss(q_log: np.ndarray, y: np.ndarray, loss: str) -> float:
-    ls = log_softmax(q_log, axis=1)
+    return _loss_of(log_softmax(q_log, axis=1), y, loss)
+
+
+def _loss_of(ls: np.ndarray, y: np.ndarray, loss: str) -> float:
+    """``loss`` of the normalised log-probabilities ``ls``."""
     if loss == "logloss":
         return float(-np.mean(ls[np.arange(y.size), y]))
     q = np.exp(ls)
@@ -85,9 +89,11 @@ def split_values(p: np.ndarray, y: np.ndarray) -> dict[str, float]:
     """The four metrics of this module on validated ``(p, y)`` from one recalibration, by
     registry name (``Metric.joint``): each equals its function's value exactly."""
     lp, lq = _recalibrated(p, y)
+    ls_p, ls_q = log_softmax(lp, axis=1), log_softmax(lq, axis=1)  # once for both losses
     out = {}
     for loss in LOSSES:
-        out[f"calib_err_{loss}"], out[f"refinement_{loss}"] = _split(lp, lq, y, loss)
+        ref = _loss_of(ls_q, y, loss)
+        out[f"calib_err_{loss}"], out[f"refinement_{loss}"] = _loss_of(ls_p, y, loss) - ref, ref
     return out
 
 
