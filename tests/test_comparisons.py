@@ -140,3 +140,40 @@ def test_paired_sides_refuse_mismatched_shapes():
     y = np.array([0, 1, 0])
     with pytest.raises(ValueError, match="probs_b has shape"):
         PairedSides(METRICS["nll"], {"a": np.full((3, 2), 0.5), "b": np.full((3, 3), 1 / 3)}, y)
+
+
+def test_the_metrics_rows_jackknives_serve_the_comparisons_unchanged(monkeypatch):
+    from calbench.steps import evaluate_rows
+
+    rng = np.random.default_rng(8)
+    n, k = 400, 3
+    y = rng.integers(0, k, n)
+    z = rng.normal(size=(n, k)) + 2.0 * np.eye(k)[y]
+    by = {"a": softmax(z), "b": softmax(0.6 * z), "c": softmax(1.5 * z)}
+    halves = {"test": (z, y), "meta": {"dataset": "d", "model": "m"}}
+    metrics = {name: METRICS[name] for name in ("ece_ub", "cwece_ub", "nll")}
+    kept = {}
+    for m, p in by.items():
+        kept[m] = {}
+        evaluate_rows(halves, {"test": p}, m, metrics, half_names=["test"], n_bootstrap=20,
+                      jackknives=kept[m])  # fmt: skip
+        kept[m] = kept[m]["test"]
+    assert {m: sorted(j) for m, j in kept.items()} == dict.fromkeys(by, ["cwece_ub", "ece_ub"])
+    options = {"best": {"ece_ub": "b"}, "n_bootstrap": 30, "seed": 1}
+    fresh = compare_rows(halves, by, metrics, ["a"], **options)
+    calls = []
+    from calbench.stats import sides as sides_module
+
+    real_once = sides_module.PairedSides._once
+
+    def counting(self, key, compute):
+        if key[0] == "jackknife" and key not in self._memo:
+            calls.append(key)
+        return real_once(self, key, compute)
+
+    monkeypatch.setattr(sides_module.PairedSides, "_once", counting)
+    shared = compare_rows(halves, by, metrics, ["a"], jackknives=kept, **options)
+    assert not calls  # every jackknife came from the metrics rows
+    assert [{k: repr(v) for k, v in r.items()} for r in shared] == [
+        {k: repr(v) for k, v in r.items()} for r in fresh
+    ]  # bit for bit (NaN bounds included)

@@ -146,6 +146,7 @@ def compare_rows(
     n_bootstrap: int = 1000,
     level: float = 0.95,
     seed: int = 0,
+    jackknives: Mapping[str, Mapping] | None = None,
 ) -> list[dict]:
     """Paired tests of the calibrators of one model on the test half, in families.
 
@@ -167,7 +168,9 @@ def compare_rows(
     ``alpha`` the comparison cannot be significant whatever the data. The interval of the
     difference is the paired percentile bootstrap (``n_bootstrap`` resamples, the same
     resampled test indices for both methods) for metrics with a percentile interval (means:
-    accuracy, NLL, Brier score); others get none (``interval = "none"``).
+    accuracy, NLL, Brier score); others get none (``interval = "none"``). ``jackknives``:
+    method -> metric -> the :func:`calbench.stats.ub_jackknife` of its test-half probabilities
+    already computed (:func:`calbench.steps.evaluate_rows`'s), not computed again.
     """
     from calbench.stats import (  # lazy: code inputs
         holm,
@@ -195,7 +198,8 @@ def compare_rows(
     for name, fn in metrics.items():
         # each calibrator validated once and its per-sample values, jackknife and resampled
         # values computed once for all the comparisons it enters
-        sides = PairedSides(fn, probs_by_method, y)
+        kept = {m: j[name] for m, j in (jackknives or {}).items() if name in j}
+        sides = PairedSides(fn, probs_by_method, y, jackknives=kept)
         values = {m: sides.value(m) for m in methods}
         higher = bool(getattr(fn, "higher_is_better", False))
         pairs = comparison_pairs(methods, list(baselines), best.get(name))

@@ -190,6 +190,7 @@ def calibrate(
     written: list[Path] = []
     try:
         test_probs, val_probs = {}, {}
+        test_jackknives: dict = {}  # the metrics rows' jackknives, for the comparisons
         reuse = None if reuse_dir is None else Reuse(reuse_dir, spec, data, split_path)
         for key, cal in fitters.items():
             path, csv, png = paths = (
@@ -228,7 +229,9 @@ def calibrate(
                     seed=ev["seed"],
                     ci_halves=ci_halves,
                     ci_metrics=ci_metrics,
+                    jackknives=(kept := {}),
                 )
+                test_jackknives[key] = kept.get("test", {})
                 title = str(calibrators[key].get("display") or key)
                 _draw({key: probs["test"]}, data["test"][1], png, grid=False, title=title, **plot)
                 written.append(png)
@@ -261,6 +264,7 @@ def calibrate(
             n_bootstrap=cmp["n_bootstrap"],
             level=ev["level"],
             seed=ev["seed"],
+            jackknives=test_jackknives,
         )
         write_long_csv(compare_out, rows, COMPARE_COLUMNS)
         written.append(Path(compare_out))

@@ -106,6 +106,7 @@ def evaluate_rows(
     seed: int = 0,
     ci_halves=None,
     ci_metrics=None,
+    jackknives: dict | None = None,
 ) -> list[dict]:
     """Long-format rows ``dataset,model,method,half,metric,value,ci_low,ci_high`` for one calibrator.
 
@@ -116,7 +117,9 @@ def evaluate_rows(
     confidence ``level``, ``seed``) is computed for the halves in ``ci_halves`` and the metrics
     in ``ci_metrics`` (``None``: all of them) except those whose registry entry has no interval
     (``Metric.interval is None``, :data:`calbench.stats.NO_INTERVAL`: the calibration errors);
-    other rows carry NaN bounds, as do all rows when ``n_bootstrap`` is 0.
+    other rows carry NaN bounds, as do all rows when ``n_bootstrap`` is 0. ``jackknives``: a
+    dict that receives, per half, the jackknife of each metric with a jackknife interval
+    (``{half: {metric: UStat}}``, :func:`calbench.stats.bootstrap_cis`), for the comparisons.
     """
     from calbench.stats import bootstrap_cis, interval_method  # lazy: code inputs
 
@@ -137,7 +140,10 @@ def evaluate_rows(
         }
         cis = {}
         if with_ci:
-            cis = bootstrap_cis(with_ci, probs, y, n_resamples=n_bootstrap, level=level, seed=seed)
+            kept = None if jackknives is None else jackknives.setdefault(half, {})
+            cis = bootstrap_cis(
+                with_ci, probs, y, n_resamples=n_bootstrap, level=level, seed=seed, jackknives=kept
+            )
         for name in metrics:
             value = values[name]
             lo = hi = float("nan")

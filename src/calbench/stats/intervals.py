@@ -60,7 +60,7 @@ from calbench._checks import check_probs_labels
 from calbench.metrics import INTERVALS, METRICS
 from calbench.stats import _common
 from calbench.stats._common import _paired_inputs, _resolve, interval_method, no_interval_reason
-from calbench.stats.ub import ub_interval
+from calbench.stats.ub import ub_interval, ub_jackknife
 
 #: Interval constructions of :func:`bootstrap_ci` and :func:`paired_bootstrap`
 #: (:data:`calbench.metrics.INTERVALS`).
@@ -259,12 +259,22 @@ def bootstrap_ci(
 
 
 def bootstrap_cis(
-    metrics: Mapping, probs, labels, n_resamples: int = 1000, level: float = 0.95, seed: int = 0
+    metrics: Mapping,
+    probs,
+    labels,
+    n_resamples: int = 1000,
+    level: float = 0.95,
+    seed: int = 0,
+    *,
+    jackknives: dict | None = None,
 ) -> dict[str, BootstrapCI]:
     """:func:`bootstrap_ci` of several metrics (``{key: metric}``, each with the registry's
     construction) on one set: the arrays validated once and the resampled indices of ``seed``
     drawn once for all of them (and the multiplicities of a chunk counted once), so each
-    interval equals :func:`bootstrap_ci`'s."""
+    interval equals :func:`bootstrap_ci`'s. ``jackknives``: a dict receiving the
+    :func:`calbench.stats.ub_jackknife` of every ``jackknife`` metric by key (one given there
+    already is used), for the paired tests of the same set
+    (:class:`calbench.stats.sides.PairedSides`)."""
     n_resamples, level, seed = _check_options(n_resamples, level, seed)
     p, y = check_probs_labels(probs, labels)
     out: dict = {}
@@ -272,7 +282,10 @@ def bootstrap_cis(
     for key, metric in metrics.items():
         method = _check_method(None, metric)
         if method == "jackknife":
-            est, lo, hi = ub_interval(metric, probs, labels, level)
+            if jackknives is not None and key not in jackknives:
+                jackknives[key] = ub_jackknife(metric, probs, labels)
+            u = None if jackknives is None else jackknives[key]
+            est, lo, hi = ub_interval(metric, probs, labels, level, ustat=u)
             out[key] = BootstrapCI(est, lo, hi, level, 0, "jackknife", est)
         else:
             prepared[key] = (method, *_prepare(_resolve(metric), probs, labels, (p, y)))

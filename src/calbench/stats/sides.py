@@ -37,9 +37,18 @@ from calbench.stats.ub import ub_paired_result
 class PairedSides:
     """One metric of several calibrators' probabilities ``probs_by_method`` (name -> ``(N, K)``)
     on the same ``labels``, for paired tests and bootstraps between any two of them
-    (:meth:`test`, :meth:`bootstrap`, :meth:`value`), each calibrator's part computed once."""
+    (:meth:`test`, :meth:`bootstrap`, :meth:`value`), each calibrator's part computed once.
+    ``jackknives``: name -> the metric's :func:`calbench.stats.ub_jackknife` of that
+    calibrator's probabilities where the caller has it (the interval of its metrics row)."""
 
-    def __init__(self, metric, probs_by_method: Mapping[str, np.ndarray], labels):
+    def __init__(
+        self,
+        metric,
+        probs_by_method: Mapping[str, np.ndarray],
+        labels,
+        *,
+        jackknives: Mapping | None = None,
+    ):
         self.metric = _resolve(metric)
         self._entry = _registry_entry(metric)
         self._given = dict(probs_by_method)
@@ -56,6 +65,9 @@ class PairedSides:
         k = next(iter(self._probs.values())).shape
         self.labels = check_labels(labels, k[0], k[1])
         self._memo: dict = {}
+        for name, u in (jackknives or {}).items():
+            if name in self._probs and len(u.loo) == k[0]:
+                self._memo[("jackknife", name)] = u
 
     def _once(self, key, compute):
         if key not in self._memo:

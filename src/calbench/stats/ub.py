@@ -45,7 +45,9 @@ def _z(level: float, sided: str) -> float:
     return float(ndtri((1.0 + level) / 2.0)) if sided == "two" else float(ndtri(level))
 
 
-def ub_interval(metric, probs, labels, level: float = 0.95) -> tuple[float, float, float]:
+def ub_interval(
+    metric, probs, labels, level: float = 0.95, *, ustat=None
+) -> tuple[float, float, float]:
     """``(estimate, low, high)`` of an unbiased squared calibration error's root
     ``sqrt(theta)``: the score interval of the **unclipped** U-statistic ``T``
     (:func:`calbench.metrics.unbiased.score_bounds`: the ``theta >= 0`` a two-sided z-test at
@@ -55,11 +57,12 @@ def ub_interval(metric, probs, labels, level: float = 0.95) -> tuple[float, floa
     same bins (Sun, Chaudhari, Barnett & Dobriban 2024 study such intervals); its coverage is
     checked by simulation in perf/bench_coverage.py (docs/statistics.md). Where that check
     failed (the classwise error with fewer than 10 samples per class,
-    :func:`calbench.metrics.unbiased.cw_thin_reason`) the bounds are NaN."""
+    :func:`calbench.metrics.unbiased.cw_thin_reason`) the bounds are NaN. ``ustat``: the
+    :func:`ub_jackknife` of these arguments when the caller has it."""
     from calbench.metrics.unbiased import root, score_bounds
 
     z = _z(level, "two")
-    u = ub_jackknife(metric, probs, labels)
+    u = ub_jackknife(metric, probs, labels) if ustat is None else ustat
     if u.thin:  # too few samples for a verified interval (UStat.thin says why)
         return float(root(u.t)), math.nan, math.nan
     lo, hi = score_bounds(u, z)
