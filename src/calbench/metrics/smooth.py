@@ -255,7 +255,9 @@ def smooth_reliability(
     if n_bootstrap:
         rng = np.random.default_rng(seed)
         draws = rng.integers(0, n, size=(n_bootstrap, n))  # resampled indices, as multiplicities
-        weights = np.stack([np.bincount(d, minlength=n) for d in draws]).astype(np.float64)
+        offset = (np.arange(n_bootstrap, dtype=np.int64) * n)[:, None]  # one bincount for all
+        weights = np.bincount((draws + offset).ravel(), minlength=n_bootstrap * n)
+        weights = weights.reshape(n_bootstrap, n).astype(np.float64)
         bnum, bden = curves(weights)
         boot = np.divide(bnum, bden, out=np.full(bnum.shape, np.nan), where=bden > 1e-12)
         lower, upper = np.full(n_points, np.nan), np.full(n_points, np.nan)
