@@ -115,7 +115,9 @@ def test_paired_sides_equal_the_pairwise_functions_bit_for_bit(monkeypatch):
                     fn, probs[a], probs[b], y, n_permutations=99, seed=3
                 ), (name, a, b)
                 if fn.interval == "percentile":
-                    got = sides.bootstrap(a, b, n_resamples=50, level=0.9, seed=2, method="percentile")
+                    got = sides.bootstrap(
+                        a, b, n_resamples=50, level=0.9, seed=2, method="percentile"
+                    )
                     want = paired_bootstrap(
                         fn, probs[a], probs[b], y, n_resamples=50, level=0.9, seed=2,
                         method="percentile",
@@ -124,7 +126,9 @@ def test_paired_sides_equal_the_pairwise_functions_bit_for_bit(monkeypatch):
     # each array is validated once, whatever the number of comparisons
     seen = []
     real = _checks.check_probs
-    monkeypatch.setattr(sides_module, "check_probs", lambda p, *a, **kw: seen.append(1) or real(p, *a, **kw))
+    monkeypatch.setattr(
+        sides_module, "check_probs", lambda p, *a, **kw: seen.append(1) or real(p, *a, **kw)
+    )
     sides = PairedSides(METRICS["nll"], probs, y)
     for a in probs:
         for b in probs:

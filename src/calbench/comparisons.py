@@ -173,12 +173,12 @@ def compare_rows(
     already computed (:func:`calbench.steps.evaluate_rows`'s), not computed again.
     """
     from calbench.stats import (  # lazy: code inputs
+        PairedSides,
         holm,
         interval_method,
         min_adjusted_p,
         permutations_for,
     )
-    from calbench.stats.sides import PairedSides  # lazy: code inputs
 
     check_verdict_metrics(list(metrics))
     _, y = halves["test"]

@@ -173,7 +173,9 @@ def _values(metrics: dict, probs, labels) -> dict[str, float]:
     if entries:
         p, y = check_probs_labels(probs, labels)
         out = metric_values(entries, p, y, getattr(probs, "dtype", None))
-    return {name: out[name] if name in out else float(fn(probs, labels)) for name, fn in metrics.items()}
+    return {
+        name: out[name] if name in out else float(fn(probs, labels)) for name, fn in metrics.items()
+    }
 
 
 # --------------------------------------------------------------------------------------------

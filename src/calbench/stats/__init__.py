@@ -9,6 +9,8 @@ One module per concern, every name re-exported here (``from calbench.stats impor
   bounds ("calibrated within delta") and paired test of equal calibration error;
 * :mod:`calbench.stats.paired`: paired tests of two calibrators on the same samples (McNemar,
   paired t, Wilcoxon, sign-flip, and :func:`paired_test`, the registry's choice);
+* :mod:`calbench.stats.sides`: a family of paired comparisons among several calibrators, each
+  calibrator's share (validation, per-sample values, jackknife, resampled values) computed once;
 * :mod:`calbench.stats.ranks`: average ranks, Friedman and Nemenyi (Demšar 2006);
 * :mod:`calbench.multiplicity` (numpy only, shared with :mod:`calbench.caltests`): Holm,
   Benjamini-Hochberg, the smallest adjusted p-value.
@@ -55,6 +57,7 @@ from calbench.stats.ranks import (
     nemenyi_q,
     rank_rows,
 )
+from calbench.stats.sides import PairedSides
 from calbench.stats.ub import ub_interval, ub_jackknife, ub_paired_test, ub_upper_bound
 
 __all__ = [
@@ -66,6 +69,7 @@ __all__ = [
     "BootstrapCI",
     "Friedman",
     "PairedBootstrap",
+    "PairedSides",
     "PairedTest",
     "average_ranks",
     "benjamini_hochberg",
