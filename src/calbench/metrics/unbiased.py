@@ -36,6 +36,7 @@ import numpy as np
 from calbench.metrics.binning import (
     bin_ids,
     bin_sums,
+    fixed_bins_weighted,
     weight_rows,
     weighted_bincounts,
     weighted_column_sums,
@@ -202,8 +203,6 @@ def ub_top_jackknife(
 def ub_top_weighted(x: np.ndarray, target: np.ndarray, n_bins: int = 15):
     """``g(weights)``: ``T`` of equal-width bins with per-sample multiplicities (bootstrap
     resamples; a sample drawn twice pairs with itself, as any resample of a U-statistic does)."""
-    from calbench.metrics.binning import fixed_bins_weighted
-
     d = target - x
     ids = width_bin_ids(x, n_bins)
     return fixed_bins_weighted(ids, d, d * d, n_bins, t_from_sums, x.shape[0])

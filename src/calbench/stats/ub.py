@@ -9,6 +9,7 @@ import math
 import numpy as np
 
 from calbench._checks import check_probs_labels
+from calbench.metrics.unbiased import jackknife_se, paired_excess, root, score_bounds
 from calbench.stats._common import PairedTest, _paired_inputs, _resolve
 
 
@@ -59,8 +60,6 @@ def ub_interval(
     failed (the classwise error with fewer than 10 samples per class,
     :func:`calbench.metrics.unbiased.cw_thin_reason`) the bounds are NaN. ``ustat``: the
     :func:`ub_jackknife` of these arguments when the caller has it."""
-    from calbench.metrics.unbiased import root, score_bounds
-
     z = _z(level, "two")
     u = ub_jackknife(metric, probs, labels) if ustat is None else ustat
     if u.thin:  # too few samples for a verified interval (UStat.thin says why)
@@ -74,8 +73,6 @@ def ub_upper_bound(metric, probs, labels, level: float = 0.95) -> float:
     of :func:`ub_interval` at the one-sided quantile ``z_level``). A calibrator is
     "calibrated within delta" at this level when the bound is below delta (no multiplicity
     adjustment makes that easier). NaN where :func:`ub_interval` gives no interval."""
-    from calbench.metrics.unbiased import root, score_bounds
-
     z = _z(level, "one")
     u = ub_jackknife(metric, probs, labels)
     if u.thin:
@@ -108,8 +105,6 @@ def ub_paired_result(ua, ub) -> PairedTest:
     """:func:`ub_paired_test` from the two calibrators' :class:`~calbench.metrics.unbiased.UStat`
     (:func:`ub_jackknife` of each on the same samples)."""
     from scipy.special import stdtr
-
-    from calbench.metrics.unbiased import jackknife_se, paired_excess, root
 
     d = ua.t - ub.t
     vj = jackknife_se(ua.loo - ub.loo) ** 2
