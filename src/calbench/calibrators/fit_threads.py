@@ -33,6 +33,8 @@ import contextlib
 import functools
 from collections.abc import Iterator
 
+from calbench._device import fit_threads
+
 #: CPU fits whose logit array has at most this many entries run on one intra-op thread: an
 #: objective evaluation then takes about a millisecond, and splitting it across threads costs
 #: more than it saves (up to 20x slower on a loaded machine).
@@ -78,8 +80,6 @@ def cpu_fit_settings(
         yield 1
         return
     import torch
-
-    from calbench._device import fit_threads
 
     threads = torch.get_num_threads()
     data = min(fit_threads() or threads, MAX_THREADS)
