@@ -96,8 +96,9 @@ def check_calibrate_spec(spec: dict) -> dict:
                     )
     if problems:
         raise ValueError(
-            "invalid calibrate spec: " + "; ".join(problems) + " (write it with the workflow's "
-            "common.smk calibrate_spec(), or by hand with these keys)"
+            "invalid calibrate spec: " + "; ".join(problems) + " (write it with "
+            "calbench.calibrate_spec.calibrate_spec(config), as the workflow does, or by hand "
+            "with these keys)"
         )
     return spec
 

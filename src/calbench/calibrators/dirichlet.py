@@ -16,13 +16,15 @@ which a user can do by passing other values.
 Optimiser default: ``line_search="strong_wolfe"`` (float32, LBFGS lr 1, max_iter 1000 as for the
 scaling family).  Dirichlet calibration is not part of the replicated study's protocol, so it
 need not copy the study's line-search-free LBFGS; a Wolfe line search guarantees descent on each
-step.  Measured on 5,000 x 100 synthetic logits (perf/bench_calibrators.py, one thread):
+step.  Measured on 5,000 x 100 synthetic logits (one thread; perf/bench_speed.py --only
+denormal times the objective):
 with or without the line search the fit needs ~400 objective evaluations and reaches the same
 objective to 1e-6 (float64 + strong_wolfe too, at twice the cost per evaluation), so the line
 search costs nothing here.  The fit's former 90 s of CPU time came from denormal floats: the
 fitted weights grow to ~10 on log-probabilities down to -15, so many float32 softmax outputs of
-the objective fall in the denormal range where arithmetic is ~30x slower; the scaling family
-now flushes denormals to zero (:func:`calbench.calibrators.scaling.cpu_fit_settings`).
+the objective fall in the denormal range, where arithmetic was ~30x slower on the CPU of that
+measurement (not on every CPU: see :func:`calbench.calibrators.fit_threads.cpu_fit_settings`);
+the scaling family flushes denormals to zero.
 """
 
 from __future__ import annotations

@@ -63,8 +63,10 @@ def cpu_fit_settings(
     * Denormal floats are flushed to zero (``torch.set_flush_denormal``). Calibrated logits
       that grow large (Dirichlet's weights reach ~10 on log-probabilities near -15) put many
       softmax outputs in float32's denormal range (1e-45 .. 1e-38), where arithmetic is
-      far slower: one Dirichlet objective + gradient on 5,000 x 100 at its fitted parameters
-      takes ~100 ms with denormals and ~4 ms flushed (perf/bench_calibrators.py).
+      slower on many CPUs: one Dirichlet objective + gradient on 5,000 x 100 at its fitted
+      parameters took ~100 ms with denormals and ~4 ms flushed when this was introduced; on
+      the 2-core machine of the latest measurement (5.3% of the outputs denormal) 7.1 and
+      7.7 CPU-ms on one thread, 80 and 60 on two (perf/bench_speed.py --only denormal).
       Flushing only replaces values below 1.2e-38 by 0, far below float32's resolution of the
       loss and the gradients (the parameters fitted on the tests' data are identical).
       The setting is per thread, so a multi-threaded data term sets it on its OpenMP worker
