@@ -237,7 +237,8 @@ def calibrate_job(
     shutil.rmtree(out, ignore_errors=True)
     out.mkdir(parents=True)
     (out / "spec.json").write_text(json.dumps(spec))
-    full_env = {**os.environ, "OMP_NUM_THREADS": str(threads), **(env or {})}
+    # the rule's environment: one OMP thread (--threads sizes the fits), malloc's reuse
+    full_env = {**os.environ, "OMP_NUM_THREADS": "1", **sizing()["CALIBRATE_ENV"], **(env or {})}
     if src:
         full_env["PYTHONPATH"] = src
     cmd = calbench(
@@ -311,7 +312,7 @@ def ms_b_per_iteration(logits: Path, split: Path, iters: int) -> float:
         [sys.executable, "-c", code, str(logits), str(split), str(iters)],
         capture_output=True,
         text=True,
-        env={**os.environ, "OMP_NUM_THREADS": "1"},
+        env={**os.environ, "OMP_NUM_THREADS": "1", **sizing()["CALIBRATE_ENV"]},
     )
     if res.returncode != 0:
         raise SystemExit(f"ms_b timing failed:\n{res.stderr[-1500:]}")

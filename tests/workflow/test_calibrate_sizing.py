@@ -56,7 +56,7 @@ def test_threads_and_memory_follow_n_times_k(sizing, tmp_path, monkeypatch):
     assert threads == {
         "cifar10": 1, "tiny": 1, "many_samples": 1, "imagenet": sizing.CALIBRATE_MAX_THREADS
     }  # fmt: skip
-    assert mem["cifar10"] == 1010 and mem["imagenet"] == 6000
+    assert mem["cifar10"] == 1022 and mem["imagenet"] == 12000
     assert mem["cifar10"] < mem["tiny"] < mem["imagenet"]
 
 

@@ -49,13 +49,12 @@ rule calibrate:
         gpu=calibrate_gpu,
     params:
         device=calibrate_device,
+        env=calibrate_env,
     conda:
         "../../envs/calbench.yaml"
-    # THP_MEM_ALLOC_ENABLE: torch's CPU allocator backs large tensors with transparent huge
-    # pages where the kernel offers them (madvise mode): M-scaling-b on 25k x 1000 logits took
-    # 49 k minor page faults instead of 1.25 M, outputs byte-identical; ignored elsewhere
+    # params.env: malloc keeps freed memory for reuse (helpers/sizing.smk, CALIBRATE_ENV)
     shell:
-        "OMP_NUM_THREADS=1 THP_MEM_ALLOC_ENABLE=1 calbench calibrate --logits {input.logits}"
+        "OMP_NUM_THREADS=1 {params.env} calbench calibrate --logits {input.logits}"
         " --split {input.split} --spec @{input.spec}"
         " --threads {threads} --device {params.device}"
         " --calibrators-dir results/calibrators/{wildcards.dataset}/{wildcards.model}"

@@ -37,10 +37,25 @@ CALIBRATE_MIN_THREADED_CLASSES = 300
 #: CUDA, and the CPU's results are bit-for-bit reproducible.
 CALIBRATE_GPU_MIN_ENTRIES = 1 << 24
 #: memory of a calibrate job: start-up (python, numpy, torch, matplotlib: ~850 MB measured on
-#: 10k x 10) plus bytes per logit entry (float64 probabilities of both halves and per-calibrator
-#: copies: ~100 bytes per entry)
+#: 10k x 10) plus bytes per logit entry (float64 probabilities of both halves, per-calibrator
+#: copies, and the freed blocks malloc keeps under CALIBRATE_ENV: 10.5 GB peak on 50k x 1000
+#: with the coursework's calibrators, 3.6 GB without it; ~210 bytes per entry)
 CALIBRATE_BASE_MB = 1000
-CALIBRATE_BYTES_PER_ENTRY = 100
+CALIBRATE_BYTES_PER_ENTRY = 220
+#: environment of a calibrate job's process: glibc's malloc keeps freed memory for reuse instead
+#: of handing every large block back to the kernel (MALLOC_MMAP_MAX_=0: no block gets a mapping
+#: of its own; MALLOC_TRIM_THRESHOLD_: the heap is not trimmed), so the scaling fits' tensors of
+#: N x K floats, allocated and freed at every LBFGS evaluation, are not page-faulted in again
+#: each time. Measured (one thread, same outputs byte for byte): the coursework's ImageNet job
+#: with M-scaling-b capped at 5 iterations 210 -> 139 CPU-s (system time 96 -> 28 s; torch's
+#: THP_MEM_ALLOC_ENABLE, used before, was the 210), each further M-scaling-b iteration ~0.3
+#: CPU-s of page faults less; the default config on 10k x 100 139 -> 127 CPU-s.
+CALIBRATE_ENV = {"MALLOC_MMAP_MAX_": "0", "MALLOC_TRIM_THRESHOLD_": str(1 << 36)}
+
+
+def calibrate_env(wildcards):
+    """CALIBRATE_ENV as ``NAME=value`` words for the rule's shell line."""
+    return " ".join(f"{k}={v}" for k, v in CALIBRATE_ENV.items())
 
 
 def logits_shape(path):
