@@ -30,3 +30,16 @@ def fmnist_root(tmp_path_factory):
     root = tmp_path_factory.mktemp("fm")
     fashion_mnist.prepare(root, mirrors=[DEBIAN_FMNIST], urls=())
     return root
+
+
+@pytest.fixture(autouse=True)
+def _process_settings_restored():
+    """A verb run in-process (``calbench.cli.main``) sets this process's device and fit threads
+    (calbench._device.use_device / set_fit_threads) as a workflow job's process would; each test
+    starts from the defaults again, whatever an earlier test ran."""
+    from calbench import _device
+
+    saved = dict(_device._CHOSEN)
+    yield
+    _device._CHOSEN.clear()
+    _device._CHOSEN.update(saved)

@@ -12,6 +12,7 @@ import sys
 import numpy as np
 import pytest
 import torch
+from conftest import sample_labels, softmax64
 
 from calbench import _device
 from calbench.calibrators import REGISTRY, fit_threads
@@ -179,7 +180,6 @@ def test_denormals_in_the_worker_threads_leave_the_fit_unchanged(low_threshold, 
     """Sharp logits (as tests/calibrators/test_scaling.py's denormal case, scale 30): hundreds of
     float32 softmax terms fall in the denormal range, which the fit's own thread flushes to zero
     and the worker threads of the data term do not; the fitted parameters are still the same."""
-    from conftest import sample_labels, softmax64
 
     rng = np.random.default_rng(8)
     z = rng.normal(size=(600, 300)) * 30
@@ -209,5 +209,21 @@ def test_worker_threads_flush_denormals_during_a_threaded_fit():
             with fit_threads.data_threads(data):
                 assert int((tiny * 1.5 != 0).sum()) == 0  # every thread flushed
         assert int((tiny * 1.5 != 0).sum()) == tiny.numel()  # and none afterwards
+    finally:
+        torch.set_num_threads(before)
+
+
+def test_threads_are_kept_with_scikit_learns_openmp_loaded_too():
+    """scikit-learn ships its own libgomp: with both runtimes in the process the fit still finds
+    torch's (its worker flush needs it) instead of falling back to one thread."""
+    import sklearn.ensemble  # noqa: F401  (loads scikit-learn's libgomp)
+    from threadpoolctl import threadpool_info
+
+    assert len([i for i in threadpool_info() if i["user_api"] == "openmp"]) >= 2
+    before = torch.get_num_threads()
+    torch.set_num_threads(3)
+    try:
+        with cpu_fit_settings(SINGLE_THREAD_MAX_ENTRIES + 1, "cpu", "ms_b", 1000) as data:
+            assert data == 3
     finally:
         torch.set_num_threads(before)

@@ -122,6 +122,9 @@ def run(tmp_path_factory):
         cfg = {k: cw[k] for k in ("study", "evaluation", "compare", "plots", "report")}
         cfg["evaluation"] = {**cw["evaluation"], "n_bootstrap": 5}
         cfg["compare"] = {**cw["compare"], "n_bootstrap": 5}
+        cfg["compare"]["select_exclude"] = [
+            c for c in cw["compare"].get("select_exclude", []) if c in CALIBRATORS
+        ]
         cfg["mirrors"] = []
         cfg["datasets"] = {
             "cifar10": cw["datasets"]["cifar10"],

@@ -31,7 +31,9 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import os
 from collections.abc import Iterator
+from pathlib import Path
 
 from calbench._device import fit_threads
 
@@ -132,7 +134,10 @@ def _omp_parallel():
     if "parallel backend: OpenMP" not in torch.__config__.parallel_info():
         return None
     libs = [i["filepath"] for i in threadpool_info() if i["user_api"] == "openmp"]
-    if len(libs) != 1:  # several runtimes: which one torch uses is not known
+    if len(libs) > 1:  # e.g. scikit-learn's own libgomp beside torch's: take the one in torch
+        home = str(Path(torch.__file__).resolve().parent)
+        libs = [lib for lib in libs if str(Path(lib).resolve()).startswith(home + os.sep)]
+    if len(libs) != 1:  # which runtime torch uses is not known
         return None
     try:
         fn = ctypes.CDLL(libs[0]).GOMP_parallel
