@@ -12,7 +12,6 @@ import sys
 import numpy as np
 import pytest
 import torch
-from conftest import sample_labels, softmax64
 
 from calbench import _device
 from calbench.calibrators import REGISTRY, fit_threads
@@ -21,6 +20,7 @@ from calbench.calibrators.fit_threads import (
     SINGLE_THREAD_MAX_ENTRIES,
     cpu_fit_settings,
 )
+from conftest import sample_labels, softmax64
 
 
 def _logits(n, k, seed=0):
