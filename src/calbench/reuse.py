@@ -215,7 +215,7 @@ class Reuse:
         kept (:func:`calbench.selection.crossfit_scores`' ``known``), for the same ``settings``
         (folds, seed, compared metrics; JSON-able); a record of other settings or whose seal
         does not match its content is left out (that calibrator is refitted on the folds)."""
-        out = {}
+        out, wanted = {}, _selection_settings(settings)
         for key in self.digests:
             path = self.folder(key) / SELECTION
             try:
@@ -228,7 +228,7 @@ class Reuse:
                 record.get("settings"), record.get("result")
             ):
                 continue
-            if record["settings"] == _selection_settings(settings):
+            if record["settings"] == wanted:
                 out[key] = record["result"]
         return out
 
@@ -236,12 +236,12 @@ class Reuse:
         """Keep ``results`` (calibrator key -> :func:`calbench.selection.candidate_result`) in
         the kept entries, under ``settings``; a calibrator without a kept entry or without a
         finding (``None``) is skipped."""
+        kept = _selection_settings(settings)
         for key, result in results.items():
-            folder = self.folder(key)
-            if result is None or key not in self.digests or not folder.is_dir():
+            if result is None or key not in self.digests or not self.folder(key).is_dir():
                 continue
-            settings_c = _selection_settings(settings)
-            record = {"settings": settings_c, "result": result, "sha256": _seal(settings_c, result)}
+            folder = self.folder(key)
+            record = {"settings": kept, "result": result, "sha256": _seal(kept, result)}
             atomic_write_text(folder / SELECTION, json.dumps(record, sort_keys=True) + "\n")
 
 
