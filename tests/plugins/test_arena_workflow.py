@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import csv
 import os
-import re
 import shutil
 import subprocess
 import sys
@@ -15,6 +14,8 @@ from pathlib import Path
 
 import pytest
 import yaml
+
+from workflow_copy import copy_workflow, job_counts
 
 REPO = Path(__file__).resolve().parents[2]
 pytestmark = [pytest.mark.slow]
@@ -39,23 +40,12 @@ def _smk(root: Path, *args) -> subprocess.CompletedProcess:
 
 def _planned(root: Path, *args) -> dict[str, int]:
     res = _smk(root, "-n", "--quiet", "rules", *args)
-    counts = {}
-    for line in (res.stdout + res.stderr).splitlines():
-        m = re.match(r"^\s*([a-z_]+)\s+(\d+)\s*$", line)
-        if m and m.group(1) != "total":
-            counts[m.group(1)] = int(m.group(2))
-    return counts
+    return job_counts(res.stdout + res.stderr)
 
 
 @pytest.fixture(scope="module")
 def run(tmp_path_factory):
-    root = tmp_path_factory.mktemp("arena_wf") / "repo"
-    root.mkdir()
-    shutil.copy2(REPO / "Snakefile", root / "Snakefile")
-    for sub in ("workflow", "profiles/default", "config", "envs"):
-        shutil.copytree(REPO / sub, root / sub, ignore=shutil.ignore_patterns("__pycache__"))
-    shutil.copytree(REPO / "src" / "calbench", root / "lib" / "calbench",
-                    ignore=shutil.ignore_patterns("__pycache__"))  # fmt: skip
+    root = copy_workflow(tmp_path_factory.mktemp("arena_wf") / "repo", config=None)
     cfg = yaml.safe_load((REPO / "config" / "test.yaml").read_text())
     (root / "config.yaml").write_text(yaml.safe_dump(cfg, sort_keys=False))
     default_plan = _planned(root)

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import csv
 import os
-import re
 import shutil
 import subprocess
 import sys
@@ -16,6 +15,8 @@ from pathlib import Path
 import pytest
 import yaml
 from plugin_site import make_plugin_path
+
+from workflow_copy import copy_workflow, job_counts
 
 REPO = Path(__file__).resolve().parents[2]
 pytestmark = [pytest.mark.slow]
@@ -38,23 +39,12 @@ def _smk(root: Path, *args, check=True) -> subprocess.CompletedProcess:
 
 def _planned(root: Path) -> dict[str, int]:
     res = _smk(root, "-n", "--quiet", "rules")
-    counts = {}
-    for line in (res.stdout + res.stderr).splitlines():
-        m = re.match(r"^\s*([a-z_]+)\s+(\d+)\s*$", line)
-        if m and m.group(1) != "total":
-            counts[m.group(1)] = int(m.group(2))
-    return counts
+    return job_counts(res.stdout + res.stderr)
 
 
 @pytest.fixture(scope="module")
 def run(tmp_path_factory):
-    root = tmp_path_factory.mktemp("plugin_wf") / "repo"
-    root.mkdir()
-    shutil.copy2(REPO / "Snakefile", root / "Snakefile")
-    for sub in ("workflow", "profiles/default", "config", "envs"):
-        shutil.copytree(REPO / sub, root / sub, ignore=shutil.ignore_patterns("__pycache__"))
-    shutil.copytree(REPO / "src" / "calbench", root / "lib" / "calbench",
-                    ignore=shutil.ignore_patterns("__pycache__"))  # fmt: skip
+    root = copy_workflow(tmp_path_factory.mktemp("plugin_wf") / "repo", config=None)
     make_plugin_path(root / "site")  # the example, as `pip install -e examples/my_calibrator`
     cfg = yaml.safe_load((REPO / "config" / "test.yaml").read_text())
     # the one config line per plug-in (plus naming the metric where tables and tests read it)

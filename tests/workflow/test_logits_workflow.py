@@ -15,7 +15,6 @@ import io
 import json
 import os
 import pickle
-import re
 import shutil
 import subprocess
 import sys
@@ -24,6 +23,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 import yaml
+
+from workflow_copy import job_counts
 
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO / "tests" / "logits_sources"))
@@ -57,12 +58,7 @@ def smk(root: Path, *args) -> subprocess.CompletedProcess:
 def planned(root: Path, *args) -> dict[str, int]:
     res = smk(root, "-n", "--quiet", "rules", *args)
     assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
-    counts = {}
-    for line in (res.stdout + res.stderr).splitlines():
-        m = re.match(r"^\s*([a-z_]+)\s+(\d+)\s*$", line)
-        if m and m.group(1) != "total":
-            counts[m.group(1)] = int(m.group(2))
-    return counts
+    return job_counts(res.stdout + res.stderr)
 
 
 def _pt(z) -> bytes:

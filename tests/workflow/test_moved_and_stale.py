@@ -8,7 +8,6 @@ retrains nothing.
 from __future__ import annotations
 
 import os
-import re
 import shutil
 import subprocess
 import sys
@@ -17,24 +16,13 @@ from pathlib import Path
 import pytest
 import yaml
 
+from workflow_copy import copy_workflow, job_counts
+
 REPO = Path(__file__).resolve().parents[2]
 pytestmark = [pytest.mark.slow]
 
 if shutil.which("snakemake") is None:  # pragma: no cover
     pytest.skip("snakemake is not installed (pip install -e .[workflow])", allow_module_level=True)
-
-
-def _copy_workflow(dest: Path) -> Path:
-    dest.mkdir(parents=True)
-    shutil.copy2(REPO / "Snakefile", dest / "Snakefile")
-    for sub in ("workflow", "profiles/default", "config", "envs"):
-        shutil.copytree(REPO / sub, dest / sub, ignore=shutil.ignore_patterns("__pycache__"))
-    shutil.copy2(REPO / "config" / "test.yaml", dest / "config.yaml")
-    shutil.copytree(
-        REPO / "src" / "calbench", dest / "lib" / "calbench",
-        ignore=shutil.ignore_patterns("__pycache__"),
-    )  # fmt: skip
-    return dest
 
 
 def smk(root: Path, *args, check=True) -> subprocess.CompletedProcess:
@@ -53,16 +41,11 @@ def smk(root: Path, *args, check=True) -> subprocess.CompletedProcess:
 
 def planned(root: Path) -> dict[str, int]:
     res = smk(root, "-n", "--quiet", "rules")
-    counts = {}
-    for line in (res.stdout + res.stderr).splitlines():
-        m = re.match(r"^\s*([a-z_]+)\s+(\d+)\s*$", line)
-        if m and m.group(1) != "total":
-            counts[m.group(1)] = int(m.group(2))
-    return counts
+    return job_counts(res.stdout + res.stderr)
 
 
 def test_moved_copied_and_limit_changed(tmp_path):
-    first = _copy_workflow(tmp_path / "home" / "alice" / "study")
+    first = copy_workflow(tmp_path / "home" / "alice" / "study")
     smk(first)
     # moved: nothing to do, render_report included (no absolute path among its inputs)
     moved = tmp_path / "elsewhere" / "bob" / "moved"

@@ -11,7 +11,9 @@ import shutil
 
 import numpy as np
 import pytest
-from test_workflow import REPO, _copy_workflow, planned, smk
+from test_workflow import REPO, planned, smk
+
+from workflow_copy import copy_workflow
 
 pytestmark = [pytest.mark.slow]
 
@@ -21,7 +23,7 @@ if shutil.which("snakemake") is None:  # pragma: no cover
 
 @pytest.fixture(scope="module")
 def run(tmp_path_factory):
-    root = _copy_workflow(tmp_path_factory.mktemp("shiftwf") / "repo")
+    root = copy_workflow(tmp_path_factory.mktemp("shiftwf") / "repo")
     shutil.copy2(REPO / "config" / "test_shift.yaml", root / "config.yaml")
     smk(root, timeout=2400)  # a loaded 2-core machine: minutes
     return root
@@ -79,7 +81,7 @@ def test_cifar10_c_config_plans(tmp_path):
     model."""
     import yaml
 
-    root = _copy_workflow(tmp_path / "repo")
+    root = copy_workflow(tmp_path / "repo")
     cfg = yaml.safe_load((REPO / "config" / "shift_cifar10.yaml").read_text())
     n_models = len(cfg["models"])
     assert n_models == 33 and cfg["shift"]["source"] == "published"

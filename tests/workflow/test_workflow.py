@@ -25,26 +25,13 @@ import pytest
 import yaml
 
 from calbench.stats import NO_INTERVAL
+from workflow_copy import copy_workflow, job_counts
 
 REPO = Path(__file__).resolve().parents[2]
 pytestmark = [pytest.mark.slow]
 
 if shutil.which("snakemake") is None:  # pragma: no cover
     pytest.skip("snakemake is not installed (pip install -e .[workflow])", allow_module_level=True)
-
-
-def _copy_workflow(dest: Path) -> Path:
-    dest.mkdir(parents=True)
-    shutil.copy2(REPO / "Snakefile", dest / "Snakefile")
-    for sub in ("workflow", "profiles/default", "config", "envs"):
-        shutil.copytree(REPO / sub, dest / sub, ignore=shutil.ignore_patterns("__pycache__"))
-    shutil.copy2(REPO / "config" / "test.yaml", dest / "config.yaml")
-    shutil.copytree(
-        REPO / "src" / "calbench",
-        dest / "lib" / "calbench",
-        ignore=shutil.ignore_patterns("__pycache__"),
-    )
-    return dest
 
 
 def _env(root: Path) -> dict:
@@ -74,18 +61,12 @@ def smk(root: Path, *args, check=True, timeout=600, env=None) -> subprocess.Comp
 def planned(root: Path, *args) -> dict[str, int]:
     """Job counts per rule of a dry run (``{}`` when nothing is to be done)."""
     res = smk(root, "-n", "--quiet", "rules", *args)
-    text = res.stdout + res.stderr
-    counts = {}
-    for line in text.splitlines():
-        m = re.match(r"^\s*([a-z_]+)\s+(\d+)\s*$", line)
-        if m and m.group(1) != "total":
-            counts[m.group(1)] = int(m.group(2))
-    return counts
+    return job_counts(res.stdout + res.stderr)
 
 
 @pytest.fixture(scope="module")
 def run(tmp_path_factory):
-    root = _copy_workflow(tmp_path_factory.mktemp("wf") / "repo")
+    root = copy_workflow(tmp_path_factory.mktemp("wf") / "repo")
     t0 = time.perf_counter()
     smk(root)
     print(f"tiny workflow: {time.perf_counter() - t0:.1f} s")
