@@ -1,5 +1,5 @@
 """Obtaining a ``source: logits`` model's file: local copies, mirrors, the services (Yandex Disk,
-Git LFS), URLs; every file verified against its published pin or the lock file before use
+Git LFS, the Hugging Face Hub), URLs; every file verified against its published pin or the lock file before use
 (see :mod:`calbench.logits_sources` for the order of places tried)."""
 
 from __future__ import annotations
@@ -188,7 +188,7 @@ def obtain(
     if not _has_service(lg):
         raise FileNotFoundError(
             f"model {name}: {fname} is not in {mdir} and the entry names no source; set "
-            "logits.local_path, a mirrors: directory, yandex_disk, github_lfs or urls"
+            "logits.local_path, a mirrors: directory, yandex_disk, github_lfs, huggingface or urls"
         )
     path, targets, got = _download(name, lg, dest, tdest, lock_file, key, tkey, timeout)
     return done(path, targets, origin=got["origin"], local=False)
@@ -207,6 +207,7 @@ def prove_logits(name: str, entry: Mapping, path: Path, targets: Path | None) ->
             targets=targets,
             synthesise_targets=synth,
             use_split=is_presplit(entry),
+            options=lg,
         )
     except (ValueError, OSError) as exc:
         reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
@@ -252,6 +253,17 @@ def _download(name, lg, dest: Path, tdest: Path, lock_file, key, tkey, timeout):
             tcands.append(disk.candidate(tlisted.path))
     if lg.get("github_lfs"):
         cands += S.lfs_candidates(lg["github_lfs"], lg["sha256"], int(lg["size"]))
+    if lg.get("huggingface"):
+        hf = lg["huggingface"]
+        hub = S.HuggingFace(
+            hf["repo"],
+            hf.get("revision", "main"),
+            hf.get("endpoint"),
+            repo_type=hf.get("repo_type", "dataset"),
+            timeout=timeout,
+        )
+        listed = hub.find(fname, hf.get("path"))
+        cands.append(hub.candidate(listed.path))
     urls = list(lg.get("urls") or [])
     cands += S.url_candidates(urls)
     if lg["format"] == "coursework":  # targets.txt beside each mirror URL
