@@ -76,7 +76,7 @@ def log_probabilities(p, path, what: str) -> np.ndarray:
             f"{path}: {what} has shape {p.shape}, expected (n,) binary or (n, K) probabilities"
         )
     if not np.isfinite(p).all() or (p < 0).any() or (p > 1).any():
-        bad = int(np.flatnonzero(~(np.isfinite(p) & (p >= 0) & (p <= 1)).any(1))[0])
+        bad = int(np.flatnonzero((~(np.isfinite(p) & (p >= 0) & (p <= 1))).any(1))[0])
         raise ValueError(
             f"{path}: {what} row {bad} holds {p[bad][:4].tolist()}..., not probabilities in [0, 1]"
         )
