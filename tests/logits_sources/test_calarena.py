@@ -49,15 +49,22 @@ def write_benchmark(path, experiments: dict, problem_type: str):
 def _multiclass(seed=0, n_cal=30, n_test=20, k=4):
     rng = np.random.default_rng(seed)
     return (
-        _probs(rng, n_cal, k), rng.integers(0, k, n_cal),
-        _probs(rng, n_test, k), rng.integers(0, k, n_test),
+        _probs(rng, n_cal, k),
+        rng.integers(0, k, n_cal),
+        _probs(rng, n_test, k),
+        rng.integers(0, k, n_test),
     )
 
 
 def _binary(seed=0, n_cal=40, n_test=30):
     rng = np.random.default_rng(seed)
     pc, pt = rng.uniform(0.01, 0.99, n_cal), rng.uniform(0.01, 0.99, n_test)
-    return pc, (rng.uniform(size=n_cal) < pc).astype(int), pt, (rng.uniform(size=n_test) < pt).astype(int)
+    return (
+        pc,
+        (rng.uniform(size=n_cal) < pc).astype(int),
+        pt,
+        (rng.uniform(size=n_test) < pt).astype(int),
+    )
 
 
 def _read(path, group, use_split=True):
@@ -68,7 +75,9 @@ def test_multiclass_group_becomes_log_probabilities_with_calarenas_split(tmp_pat
     pc, yc, pt, yt = _multiclass()
     pc[0] = [0.0, 0.0, 1.0, 0.0]  # exact zeros (tree models) stay finite
     f = tmp_path / "cv-multiclass.h5"
-    write_benchmark(f, {"c10/densenet40": (pc, yc, pt, yt), "c10/lenet5": _multiclass(1)}, "multiclass")
+    write_benchmark(
+        f, {"c10/densenet40": (pc, yc, pt, yt), "c10/lenet5": _multiclass(1)}, "multiclass"
+    )
     imp = _read(f, "c10/densenet40")
     p = np.concatenate([pc, pt]).astype(np.float32)
     assert imp.logits.dtype == np.float32 and imp.logits.shape == (50, 4)
@@ -154,10 +163,17 @@ def test_results_csv_multiclass_and_binary_layouts(tmp_path):
     )
     rows = read_results_csv(mc)
     assert [(r["dataset"], r["model"], r["n_classes"]) for r in rows] == [
-        ("c10", "densenet40", 10), ("c100", "resnet110", 100)
+        ("c10", "densenet40", 10),
+        ("c100", "resnet110", 100),
     ]
     assert rows[0]["calibrator"] == "TS" and rows[0]["cal_size"] == 5000
-    assert rows[1]["metrics"] == {"brier": 0.3, "logloss": 1.1, "ece-15": 0.02, "accuracy": 0.71, "time": 1.25}
+    assert rows[1]["metrics"] == {
+        "brier": 0.3,
+        "logloss": 1.1,
+        "ece-15": 0.02,
+        "accuracy": 0.71,
+        "time": 1.25,
+    }
     b = tmp_path / "Base-model.csv"
     b.write_text(
         "dataset,model,cal_size,test_size,Base-model_brier,Base-model_logloss,Base-model_kuiper,"
@@ -175,8 +191,14 @@ def test_results_csv_multiclass_and_binary_layouts(tmp_path):
         ("", "is empty"),
         ("dataset,model,TS_brier\nc,m,0.1\n", r"lacks the columns \['cal_size', 'test_size'\]"),
         ("dataset,model,cal_size,test_size,VS_brier\nc,m,1,2,0.1\n", "are not TS_<metric>"),
-        ("dataset,model,cal_size,test_size,TS_brier\nc,m,1,2,x\n", "line 2, TS_brier = 'x' is not a number"),
-        ("dataset,model,cal_size,test_size,TS_brier\nc,m,1,2,0.1\nc,m,1,2,0.2\n", "repeats experiment c/m"),
+        (
+            "dataset,model,cal_size,test_size,TS_brier\nc,m,1,2,x\n",
+            "line 2, TS_brier = 'x' is not a number",
+        ),
+        (
+            "dataset,model,cal_size,test_size,TS_brier\nc,m,1,2,0.1\nc,m,1,2,0.2\n",
+            "repeats experiment c/m",
+        ),
         ("dataset,model,cal_size,test_size,TS_brier\nc,m,1,2\n", "line 2 has 4 fields"),
     ],
 )
@@ -199,7 +221,12 @@ def _hf_entry(fake, group, file="cv-binary.h5", **extra):
             "format": "calarena",
             "file": file,
             "group": group,
-            "huggingface": {"repo": REPO, "revision": fake.state.hf_revision, "endpoint": fake.base, **extra},
+            "huggingface": {
+                "repo": REPO,
+                "revision": fake.state.hf_revision,
+                "endpoint": fake.base,
+                **extra,
+            },
         },
     }
 
@@ -221,8 +248,12 @@ def test_hub_download_is_shared_pinned_and_listed_by_stage(fake, tmp_path):
     res = tmp_path / "res"
     e1, e2 = _hf_entry(fake, "c10/densenet40"), _hf_entry(fake, "c10/lenet5")
     assert [p["pin"] for p in plan_files("a", e1, res)] == ["first use"]
-    s1 = import_logits("a", e1, tmp_path / "a.npz", split_out=tmp_path / "a_split.npz", resources=res)
-    s2 = import_logits("b", e2, tmp_path / "b.npz", split_out=tmp_path / "b_split.npz", resources=res)
+    s1 = import_logits(
+        "a", e1, tmp_path / "a.npz", split_out=tmp_path / "a_split.npz", resources=res
+    )
+    s2 = import_logits(
+        "b", e2, tmp_path / "b.npz", split_out=tmp_path / "b_split.npz", resources=res
+    )
     resolves = [p for m, p in fake.state.log if "/resolve/" in p]
     assert resolves == [f"/datasets/{REPO}/resolve/{fake.state.hf_revision}/cv-binary.h5"]  # once
     dest = res / "logits/huggingface.co" / REPO / fake.state.hf_revision / "cv-binary.h5"
@@ -238,7 +269,9 @@ def test_hub_download_is_shared_pinned_and_listed_by_stage(fake, tmp_path):
     assert d["labels"].tolist() == np.concatenate([yc, yt]).tolist()
     # a changed file on the Hub (same name, same revision) is refused by the listing's pin
     dest.unlink()
-    fake.state.hf["cv-binary.h5"] = write_benchmark(tmp_path / "x.h5", {"c10/densenet40": _binary(5)}, "binary")
+    fake.state.hf["cv-binary.h5"] = write_benchmark(
+        tmp_path / "x.h5", {"c10/densenet40": _binary(5)}, "binary"
+    )
     with pytest.raises(ValueError, match="the published file changed"):
         obtain("a", e1, res)
     assert not dest.exists()
@@ -271,7 +304,12 @@ def test_binary_calarena_runs_through_import_logits_and_calibrate(tmp_path, caps
                 "dataset": "cv_binary",
                 "source": "logits",
                 "num_classes": 2,
-                "logits": {"format": "calarena", "file": f.name, "group": "c10/densenet40", "local_path": str(f)},
+                "logits": {
+                    "format": "calarena",
+                    "file": f.name,
+                    "group": "c10/densenet40",
+                    "local_path": str(f),
+                },
             }
         }
     }
@@ -284,19 +322,43 @@ def test_binary_calarena_runs_through_import_logits_and_calibrate(tmp_path, caps
             "ts": {"method": "ts", "params": {}, "display": "TS"},
         },
         "evaluation": {
-            "metrics": ["accuracy", "ece", "nll"], "halves": ["test"], "n_bootstrap": 10,
-            "level": 0.9, "seed": 0, "ci_halves": ["test"], "ci_metrics": ["ece"],
+            "metrics": ["accuracy", "ece", "nll"],
+            "halves": ["test"],
+            "n_bootstrap": 10,
+            "level": 0.9,
+            "seed": 0,
+            "ci_halves": ["test"],
+            "ci_metrics": ["ece"],
         },
-        "compare": {"metrics": ["nll"], "baselines": ["uncalibrated"], "n_bootstrap": 10, "select_folds": 2, "select_exclude": []},
+        "compare": {
+            "metrics": ["nll"],
+            "baselines": ["uncalibrated"],
+            "n_bootstrap": 10,
+            "select_folds": 2,
+            "select_exclude": [],
+        },
         "plots": {"n_bins": 5, "style": "guo"},
     }
     (tmp_path / "spec.json").write_text(json.dumps(spec))
-    rc = main([
-        "calibrate", "--logits", "results/logits/cv_binary/c10_densenet40.npz",
-        "--split", "results/split/cv_binary/c10_densenet40.npz", "--spec", "@spec.json",
-        "--calibrators-dir", "out/cal", "--metrics-dir", "out/met", "--plots-dir", "out/plot",
-        "--compare", "out/compare.csv",
-    ])
+    rc = main(
+        [
+            "calibrate",
+            "--logits",
+            "results/logits/cv_binary/c10_densenet40.npz",
+            "--split",
+            "results/split/cv_binary/c10_densenet40.npz",
+            "--spec",
+            "@spec.json",
+            "--calibrators-dir",
+            "out/cal",
+            "--metrics-dir",
+            "out/met",
+            "--plots-dir",
+            "out/plot",
+            "--compare",
+            "out/compare.csv",
+        ]
+    )
     assert rc == 0, capsys.readouterr().err
     text = (tmp_path / "out/met/ts.csv").read_text()
     assert "nll" in text and "c10_densenet40" in text
@@ -306,12 +368,17 @@ def test_binary_calarena_runs_through_import_logits_and_calibrate(tmp_path, caps
 def test_stage_lists_and_fetches_a_shared_benchmark_once(fake, tmp_path, capsys):
     from calbench.cli import main
 
-    data = write_benchmark(tmp_path / "src.h5", {"c10/a": _binary(0), "c10/b": _binary(1)}, "binary")
+    data = write_benchmark(
+        tmp_path / "src.h5", {"c10/a": _binary(0), "c10/b": _binary(1)}, "binary"
+    )
     fake.state.hf = {"cv-binary.h5": data}
     cfg = {"models": {"m_a": _hf_entry(fake, "c10/a"), "m_b": _hf_entry(fake, "c10/b")}}
     (tmp_path / "c.yaml").write_text(yaml.safe_dump(cfg))
     res = tmp_path / "res"
-    assert main(["stage", "--config", str(tmp_path / "c.yaml"), "--resources", str(res), "--dry-run"]) == 0
+    assert (
+        main(["stage", "--config", str(tmp_path / "c.yaml"), "--resources", str(res), "--dry-run"])
+        == 0
+    )
     out = capsys.readouterr().out
     assert out.count("cv-binary.h5") == 1 and "logits files: 1 to be pinned on first use" in out
     assert fake.state.log == []
@@ -320,3 +387,56 @@ def test_stage_lists_and_fetches_a_shared_benchmark_once(fake, tmp_path, capsys)
     rel = f"logits/huggingface.co/{REPO}/{fake.state.hf_revision}/cv-binary.h5"
     assert f"{hashlib.sha256(data).hexdigest()}  {rel}" in sums
     assert sum("/resolve/" in p for _, p in fake.state.log) == 1
+
+
+def test_schema_and_entry_checks_of_the_new_keys():
+    from calbench.config_check import check_config
+    from calbench.logits_sources.entry import check_entry
+
+    repo = Path(__file__).resolve().parents[2]
+    schema = yaml.safe_load((repo / "workflow/schemas/config.schema.yaml").read_text())
+    cfg = yaml.safe_load((repo / "config/llm_mmlu.yaml").read_text())
+    cfg["datasets"] = {"cv_binary": {"display": "CalArena cv-binary"}}
+    entry = {
+        "dataset": "cv_binary",
+        "source": "logits",
+        "logits": {
+            "format": "calarena",
+            "file": "cv-binary.h5",
+            "group": "c10/densenet40",
+            "huggingface": {"repo": REPO, "revision": "0123abc", "path": "cv-binary.h5"},
+        },
+    }
+    import jsonschema
+
+    validator = jsonschema.Draft202012Validator(schema)
+    assert list(validator.iter_errors(cfg)) == []  # the config example
+    assert list(validator.iter_errors({**cfg, "models": {"m": entry}})) == []
+    assert check_config({**cfg, "models": {"m": entry}}, schema) == []
+    bad = copy_entry(entry, group="no-slash")
+    assert any(
+        "no-slash" in e.message for e in validator.iter_errors({**cfg, "models": {"m": bad}})
+    )
+    check_entry("m", entry)
+    for logits, message in [
+        ({"group": None}, "needs logits.group"),
+        (
+            {"format": "npz", "file": "x.npz", "huggingface": None},
+            "logits.group applies to format calarena only",
+        ),
+        (
+            {"huggingface": {"repo": "../x", "revision": "main"}},
+            "huggingface repo / revision / path",
+        ),
+        ({"huggingface": {"repo": REPO, "revision": ".."}}, "huggingface repo / revision / path"),
+        ({"huggingface": {"repo": REPO, "path": "a/other.h5"}}, "must end in logits.file"),
+        ({"format": "lm_eval", "group": None, "split": "file"}, "have no split of their own"),
+        ({"choices": 4}, "logits.choices applies to format lm_eval / helm only"),
+    ]:
+        with pytest.raises(ValueError, match=message):
+            check_entry("m", copy_entry(entry, **logits))
+
+
+def copy_entry(entry, **logits):
+    lg = {**entry["logits"], **logits}
+    return {**entry, "logits": {k: v for k, v in lg.items() if v is not None}}

@@ -18,7 +18,9 @@ from calbench.logits_sources import formats, import_logits
 REPO = Path(__file__).resolve().parents[2]
 
 
-def sample(doc_id, lls, gold, *, choices=None, filt="none", metrics=("acc", "acc_norm"), strings=True):
+def sample(
+    doc_id, lls, gold, *, choices=None, filt="none", metrics=("acc", "acc_norm"), strings=True
+):
     """One line of samples_<task>_<date>.jsonl for a multiple-choice item."""
     gold = int(gold)
     choices = choices or [f"choice {i}" for i in range(len(lls))]
@@ -34,7 +36,8 @@ def sample(doc_id, lls, gold, *, choices=None, filt="none", metrics=("acc", "acc
         "doc": {"question": f"Question {doc_id}?", "choices": choices, "answer": gold},
         "target": str(gold),
         "arguments": {
-            f"gen_args_{i}": {f"arg_{j}": a for j, a in enumerate(arg)} for i, arg in enumerate(args)
+            f"gen_args_{i}": {f"arg_{j}": a for j, a in enumerate(arg)}
+            for i, arg in enumerate(args)
         },
         "resps": [[[conv(x) for x in r] for r in rr] for rr in resps],
         "filtered_resps": [[conv(x) for x in r] for r in filtered],
@@ -69,8 +72,10 @@ def _read(path, **options):
 def test_multiple_choice_log_becomes_choice_logits(tmp_path):
     lls, gold = _mmlu()
     order = [5, 0, 11, 3, 1, 2, 4, 6, 7, 8, 9, 10]  # lines need not be in doc_id order
-    f = write_log(tmp_path / "samples_mmlu_anatomy_2026-01-01T00-00-00.jsonl",
-                  [sample(i, lls[i].tolist(), gold[i]) for i in order])
+    f = write_log(
+        tmp_path / "samples_mmlu_anatomy_2026-01-01T00-00-00.jsonl",
+        [sample(i, lls[i].tolist(), gold[i]) for i in order],
+    )
     imp = _read(f)
     assert imp.logits.shape == (12, 4) and imp.split is None
     np.testing.assert_array_equal(imp.labels, gold)
@@ -101,7 +106,10 @@ def test_items_with_other_counts_are_grouped_or_refused(tmp_path):
     lines = [sample(i, lls[i].tolist(), gold[i]) for i in range(6)]
     lines += [sample(6, [-1.0, -2.0, -3.0, -4.0, -5.0], 4), sample(7, [-1.0, -2.0], 1)]
     f = write_log(tmp_path / "s.jsonl", lines)
-    with pytest.raises(ValueError, match=r"1 items with 2 choices, 6 items with 4 choices, 1 items with 5 choices.*set logits.choices to one of \[2, 4, 5\]") as exc:
+    with pytest.raises(
+        ValueError,
+        match=r"1 items with 2 choices, 6 items with 4 choices, 1 items with 5 choices.*set logits.choices to one of \[2, 4, 5\]",
+    ) as exc:
         _read(f)
     assert "\n" not in str(exc.value)
     assert _read(f, choices=4).logits.shape == (6, 4)
@@ -115,7 +123,11 @@ def test_items_with_other_counts_are_grouped_or_refused(tmp_path):
     "edit, options, message",
     [
         (lambda ls: ls.append(dict(ls[0])), {}, "repeats doc_id 0"),
-        (lambda ls: ls.append({**ls[0], "filter": "strict"}), {}, r"holds the filters \['none', 'strict'\]; set logits.filter"),
+        (
+            lambda ls: ls.append({**ls[0], "filter": "strict"}),
+            {},
+            r"holds the filters \['none', 'strict'\]; set logits.filter",
+        ),
         (lambda ls: None, {"filter": "strict"}, "has no filter 'strict'"),
         (lambda ls: ls[1].update(filtered_resps=["B"]), {}, "only multiple-choice"),
         (lambda ls: ls[1].update(target="7"), {}, "target 7 is outside the item's 4 choices"),

@@ -78,7 +78,9 @@ def check_entry(name: str, entry: Mapping) -> dict:
         raise ValueError(f"model {name}: logits.targets applies to format coursework only")
     for key, fmts in _FORMAT_KEYS.items():
         if lg.get(key) is not None and fmt not in fmts:
-            raise ValueError(f"model {name}: logits.{key} applies to format {' / '.join(fmts)} only")
+            raise ValueError(
+                f"model {name}: logits.{key} applies to format {' / '.join(fmts)} only"
+            )
     if fmt == "calarena" and not lg.get("group"):
         raise ValueError(
             f"model {name}: format calarena needs logits.group, the experiment's dataset/model "

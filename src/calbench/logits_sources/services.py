@@ -357,8 +357,13 @@ class HuggingFace:
     pins it; a branch follows it, and the lock file then refuses a changed file)."""
 
     def __init__(
-        self, repo: str, revision: str = "main", endpoint: str | None = None, *,
-        repo_type: str = "dataset", timeout: float = 60.0,
+        self,
+        repo: str,
+        revision: str = "main",
+        endpoint: str | None = None,
+        *,
+        repo_type: str = "dataset",
+        timeout: float = 60.0,
     ):
         self.repo, self.revision = repo, revision
         self.endpoint = (endpoint or HF_ENDPOINT).rstrip("/")
