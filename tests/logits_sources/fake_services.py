@@ -22,6 +22,7 @@ from __future__ import annotations
 import hashlib
 import json
 import threading
+import time
 import urllib.parse
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
@@ -42,6 +43,7 @@ class State:
         self.hf: dict[str, bytes] = {}  # path in the repository -> content
         self.hf_lfs_suffixes = (".h5", ".jsonl", ".json")  # stored with LFS (sha256 listed)
         self.hf_page = 2  # entries per page of the tree listing
+        self.hf_delay = 0.0  # seconds the content server waits before answering
         self.log: list[tuple[str, str]] = []
 
 
@@ -184,6 +186,7 @@ def make_handler(state: State):
                 self.end_headers()
                 return None
             if u.path.startswith("/hfcdn/"):
+                time.sleep(state.hf_delay)
                 want = u.path[len("/hfcdn/") :]
                 for data in state.hf.values():
                     if hashlib.sha256(data).hexdigest() == want:

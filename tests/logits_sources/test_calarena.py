@@ -440,3 +440,26 @@ def test_schema_and_entry_checks_of_the_new_keys():
 def copy_entry(entry, **logits):
     lg = {**entry["logits"], **logits}
     return {**entry, "logits": {k: v for k, v in lg.items() if v is not None}}
+
+
+def test_parallel_jobs_download_a_shared_benchmark_once(fake, tmp_path):
+    """Two models' import jobs at once (the workflow runs them in parallel): one download."""
+    import threading
+
+    data = write_benchmark(tmp_path / "src.h5", {"c10/a": _binary(0), "c10/b": _binary(1)}, "binary")
+    fake.state.hf, fake.state.hf_delay = {"cv-binary.h5": data}, 0.3
+    res, errors = tmp_path / "res", []
+
+    def job(model, group):
+        try:
+            obtain(model, _hf_entry(fake, group), res)
+        except Exception as exc:  # noqa: BLE001 - reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=job, args=a) for a in (("m_a", "c10/a"), ("m_b", "c10/b"))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == []
+    assert sum(p.startswith("/hfcdn/") for _, p in fake.state.log) == 1

@@ -4,6 +4,7 @@ Git LFS, the Hugging Face Hub), URLs; every file verified against its published 
 
 from __future__ import annotations
 
+import contextlib
 import os
 from collections.abc import Iterable, Mapping
 from pathlib import Path
@@ -190,8 +191,29 @@ def obtain(
             f"model {name}: {fname} is not in {mdir} and the entry names no source; set "
             "logits.local_path, a mirrors: directory, yandex_disk, github_lfs, huggingface or urls"
         )
+    if lg.get("huggingface"):  # a file several models' jobs read: one download, the rest wait
+        with _exclusive(dest):
+            if dest.is_file():
+                return done(dest, None, origin="resources")
+            path, targets, got = _download(name, lg, dest, tdest, lock_file, key, tkey, timeout)
+        return done(path, targets, origin=got["origin"], local=False)
     path, targets, got = _download(name, lg, dest, tdest, lock_file, key, tkey, timeout)
     return done(path, targets, origin=got["origin"], local=False)
+
+
+@contextlib.contextmanager
+def _exclusive(dest: Path):
+    """An exclusive ``fcntl`` lock on ``dest``'s ``.lock`` file beside it (parallel workflow jobs
+    that need the same download)."""
+    import fcntl
+
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    with open(dest.parent / (dest.name + ".lock"), "a") as fh:
+        fcntl.flock(fh, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(fh, fcntl.LOCK_UN)
 
 
 def prove_logits(name: str, entry: Mapping, path: Path, targets: Path | None) -> None:
