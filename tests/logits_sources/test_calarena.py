@@ -446,7 +446,9 @@ def test_parallel_jobs_download_a_shared_benchmark_once(fake, tmp_path):
     """Two models' import jobs at once (the workflow runs them in parallel): one download."""
     import threading
 
-    data = write_benchmark(tmp_path / "src.h5", {"c10/a": _binary(0), "c10/b": _binary(1)}, "binary")
+    data = write_benchmark(
+        tmp_path / "src.h5", {"c10/a": _binary(0), "c10/b": _binary(1)}, "binary"
+    )
     fake.state.hf, fake.state.hf_delay = {"cv-binary.h5": data}, 0.3
     res, errors = tmp_path / "res", []
 
