@@ -121,7 +121,7 @@ def test_binary_items_and_grouping_by_count(tmp_path):
     "edit, message",
     [
         (
-            lambda d: d["adapter_spec"].update(method="multiple_choice_joint"),
+            lambda d: d["adapter_spec"].update(method="generation"),
             "logs no log-probability per choice",
         ),
         (lambda d: d["request_states"][0]["result"].update(success=False), "the request failed"),
@@ -166,3 +166,83 @@ def test_perturbed_instances_are_left_out_unless_named(tmp_path):
     f.write_text(json.dumps(doc))
     assert _read(f).logits.shape == (3, 4)
     assert _read(f, perturbation="typos").logits.shape == (1, 4)
+
+
+def write_joint_run(path, n=5, k=4, seed=0, top=True, drop=None):
+    """A multiple_choice_joint run as HELM before February 2024 wrote it: one request per
+    instance, output_mapping A.., the generated token's top_logprobs (top_k_per_token 5)."""
+    rng = np.random.default_rng(seed)
+    states, want, golds = [], [], []
+    for i in range(n):
+        gold = int(rng.integers(0, k))
+        refs = [
+            {"output": {"text": f"answer {j}"}, "tags": ["correct"] if j == gold else []}
+            for j in range(k)
+        ]
+        lp = -rng.uniform(0.1, 4, size=k)
+        alternatives = {f" {chr(65 + j)}": float(lp[j]) for j in range(k)}
+        alternatives["A"] = -5.0  # the same letter without its space: probabilities add up
+        if drop is not None and i == 1:
+            alternatives.pop(f" {chr(65 + drop)}")
+        alternatives["\n"] = -6.0
+        first = {"text": " A", "logprob": float(lp[0])}
+        if top:
+            first["top_logprobs"] = alternatives
+        states.append(
+            {
+                "instance": {
+                    "input": {"text": f"Q{i}"},
+                    "references": refs,
+                    "split": "test",
+                    "id": f"id{i}",
+                },
+                "train_trial_index": 0,
+                "output_mapping": {chr(65 + j): f"answer {j}" for j in range(k)},
+                "request": {
+                    "model": "openai/davinci",
+                    "prompt": f"Q{i}\nAnswer:",
+                    "top_k_per_token": 5,
+                    "max_tokens": 1,
+                },
+                "result": {
+                    "success": True,
+                    "completions": [{"text": " A", "logprob": float(lp[0]), "tokens": [first]}],
+                    "cached": True,
+                },
+                "num_train_instances": 5,
+                "prompt_truncated": False,
+            }
+        )
+        row = lp.copy()
+        row[0] = np.logaddexp(lp[0], -5.0)
+        want.append(row)
+        golds.append(gold)
+    path.write_text(
+        json.dumps(
+            {
+                "adapter_spec": {"method": "multiple_choice_joint", "num_outputs": 5},
+                "request_states": states,
+            }
+        )
+    )
+    return np.array(want), golds
+
+
+def test_joint_runs_read_the_letters_top_logprobs(tmp_path):
+    f = tmp_path / "scenario_state.json"
+    want, golds = write_joint_run(f)
+    imp = _read(f)
+    np.testing.assert_allclose(imp.logits, want - want.max(1, keepdims=True), atol=1e-5)
+    assert imp.labels.tolist() == golds
+
+
+@pytest.mark.parametrize(
+    "kwargs, message",
+    [({"top": False}, "has no top_logprobs"), ({"drop": 2}, r"choices \['C'\] are not among")],
+)
+def test_joint_runs_without_every_letter_are_refused(tmp_path, kwargs, message):
+    f = tmp_path / "scenario_state.json"
+    write_joint_run(f, **kwargs)
+    with pytest.raises(ValueError, match=message) as exc:
+        _read(f)
+    assert "\n" not in str(exc.value)

@@ -20,8 +20,19 @@ same reference's sum without context (``separate_calibrated``); its ``max_prob``
 of these scores. The logits written here are those scores, so ``softmax(logits)`` is HELM's
 distribution over the choices; the reference's tokens are found without HELM's tokenizer, as the
 shortest run of final tokens whose texts join to the reference (surrounding spaces ignored).
-``multiple_choice_joint`` runs log only the generated letter's log-probability (``Token`` holds
-``text`` and ``logprob``), not one per choice, and are refused.
+
+``multiple_choice_joint`` runs (HELM's default for MMLU) ask for one generated letter; the choices
+are the letters ``A, B, ...`` of ``output_mapping`` (``get_reference_prefix`` in
+``src/helm/benchmark/adaptation/adapters/multiple_choice_joint_adapter.py``). HELM before
+February 2024 (commit e1aae40e, "Remove top_logprobs") logged each token's ``top_logprobs``
+(``{text: log-probability}``, the request's ``top_k_per_token`` = the adapter's ``num_outputs``,
+5 by default): a choice's logit is then the log of the summed probability of the first token's
+alternatives that spell its letter (``" A"``, ``"A"``), and ``softmax(logits)`` that distribution
+restricted to the K letters and re-normalised (HELM's own ``max_prob`` for these runs is the
+unnormalised probability of the generated text). A letter missing from ``top_logprobs`` (its
+probability fell below the top k) is a one-line error, and so is a run without ``top_logprobs``
+(HELM since February 2024 logs ``text`` and ``logprob`` only): run such a scenario with a
+separate method.
 
 The label is the index of the reference tagged ``correct`` (exactly one). Rows follow the
 instances' first appearance; ``train_trial_index`` 0 and unperturbed instances are read (options
@@ -40,6 +51,7 @@ from collections.abc import Mapping
 import numpy as np
 
 SEPARATE = ("multiple_choice_separate_original", "multiple_choice_separate_calibrated")
+JOINT = "multiple_choice_joint"
 CORRECT_TAG = "correct"
 
 
@@ -71,6 +83,51 @@ def _reference_logprob(rs: Mapping, text: str, where: str) -> tuple[float, int]:
     )
 
 
+def _joint_scores(rs: Mapping, k: int, where: str) -> list[float]:
+    """The K letters' log-probabilities from the first generated token's ``top_logprobs``."""
+    result = rs.get("result") or {}
+    if not result.get("success", False):
+        raise ValueError(f"{where}: the request failed (result.success is false); rerun it")
+    comps = result.get("completions") or []
+    tokens = comps[0].get("tokens") if comps and isinstance(comps[0], Mapping) else None
+    if not tokens or not isinstance(tokens[0], Mapping):
+        raise ValueError(f"{where}: the completion has no tokens")
+    top = tokens[0].get("top_logprobs")
+    if not isinstance(top, Mapping) or not top:
+        raise ValueError(
+            f"{where}: the generated token has no top_logprobs (HELM logs them only before "
+            "February 2024); per-choice log-probabilities need them or a separate method"
+        )
+    letters = [chr(ord("A") + i) for i in range(k)]
+    mapping = rs.get("output_mapping")
+    if isinstance(mapping, Mapping) and sorted(mapping) != letters:
+        raise ValueError(f"{where}: output_mapping keys {sorted(mapping)[:6]} are not {letters}")
+    scores, missing = [], []
+    for letter in letters:
+        vals = []
+        for text, lp in top.items():
+            if str(text).strip() == letter:
+                if (
+                    isinstance(lp, bool)
+                    or not isinstance(lp, (int, float))
+                    or not math.isfinite(lp)
+                ):
+                    raise ValueError(f"{where}: top_logprobs[{text!r}] = {lp!r} is not a number")
+                vals.append(float(lp))
+        if not vals:
+            missing.append(letter)
+            continue
+        m = max(vals)
+        scores.append(m + math.log(sum(math.exp(v - m) for v in vals)))
+    if missing:
+        raise ValueError(
+            f"{where}: choices {missing} are not among the first generated token's "
+            f"{len(top)} top_logprobs; their log-probabilities are unknown (raise the run's "
+            "num_outputs, or use a separate method)"
+        )
+    return scores
+
+
 def read_helm(path, options: Mapping) -> tuple[np.ndarray, np.ndarray, None]:
     """``(logits, labels, None)`` of a HELM ``scenario_state.json`` (see the module docstring).
     ``options``: ``choices``, ``trial`` (default 0), ``perturbation`` (default none)."""
@@ -82,7 +139,7 @@ def read_helm(path, options: Mapping) -> tuple[np.ndarray, np.ndarray, None]:
     if not isinstance(doc, dict) or not isinstance(doc.get("request_states"), list):
         raise ValueError(f"{path} has no request_states; expected a HELM scenario_state.json")
     method = (doc.get("adapter_spec") or {}).get("method")
-    if method not in SEPARATE:
+    if method not in (*SEPARATE, JOINT):
         raise ValueError(
             f"{path}: adapter method {method!r} logs no log-probability per choice; run the "
             f"scenario with method {SEPARATE[0]} or {SEPARATE[1]}"
@@ -103,6 +160,12 @@ def read_helm(path, options: Mapping) -> tuple[np.ndarray, np.ndarray, None]:
         refs = inst.get("references")
         if not isinstance(refs, list) or not refs:
             raise ValueError(f"{where}: instance {key} has no references")
+        if method == JOINT:
+            if key in items:
+                raise ValueError(f"{where} repeats instance {key}")
+            items[key] = {"refs": refs, "joint": _joint_scores(rs, len(refs), where)}
+            items[key]["where"] = where
+            continue
         idx, mode = rs.get("reference_index"), rs.get("request_mode") or "original"
         if not isinstance(idx, int) or not 0 <= idx < len(refs):
             raise ValueError(f"{where}: reference_index {idx!r} for {len(refs)} references")
@@ -139,8 +202,8 @@ def read_helm(path, options: Mapping) -> tuple[np.ndarray, np.ndarray, None]:
                 f"{it['where']}: instance {key} has {len(gold)} references tagged correct; "
                 "one gold choice per item is needed"
             )
-        scores = []
-        for j in range(want_k):
+        scores = list(it.get("joint") or [])
+        for j in range(want_k if method != JOINT else 0):
             orig = it["scores"].get((j, "original"))
             if orig is None:
                 raise ValueError(f"{path}: instance {key} has no request for reference {j}")
