@@ -386,6 +386,7 @@ def test_stage_lists_and_fetches_a_shared_benchmark_once(fake, tmp_path, capsys)
     sums = (res / "SHA256SUMS").read_text()
     rel = f"logits/huggingface.co/{REPO}/{fake.state.hf_revision}/cv-binary.h5"
     assert f"{hashlib.sha256(data).hexdigest()}  {rel}" in sums
+    assert ".lock" not in sums.replace("checksums.lock", "")  # the download lock is hidden
     assert sum("/resolve/" in p for _, p in fake.state.log) == 1
 
 

@@ -1,6 +1,6 @@
 """Obtaining a ``source: logits`` model's file: local copies, mirrors, the services (Yandex Disk,
-Git LFS, the Hugging Face Hub), URLs; every file verified against its published pin or the lock file before use
-(see :mod:`calbench.logits_sources` for the order of places tried)."""
+Git LFS, the Hugging Face Hub), URLs; every file verified against its published pin or the lock
+file before use (see :mod:`calbench.logits_sources` for the order of places tried)."""
 
 from __future__ import annotations
 
@@ -203,12 +203,12 @@ def obtain(
 
 @contextlib.contextmanager
 def _exclusive(dest: Path):
-    """An exclusive ``fcntl`` lock on ``dest``'s ``.lock`` file beside it (parallel workflow jobs
-    that need the same download)."""
+    """An exclusive ``fcntl`` lock on the hidden ``.{name}.lock`` beside ``dest`` (parallel
+    workflow jobs that need the same download; hidden, so ``stage`` leaves it out of SHA256SUMS)."""
     import fcntl
 
     dest.parent.mkdir(parents=True, exist_ok=True)
-    with open(dest.parent / (dest.name + ".lock"), "a") as fh:
+    with open(dest.parent / f".{dest.name}.lock", "a") as fh:
         fcntl.flock(fh, fcntl.LOCK_EX)
         try:
             yield
