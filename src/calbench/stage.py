@@ -44,6 +44,9 @@ def plan(
             from calbench.logits_sources import plan_files  # lazy: pulls numpy
 
             for f in plan_files(name, e, resources):
+                if f["dest"] in seen:  # a file several models read (a CalArena benchmark)
+                    continue
+                seen.add(f["dest"])
                 mb = f["size"] / 1e6 if f["size"] else None
                 out.append(("logits", name, f["dest"], mb))
             continue

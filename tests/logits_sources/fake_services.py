@@ -7,6 +7,11 @@
 * GitHub LFS: ``GET /media/<owner>/<repo>/<ref>/<path>`` (the media URL) and
   ``POST /<owner>/<repo>.git/info/lfs/objects/batch`` -> ``objects[].actions.download.href`` with
   a header the object URL requires.
+* Hugging Face Hub (huggingface_hub ``hf_api.list_repo_tree`` / ``RepoFile``, the resolve URL):
+  ``GET /api/datasets/<owner>/<repo>/tree/<revision>?recursive=true`` -> a JSON list of
+  ``{"type", "oid", "size", "path", "lfs": {"oid", "size", "pointerSize"}}`` (directories too),
+  paginated by ``Link: <...&cursor=N>; rel="next"``; ``GET /datasets/<owner>/<repo>/resolve/
+  <revision>/<path>`` -> ``302`` to ``/hfcdn/<sha256>`` (the content server).
 * A plain mirror: ``GET /mirror/<name>``.
 
 Every request is logged (method, path) so tests can check what was (not) fetched.
@@ -17,6 +22,7 @@ from __future__ import annotations
 import hashlib
 import json
 import threading
+import time
 import urllib.parse
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
@@ -32,6 +38,12 @@ class State:
         self.media_status = 200
         self.batch_enabled = True
         self.mirror: dict[str, bytes] = {}
+        self.hf_repo = "probkit/CalArena"
+        self.hf_revision = "0123abc"
+        self.hf: dict[str, bytes] = {}  # path in the repository -> content
+        self.hf_lfs_suffixes = (".h5", ".jsonl", ".json")  # stored with LFS (sha256 listed)
+        self.hf_page = 2  # entries per page of the tree listing
+        self.hf_delay = 0.0  # seconds the content server waits before answering
         self.log: list[tuple[str, str]] = []
 
 
@@ -95,6 +107,8 @@ def make_handler(state: State):
                 if oid in state.lfs:
                     return self._send(200, state.lfs[oid], "application/octet-stream")
                 return self._send(404, b"")
+            if u.path.startswith(("/api/datasets/", "/datasets/", "/hfcdn/")):
+                return self._hub(u, q)
             if u.path.startswith("/mirror/"):
                 name = u.path[len("/mirror/") :]
                 if name in state.mirror:
@@ -130,6 +144,54 @@ def make_handler(state: State):
                 else:
                     out.append({"oid": obj["oid"], "error": {"code": 404, "message": "Object does not exist"}})
             self._json(200, {"transfer": "basic", "objects": out})
+
+        def _hub(self, u, q):
+            repo, rev = state.hf_repo, state.hf_revision
+            tree = f"/api/datasets/{repo}/tree/{rev}"
+            resolve = f"/datasets/{repo}/resolve/{rev}/"
+            if u.path == tree:
+                entries, dirs = [], set()
+                for path in sorted(state.hf):
+                    parts = path.split("/")
+                    for i in range(1, len(parts)):
+                        dirs.add("/".join(parts[:i]))
+                for d in sorted(dirs):
+                    entries.append({"type": "directory", "oid": "0" * 40, "size": 0, "path": d})
+                for path, data in sorted(state.hf.items()):
+                    e = {"type": "file", "oid": hashlib.sha1(data).hexdigest(), "size": len(data), "path": path}
+                    if path.endswith(state.hf_lfs_suffixes):
+                        e["size"] = len(data)
+                        e["lfs"] = {"oid": hashlib.sha256(data).hexdigest(), "size": len(data), "pointerSize": 134}
+                    entries.append(e)
+                start = int(q.get("cursor", 0))
+                page = entries[start : start + state.hf_page]
+                body = json.dumps(page).encode()
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(body)))
+                if start + state.hf_page < len(entries):
+                    host = f"http://{self.headers['Host']}"
+                    nxt = f"{host}{tree}?recursive=true&cursor={start + state.hf_page}"
+                    self.send_header("Link", f'<{nxt}>; rel="next"')
+                self.end_headers()
+                self.wfile.write(body)
+                return None
+            if u.path.startswith(resolve):
+                path = urllib.parse.unquote(u.path[len(resolve) :])
+                if path not in state.hf:
+                    return self._json(404, {"error": "Entry not found"})
+                self.send_response(302)
+                self.send_header("Location", "/hfcdn/" + hashlib.sha256(state.hf[path]).hexdigest())
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+                return None
+            if u.path.startswith("/hfcdn/"):
+                time.sleep(state.hf_delay)
+                want = u.path[len("/hfcdn/") :]
+                for data in state.hf.values():
+                    if hashlib.sha256(data).hexdigest() == want:
+                        return self._send(200, data, "application/octet-stream")
+            return self._json(404, {"error": "Repository not found"})
 
         def _listing(self, q):
             if q.get("public_key") != state.public_key:

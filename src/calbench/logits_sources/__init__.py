@@ -13,23 +13,30 @@ fit/evaluate/compare/plot steps instead of the dataset's study split.
 The ``logits:`` entry (validated by workflow/schemas/config.schema.yaml)::
 
     logits:
-      format: coursework | kull_pickle | npz
+      format: coursework | kull_pickle | npz | calarena | lm_eval | helm
       file: densenet121.pt          # the file's name (no folders)
       folder: cifar10_v1            # coursework: the study's folder (resolved in any layout)
       sha256: null                  # published checksum; null = pinned on first use
       size: null                    # bytes, checked with sha256
-      split: study | file           # default: file for kull_pickle, study otherwise
+      split: study | file           # default: file for kull_pickle and calarena, study otherwise
       targets: file | class_blocks  # coursework: targets.txt, or (only if absent) class order
       local_path: null              # a file or folder you downloaded: nothing is fetched
       yandex_disk: {public_key: https://disk.yandex.ru/d/..., api_base: null}
       github_lfs: {repo: owner/name, ref: <commit>, path: logits/<file>,
                    media_base: null, api_base: null}
+      huggingface: {repo: owner/name, revision: <commit>, path: null, endpoint: null}
+      group: c10/densenet40         # calarena: the experiment (dataset/model) in the .h5
+      choices: null                 # lm_eval / helm: import the items with this many choices
+      filter: null                  # lm_eval: the filter whose lines are read
+      trial: 0                      # helm: train_trial_index
+      perturbation: null            # helm: a perturbation's name (default: unperturbed)
       urls: []                      # further copies (mirrors), tried last
 
 Order of places tried: ``local_path`` (or ``--file``), the ``mirrors:`` directories (searched by
-folder and name), the copy already under ``resources/logits/{dataset}/{model}/``, the service
-(Yandex Disk or Git LFS: media URL, then batch API), then ``urls``. Every file is verified before
-it is read: against ``sha256``/``size`` when the entry pins them ("published"), else against the
+folder and name), the copy already under ``resources/logits/{dataset}/{model}/`` (a Hugging Face
+file: ``resources/logits/huggingface.co/{owner}/{repo}/{revision}/``, shared by its models), the
+service (Yandex Disk, Git LFS: media URL, then batch API, or the Hub), then ``urls``. Every file is
+verified before it is read: against ``sha256``/``size`` when the entry pins them ("published"), else against the
 record in ``resources/checksums.lock`` (:mod:`calbench.lockfile`) under the key
 ``logits/{dataset}/{model}/{file}``, which the first download (or first use of a local copy of
 a downloadable file) writes ("pinned on first use"). A purely local file (no download source
@@ -109,6 +116,7 @@ def import_logits(
         targets=got["targets"],
         synthesise_targets=synth,
         use_split=presplit,
+        options=lg,
     )
     ohash = labels_order_hash(imp.labels)
     save_logits(out, imp.logits, imp.labels, order_hash=ohash, model=name, dataset=entry["dataset"])

@@ -5,13 +5,24 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
 from calbench.logits_sources import formats
 
 _SAFE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+-]*")
 _SAFE_FOLDER = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+-]*(/[A-Za-z0-9][A-Za-z0-9._+-]*)*")
-_SERVICE_KEYS = ("yandex_disk", "github_lfs", "urls")
+_SERVICE_KEYS = ("yandex_disk", "github_lfs", "huggingface", "urls")
+#: entry keys that only some formats take
+_FORMAT_KEYS = {
+    "group": ("calarena",),
+    "choices": ("lm_eval", "helm"),
+    "filter": ("lm_eval",),
+    "trial": ("helm",),
+    "perturbation": ("helm",),
+}
+#: where Hugging Face Hub files are kept, shared by every model that reads them (one CalArena
+#: benchmark file holds hundreds of experiments); a dot keeps it apart from dataset slugs
+HUB_DIR = "huggingface.co"
 TARGETS_FILE = "targets.txt"
 
 #: provenance wording of calbench.lockfile's statuses
@@ -65,6 +76,38 @@ def check_entry(name: str, entry: Mapping) -> dict:
         raise ValueError(f"model {name}: logits.targets must be one of {list(formats.TARGETS)}")
     if lg.get("targets", "file") != "file" and fmt != "coursework":
         raise ValueError(f"model {name}: logits.targets applies to format coursework only")
+    for key, fmts in _FORMAT_KEYS.items():
+        if lg.get(key) is not None and fmt not in fmts:
+            raise ValueError(
+                f"model {name}: logits.{key} applies to format {' / '.join(fmts)} only"
+            )
+    if fmt == "calarena" and not lg.get("group"):
+        raise ValueError(
+            f"model {name}: format calarena needs logits.group, the experiment's dataset/model "
+            "in the benchmark file (a row of its experiments CSV, e.g. c10/densenet40)"
+        )
+    if fmt in ("lm_eval", "helm") and split == "file":
+        raise ValueError(f"model {name}: {fmt} logs have no split of their own; use split: study")
+    hf = lg.get("huggingface")
+    if hf and fmt == "coursework":
+        raise ValueError(f"model {name}: huggingface does not serve coursework's targets.txt")
+    if hf:
+        parts = [
+            *str(hf.get("repo", "")).split("/"),
+            str(hf.get("revision", "main")),
+            *PurePosixPath(hf.get("path") or file).parts,
+        ]
+        if len(str(hf.get("repo", "")).split("/")) != 2 or not all(
+            _SAFE_NAME.fullmatch(p) for p in parts
+        ):
+            raise ValueError(
+                f"model {name}: huggingface repo / revision / path must be owner/name, a commit or "
+                "branch name and a relative path, of letters, digits, '.', '_', '-', '+'"
+            )
+    if hf and hf.get("path") and PurePosixPath(hf["path"]).name != file:
+        raise ValueError(
+            f"model {name}: huggingface.path {hf['path']!r} must end in logits.file {file!r}"
+        )
     if lg.get("github_lfs") and not lg.get("sha256"):
         raise ValueError(
             f"model {name}: github_lfs needs sha256 and size (the LFS object id and size)"
@@ -86,7 +129,14 @@ def is_presplit(entry: Mapping) -> bool:
 
 
 def model_dir(name: str, entry: Mapping, resources="resources") -> Path:
-    """Where downloads of model ``name`` are kept: ``resources/logits/{dataset}/{model}/``."""
+    """Where downloads of model ``name`` are kept: ``resources/logits/{dataset}/{model}/``; a
+    Hugging Face file in ``resources/logits/huggingface.co/{owner}/{repo}/{revision}/{folder}/``
+    (its folder in the repository), shared by the models that read it."""
+    hf = (entry.get("logits") or {}).get("huggingface")
+    if hf:
+        folder = PurePosixPath(hf.get("path") or "x").parent.parts
+        base = Path(resources) / "logits" / HUB_DIR / hf["repo"] / hf.get("revision", "main")
+        return base.joinpath(*folder)
     return Path(resources) / "logits" / entry["dataset"] / name
 
 

@@ -1,9 +1,10 @@
 """Obtaining a ``source: logits`` model's file: local copies, mirrors, the services (Yandex Disk,
-Git LFS), URLs; every file verified against its published pin or the lock file before use
-(see :mod:`calbench.logits_sources` for the order of places tried)."""
+Git LFS, the Hugging Face Hub), URLs; every file verified against its published pin or the lock
+file before use (see :mod:`calbench.logits_sources` for the order of places tried)."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 from collections.abc import Iterable, Mapping
 from pathlib import Path
@@ -188,10 +189,31 @@ def obtain(
     if not _has_service(lg):
         raise FileNotFoundError(
             f"model {name}: {fname} is not in {mdir} and the entry names no source; set "
-            "logits.local_path, a mirrors: directory, yandex_disk, github_lfs or urls"
+            "logits.local_path, a mirrors: directory, yandex_disk, github_lfs, huggingface or urls"
         )
+    if lg.get("huggingface"):  # a file several models' jobs read: one download, the rest wait
+        with _exclusive(dest):
+            if dest.is_file():
+                return done(dest, None, origin="resources")
+            path, targets, got = _download(name, lg, dest, tdest, lock_file, key, tkey, timeout)
+        return done(path, targets, origin=got["origin"], local=False)
     path, targets, got = _download(name, lg, dest, tdest, lock_file, key, tkey, timeout)
     return done(path, targets, origin=got["origin"], local=False)
+
+
+@contextlib.contextmanager
+def _exclusive(dest: Path):
+    """An exclusive ``fcntl`` lock on the hidden ``.{name}.lock`` beside ``dest`` (parallel
+    workflow jobs that need the same download; hidden, so ``stage`` leaves it out of SHA256SUMS)."""
+    import fcntl
+
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    with open(dest.parent / f".{dest.name}.lock", "a") as fh:
+        fcntl.flock(fh, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(fh, fcntl.LOCK_UN)
 
 
 def prove_logits(name: str, entry: Mapping, path: Path, targets: Path | None) -> None:
@@ -207,6 +229,7 @@ def prove_logits(name: str, entry: Mapping, path: Path, targets: Path | None) ->
             targets=targets,
             synthesise_targets=synth,
             use_split=is_presplit(entry),
+            options=lg,
         )
     except (ValueError, OSError) as exc:
         reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
@@ -252,6 +275,17 @@ def _download(name, lg, dest: Path, tdest: Path, lock_file, key, tkey, timeout):
             tcands.append(disk.candidate(tlisted.path))
     if lg.get("github_lfs"):
         cands += S.lfs_candidates(lg["github_lfs"], lg["sha256"], int(lg["size"]))
+    if lg.get("huggingface"):
+        hf = lg["huggingface"]
+        hub = S.HuggingFace(
+            hf["repo"],
+            hf.get("revision", "main"),
+            hf.get("endpoint"),
+            repo_type=hf.get("repo_type", "dataset"),
+            timeout=timeout,
+        )
+        listed = hub.find(fname, hf.get("path"))
+        cands.append(hub.candidate(listed.path))
     urls = list(lg.get("urls") or [])
     cands += S.url_candidates(urls)
     if lg["format"] == "coursework":  # targets.txt beside each mirror URL

@@ -22,6 +22,9 @@ a one-line :class:`ValueError` naming the file, what was expected and the fix.
 * ``npz``: the user's own ``logits`` ``(N, K)`` and ``labels`` ``(N,)`` (or ``(N, 1)``) in one
   ``.npz``; optional ``val_idx`` / ``test_idx`` (a partition of ``range(N)``) are used when the
   entry says ``split: file``. Read with ``allow_pickle=False``.
+* ``calarena``, ``lm_eval``, ``helm``: CalArena's HDF5 benchmarks (:mod:`.calarena`),
+  lm-evaluation-harness ``--log_samples`` JSONL (:mod:`.lm_eval`) and a HELM run's
+  ``scenario_state.json`` (:mod:`.helm`); their readers return arrays checked here like the rest.
 """
 
 from __future__ import annotations
@@ -36,11 +39,16 @@ import numpy as np
 
 from calbench import io
 from calbench._checks import check_input_file
+from calbench.logits_sources.calarena import read_calarena
+from calbench.logits_sources.helm import read_helm
+from calbench.logits_sources.lm_eval import read_lm_eval
 from calbench.logits_sources.torchzip import _is_zip, _Unsupported, read_pt_zip
 
-FORMATS = ("coursework", "kull_pickle", "npz")
+FORMATS = ("coursework", "kull_pickle", "npz", "calarena", "lm_eval", "helm")
 #: Formats whose files carry their own validation/test split (``split: file`` by default).
-PRESPLIT_BY_DEFAULT = frozenset({"kull_pickle"})
+PRESPLIT_BY_DEFAULT = frozenset({"kull_pickle", "calarena"})
+#: Readers taking the entry's options: ``(path, options) -> (logits, labels, split or None)``.
+OPTION_READERS = {"calarena": read_calarena, "lm_eval": read_lm_eval, "helm": read_helm}
 #: ``targets:`` values of a coursework entry.
 TARGETS = ("file", "class_blocks")
 
@@ -306,9 +314,20 @@ def read_npz(path, *, use_split: bool = False) -> Imported:
     return Imported(logits, labels, split)
 
 
-def read(fmt: str, path, *, targets=None, synthesise_targets=False, use_split=None) -> Imported:
-    """Dispatch on ``fmt`` (one of :data:`FORMATS`)."""
+def read(
+    fmt: str, path, *, targets=None, synthesise_targets=False, use_split=None, options=None
+) -> Imported:
+    """Dispatch on ``fmt`` (one of :data:`FORMATS`); ``options``: the model's ``logits:`` entry
+    (the keys the :data:`OPTION_READERS` take, e.g. calarena's ``group``)."""
     check_input_file(path, "logits file", "check logits.file or pass --file")
+    if fmt in OPTION_READERS:
+        z, y, split = OPTION_READERS[fmt](path, options or {})
+        logits = _as_logits(z, path)
+        labels = _as_labels(y, logits.shape[0], logits.shape[1], path)
+        if use_split and split is None:
+            raise ValueError(f"{path}: format {fmt} has no split of its own; use split: study")
+        split = check_split(*split, logits.shape[0], path) if use_split else None
+        return Imported(logits, labels, split)
     if fmt == "coursework":
         return read_coursework(path, targets, synthesise=synthesise_targets)
     if fmt == "kull_pickle":

@@ -10,6 +10,13 @@
   (``{media}/{repo}/{ref}/{path}``), then the LFS batch API (``POST {api}/{repo}.git/info/lfs/
   objects/batch`` with ``{"operation": "download", "objects": [{"oid", "size"}]}`` ->
   ``objects[0].actions.download.href`` and its headers).
+* :class:`HuggingFace`: a Hugging Face Hub dataset (or model) repository through the Hub's
+  public API (huggingface/huggingface_hub ``src/huggingface_hub/hf_api.py``, ``list_repo_tree``
+  and ``RepoFile``; ``constants.py``, the resolve URL): ``GET {hub}/api/datasets/{repo}/tree/
+  {revision}?recursive=true`` lists the files (``type``, ``path``, ``size``, ``oid``, and for LFS
+  files ``lfs`` = ``{"oid": sha256, "size", "pointerSize"}``), paginated by a ``Link: <url>;
+  rel="next"`` header; ``GET {hub}/datasets/{repo}/resolve/{revision}/{path}`` downloads a file
+  (a redirect to the content server, followed).
 * :func:`find_in_tree` resolves a study file by folder name and file name in any listed tree (the
   Yandex folder or a local directory), accepting the Kaggle layout (``cifar10_v1/x.pt``) and the
   layout of the study's zips (``logits/cifar10/v1/x.pt``, ``focal/CIFAR10/x.pt``).
@@ -39,6 +46,7 @@ from calbench.io import atomic_path
 YANDEX_API = "https://cloud-api.yandex.net"
 LFS_MEDIA = "https://media.githubusercontent.com/media"
 LFS_API = "https://github.com"
+HF_ENDPOINT = "https://huggingface.co"
 _CHUNK = 1 << 20
 _UA = {"User-Agent": "calbench"}
 
@@ -330,3 +338,103 @@ def find_in_tree(
         str(parent.parent / "targets.txt")
     )
     return hit, targets
+
+
+# --------------------------------------------------------------------------- Hugging Face Hub
+
+
+def _next_link(header: str | None) -> str | None:
+    """The ``rel="next"`` URL of a ``Link`` header (RFC 8288), or None."""
+    for part in (header or "").split(","):
+        url, _, params = part.partition(";")
+        if 'rel="next"' in params.replace(" ", "") and url.strip().startswith("<"):
+            return url.strip()[1:-1]
+    return None
+
+
+class HuggingFace:
+    """Repository ``repo`` (``owner/name``) of the Hugging Face Hub at ``revision`` (a commit
+    pins it; a branch follows it, and the lock file then refuses a changed file)."""
+
+    def __init__(
+        self,
+        repo: str,
+        revision: str = "main",
+        endpoint: str | None = None,
+        *,
+        repo_type: str = "dataset",
+        timeout: float = 60.0,
+    ):
+        self.repo, self.revision = repo, revision
+        self.endpoint = (endpoint or HF_ENDPOINT).rstrip("/")
+        self.prefix = {"dataset": "datasets/", "model": ""}[repo_type]
+        self.kind = repo_type + "s"
+        self.timeout = timeout
+        self._tree: list[Entry] | None = None
+
+    def _page(self, url: str) -> tuple[list, str | None]:
+        def once():
+            with _request(url, headers={"Accept": "application/json"}, timeout=self.timeout) as r:
+                return r.read(), r.headers.get("Link")
+
+        try:
+            body, link = with_retries(once, url.split("?")[0])
+        except OSError as exc:
+            raise DownloadError(
+                f"{exc} (Hugging Face repository {self.repo} at {self.revision}; check the "
+                "repository, the revision or your network)"
+            ) from None
+        try:
+            doc = json.loads(body)
+        except ValueError:
+            raise DownloadError(f"{url.split('?')[0]} did not answer with JSON") from None
+        if not isinstance(doc, list):
+            raise DownloadError(f"{url.split('?')[0]} did not answer with a file list")
+        return doc, _next_link(link)
+
+    def tree(self) -> list[Entry]:
+        """Every file of the repository (all pages); ``sha256``/``size`` from the LFS pointer."""
+        if self._tree is not None:
+            return self._tree
+        rev = urllib.parse.quote(self.revision, safe="")
+        url = f"{self.endpoint}/api/{self.kind}/{self.repo}/tree/{rev}?recursive=true"
+        files = []
+        while url:
+            page, url = self._page(url)
+            for it in page:
+                if not isinstance(it, dict) or it.get("type") != "file":
+                    continue
+                p = _safe_remote_path(str(it.get("path", "")), "/", "")
+                lfs = it.get("lfs") if isinstance(it.get("lfs"), dict) else {}
+                size = lfs.get("size", it.get("size"))
+                files.append(Entry(p, size, lfs.get("oid") or None))
+        self._tree = files
+        return files
+
+    def find(self, name: str, path: str | None = None) -> Entry:
+        """The file at ``path`` in the repository, else the one file called ``name``."""
+        tree = self.tree()
+        where = f"Hugging Face repository {self.repo} at {self.revision}"
+        if path:
+            hits = [e for e in tree if e.path == "/" + path.lstrip("/")]
+        else:
+            hits = [e for e in tree if PurePosixPath(e.path).name == name]
+        if not hits:
+            raise FileNotFoundError(
+                f"{where} has no {path or name} ({len(tree)} files listed); check logits.file "
+                "and huggingface.path"
+            )
+        if len(hits) > 1:
+            raise ValueError(
+                f"{where} holds {name} at {', '.join(e.path for e in hits[:3])}; set "
+                "huggingface.path to the one to use"
+            )
+        return hits[0]
+
+    def candidate(self, path: str) -> Candidate:
+        rev = urllib.parse.quote(self.revision, safe="")
+        url = (
+            f"{self.endpoint}/{self.prefix}{self.repo}/resolve/{rev}/"
+            f"{urllib.parse.quote(path.lstrip('/'))}"
+        )
+        return Candidate(url, lambda: (url, {}))
