@@ -115,7 +115,8 @@ def test_check_logits_finds_a_non_finite_value_in_any_block_and_allows_huge_fini
     for r, c, v in [(0, 0, np.nan), (2500, 100, np.inf), (4999, 256, -np.inf)]:
         bad = z32.copy()
         bad[r, c] = v
-        with pytest.raises(ValueError, match="contain 1 NaN or infinite"):
+        want = "contain 1 -inf values" if v == -np.inf else "contain 1 NaN or infinite"
+        with pytest.raises(ValueError, match=want):
             check_logits(bad)
     big = np.full((10, 3), np.finfo(np.float64).max)
     big[7, 1] = np.inf
@@ -165,3 +166,14 @@ def test_check_input_file_names_what_a_path_is(tmp_path):
             check_input_file(path, "logits file", "fix")
     os.symlink(tmp_path / "f", tmp_path / "link")  # a link to a regular file is that file
     assert check_input_file(tmp_path / "link", "logits file", "fix")
+
+
+def test_check_logits_tells_how_to_mask_classes_rather_than_to_drop_rows():
+    z = np.zeros((5, 4))
+    z[:, 2] = -np.inf  # a class masked in every row
+    with pytest.raises(ValueError, match=r"5 -inf .*masked classes.*drop the columns") as e:
+        check_logits(z)
+    assert "drop those rows" not in str(e.value) and "\n" not in str(e.value)
+    z[0, 0] = np.nan  # not masking: the general message
+    with pytest.raises(ValueError, match="contain 6 NaN or infinite"):
+        check_logits(z)

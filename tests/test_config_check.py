@@ -95,6 +95,12 @@ def test_shipped_configs_pass(path):
             "evaluation.calibrated_within",
             "must be a calibration error in (0, 1)",
         ),
+        (
+            lambda c: c["calibrators"].update(ts={"method": "vs"}),
+            "calibrators.ts.method",
+            "the key 'ts' is temperature scaling in the report (fitted temperatures, comparisons "
+            "with TS) but names method 'vs'; name the entry after its method (vs: {method: vs})",
+        ),
         (lambda c: c["models"]["tiny_mlp"].update(arch="mlpp"), "models.tiny_mlp.arch", "'mlpp'"),
         (
             lambda c: c["models"]["tiny_mlp"]["training"].update(loss="focall"),

@@ -5,7 +5,13 @@ import torch
 from torch import nn
 
 from calbench.data import order_hash
-from calbench.logits import cache_logits, compute_logits, load_logits, save_logits
+from calbench.logits import (
+    cache_logits,
+    compute_logits,
+    float32_logits,
+    load_logits,
+    save_logits,
+)
 from calbench.models import build_from_spec
 from calbench.models.trained import save_checkpoint
 
@@ -107,3 +113,59 @@ def test_cache_logits_keeps_the_first_samples_in_dataset_order(fmnist_root, tmp_
         cache_logits(
             spec, data_root=fmnist_root, out=out, checkpoint=tmp_path / "model.pt", limit=0
         )
+
+
+def _offset_problem(offset=1e7, n=400, k=5, seed=0):
+    """float64 logits whose classes differ by a fraction of float32's spacing at ``offset``."""
+    rng = np.random.default_rng(seed)
+    y = rng.integers(0, k, n)
+    z = rng.normal(size=(n, k)) * 0.5
+    z[np.arange(n), y] += 0.3
+    return z + offset, y
+
+
+def test_float64_logits_with_a_row_offset_keep_their_probabilities():
+    from calbench.functional import softmax
+
+    z, y = _offset_problem()
+    got = float32_logits(z)
+    assert got.dtype == np.float32
+    # a direct cast rounds to float32's spacing of 1 at 1e7: ties and a lower accuracy
+    assert (z.astype(np.float32).argmax(1) == y).mean() < (z.argmax(1) == y).mean()
+    np.testing.assert_array_equal(got.argmax(1), z.argmax(1))
+    np.testing.assert_allclose(softmax(got.astype(np.float64)), softmax(z), atol=1e-6)
+    assert (got.max(axis=1) == 0).all()
+
+
+def test_float32_logits_keep_exactly_representable_values_as_they_are():
+    z32 = np.random.default_rng(1).normal(size=(50, 4)).astype(np.float32) * 30
+    assert float32_logits(z32) is z32
+    np.testing.assert_array_equal(float32_logits(z32.astype(np.float64)), z32)
+    np.testing.assert_array_equal(float32_logits(z32.astype(np.float16)), z32.astype(np.float16))
+    assert float32_logits([[1, 2], [3, -4]]).tolist() == [[1, 2], [3, -4]]
+
+
+def test_float32_logits_beyond_float32_range_shift_or_one_line_error():
+    z = np.array([[1e39, 0.9e39, 1e39 - 1e33], [-2e39, -2.2e39, -2e39]])
+    got = float32_logits(z)  # the differences fit
+    np.testing.assert_allclose(got, z - z.max(axis=1, keepdims=True), rtol=1e-6)
+    with pytest.raises(ValueError, match="differ within a row by 2e\\+39, more than float32") as e:
+        float32_logits(np.array([[1e39, -1e39], [0.0, 1.0]]))
+    assert "\n" not in str(e.value)
+
+
+def test_masked_minus_inf_logits_say_how_to_mask(tmp_path):
+    z = np.random.default_rng(0).normal(size=(6, 4))
+    z[:, 3] = -np.inf
+    with pytest.raises(ValueError, match="6 -inf values .masked classes.*drop the col") as e:
+        save_logits(tmp_path / "m.npz", z, np.zeros(6, int), order_hash="h", model="m", dataset="d")
+    assert "\n" not in str(e.value) and "drop those rows" not in str(e.value)
+    assert not (tmp_path / "m.npz").exists()
+
+
+def test_save_logits_of_float64_with_an_offset_round_trips_shifted(tmp_path):
+    z, y = _offset_problem(n=50)
+    save_logits(tmp_path / "m.npz", z, y, order_hash="h", model="m", dataset="d")
+    d = load_logits(tmp_path / "m.npz")
+    np.testing.assert_array_equal(d["logits"].argmax(1), z.argmax(1))
+    np.testing.assert_array_equal(d["logits"], float32_logits(z))

@@ -90,6 +90,13 @@ def check_logits(logits, name: str = "logits") -> np.ndarray:
     arr = _as_2d_float(logits, name)
     if not _all_finite(arr):
         bad = int(np.size(arr) - np.count_nonzero(np.isfinite(arr)))
+        if bad == np.count_nonzero(np.isneginf(arr)):
+            raise ValueError(
+                f"{name} contain {bad} -inf values (masked classes?); pass finite logits: drop "
+                "the columns of classes masked in every row (renumbering the labels), or put a "
+                "finite value far below the row instead of -inf (its finite minimum - 1e4 gives "
+                "the same softmax)"
+            )
         raise ValueError(
             f"{name} contain {bad} NaN or infinite values; fix the model output or drop those rows"
         )

@@ -105,6 +105,12 @@ def _calibrator_problems(config: Mapping) -> list[str]:
         method = entry.get("method", key)
         where = f"calibrators.{key}" + (".method" if "method" in entry else "")
         why = calibrator_problem(method)  # a built-in, or a plug-in that loads (calbench.plugins)
+        if key == "ts" and method != "ts" and not why:  # the report's temperature scaling
+            why = (
+                f"the key 'ts' is temperature scaling in the report (fitted temperatures, "
+                f"comparisons with TS) but names method {method!r}; name the entry after its "
+                f"method ({method}: {{method: {method}}}) or use method ts"
+            )
         if why:
             problems.append(f"{where}: {why}")
             continue

@@ -8,7 +8,9 @@ later step can check that all models of a dataset saw the same samples in the sa
 the study's split (:mod:`calbench.split`) depends on.
 
 File format (``.npz``, written atomically): ``logits`` float32 (N, K), ``labels`` int64 (N,),
-``order_hash``, ``model``, ``dataset`` (strings).
+``order_hash``, ``model``, ``dataset`` (strings). Wider logits are stored as
+:func:`float32_logits` makes them: as they are when float32 holds them exactly, else shifted by
+each row's maximum first (the same probabilities).
 """
 
 from __future__ import annotations
@@ -142,10 +144,60 @@ class _Head:
 #: what a logits file records besides its arrays, each a plain name (:func:`check_text`)
 NAME_FIELDS = ("order_hash", "model", "dataset")
 
+#: the largest finite float32
+_FLOAT32_MAX = float(np.finfo(np.float32).max)
+
+
+#: a direct float32 cast is kept while its error in the within-row differences stays within
+#: this many float32 spacings of the largest difference
+_DIRECT_CAST_ULPS = 4
+
+
+def float32_logits(logits, name: str = "logits") -> np.ndarray:
+    """``logits`` (N, K) as finite float32 that keep what the probabilities depend on.
+
+    float32 logits are returned as they are and float16 ones widened (exactly). Wider logits
+    (float64, integers) are cast as they are when the cast keeps every difference within a row
+    to float32's precision (float32 logits saved as float64 come back bit for bit; float64
+    log-probabilities stay log-probabilities); otherwise each row's maximum is subtracted in
+    float64 first. Softmax is invariant to a shift of a row, ``softmax(z) = softmax(z -
+    max(z))``, so nothing a probability depends on changes, while the rounding to float32 falls
+    on the differences from the row's maximum rather than on an offset that can dwarf them
+    (with a row offset of 1e7 float32's spacing is 1, so a direct cast ties classes that differ
+    by less). Logits differing within a row by more than float32 holds are a one-line error.
+    Non-finite logits: :func:`calbench._checks.check_logits`.
+    """
+    arr = check_logits(logits, name)
+    if arr.dtype == np.float32:
+        return arr
+    with np.errstate(over="ignore", invalid="ignore"):
+        out = arr.astype(np.float32)
+    if np.array_equal(out, arr):
+        return out
+    shifted = arr - arr.max(axis=1, keepdims=True)
+    span = -float(shifted.min())
+    if span > _FLOAT32_MAX:
+        raise ValueError(
+            f"{name} differ within a row by {span:.3g}, more than float32 holds "
+            f"({_FLOAT32_MAX:.3g}); put the values that far below their row's maximum at "
+            "that maximum - 1e4 instead (the same softmax)"
+        )
+    if np.isfinite(out).all():
+        # the direct cast is kept when the differences within each row (all a probability
+        # depends on) come out as exactly as float32 can hold them: the file's own logits (e.g.
+        # log-probabilities) stay the logits, which maps that are not shift-invariant (vector
+        # and matrix scaling) are fitted on
+        direct = out.astype(np.float64)
+        err = float(np.abs((direct - direct.max(axis=1, keepdims=True)) - shifted).max())
+        if err <= _DIRECT_CAST_ULPS * np.finfo(np.float32).eps * max(1.0, span):
+            return out
+    return shifted.astype(np.float32)
+
 
 def save_logits(path, logits, labels, *, order_hash: str, model: str, dataset: str) -> None:
-    """Validate and write a logits file atomically (see the module docstring for the format)."""
-    z = check_logits(logits).astype(np.float32, copy=False)
+    """Validate and write a logits file atomically (see the module docstring for the format;
+    logits other than float32 as :func:`float32_logits` makes them)."""
+    z = float32_logits(logits)
     y = check_labels(labels, z.shape[0], z.shape[1])
     for name, value in (("order_hash", order_hash), ("model", model), ("dataset", dataset)):
         check_text(value, f"{name}", "pass a plain name (letters, digits, '_', '-', '.')")

@@ -286,13 +286,16 @@ def register_metric(m: Metric, origin: str = "plug-in metric") -> Metric:
         raise PluginError(
             f"{origin}: name {m.name!r} must match {METRIC_NAME.pattern} (it names files)"
         )
-    missing = m.missing_facts()
+    problems = m.fact_problems()
+    missing = [fact for fact, why in problems.items() if not why]
     if missing:
         raise PluginError(
             f"{origin}: metric {m.name!r} does not declare {', '.join(missing)}; declare every fact "
             f"(interval in {list(INTERVALS)} or None with no_interval_reason, paired_test in "
             f"{list(PAIRED_TESTS)}, scale 1.0 or 100.0, a reference with its year)"
         )
+    if problems:
+        raise PluginError(f"{origin}: metric {m.name!r} " + "; and ".join(problems.values()))
     if m.paired_test in ("mcnemar_exact", "paired_t", "wilcoxon") and not (m.is_mean and m.stats):
         raise PluginError(
             f"{origin}: paired_test {m.paired_test!r} of metric {m.name!r} compares per-sample "

@@ -305,3 +305,66 @@ def test_a_fifo_or_device_given_as_the_file_is_not_a_regular_file(tmp_path, fmt)
             F.read(fmt, path)
     with pytest.raises(FileNotFoundError, match="does not exist"):
         F.read(fmt, tmp_path / "absent.npz")
+
+
+# ------------------------------------------------------------------ float64 and non-finite logits
+
+
+def _offset64(n=400, k=5, offset=1e7, seed=0):
+    rng = np.random.default_rng(seed)
+    y = rng.integers(0, k, n)
+    z = rng.normal(size=(n, k)) * 0.5
+    z[np.arange(n), y] += 0.3
+    return z + offset, y
+
+
+def _write64(tmp_path, fmt, z, y):
+    """``z`` (float64) in each format: npz, kull_pickle, and both torch containers."""
+    if fmt == "npz":
+        np.savez(tmp_path / "a.npz", logits=z, labels=y)
+        return F.read("npz", tmp_path / "a.npz")
+    if fmt == "kull_pickle":
+        with open(tmp_path / "a.p", "wb") as fh:
+            pickle.dump([(z[:200], y[:200, None]), (z[200:], y[200:, None])], fh, protocol=3)
+        return F.read("kull_pickle", tmp_path / "a.p")
+    import torch
+
+    legacy = fmt == "coursework_legacy"  # read by torch.load, not the zip reader
+    torch.save(torch.from_numpy(z), tmp_path / "a.pt", _use_new_zipfile_serialization=not legacy)
+    (tmp_path / "targets.txt").write_text("\n".join(map(str, y)))
+    return F.read("coursework", tmp_path / "a.pt", targets=tmp_path / "targets.txt")
+
+
+@pytest.mark.parametrize("fmt", ["npz", "kull_pickle", "coursework", "coursework_legacy"])
+def test_float64_logits_with_a_row_offset_import_without_losing_precision(tmp_path, fmt):
+    z, y = _offset64()
+    imp = _write64(tmp_path, fmt, z, y)
+    assert imp.logits.dtype == np.float32
+    # a direct float32 cast (the spacing at 1e7 is 1) ties classes and loses accuracy
+    assert (z.astype(np.float32).argmax(1) == y).mean() < (z.argmax(1) == y).mean()
+    np.testing.assert_array_equal(imp.logits.argmax(1), z.argmax(1))
+    np.testing.assert_allclose(imp.logits, z - z.max(axis=1, keepdims=True), atol=1e-6)
+
+
+@pytest.mark.parametrize("fmt", ["npz", "kull_pickle", "coursework", "coursework_legacy"])
+def test_float32_logits_saved_as_float64_import_bit_for_bit(tmp_path, fmt):
+    z32 = (_logits(400, 5) * 20).astype(np.float32)
+    imp = _write64(tmp_path, fmt, z32.astype(np.float64), np.arange(400) % 5)
+    np.testing.assert_array_equal(imp.logits, z32)
+
+
+def test_masked_and_out_of_range_float64_logits_are_one_line_errors(tmp_path):
+    z = np.random.default_rng(0).normal(size=(8, 4))
+    z[:, 0] = -np.inf
+    np.savez(tmp_path / "m.npz", logits=z, labels=np.ones(8, int))
+    with pytest.raises(ValueError, match=r"m.npz: logits contain 8 -inf values \(masked") as e:
+        F.read("npz", tmp_path / "m.npz")
+    assert "\n" not in str(e.value)
+    z = np.array([[1e39, -1e39, 0.0], [0.0, 1.0, 2.0]])
+    np.savez(tmp_path / "b.npz", logits=z, labels=[0, 1])
+    with np.errstate(all="raise"):  # no warning printed besides the error
+        with pytest.raises(ValueError, match="b.npz: logits differ within a row by 2e\\+39"):
+            F.read("npz", tmp_path / "b.npz")
+    big = np.array([[1e39, 0.9e39], [-1e39, -1.1e39]])  # beyond float32's range: shifted
+    np.savez(tmp_path / "c.npz", logits=big, labels=[0, 1])
+    assert F.read("npz", tmp_path / "c.npz").logits.max() == 0

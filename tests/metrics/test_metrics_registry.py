@@ -175,6 +175,11 @@ def test_verdicts_fact_is_required_and_consistent():
     # a verdict from the sign-flip test (its null is exchangeability) is inconsistent
     bad = M.Metric("x", core, paired_test="sign_flip", verdicts=True, **facts)
     assert bad.missing_facts() == ["verdicts"]
+    # ... and says so: it is declared, but contradicts the paired test
+    why = bad.fact_problems()["verdicts"]
+    assert why.startswith("declares verdicts=True with paired_test 'sign_flip'")
+    assert "verdicts=False" in why
+    assert M.Metric("x", core, paired_test="sign_flip", **facts).fact_problems() == {"verdicts": ""}
     ok = M.Metric("x", core, paired_test="sign_flip", verdicts=False, **facts)
     assert ok.missing_facts() == []
     # the jackknife interval and test need the metric's leave-one-out form

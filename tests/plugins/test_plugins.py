@@ -147,6 +147,7 @@ no_reference = Metric("no_reference", lambda p, y, d=None: 0.0, display="X", sca
                       paired_test="sign_flip")
 paired_t = metric(**{{**FACTS, "name": "paired_t", "paired_test": "paired_t"}})(_f)
 no_reason = metric(**{{**FACTS, "name": "no_reason", "interval": None}})(_f)
+sign_flip_verdicts = metric(**{{**FACTS, "name": "sign_flip_verdicts", "verdicts": True}})(_f)
 """
 
 
@@ -156,6 +157,12 @@ no_reason = metric(**{{**FACTS, "name": "no_reason", "interval": None}})(_f)
         ("no_reference", "metric 'no_reference' does not declare reference"),
         ("paired_t", "paired_test 'paired_t' of metric 'paired_t' compares per-sample values"),
         ("no_reason", "metric 'no_reason' does not declare no_interval_reason"),
+        (
+            "sign_flip_verdicts",
+            "metric 'sign_flip_verdicts' declares verdicts=True with paired_test 'sign_flip', "
+            "whose null is exchangeability, not equal value, so no verdict may rest on it; "
+            "declare verdicts=False",
+        ),
     ],
 )
 def test_a_metric_missing_a_fact_is_an_error_not_a_default(plugin_env, tmp_path, attr, message):

@@ -384,3 +384,24 @@ def test_render_report_bad_template(study, tmp_path, capsys):
     )
     assert rc == 2 and "template" in capsys.readouterr().err
     assert not (tmp_path / "r.html").exists()
+
+
+@pytest.mark.parametrize("only", ["ts", "uncalibrated"])
+def test_a_one_calibrator_study_aggregates_and_renders(study, tmp_path, only):
+    """Models of two training losses and one calibrator: the by-loss tables of a calibrator
+    the study lacks are not drawn (aggregate used to fail on the missing uncalibrated rows)."""
+    spec = {**study["spec"], "calibrators": {only: study["spec"]["calibrators"][only]}}
+    metrics = [p for p in study["metrics"] if p.name == f"{only}.csv"]
+    agg, tables = tmp_path / "agg.csv", tmp_path / "tables"
+    argv = ["aggregate", "--metrics", *metrics, "--spec", json.dumps(spec)]
+    assert _main([*argv, "--out-csv", agg, "--tables-dir", tables]) == 0
+    assert {r["method"] for r in _read(agg)} == {only}
+    losses = sorted(p.name for p in tables.glob("losses_*"))
+    assert losses == (
+        [] if only == "ts" else [f"losses_ece.{e}" for e in ("csv", "html", "md", "tex")]
+    )
+    out = tmp_path / "report.html"
+    argv = ["render-report", "--template", TEMPLATE, "--metrics", agg, "--spec", json.dumps(spec)]
+    assert _main([*argv, "--out", out]) == 0
+    page = out.read_text()
+    assert ("losses-ts-ece" in page) == (only == "ts")

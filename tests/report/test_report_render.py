@@ -193,6 +193,16 @@ def test_losses_tables_need_two_training_losses(tmp_path):
     assert _context(tmp_path / "one", spec)["losses_tables"] == []
 
 
+def test_losses_tables_only_for_the_calibrators_a_study_has():
+    from calbench.report.display import losses_calibrators
+
+    two = [{"loss": "CE"}, {"loss": "FL 2"}]
+    assert losses_calibrators(two, ["iso", "ts", "uncalibrated"]) == ["uncalibrated", "ts"]
+    assert losses_calibrators(two, {"ts": {}}) == ["ts"]
+    assert losses_calibrators(two, ["iso"]) == []
+    assert losses_calibrators(two[:1], ["uncalibrated", "ts"]) == []
+
+
 # --------------------------------------------------------------------------------------------
 # findings, comparisons, CSV links, layout
 # --------------------------------------------------------------------------------------------

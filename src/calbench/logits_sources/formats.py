@@ -1,7 +1,9 @@
 """Readers of published and user-supplied logits files (``logits.format`` of a model entry).
 
 Each reader returns :class:`Imported`: float32 logits ``(N, K)``, int64 labels ``(N,)`` and, for
-sources that come pre-split, the validation and test row indices. A file in the wrong format is
+sources that come pre-split, the validation and test row indices. Float32 logits are kept as they
+are; wider ones lose nothing the probabilities depend on (:func:`calbench.logits.float32_logits`:
+each row's maximum is subtracted before a cast that would round). A file in the wrong format is
 a one-line :class:`ValueError` naming the file, what was expected and the fix.
 
 * ``coursework`` (Vasilev, MSU 2021; published logits, replication notes §1.1): one
@@ -38,7 +40,7 @@ from pathlib import Path
 import numpy as np
 
 from calbench import io
-from calbench._checks import check_input_file
+from calbench._checks import as_numpy, check_input_file
 from calbench.logits_sources.calarena import read_calarena
 from calbench.logits_sources.helm import read_helm
 from calbench.logits_sources.lm_eval import read_lm_eval
@@ -67,6 +69,11 @@ class Imported:
 
 
 def _as_logits(arr, path, what: str = "logits") -> np.ndarray:
+    """Float logits as float32: float32 as they are, wider ones without losing what the
+    probabilities depend on (:func:`calbench.logits.float32_logits`: a row's maximum is
+    subtracted first where a direct cast would round)."""
+    from calbench.logits import float32_logits  # lazy: code inputs
+
     arr = np.asarray(arr)
     if arr.dtype == object or not np.issubdtype(arr.dtype, np.floating):
         raise ValueError(f"{path}: {what} have dtype {arr.dtype}, expected float32 numbers")
@@ -74,10 +81,7 @@ def _as_logits(arr, path, what: str = "logits") -> np.ndarray:
         raise ValueError(
             f"{path}: {what} have shape {arr.shape}, expected (samples, classes) with >= 2 classes"
         )
-    out = arr.astype(np.float32, copy=False)
-    if not np.isfinite(out).all():
-        raise ValueError(f"{path}: {what} contain NaN or infinite values (or overflow float32)")
-    return out
+    return float32_logits(arr, f"{path}: {what}")
 
 
 def _as_labels(arr, n: int, k: int, path, what: str = "labels") -> np.ndarray:
@@ -141,7 +145,7 @@ def read_torch_tensor(path) -> np.ndarray:
         )
     if not obj.is_floating_point():
         raise ValueError(f"{path}: tensor dtype {obj.dtype}, expected float32 logits")
-    return _as_logits(obj.detach().to(torch.float32).numpy(), path)
+    return _as_logits(as_numpy(obj), path)
 
 
 _INT_LINE = re.compile(rb"-?[0-9]+")

@@ -123,36 +123,48 @@ class Metric:
 
     def missing_facts(self) -> list[str]:
         """Names of the facts this metric does not declare, or declares inconsistently."""
-        out = []
+        return list(self.fact_problems())
+
+    def fact_problems(self) -> dict[str, str]:
+        """The facts of :meth:`missing_facts`, each with ``""`` when it is not declared (or
+        declared as no allowed value) or, when its declaration contradicts another fact, the
+        sentence saying which and how to fix it."""
+        out: dict[str, str] = {}
         if not isinstance(self.display, str) or not self.display:
-            out.append("display")
+            out["display"] = ""
         if self.scale not in (1.0, 100.0):
-            out.append("scale")
+            out["scale"] = ""
         if (
             isinstance(self.decimals, bool)
             or not isinstance(self.decimals, int)
             or self.decimals < 0
         ):
-            out.append("decimals")
+            out["decimals"] = ""
         if not isinstance(self.higher_is_better, bool):
-            out.append("higher_is_better")
+            out["higher_is_better"] = ""
         if self.interval is not None and self.interval not in INTERVALS:
-            out.append("interval")
+            out["interval"] = ""
         if self.interval is None and not (self.no_interval_reason or "").strip():
-            out.append("no_interval_reason")
+            out["no_interval_reason"] = ""
         if self.interval is not None and self.no_interval_reason:
-            out.append("no_interval_reason")
+            out["no_interval_reason"] = (
+                f"declares a no_interval_reason with interval {self.interval!r}; drop one of them"
+            )
         if self.paired_test not in PAIRED_TESTS:
-            out.append("paired_test")
+            out["paired_test"] = ""
         if not isinstance(self.reference, str) or not any(c.isdigit() for c in self.reference):
-            out.append("reference")
+            out["reference"] = ""
         if not isinstance(self.verdicts, bool):
-            out.append("verdicts")
+            out["verdicts"] = ""
         elif self.verdicts and self.paired_test == "sign_flip":
-            out.append("verdicts")  # the sign-flip null is exchangeability, not equal value
+            out["verdicts"] = (
+                "declares verdicts=True with paired_test 'sign_flip', whose null is "
+                "exchangeability, not equal value, so no verdict may rest on it; declare "
+                "verdicts=False (or, with per-sample values, a paired test of equal value)"
+            )
         needs_jackknife = self.interval == "jackknife" or self.paired_test == "jackknife_z"
         if needs_jackknife and self.jackknife is None:
-            out.append("jackknife")
+            out["jackknife"] = ""
         return out
 
     @property

@@ -291,12 +291,13 @@ def accuracy_grid(accuracy: Sequence[Mapping]) -> G.GridTable:
 
 def to_markdown(tabs: Sequence[Mapping], accuracy: Sequence[Mapping], spec: Mapping) -> str:
     """A Markdown document: the tolerances, then every table and the accuracy check."""
-    lines = [f"# {spec.get('title') or 'Replication'}", "", tolerance_text(spec), ""]
+    title = G.md_escape(spec.get("title") or "Replication")
+    lines = [f"# {title}", "", tolerance_text(spec), ""]
     for t in tabs:
-        lines += [f"## {t['title']}", "", *G.markdown_lines(grid(t)), ""]
+        lines += [f"## {G.md_escape(t['title'])}", "", *G.markdown_lines(grid(t)), ""]
     if accuracy:
         g = accuracy_grid(accuracy)
-        lines += [f"## {g.title}", "", *G.markdown_lines(g)]
+        lines += [f"## {G.md_escape(g.title)}", "", *G.markdown_lines(g)]
     return "\n".join(lines) + "\n"
 
 

@@ -22,9 +22,9 @@ from calbench.plots.reliability import SMOOTH_LEVEL
 from calbench.report import tables as T
 from calbench.report.display import (
     calibrator_labels,
-    compares_losses,
     dataset_labels,
     format_value,
+    losses_calibrators,
     model_dataset_labels,
     model_label,
     spec_labels,
@@ -47,7 +47,8 @@ def build_tables(rows: Sequence[Mapping], spec: Mapping) -> dict:
 
     Returns ``{"metrics": [Table...], "losses": [Table...], "losses_ts": [Table...]}`` in the
     order of the spec: the by-loss tables of the uncalibrated models and after temperature
-    scaling (``losses_ts``, shown in the report; ``calbench aggregate`` writes ``losses``).
+    scaling (``losses_ts``, shown in the report; ``calbench aggregate`` writes ``losses``), for
+    the calibrators of :func:`calbench.report.display.losses_calibrators`.
     """
     models = spec.get("models", {})
     calibrators = spec.get("calibrators", {})
@@ -75,19 +76,21 @@ def build_tables(rows: Sequence[Mapping], spec: Mapping) -> dict:
     displays = {m: (v.get("display") or {}) for m, v in models.items() if m in present_models}
     dl = dataset_labels(spec)
     out["losses_ts"] = []
-    if compares_losses(displays.values()):
+    by_loss = losses_calibrators(displays.values(), present_methods)
+    if by_loss:
         for metric in spec.get("losses_metrics") or ["ece", "cwece"]:
             if metric in available:
-                out["losses"].append(
-                    T.losses_table(
-                        rows,
-                        metric,
-                        displays,
-                        dataset_labels=dl,
-                        method_label=method_labels.get("uncalibrated", "uncalibrated"),
+                if "uncalibrated" in by_loss:
+                    out["losses"].append(
+                        T.losses_table(
+                            rows,
+                            metric,
+                            displays,
+                            dataset_labels=dl,
+                            method_label=method_labels.get("uncalibrated", "uncalibrated"),
+                        )
                     )
-                )
-                if "ts" in present_methods:
+                if "ts" in by_loss:
                     out["losses_ts"].append(
                         T.losses_table(
                             rows,

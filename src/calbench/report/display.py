@@ -97,6 +97,16 @@ def compares_losses(displays) -> bool:
     return len({str(d["loss"]) for d in displays if d and d.get("loss")}) >= 2
 
 
+def losses_calibrators(displays, calibrators) -> list[str]:
+    """The calibrators whose by-loss tables a study has: ``uncalibrated`` (coursework tables
+    1-2, the files ``aggregate`` writes) and ``ts`` (after temperature scaling, in the report),
+    those of them among ``calibrators``, when :func:`compares_losses`; a study without one of
+    them has no such tables for it."""
+    if not compares_losses(displays):
+        return []
+    return [c for c in ("uncalibrated", "ts") if c in calibrators]
+
+
 def model_label(name: str, display: Mapping | None) -> str:
     """Row label of a model: ``display.name`` plus ``(display.loss)`` and ``seed N`` when given."""
     display = display or {}

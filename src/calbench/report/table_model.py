@@ -14,6 +14,7 @@ import csv
 import html
 import io
 import os
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
@@ -100,9 +101,35 @@ def to_html(t: GridTable) -> str:
 # --------------------------------------------------------------------------------------------
 # Markdown
 # --------------------------------------------------------------------------------------------
+#: Escaped wherever they stand: the cell separator, backslash, emphasis ``*``, code span
+#: backticks, raw HTML / autolink ``<`` ``>``, GitHub's math ``$`` and strikethrough ``~``.
+_MD_ALWAYS = frozenset("\\|*`<>$~")
+#: ``&`` that would start a character reference (``&amp;``, ``&#60;``).
+_MD_ENTITY = re.compile(r"&(?=#?[0-9A-Za-z]+;)")
+
+
 def md_escape(text: str) -> str:
-    """Escape the characters that would break a Markdown table cell or start emphasis."""
-    return str(text).replace("\\", "\\\\").replace("|", "\\|").replace("*", "\\*")
+    """``text`` as literal inline Markdown (CommonMark / GitHub), one table cell's worth.
+
+    Backslash escapes (valid before any ASCII punctuation) for :data:`_MD_ALWAYS`; ``_`` unless
+    it stands between two letters or digits (where it cannot start or end emphasis, so
+    ``vs_b`` stays as it is); ``]`` before ``(`` or ``[`` (a link); ``&`` as ``&amp;`` where it
+    would start a character reference; line breaks, which would end the table row, as spaces.
+    Text that needs none of this (numbers, intervals, plain names) is returned unchanged."""
+    s = " ".join(str(text).splitlines())
+    out = []
+    for i, ch in enumerate(s):
+        if ch in _MD_ALWAYS:
+            ch = "\\" + ch
+        elif ch == "_":
+            inner = 0 < i < len(s) - 1 and s[i - 1].isalnum() and s[i + 1].isalnum()
+            ch = ch if inner else "\\_"
+        elif ch == "]" and s[i + 1 : i + 2] in ("(", "["):
+            ch = "\\]"
+        elif ch == "&" and _MD_ENTITY.match(s, i):
+            ch = "&amp;"
+        out.append(ch)
+    return "".join(out)
 
 
 def markdown_lines(t: GridTable) -> list[str]:
@@ -115,8 +142,8 @@ def markdown_lines(t: GridTable) -> list[str]:
     for labels, cells in zip(t.labels, t.cells, strict=True):
         out = [md_escape(x) for x in labels]
         for c in cells:
-            text = f"**{c.text}**" if c.bold else c.text
-            out.append(f"{text} {c.ci}" if c.ci else text)
+            text = f"**{md_escape(c.text)}**" if c.bold else md_escape(c.text)
+            out.append(f"{text} {md_escape(c.ci)}" if c.ci else text)
         lines.append("| " + " | ".join(out) + " |")
     return lines
 
@@ -164,12 +191,20 @@ _TEX_SPECIAL = {
     "}": r"\}",
     "~": r"\textasciitilde{}",
     "^": r"\textasciicircum{}",
+    "<": r"\textless{}",  # OT1 fonts print < > | as other glyphs
+    ">": r"\textgreater{}",
+    "|": r"\textbar{}",
+    "\n": " ",  # a blank line would end the tabular's paragraph; a title's comment line
+    "\r": " ",
 }
 
 
 def tex_escape(text: str) -> str:
-    """Escape LaTeX special characters."""
-    return "".join(_TEX_SPECIAL.get(ch, ch) for ch in str(text))
+    """``text`` as literal LaTeX: the special characters of :data:`_TEX_SPECIAL` escaped, line
+    breaks as spaces, and a leading ``[`` or ``*`` braced (after a row's ``\\\\`` they would be
+    read as its optional argument or star)."""
+    out = "".join(_TEX_SPECIAL.get(ch, ch) for ch in str(text))
+    return "{" + out[0] + "}" + out[1:] if out[:1] in ("[", "*") else out
 
 
 def to_latex(t: GridTable) -> str:
@@ -185,7 +220,7 @@ def to_latex(t: GridTable) -> str:
     for labels, cells in zip(t.labels, t.cells, strict=True):
         out = [tex_escape(x) for x in labels]
         for c in cells:
-            text = c.text.replace("–", "--")
+            text = tex_escape(c.text).replace("–", "--")
             out.append(f"\\textbf{{{text}}}" if c.bold else text)
         lines.append(" & ".join(out) + " \\\\")
     lines += ["\\bottomrule", "\\end{tabular}"]

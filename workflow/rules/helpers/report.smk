@@ -5,7 +5,7 @@ REFERENCE_TABLE = "results/tables/reference.csv"  # ours versus published (repor
 #: to the study folder when inside it: a moved folder does not rerun render_report.
 TEMPLATE = portable_path(Path(workflow.basedir) / "workflow" / "templates" / "report.html.j2")
 from calbench.report import spec as report_specs  # the reporting steps' config slices
-from calbench.report.display import compares_losses  # the one rule for the losses tables
+from calbench.report.display import losses_calibrators  # the one rule for the losses tables
 
 
 def study_spec():
@@ -25,7 +25,8 @@ def reference_arg(input):
 
 def losses_tables():
     displays = [v.get("display") or {} for v in config["models"].values()]
-    return config["report"]["losses_metrics"] if compares_losses(displays) else []
+    by_loss = losses_calibrators(displays, config["calibrators"])
+    return config["report"]["losses_metrics"] if "uncalibrated" in by_loss else []
 
 
 def all_tables():

@@ -18,6 +18,7 @@ from calbench.reference.guo_kull.published import (
     SOURCES,
 )
 from calbench.report.render import png_data_uri
+from calbench.report.table_model import md_escape
 from calbench.report.tables import long_csv_text
 
 
@@ -42,27 +43,21 @@ def _md_cell(c: Mapping) -> str:
     return f"{c['ours']} / {c['published']} / {c['difference']}{mark}"
 
 
-def _md_escape(text: str) -> str:
-    return str(text).replace("|", "\\|").replace("\n", " ")
-
-
 def to_markdown(
     tables: Sequence[Mapping], rows: Sequence[Mapping], spec: Mapping, sweep: Sequence[Mapping] = ()
 ) -> str:
     """The tables as Markdown (the figures are in the HTML page)."""
     title = spec.get("title") or "Guo et al. 2017 / Kull et al. 2019 on Kängsepp's logits"
     counts = _counts(rows)
-    lines = [f"# {_md_escape(title)}", "", _summary_text(counts), ""]
+    lines = [f"# {md_escape(title)}", "", _summary_text(counts), ""]
     for t in tables:
-        lines += [f"## {_md_escape(t['title'])}", "", _md_escape(t["note"]), ""]
+        lines += [f"## {md_escape(t['title'])}", "", md_escape(t["note"]), ""]
         header = [*t["header"], *t["columns"]]
-        lines.append("| " + " | ".join(map(_md_escape, header)) + " |")
+        lines.append("| " + " | ".join(map(md_escape, header)) + " |")
         lines.append("|" + "---|" * len(t["header"]) + "---:|" * len(t["columns"]))
         for r in t["rows"]:
             lines.append(
-                "| "
-                + " | ".join([*map(_md_escape, r["labels"]), *map(_md_cell, r["cells"])])
-                + " |"
+                "| " + " | ".join([*map(md_escape, r["labels"]), *map(_md_cell, r["cells"])]) + " |"
             )
         lines.append("")
     if sweep:
@@ -111,7 +106,7 @@ def _sweep_md(sweep: Sequence[Mapping]) -> list[str]:
         cells = [f"{100 * e:.2f}" for _, e in d["diagram"]]
         best = f"{d['best'][0]:.2f} ({100 * d['best'][1]:.2f})" if d["best"] else "–"
         fit = f"{d['fitted'][0]:.3f} ({100 * d['fitted'][1]:.2f})" if d["fitted"] else "–"
-        lines.append(f"| {_md_escape(d['model'])} | " + " | ".join([*cells, best, fit]) + " |")
+        lines.append(f"| {md_escape(d['model'])} | " + " | ".join([*cells, best, fit]) + " |")
     return [*lines, ""]
 
 
