@@ -129,6 +129,7 @@ def test_make_must_return_a_new_calibrator():
             lambda z, y: crossfit_predict(lambda: _Bad(), z, y, folds=3),
             "predict_proba gave",
         ),
+        (lambda z, y: crossfit_predict(_Unnormalised, z, y, folds=3), "summing to 1"),
         (lambda z, y: nested_best({}, z, y, nll), "at least one candidate"),
     ],
 )
@@ -142,6 +143,11 @@ def test_bad_input_is_a_one_line_error(call, match):
 class _Bad(Frequencies):
     def predict_proba(self, z):
         return np.full((z.shape[0], 2), 0.5)
+
+
+class _Unnormalised(Frequencies):
+    def predict_proba(self, z):
+        return np.full(z.shape, 0.5)
 
 
 def _makers():

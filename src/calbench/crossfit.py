@@ -41,7 +41,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from calbench._checks import check_logits_labels
+from calbench._checks import ROW_SUM_ATOL, check_logits_labels
 from calbench.selection import MAX_FOLDS, crossfit_scores
 
 #: most repeated partitions one call may ask for
@@ -123,10 +123,15 @@ def _fit_predict(make: Callable[[], object], z, y, train, held, last: list, wher
     cal.fit(z[train], y[train])  # boolean indexing: the calibrator gets copies
     p = np.asarray(cal.predict_proba(z[held]), dtype=np.float64)
     want = (int(held.sum()), z.shape[1])
-    if p.shape != want or not np.all(np.isfinite(p)) or np.any(p < 0):
+    if (
+        p.shape != want
+        or not np.all(np.isfinite(p))
+        or np.any(p < 0)
+        or np.any(np.abs(p.sum(axis=1) - 1.0) > ROW_SUM_ATOL)
+    ):
         raise ValueError(
-            f"{where}: predict_proba gave {p.shape} (finite, non-negative wanted, shape {want}); "
-            "check the calibrator"
+            f"{where}: predict_proba gave {p.shape}, not finite non-negative rows summing to 1 "
+            f"of shape {want}; check the calibrator"
         )
     return p
 
