@@ -130,6 +130,10 @@ def test_make_must_return_a_new_calibrator():
             "predict_proba gave",
         ),
         (lambda z, y: crossfit_predict(_Unnormalised, z, y, folds=3), "summing to 1"),
+        (
+            lambda z, y: crossfit_predict(lambda: get_calibrator("platt"), z, y, folds=3),
+            "repeat 0, fold 0: .*platt is binary",
+        ),
         (lambda z, y: nested_best({}, z, y, nll), "at least one candidate"),
     ],
 )

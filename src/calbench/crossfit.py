@@ -120,8 +120,11 @@ def _fit_predict(make: Callable[[], object], z, y, train, held, last: list, wher
             f"{where}: make() returned the calibrator it returned before; return a new one each call"
         )
     last[:] = [cal]
-    cal.fit(z[train], y[train])  # boolean indexing: the calibrator gets copies
-    p = np.asarray(cal.predict_proba(z[held]), dtype=np.float64)
+    try:  # boolean indexing: the calibrator gets copies
+        cal.fit(z[train], y[train])
+        p = np.asarray(cal.predict_proba(z[held]), dtype=np.float64)
+    except ValueError as exc:
+        raise ValueError(f"{where}: {exc}") from None
     want = (int(held.sum()), z.shape[1])
     if (
         p.shape != want
@@ -152,8 +155,8 @@ def crossfit_predict(
 
     Folds: :func:`fold_assignments` (``folds``, ``repeats``, ``seed``, ``stratified``), or a given
     ``assignment`` ``(R, N)``. ``make()`` must return a new unfitted calibrator on every call
-    (``fit(logits, labels)``, ``predict_proba(logits)``); ``R * F`` fits in all. A fit's error
-    propagates with the repeat and fold named.
+    (``fit(logits, labels)``, ``predict_proba(logits)``); ``R * F`` fits in all. A fit's
+    ``ValueError`` propagates with the repeat and fold named.
     """
     z, y = check_logits_labels(logits, labels)
     if assignment is None:
