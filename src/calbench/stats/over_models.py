@@ -33,7 +33,7 @@ with replacement (Efron & Tibshirani 1993, ch. 6 and 13), never the test samples
 
 Coverage of 95% intervals (400 simulated studies a cell; docs/statistics.md, "Verdicts over
 models", and perf/bench_over_models.py, which prints the table): with 20 to 1,000 models the
-defaults cover the true mean in 91-96% of studies (improvements drawn from a lognormal of
+defaults cover the true mean in 91-97% of studies (improvements drawn from a lognormal of
 skewness 3.3 and from a gamma of shape 2; win outcomes 0, 1/2, 1 with probabilities .25, .1,
 .65), the percentile and BCa intervals of skewed improvements in 87-90% at 20 models. With 5
 models no interval is reliable: resampling 5 values shows too little of their mean's spread
