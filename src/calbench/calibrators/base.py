@@ -155,6 +155,26 @@ class Calibrator:
     #: Fitted-state entries (see :class:`Field`). Every calibrator of calbench declares one (a
     #: contract test checks); ``None`` (undeclared) loads a state without checking it.
     state_schema: ClassVar[dict[str, Field] | None] = None
+    #: whether every fitted instance's map is injective as a map of the model's probabilities
+    #: ``softmax(z)`` to the calibrated ones (a function of them, and distinct ones stay
+    #: distinct; exact arithmetic). Then the refinement part of a proper score is unchanged and
+    #: the paired NLL or Brier difference against uncalibrated is the change in (proper)
+    #: calibration error (Gruber & Buettner 2022, "Better uncertainty calibration via proper
+    #: scores for classification and beyond", NeurIPS). ``False`` (the default, also for
+    #: plug-ins that declare nothing) claims
+    #: nothing; :meth:`is_injective` may still find a fitted instance injective.
+    injective: ClassVar[bool] = False
+
+    def is_injective(self) -> bool:
+        """Whether this fitted calibrator's map is injective in the sense of :attr:`injective`
+        (a proof from its fitted parameters where the class cannot promise it for all; ``False``
+        where none is known). A one-line ``ValueError`` when it is not fitted."""
+        if self.n_classes_ is None:
+            raise ValueError(
+                f"calibrator {self.name} is not fitted; call fit(logits, labels) before "
+                "is_injective"
+            )
+        return bool(type(self).injective)
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)

@@ -159,5 +159,15 @@ class BetaCalibration(Calibrator):
     def _get_state(self) -> dict[str, Any]:
         return {"coef": self.coef_}
 
+    def is_injective(self) -> bool:
+        """For two classes, ``mu(s)`` has derivative ``mu (1 - mu) (a / s + b / (1 - s))``: strictly
+        monotone, hence injective, iff ``a b >= 0`` and not ``a = b = 0``. For ``K > 2`` the
+        renormalised one-vs-rest maps are not known to be injective (``False``)."""
+        super().is_injective()
+        if self.n_classes_ != 2:
+            return False
+        a, b = float(self.coef_[0][0]), float(self.coef_[0][1])
+        return a * b >= 0.0 and (a != 0.0 or b != 0.0)
+
     def _set_state(self, state: dict[str, Any]) -> None:
         self.coef_ = np.asarray(state["coef"], dtype=np.float64)

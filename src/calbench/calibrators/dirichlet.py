@@ -34,7 +34,7 @@ from typing import Any
 import numpy as np
 
 from calbench.calibrators.base import register
-from calbench.calibrators.scaling import MatrixScalingBias
+from calbench.calibrators.scaling import MatrixScalingBias, softmax_affine_injective
 from calbench.functional import log_softmax
 
 #: Default ODIR strengths (lambda for off-diagonal weights, mu for intercepts).
@@ -62,3 +62,9 @@ class DirichletCalibration(MatrixScalingBias):
 
     def _transform_input(self, logits: np.ndarray) -> np.ndarray:
         return log_softmax(logits)
+
+    def is_injective(self) -> bool:
+        """Whether ``softmax(log p @ W + b)`` is injective in ``p``
+        (:func:`~calbench.calibrators.scaling.softmax_affine_injective` on log-probabilities:
+        the vector ``u`` with ``u @ W`` constant across classes has entries of one sign)."""
+        return softmax_affine_injective(self.linear_part(), "log_probs")

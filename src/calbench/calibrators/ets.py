@@ -188,6 +188,15 @@ class EnsembleTemperatureScaling(Calibrator):
     def _get_state(self) -> dict[str, Any]:
         return {"temperature": self.temperature_, "weights": self.weights_}
 
+    def is_injective(self) -> bool:
+        """Injective in the model's probabilities when the temperature-scaled and the
+        uncalibrated parts have some weight (``w1 + w2 > 0``): ``w1 softmax(z / T) +
+        w2 softmax(z)`` is the gradient of ``w1 T LSE(z / T) + w2 LSE(z)``, strictly convex across
+        ``span(1)``, and the gradient of a strictly convex function is injective (monotone:
+        ``(g(a) - g(b)) . (a - b) > 0``); the uniform part only adds a constant."""
+        super().is_injective()
+        return bool(self.weights_[0] + self.weights_[1] > 0)
+
     def _set_state(self, state: dict[str, Any]) -> None:
         self.temperature_ = float(state["temperature"])
         self.weights_ = np.asarray(state["weights"], dtype=np.float64)

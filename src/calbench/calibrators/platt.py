@@ -127,6 +127,12 @@ class PlattScaling(Calibrator):
     def _get_state(self) -> dict[str, Any]:
         return {"coef": self.coef_, "intercept": self.intercept_}
 
+    def is_injective(self) -> bool:
+        """``sigmoid(a (z_1 - z_0) + b)`` is a strictly monotone function of ``p_1`` (whose
+        log-odds is ``z_1 - z_0``) unless ``a = 0``."""
+        super().is_injective()
+        return self.coef_ != 0.0
+
     def _set_state(self, state: dict[str, Any]) -> None:
         self.coef_ = float(state["coef"])
         self.intercept_ = float(state["intercept"])

@@ -51,6 +51,7 @@ class TemperatureScalingSBECE(Calibrator):
 
     name = "ts_sbece"
     reference = "Karandikar et al. 2021 (temperature fitted to soft-binned ECE)"
+    injective = True  # softmax(z / T), T > 0 (the state's bound)
     state_schema = {
         "temperature": Field(low=0.0, low_open=True),
         "nll_temperature": Field(low=0.0, low_open=True),

@@ -177,7 +177,16 @@ def guarded_fit_scaling(
         shape = np.shape(logits)
         with cpu_fit_settings(int(np.prod(shape)), dev, kind, int(shape[1])) as threads:
             return _fit_scaling(
-                logits, labels, kind, max_iter, search, precision, dev, l2, odir, l2_center,
+                logits,
+                labels,
+                kind,
+                max_iter,
+                search,
+                precision,
+                dev,
+                l2,
+                odir,
+                l2_center,
                 threads,
             )
 
@@ -295,6 +304,50 @@ STATE_SCHEMAS: dict[str, dict[str, Field]] = {
 }
 
 
+#: singular values below this share of the largest count as zero in :func:`shift_subspace`
+_NULL_RTOL = 1e-9
+
+
+def shift_subspace(matrix) -> np.ndarray:
+    """An orthonormal basis (rows) of ``{d : d @ matrix in span(1)}``: the input differences
+    that the affine map ``x @ matrix + b`` turns into a shift of all classes alike, which
+    ``softmax`` does not see (singular values below ``1e-9`` of the largest count as zero)."""
+    m = np.asarray(matrix, dtype=np.float64)
+    k = m.shape[0]
+    centred = m - m.mean(axis=1, keepdims=True)  # m (I - 11^T / K)
+    _, sv, vt = np.linalg.svd(centred.T)
+    tol = _NULL_RTOL * max(float(sv.max()) if sv.size else 0.0, 1e-300)
+    rank = int(np.sum(sv > tol))
+    return vt[rank:k]
+
+
+def softmax_affine_injective(matrix, features: str) -> bool:
+    """Whether ``softmax(x @ matrix + b)`` is an injective map of the model's probabilities
+    ``p = softmax(z)`` (exact arithmetic), for ``features`` ``"logits"`` (``x = z``, the scaling
+    family) or ``"log_probs"`` (``x = log p``, Dirichlet calibration).
+
+    Let ``S = {d : d @ matrix in span(1)}`` (:func:`shift_subspace`). On logits, two inputs give
+    the same output iff their difference lies in ``S``, and two logits give the same ``p`` iff
+    their difference lies in ``span(1)``: the map is a function of ``p`` and injective iff
+    ``S = span(1)`` (temperature scaling, ``a != 0``; vector scaling only with equal scales;
+    matrix scaling with equal column sums and otherwise invertible). On log-probabilities
+    ``d = log p - log q`` of two points of the open simplex: ``d = 0`` or ``d`` has entries of
+    both signs (both sum to 1), and for any ``d = mu u`` with ``u`` of both signs some ``q`` has
+    ``sum_j q_j exp(mu u_j) = 1`` for a ``mu != 0`` (the convex ``f(mu)`` equals 1 at ``mu = 0``
+    and grows without bound on both sides), a collision. So the map is injective iff ``S`` is one
+    line spanned by a ``u`` whose entries share one sign (zeros allowed)."""
+    basis = shift_subspace(matrix)
+    if basis.shape[0] != 1:
+        return False
+    u = basis[0] / np.max(np.abs(basis[0]))
+    tol = 1e-9
+    if features == "logits":
+        return bool(np.all(np.abs(np.abs(u) - 1.0) <= tol) and np.all(u * u[0] > 0))
+    if features == "log_probs":
+        return bool(np.all(u >= -tol) or np.all(u <= tol))
+    raise ValueError(f"features must be 'logits' or 'log_probs', got {features!r}")
+
+
 class _LogitScaling(Calibrator):
     """Shared implementation of :data:`PARAMETERISATIONS` (see module docstring)."""
 
@@ -371,6 +424,29 @@ class _LogitScaling(Calibrator):
     def _get_state(self) -> dict[str, Any]:
         return {k: np.array(v) for k, v in self.params_.items()}
 
+    def linear_part(self) -> np.ndarray:
+        """The ``(K, K)`` matrix ``M`` of the fitted map ``x @ M + b`` (``W``, times ``a``, times
+        ``diag(v)``, in :data:`PARAMETERISATIONS`' order)."""
+        if self.params_ is None:
+            raise ValueError(f"{type(self).__name__} is not fitted; call fit(logits, labels) first")
+        k = int(self.n_classes_)
+        m = np.asarray(self.params_.get("W", np.eye(k)), dtype=np.float64)
+        if "a" in self.params_:
+            m = m * float(self.params_["a"][0])
+        if "v" in self.params_:
+            m = m * np.asarray(self.params_["v"], dtype=np.float64)[None, :]
+        return m
+
+    def is_injective(self) -> bool:
+        """Whether the fitted map is injective in the model's probabilities
+        (:func:`softmax_affine_injective` on the logits): always for temperature scaling
+        (``a > 0``); for vector scaling only when all scales are equal (else a shift of the
+        logits, which leaves ``softmax(z)`` alone, changes the output: the output is not a
+        function of the model's probabilities); for matrix scaling when the column sums of
+        ``W`` are equal and ``W`` is invertible."""
+        super().is_injective()
+        return softmax_affine_injective(self.linear_part(), "logits")
+
     def _set_state(self, state: dict[str, Any]) -> None:
         self.params_ = {k: np.asarray(state[k]) for k in PARAMETERISATIONS[self.kind]}
 
@@ -382,6 +458,7 @@ class TemperatureScaling(_LogitScaling):
     name = "ts"
     reference = "Guo et al. 2017, sec. 4.2 (temperature scaling)"
     kind = "ts"
+    injective = True  # softmax(a z), a > 0 (the state's bound): z / T determines p
 
     def _fit(self, logits: np.ndarray, labels: np.ndarray) -> None:
         super()._fit(logits, labels)

@@ -45,6 +45,7 @@ from calbench.calibrators.base import Calibrator, Field, register
 from calbench.calibrators.fit_guard import describe, diverged, fail
 from calbench.calibrators.fit_threads import SINGLE_THREAD_MAX_ENTRIES
 from calbench.calibrators.precision import check_precision
+from calbench.calibrators.scaling import softmax_affine_injective
 from calbench.functional import (  # noqa: E402  (shared with metrics.refinement)
     LOG_TINY32,
     fit_inverse_temperature,
@@ -197,6 +198,17 @@ class _Structured(Calibrator):
         self.a_: float | None = None
         self.mix_: float | None = None
 
+    def is_injective(self) -> bool:
+        """A sufficient condition (exact arithmetic, the float32 rounding of the features
+        aside): the TS-mix step ``q = (1 - e) softmax(a log p) + e / K`` is injective in ``p``
+        for ``a > 0`` and ``e < 1``, and ``softmax(log q @ M + b)`` is injective in ``q`` when
+        :func:`~calbench.calibrators.scaling.softmax_affine_injective` holds for
+        log-probabilities (``M = diag(v)`` or ``W^T``); ``False`` otherwise (not shown)."""
+        super().is_injective()
+        return bool(self.a_ > 0 and self.mix_ < 1) and softmax_affine_injective(
+            self.linear_part(), "log_probs"
+        )
+
     def _features(self, logits: np.ndarray) -> np.ndarray:
         return float32_log_features(ts_mix_probs(exact_log_probs(logits), self.a_, self.mix_))
 
@@ -243,6 +255,10 @@ class StructuredVectorScaling(_Structured):
     def _predict_proba(self, logits: np.ndarray) -> np.ndarray:
         return self._out(self._features(logits) * self.v_ + self.b_)
 
+    def linear_part(self) -> np.ndarray:
+        """``diag(v)``: the fitted map is ``log q @ diag(v) + b``."""
+        return np.diag(self.v_)
+
     def _get_state(self) -> dict[str, Any]:
         return {"a": self.a_, "mix": self.mix_, "v": self.v_, "b": self.b_}
 
@@ -274,6 +290,10 @@ class StructuredMatrixScaling(_Structured):
 
     def _predict_proba(self, logits: np.ndarray) -> np.ndarray:
         return self._out(self._features(logits) @ self.W_.T + self.b_)
+
+    def linear_part(self) -> np.ndarray:
+        """``W^T``: the fitted map is ``log q @ W^T + b``."""
+        return self.W_.T
 
     def _get_state(self) -> dict[str, Any]:
         return {"a": self.a_, "mix": self.mix_, "W": self.W_, "b": self.b_}

@@ -21,6 +21,7 @@ class Uncalibrated(Calibrator):
     name = "uncalibrated"
     reference = ""
     state_schema: dict = {}
+    injective = True  # the identity map of softmax(z)
 
     def __init__(self, *, precision: str = "float64") -> None:
         super().__init__(precision=check_precision(precision))

@@ -1,0 +1,272 @@
+"""Cross-fitting every labelled sample: out-of-fold probabilities over repeated partitions.
+
+A calibrator judged on the samples it was fitted on looks better than it is; a single split into
+a fitting and a test half judges it on half the samples only. Cross-fitting (K-fold
+cross-validation, Stone 1974) uses all ``N`` samples for both: they are split into ``F`` folds,
+a fresh calibrator is fitted on ``F - 1`` folds and predicts the held-out one, so every sample
+gets one *out-of-fold* prediction from a calibrator that never saw it. Metrics, intervals and
+paired tests are then computed on the pooled out-of-fold predictions of all ``N`` samples.
+
+The estimand is that of cross-validation as Bates, Hastie & Tibshirani 2023 ("Cross-validation:
+what does it estimate and how well does it do it?", JASA) describe it: the error of a calibrator
+fitted on ``(F - 1) / F`` of the data, averaged over fits (over training sets), not the error of
+the one calibrator fitted on all samples. Repeating the partition ``R`` times (``repeats``)
+averages out the partition's own noise and shows how much a verdict depends on it
+(:mod:`calbench.stats.resampled`).
+
+Folds (:func:`fold_assignments`), deterministic from ``(n, folds, repeats, seed, labels)``:
+repeat ``r`` draws ``numpy.random.default_rng([seed, r]).permutation(n)``; plain folds give
+position ``i`` of that permutation fold ``i mod F``; stratified folds first sort the permuted
+samples by label (a stable sort, so the order within a class stays random) and then deal them
+out the same way, so every fold holds each class's samples to within one and fold sizes differ by
+at most one.
+
+The cross-fitted "best" (:func:`nested_best`) is chosen inside each training part: for the fold
+it predicts, the candidates are compared by an inner cross-fit on the ``F - 1`` training folds
+only (:func:`calbench.selection.crossfit_scores`), so the choice never sees the predicted fold
+(nested cross-validation, Varma & Simon 2006; Cawley & Talbot 2010 show the optimism of choosing
+on the folds one reports). When the candidates' out-of-fold predictions were already computed
+with the same folds (``oof``), the pick's prediction of a fold is read from them (the same fit:
+the candidate fitted on that fold's training part); only the inner fits are extra.
+
+Plug-in calibrators see copies: each fit and prediction gets fresh arrays, so a calibrator that
+writes into its inputs cannot change what another one is fitted on or predicts.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+
+import numpy as np
+
+from calbench._checks import ROW_SUM_ATOL, check_logits_labels
+from calbench.selection import MAX_FOLDS, crossfit_scores
+
+#: most repeated partitions one call may ask for
+MAX_REPEATS = 1000
+
+
+def _check_int(value, name: str, low: int, high: int, example: str) -> int:
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, int | np.integer)
+        or not low <= value <= high
+    ):
+        raise ValueError(
+            f"{name} must be an integer in [{low}, {high}] (e.g. {example}), got {value!r}"
+        )
+    return int(value)
+
+
+def fold_assignments(
+    n_or_labels, folds: int = 5, repeats: int = 1, seed: int = 0, *, stratified: bool = True
+) -> np.ndarray:
+    """The fold (``0 .. folds-1``) of every sample in each of ``repeats`` partitions, ``(R, N)``
+    int64.
+
+    ``n_or_labels``: the labels ``(N,)`` (stratified or plain folds) or the sample count ``N``
+    (plain folds only). Deterministic: repeat ``r`` uses ``numpy.random.default_rng([seed, r])``
+    (see the module docstring), so adding repeats keeps the earlier ones.
+    """
+    folds = _check_int(folds, "folds", 2, MAX_FOLDS, "5")
+    repeats = _check_int(repeats, "repeats", 1, MAX_REPEATS, "10")
+    seed = _check_int(seed, "seed", 0, 2**63 - 1, "0")
+    if isinstance(n_or_labels, int | np.integer) and not isinstance(n_or_labels, bool):
+        if stratified:
+            raise ValueError("stratified folds need the labels; pass labels, or stratified=False")
+        n, y = int(n_or_labels), None
+    else:
+        y = np.asarray(n_or_labels)
+        if y.ndim != 1 or not np.issubdtype(y.dtype, np.integer):
+            raise ValueError(f"labels must be a 1-D integer array, got {y.dtype} {y.shape}")
+        n = y.shape[0]
+    if n < 2 * folds:
+        raise ValueError(f"{folds} folds need >= {2 * folds} samples, got {n}; lower folds")
+    out = np.empty((repeats, n), dtype=np.int64)
+    deal = np.arange(n) % folds
+    for r in range(repeats):
+        order = np.random.default_rng([seed, r]).permutation(n)
+        if stratified and y is not None:
+            order = order[np.argsort(y[order], kind="stable")]
+        out[r, order] = deal
+    return out
+
+
+def _check_assignment(assignment, n: int) -> np.ndarray:
+    a = np.asarray(assignment)
+    if a.ndim == 1:
+        a = a[None, :]
+    if a.ndim != 2 or a.shape[1] != n or not np.issubdtype(a.dtype, np.integer):
+        raise ValueError(
+            f"assignment must be integer folds (R, N) with N = {n}, got {a.dtype} {a.shape}; "
+            "build it with fold_assignments"
+        )
+    for r, row in enumerate(a):
+        k = int(row.max()) + 1
+        if row.min() < 0 or k < 2 or np.unique(row).size != k:
+            raise ValueError(
+                f"assignment row {r} must number its folds 0 .. F-1 with F >= 2, each non-empty; "
+                "build it with fold_assignments"
+            )
+    return a.astype(np.int64)
+
+
+def _fit_predict(make: Callable[[], object], z, y, train, held, last: list, where: str):
+    cal = make()
+    if last and cal is last[0]:
+        raise ValueError(
+            f"{where}: make() returned the calibrator it returned before; return a new one each call"
+        )
+    last[:] = [cal]
+    try:  # boolean indexing: the calibrator gets copies
+        cal.fit(z[train], y[train])
+        p = np.asarray(cal.predict_proba(z[held]), dtype=np.float64)
+    except ValueError as exc:
+        raise ValueError(f"{where}: {exc}") from None
+    want = (int(held.sum()), z.shape[1])
+    if (
+        p.shape != want
+        or not np.all(np.isfinite(p))
+        or np.any(p < 0)
+        or np.any(np.abs(p.sum(axis=1) - 1.0) > ROW_SUM_ATOL)
+    ):
+        raise ValueError(
+            f"{where}: predict_proba gave {p.shape}, not finite non-negative rows summing to 1 "
+            f"of shape {want}; check the calibrator"
+        )
+    return p
+
+
+def crossfit_predict(
+    make: Callable[[], object],
+    logits,
+    labels,
+    folds: int = 5,
+    repeats: int = 1,
+    seed: int = 0,
+    *,
+    stratified: bool = True,
+    assignment=None,
+) -> np.ndarray:
+    """Out-of-fold probabilities ``(R, N, K)``: in repeat ``r``, row ``i`` is predicted by a fresh
+    calibrator ``make()`` fitted on every fold of that partition except sample ``i``'s.
+
+    Folds: :func:`fold_assignments` (``folds``, ``repeats``, ``seed``, ``stratified``), or a given
+    ``assignment`` ``(R, N)``. ``make()`` must return a new unfitted calibrator on every call
+    (``fit(logits, labels)``, ``predict_proba(logits)``); ``R * F`` fits in all. A fit's
+    ``ValueError`` propagates with the repeat and fold named.
+    """
+    z, y = check_logits_labels(logits, labels)
+    if assignment is None:
+        assignment = fold_assignments(y, folds, repeats, seed, stratified=stratified)
+    a = _check_assignment(assignment, z.shape[0])
+    out = np.empty((a.shape[0], z.shape[0], z.shape[1]), dtype=np.float64)
+    last: list = []
+    for r, row in enumerate(a):
+        for f in range(int(row.max()) + 1):
+            held = row == f
+            out[r, held] = _fit_predict(make, z, y, ~held, held, last, f"repeat {r}, fold {f}")
+    return out
+
+
+@dataclass(frozen=True)
+class NestedBest:
+    """The cross-fitted "best" calibrator, chosen inside each training part.
+
+    ``picks[r][f]`` is the candidate chosen for fold ``f`` of repeat ``r`` by the inner cross-fit
+    on that repeat's other folds; ``probs`` ``(R, N, K)`` are the out-of-fold probabilities of
+    the picks (each fold predicted by its own pick, fitted on its training part);
+    ``assignment`` ``(R, N)`` the outer folds; ``inner_folds`` the inner cross-fit's folds."""
+
+    picks: list[list[str]]
+    probs: np.ndarray
+    assignment: np.ndarray
+    inner_folds: int
+
+    def share(self) -> dict[str, float]:
+        """Each candidate's share of the ``R * F`` picks (candidates never picked are absent)."""
+        flat = [p for row in self.picks for p in row]
+        names = sorted(set(flat))
+        return {m: flat.count(m) / len(flat) for m in names}
+
+
+def inner_seed(seed: int, repeat: int, fold: int) -> int:
+    """The seed of the inner cross-fit of fold ``fold`` in repeat ``repeat``: the first word of
+    ``numpy.random.SeedSequence([seed, repeat, fold])``'s state (deterministic, and different for
+    every outer split)."""
+    return int(np.random.SeedSequence([seed, repeat, fold]).generate_state(1)[0])
+
+
+def nested_best(
+    makers: Mapping[str, Callable[[], object]],
+    logits,
+    labels,
+    metric: Callable,
+    *,
+    folds: int = 5,
+    repeats: int = 1,
+    seed: int = 0,
+    stratified: bool = True,
+    inner_folds: int = 5,
+    higher_is_better: bool = False,
+    assignment=None,
+    oof: Mapping[str, np.ndarray] | None = None,
+) -> NestedBest:
+    """The cross-fitted "best" of ``makers`` (name -> function returning a fresh calibrator) on
+    ``metric(probs, labels) -> float``, chosen without the fold it predicts.
+
+    For each repeat ``r`` and fold ``f`` of the outer folds (``folds``, ``repeats``, ``seed``,
+    ``stratified``, or ``assignment``), the candidates are cross-fitted with ``inner_folds`` folds
+    on the training part only (every fold of repeat ``r`` but ``f``; seed :func:`inner_seed`) by
+    :func:`calbench.selection.crossfit_scores`, and the one with the best mean inner score
+    (lower is better unless ``higher_is_better``; ties: the first in ``makers``' order; a
+    candidate whose inner fit fails is not one) predicts fold ``f``. ``oof`` maps candidates to
+    their :func:`crossfit_predict` output with the same outer folds; the pick's prediction is
+    then read from it instead of refitted.
+    """
+    if not makers:
+        raise ValueError("nested_best needs at least one candidate calibrator in makers")
+    if not callable(metric):
+        raise ValueError(f"metric must be a callable f(probs, labels) -> float, got {metric!r}")
+    z, y = check_logits_labels(logits, labels)
+    if assignment is None:
+        assignment = fold_assignments(y, folds, repeats, seed, stratified=stratified)
+    a = _check_assignment(assignment, z.shape[0])
+    inner_folds = _check_int(inner_folds, "inner_folds", 2, MAX_FOLDS, "5")
+    want = (a.shape[0], z.shape[0], z.shape[1])
+    for name, p in (oof or {}).items():
+        if name in makers and np.shape(p) != want:
+            raise ValueError(
+                f"oof[{name!r}] has shape {np.shape(p)}, not {want}; pass crossfit_predict's "
+                "output for the same folds"
+            )
+    probs = np.empty(want, dtype=np.float64)
+    picks: list[list[str]] = []
+    last: list = []
+    for r, row in enumerate(a):
+        picks.append([])
+        for f in range(int(row.max()) + 1):
+            held = row == f
+            train = ~held
+            found = crossfit_scores(
+                makers, z[train], y[train], {"score": metric}, k=inner_folds,
+                seed=inner_seed(seed, r, f),
+            )  # fmt: skip
+            if not found.candidates:
+                why = "; ".join(f"{m}: {w}" for m, w in found.excluded.items())
+                raise ValueError(f"repeat {r}, fold {f}: no candidate could be fitted ({why})")
+            best = found.best("score", higher_is_better)
+            if math.isnan(found.scores["score"][best]):
+                raise ValueError(
+                    f"repeat {r}, fold {f}: every candidate's inner score is NaN; check the metric"
+                )
+            picks[r].append(best)
+            if oof is not None and best in oof:
+                probs[r, held] = np.asarray(oof[best], dtype=np.float64)[r, held]
+            else:
+                probs[r, held] = _fit_predict(
+                    makers[best], z, y, train, held, last, f"repeat {r}, fold {f} ({best})"
+                )
+    return NestedBest(picks=picks, probs=probs, assignment=a, inner_folds=inner_folds)
