@@ -311,3 +311,32 @@ def test_a_plugin_json_needs_its_plugin_loaded_first(plugin_env, tmp_path):
         load_calibrator(tmp_path / "c.json")
     plugins.load_plugins(calibrators=["mix_uniform"])
     assert load_calibrator(tmp_path / "c.json").name == "mix_uniform"
+
+
+def test_the_names_a_command_gives_are_read_from_each_place(plugin_env, tmp_path):
+    import argparse
+    import json
+
+    from calbench.cli._args import load_named_plugins, named_plugins
+
+    plugin_env()
+    z, y = overconfident_logits(100, 3, seed=3)
+    save_calibrator(plugins.find_calibrator("mix_uniform")().fit(z, y), tmp_path / "c.json")
+    spec = {"calibrators": {"a": {"method": "ts"}, "iso": None},
+            "evaluation": {"metrics": ["ece", "citl"], "ci_metrics": ["ece"]},
+            "compare": {"metrics": ["nll"]}, "table_metrics": ["brier"]}  # fmt: skip
+    (tmp_path / "spec.json").write_text(json.dumps(spec))
+    args = argparse.Namespace(
+        spec=f"@{tmp_path / 'spec.json'}", method="platt", metrics="accuracy, nope",
+        compare_metrics="ece_ub", calibrators=[str(tmp_path / "c.json"), "results/x:y.json"],
+    )  # fmt: skip
+    assert named_plugins(args) == (
+        ["ts", "iso", "platt", "mix_uniform"],
+        ["brier", "ece", "citl", "nll", "accuracy", "nope", "ece_ub"],
+    )
+    REGISTRY.pop("mix_uniform")
+    plugins.forget_loaded()
+    load_named_plugins(args, metrics=False)  # unknown names and unreadable files: the verb's
+    assert "mix_uniform" in REGISTRY and "citl" not in METRICS
+    load_named_plugins(argparse.Namespace(metrics="citl", calibrators="ts,netcal.ts"))
+    assert "citl" in METRICS
