@@ -340,3 +340,24 @@ def test_the_names_a_command_gives_are_read_from_each_place(plugin_env, tmp_path
     assert "mix_uniform" in REGISTRY and "citl" not in METRICS
     load_named_plugins(argparse.Namespace(metrics="citl", calibrators="ts,netcal.ts"))
     assert "citl" in METRICS
+
+
+def test_the_workflows_config_check_loads_only_what_the_config_names(tmp_path, monkeypatch):
+    """The check run at every workflow start (``snakemake -n`` included): installed plug-ins
+    the config does not name (one exits at import) are not imported; a config's reference to an
+    installed module is refused before that module's code runs."""
+    import yaml
+
+    from calbench.config_check import check_config
+
+    if "this" in sys.modules:
+        pytest.skip("module 'this' already imported in this process")
+    _site(tmp_path, monkeypatch, EXITS, EXIT_EPS)
+    cfg = yaml.safe_load((SRC.parent / "config" / "test.yaml").read_text())
+    monkeypatch.chdir(tmp_path)
+    assert check_config(cfg) == []
+    cfg["calibrators"]["mine"] = {"method": "this:X"}
+    (problem,) = check_config(cfg)
+    assert problem.startswith("calibrators.mine.method: plug-in calibrator reference 'this:X'")
+    assert "not in the project folder" in problem
+    assert not {"this", "cbt_exit", "cbt_args", "cbt_kbd"} & set(sys.modules)
