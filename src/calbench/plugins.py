@@ -24,7 +24,8 @@ verb that takes the names (``calbench.cli._args.load_named_plugins``: its ``--sp
 metric lists and calibrator JSONs), by ``check-calibrator`` / ``check-metric``, and by the
 workflow's config check at start-up (:mod:`calbench.config_check`): :func:`load_plugins`,
 :func:`find_calibrator`, :func:`find_metric`. An installed plug-in nothing names is never
-imported. A loaded plug-in joins the one registry (``REGISTRY`` through
+imported. Load before importing :mod:`calbench.stats` or :mod:`calbench.report`, which build
+tables of the metrics' facts at import (the verbs load first). A loaded plug-in joins the one registry (``REGISTRY`` through
 :func:`calbench.calibrators.register`, ``METRICS`` through :func:`register_metric`).
 
 Refused with a one-line :class:`PluginError` naming the entry point or reference and the fix:
@@ -73,8 +74,8 @@ REFERENCE = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_][\w.]*$")
 #: (:data:`calbench.report.display.DERIVED`)
 RESERVED_METRIC_NAMES = {
     "reference": "results/tables/reference.csv, the comparison with published numbers",
-    "error": "results/tables/error.*, the report's derived quantity 1 - accuracy",
-    "temperature": "results/tables/temperature.*, the report's fitted temperature",
+    "error": "'error', the derived quantity 1 - accuracy of the report's tables",
+    "temperature": "'temperature', the fitted temperature of the report's tables",
 }
 RESERVED_METRIC_PREFIX = "losses_"
 

@@ -221,7 +221,7 @@ def test_get_calibrator_of_a_builtin_never_reads_entry_points(monkeypatch):
 @pytest.mark.parametrize(
     ("name", "file"),
     [("losses_ece", "results/tables/losses_ece"), ("reference", "results/tables/reference.csv"),
-     ("error", "results/tables/error"), ("temperature", "results/tables/temperature")],
+     ("error", "derived quantity 1 - accuracy"), ("temperature", "the fitted temperature")],
 )  # fmt: skip
 def test_a_metric_named_like_an_output_file_is_refused(tmp_path, monkeypatch, name, file):
     _site(tmp_path, monkeypatch, {
