@@ -1,8 +1,8 @@
 """Checks of a workflow configuration that its JSON schema cannot make, run when the workflow
 starts (before any job): every name the config uses must exist in the library.
 
-* calibrators: each entry's method is registered (:data:`calbench.calibrators.REGISTRY`, plug-ins
-  included: :mod:`calbench.plugins`) and
+* calibrators: each entry's method is registered (:data:`calbench.calibrators.REGISTRY`; the
+  plug-ins the config names are loaded here, explicitly, :func:`calbench.plugins.find_calibrator`) and
   its ``params`` construct it (unknown keys name the accepted ones; bad values fail as they
   would in ``fit-calibrator``);
 * metrics: every metric named anywhere (evaluation, compare, report, shift) is in
@@ -104,7 +104,7 @@ def _calibrator_problems(config: Mapping) -> list[str]:
         entry = entry or {}
         method = entry.get("method", key)
         where = f"calibrators.{key}" + (".method" if "method" in entry else "")
-        why = calibrator_problem(method)  # a built-in, or a plug-in that loads (calbench.plugins)
+        why = calibrator_problem(method)  # a built-in, or a plug-in: loaded here (calbench.plugins)
         if key == "ts" and method != "ts" and not why:  # the report's temperature scaling
             why = (
                 f"the key 'ts' is temperature scaling in the report (fitted temperatures, "
@@ -134,7 +134,7 @@ def _metric_problems(config: Mapping) -> list[str]:
     lists.append(("shift.compare_metrics", shift.get("compare_metrics") or []))
     for where, names in lists:
         for m in names:
-            why = metric_problem(m)
+            why = metric_problem(m)  # a plug-in the config names is loaded here
             if why:
                 problems.append(f"{where}: {why}")
     return problems

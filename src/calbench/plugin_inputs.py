@@ -4,19 +4,25 @@ only. :func:`plugin_code_inputs` adds them to a rule's ``results/code/<verb>.sha
 (workflow/rules/common.smk); :func:`code_digest` enters the digest under which ``calibrate
 --reuse-dir`` keeps a calibrator's files, so an edited plug-in is refitted, not restored.
 
-A plug-in's files: every ``.py`` file of its top-level package (a lone module: that file); for
-calbench's own adapters the calbench modules they run.
+A plug-in's files (:func:`plugin_files`): the module defining it; every ``.py`` file of its
+top-level package when that is a regular package (with ``__init__.py``); and, transitively,
+every module of the user's folder it imports (at the top or inside a function, absolute or
+relative, read with :mod:`ast`): the folder holding its top-level module or package, unless
+that is installed code (a ``site-packages`` folder, ``sys.prefix``), whose other packages are
+not the plug-in's. So a plug-in laid out as docs/plugins.md shows (a folder without
+``__init__.py``) brings the helper modules it imports. For calbench's own adapters: the
+calbench modules they run.
 """
 
 from __future__ import annotations
 
+import ast
 import functools
 import hashlib
 import sys
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
-from calbench.metrics import Metric
 from calbench.plugins import (
     _PKG,
     CALIBRATOR_GROUP,
@@ -24,14 +30,10 @@ from calbench.plugins import (
     PluginError,
     find_calibrator,
     find_metric,
+    installed_code,
+    named_in,
+    source_module,
 )
-
-
-def _source_module(obj) -> str:
-    if isinstance(obj, Metric):
-        core = getattr(obj.core, "__wrapped__", obj.core)
-        return getattr(core, "__module__", "") or ""
-    return getattr(obj, "__module__", "") or ""
 
 
 def plugin_object(name: str, group: str):
@@ -39,46 +41,90 @@ def plugin_object(name: str, group: str):
     for a built-in; a name that does not load raises :class:`PluginError`."""
     obj = find_calibrator(name) if group == CALIBRATOR_GROUP else find_metric(name)
     builtin = f"{_PKG}.calibrators." if group == CALIBRATOR_GROUP else f"{_PKG}.metrics"
-    return None if _source_module(obj).startswith(builtin) else obj
+    return None if source_module(obj).startswith(builtin) else obj
+
+
+def _module_path(root: Path, name: str) -> Path | None:
+    """The file of module ``name`` (dotted) under ``root``, or ``None``."""
+    base = root.joinpath(*name.split("."))
+    for path in (base / "__init__.py", base.with_suffix(".py")):
+        if path.is_file():
+            return path
+    return None
+
+
+def _imported_names(path: Path, module: str) -> set[str]:
+    """Absolute names of the modules ``path`` (module ``module``) may import: every ``import``
+    and ``from ... import`` anywhere in it, relative ones resolved, ``from a import b`` as both
+    ``a`` and ``a.b``."""
+    try:
+        tree = ast.parse(path.read_text(), filename=str(path))
+    except (OSError, SyntaxError, ValueError):
+        return set()
+    package = module if path.name == "__init__.py" else module.rpartition(".")[0]
+    out: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            out |= {a.name for a in node.names}
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                parts = package.split(".") if package else []
+                keep = len(parts) - (node.level - 1)
+                if keep < 0 or (keep == 0 and not node.module):
+                    continue
+                base = ".".join([*parts[:keep], *([node.module] if node.module else [])])
+            else:
+                base = node.module or ""
+            if base:
+                out.add(base)
+                out |= {f"{base}.{a.name}" for a in node.names if a.name != "*"}
+    return out
+
+
+def _user_folder_files(module: str, path: Path) -> set[Path]:
+    """``path`` (module ``module``) and every module of its folder it imports, transitively;
+    the folder is the one holding the top-level module, unless that is installed code."""
+    depth = module.count(".") + (1 if path.name == "__init__.py" else 0)
+    root = path.resolve().parents[depth]
+    if installed_code(root):
+        return {path}
+    seen: dict[str, Path] = {module: path}
+    todo = [module]
+    while todo:
+        name = todo.pop()
+        for imported in sorted(_imported_names(seen[name], name)):
+            if imported in seen:
+                continue
+            found = _module_path(root, imported)
+            if found is not None:
+                seen[imported] = found
+                todo.append(imported)
+    return set(seen.values())
 
 
 def _files_of(obj) -> list[str]:
-    """The source files of the plug-in defining ``obj``: calbench's own modules it runs (an
-    adapter) or every ``.py`` file of its top-level package (a module alone: that file)."""
-    module = _source_module(obj)
+    """The source files of the plug-in defining ``obj`` (module docstring)."""
+    module = source_module(obj)
     mod = sys.modules.get(module)
     if mod is None or not getattr(mod, "__file__", None):
         return []
     top = module.split(".")[0]
-    if top == "calbench":
+    if top == _PKG:
         from calbench._sources import closure, module_file  # lazy: code inputs
 
         return sorted({str(module_file(m)) for m, _ in closure({(module, "*")})})
+    files = _user_folder_files(module, Path(mod.__file__))
     root_file = getattr(sys.modules.get(top), "__file__", None)
     if root_file and Path(root_file).name == "__init__.py":
-        return sorted(str(p) for p in Path(root_file).parent.rglob("*.py"))
-    return [str(Path(mod.__file__))]
-
-
-def _config_metrics(config: Mapping) -> list[str]:
-    out: list[str] = []
-    ev, cmp = config.get("evaluation") or {}, config.get("compare") or {}
-    rep, shift = config.get("report") or {}, config.get("shift") or {}
-    for names in (ev.get("metrics"), ev.get("ci_metrics"), cmp.get("metrics"),
-                  rep.get("table_metrics"), rep.get("losses_metrics"), shift.get("metrics"),
-                  shift.get("compare_metrics")):  # fmt: skip
-        out += [n for n in names or [] if isinstance(n, str) and n not in out]
-    return out
+        files |= set(Path(root_file).parent.rglob("*.py"))
+    return sorted({str(p) for p in files})
 
 
 def plugin_names(config: Mapping) -> tuple[list[str], list[str]]:
     """(calibrator methods, metric names) of ``config`` that are loadable plug-ins."""
-    cals: list[str] = []
-    for key, entry in (config.get("calibrators") or {}).items():
-        method = (entry or {}).get("method", key)
-        if method not in cals and _plugin_or_none(method, CALIBRATOR_GROUP) is not None:
-            cals.append(method)
-    metrics = [n for n in _config_metrics(config) if _plugin_or_none(n, METRIC_GROUP) is not None]
+    methods, names = named_in(config)
+    cals = [m for m in methods if _plugin_or_none(m, CALIBRATOR_GROUP) is not None]
+    metrics = [n for n in names if _plugin_or_none(n, METRIC_GROUP) is not None]
     return cals, metrics
 
 

@@ -16,19 +16,17 @@ def reset_plugins() -> None:
     from calbench import plugins
     from calbench.calibrators import REGISTRY
     from calbench.metrics import METRICS
-    from calbench.plugin_inputs import _source_module
 
-    plugins.entry_points.cache_clear()
-    plugins._FAILED.clear()
-    plugins._ORIGINS.clear()
+    plugins.forget_loaded()
     for name, cls in list(REGISTRY.items()):
         if not cls.__module__.startswith("calbench.calibrators."):
             del REGISTRY[name]
     for name, m in list(METRICS.items()):
-        if not _source_module(m).startswith("calbench.metrics"):
+        if not plugins.source_module(m).startswith("calbench.metrics"):
             del METRICS[name]
     for mod in list(sys.modules):
-        if mod.split(".")[0] in ("my_calibrator", "broken_pkg", "user_cal"):
+        top = mod.split(".")[0]
+        if top in ("my_calibrator", "broken_pkg", "user_cal") or top.startswith("cbt_"):
             del sys.modules[mod]
 
 
@@ -43,8 +41,7 @@ def plugin_env(tmp_path, monkeypatch):
         monkeypatch.syspath_prepend(str(path))
         from calbench import plugins
 
-        plugins.entry_points.cache_clear()
-        plugins.load_metric_plugins()
+        plugins.entry_points.cache_clear()  # installed: nothing is loaded until it is named
         return path
 
     yield install

@@ -32,3 +32,22 @@ def make_plugin_path(
     )
     (info / "entry_points.txt").write_text(text)
     return dest
+
+
+def make_site(dest: Path, files: dict[str, str], entry_points=None, name: str = "cbt_site") -> Path:
+    """``dest`` holding ``files`` (relative path -> text: lone modules, folders with or without
+    ``__init__.py``) and a dist-info ``name`` declaring ``entry_points`` (``{group: {name:
+    "module:attr"}}``), as an installed distribution of loose modules would."""
+    dest.mkdir(parents=True, exist_ok=True)
+    for rel, text in files.items():
+        (dest / rel).parent.mkdir(parents=True, exist_ok=True)
+        (dest / rel).write_text(text)
+    info = dest / f"{name}-0.1.0.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {name}\nVersion: 0.1.0\n")
+    text = "".join(
+        f"[{group}]\n" + "".join(f"{k} = {v}\n" for k, v in eps.items()) + "\n"
+        for group, eps in (entry_points or {}).items()
+    )
+    (info / "entry_points.txt").write_text(text)
+    return dest

@@ -85,6 +85,8 @@ def test_the_plugin_is_in_every_output(run):
         assert "Mix-uniform" in (run / "results" / "tables" / f"{metric}.html").read_text()
     html = (run / "reports" / "report.html").read_text()
     assert "Mix-uniform" in html and "CITL, %" in html
+    # both plug-ins' sources are cited: render-report loads the ones its spec names
+    assert "Szegedy et al. 2016" in html and "Steyerberg 2010" in html
 
 
 def test_editing_the_plugin_reruns_its_jobs_and_the_report(run):

@@ -22,8 +22,9 @@ REPO = Path(__file__).resolve().parents[2]
 
 def test_example_entry_points_register_calibrator_and_metric(plugin_env):
     plugin_env()
-    assert "citl" in METRICS  # metrics join at import time (the report's tables read them)
-    assert "mix_uniform" not in REGISTRY  # calibrators when a lookup misses
+    # installed, nothing is loaded until a config or command names it
+    assert "citl" not in METRICS and "mix_uniform" not in REGISTRY
+    plugins.load_plugins(calibrators=["mix_uniform", "ts"], metrics=["citl", "ece"])
     z, y = overconfident_logits(500, 5, seed=0)
     cal = get_calibrator("mix_uniform").fit(z, y)
     assert REGISTRY["mix_uniform"] is type(cal)
@@ -40,10 +41,11 @@ def test_example_entry_points_register_calibrator_and_metric(plugin_env):
 def test_a_plugin_json_loads_in_a_fresh_process_state(plugin_env, tmp_path):
     plugin_env()
     z, y = overconfident_logits(300, 4, seed=1)
-    cal = get_calibrator("mix_uniform").fit(z, y)
+    cal = plugins.find_calibrator("mix_uniform")().fit(z, y)
     save_calibrator(cal, tmp_path / "c.json")
-    REGISTRY.pop("mix_uniform")  # as in another process: load_calibrator finds the plug-in
-    plugins._ORIGINS.clear()
+    REGISTRY.pop("mix_uniform")  # as in another process: the reader loads the plug-in first
+    plugins.forget_loaded()
+    plugins.load_plugins(calibrators=["mix_uniform"])
     back = load_calibrator(tmp_path / "c.json")
     assert np.array_equal(back.predict_proba(z), cal.predict_proba(z))
 
@@ -60,7 +62,7 @@ def test_module_class_reference_from_the_current_folder(plugin_env, tmp_path, mo
     plugin_env()
     monkeypatch.chdir(tmp_path)
     z, y = overconfident_logits(200, 3, seed=2)
-    cal = get_calibrator("user_cal:Mine").fit(z, y)
+    cal = plugins.find_calibrator("user_cal:Mine")().fit(z, y)
     assert cal.to_dict()["method"] == "user_cal:Mine"  # the JSON names the reference
     save_calibrator(cal, tmp_path / "m.json")
     assert np.array_equal(
@@ -90,7 +92,7 @@ def test_a_broken_entry_point_is_one_line_naming_it(plugin_env, tmp_path, entry,
     )
     plugin_env(pkg, {"calbench.calibrators": {"bad_cal": entry}})
     with pytest.raises(ValueError) as err:
-        get_calibrator("bad_cal")
+        plugins.find_calibrator("bad_cal")
     text = str(err.value)
     assert "\n" not in text and message in text
     assert f"entry point bad_cal = {entry} (group calbench.calibrators" in text
@@ -106,6 +108,11 @@ def test_unknown_name_lists_plugins_and_the_fix():
         ValueError,
         match=r"unknown calibrator 'nope'; choose one of .*netcal\.ts.*"
         r"entry point nope in group calbench\.calibrators",
+    ):
+        plugins.find_calibrator("nope")
+    # the library's own lookup knows the registry only, and says where plug-ins are loaded
+    with pytest.raises(
+        ValueError, match=r"unknown calibrator 'nope'; choose one of .*fit-calibrator --method"
     ):
         get_calibrator("nope")
 
@@ -128,7 +135,7 @@ def test_missing_requirement_names_the_install(plugin_env, tmp_path):
         match=r"needs a_module_that_is_not_installed, which is not "
         r"installed; pip install 'calbench\[arena\]'",
     ):
-        get_calibrator("needs")
+        plugins.find_calibrator("needs")
 
 
 METRIC_SOURCE = """
@@ -170,6 +177,7 @@ def test_a_metric_missing_a_fact_is_an_error_not_a_default(plugin_env, tmp_path,
     pkg.mkdir(parents=True)
     (pkg / "__init__.py").write_text(METRIC_SOURCE.format(name="good"))
     plugin_env(pkg, {"calbench.metrics": {"good": "broken_pkg:good", attr: f"broken_pkg:{attr}"}})
+    plugins.load_plugins(metrics=["good"])
     assert "good" in METRICS and attr not in METRICS  # the broken one never joins
     why = plugins.metric_problem(attr)
     assert message in why and "\n" not in why and f"entry point {attr} = broken_pkg:{attr}" in why
@@ -256,6 +264,6 @@ def test_check_calibrator_cli_on_the_example(plugin_env, capsys):
 def test_json_of_a_plugin_is_plain(plugin_env, tmp_path):
     plugin_env()
     z, y = overconfident_logits(100, 3, seed=3)
-    save_calibrator(get_calibrator("mix_uniform").fit(z, y), tmp_path / "c.json")
+    save_calibrator(plugins.find_calibrator("mix_uniform")().fit(z, y), tmp_path / "c.json")
     data = json.loads((tmp_path / "c.json").read_text())
     assert data["method"] == "mix_uniform" and set(data["state"]) == {"n_classes", "alpha"}

@@ -69,7 +69,8 @@ def lib_sources(verb):
     """The code input of ``calbench <verb>`` (the verb as typed, e.g. ``calibrate``)."""
     if verb not in VERB_SOURCES:
         raise ValueError(f"lib_sources({verb!r}): calbench has no verb {verb!r}; verbs: {sorted(VERB_SOURCES)}")
-    # plug-ins the config uses (another package's files) are code inputs of the verbs running them
+    # plug-ins the config uses (another package's files, and the modules of its folder they
+    # import; loaded by the config check at start-up) are code inputs of the verbs running them
     paths = VERB_SOURCES[verb] + plugin_code_inputs(config, verb)
     return write_if_changed(f"results/code/{verb}.sha256", code_manifest_text(paths))
 

@@ -405,7 +405,8 @@ class Calibrator:
             target = cls
         if target is None:
             raise ValueError(
-                f"{where}: unknown calibrator method {method!r}; known: {sorted(REGISTRY)}"
+                f"{where}: unknown calibrator method {method!r:.80}; known: {sorted(REGISTRY)} "
+                "(a plug-in is loaded by the verb or workflow that names it: docs/plugins.md)"
             )
         if target.name != method:
             raise ValueError(f"{where}: dict is for method {method!r}, not {target.name!r}")
@@ -518,13 +519,16 @@ def get_calibrator(name: str, **params: Any) -> Calibrator:
 
 
 def _find(name: str) -> type[Calibrator]:
-    """``REGISTRY[name]``, or the plug-in of that name (an entry point or a ``module:Class``
-    reference: :func:`calbench.plugins.find_calibrator`); one-line ``ValueError`` otherwise."""
+    """``REGISTRY[name]``; one-line ``ValueError`` otherwise. Entry points and ``module:Class``
+    references are never looked up here: the command or workflow that names a plug-in loads it
+    first (:func:`calbench.plugins.load_plugins`, docs/plugins.md)."""
     if isinstance(name, str) and name in REGISTRY:
         return REGISTRY[name]
-    from calbench.plugins import find_calibrator  # lazy: import cycle
-
-    return find_calibrator(name)
+    raise ValueError(
+        f"unknown calibrator {name!r:.80}; choose one of {sorted(REGISTRY)}, or name a plug-in "
+        "(an entry point or a module:Class reference) where calbench loads it: a config, "
+        "fit-calibrator --method, check-calibrator (docs/plugins.md)"
+    )
 
 
 def save_calibrator(calibrator: Calibrator, path: str | os.PathLike) -> None:
@@ -544,13 +548,7 @@ def load_calibrator(path: str | os.PathLike) -> Calibrator:
     path = Path(path)
     check_input_file(path, "calibrator file", "run calbench fit-calibrator")  # devices, FIFOs too
     data = read_sealed(path, max_bytes=MAX_JSON_BYTES)
-    method = data.get("method") if isinstance(data, dict) else None
-    if isinstance(method, str) and method not in REGISTRY:
-        try:
-            _find(method)  # a plug-in's file: register it, or say why it cannot load
-        except ValueError as exc:
-            if not str(exc).startswith("unknown calibrator"):  # unknown: from_dict says so
-                raise ValueError(f"{path}: {exc}") from None
+    # a plug-in's method is registered by the verb that reads the file (calbench.plugins)
     return Calibrator.from_dict(data, where=str(path))
 
 

@@ -119,6 +119,67 @@ def parse_list(text: str | None) -> list[str] | None:
     return [t for t in (s.strip() for s in text.split(",")) if t]
 
 
+#: where a command names plug-ins (:func:`load_named_plugins`): a config slice (``--spec``,
+#: ``--config``), a calibrator method, comma-separated metric names, calibrator JSON files (or,
+#: for compare-implementations, comma-separated calibrator names)
+SPEC_ARGS = ("spec", "config")
+METHOD_ARGS = ("method",)
+METRIC_ARGS = ("metrics", "ci_metrics", "compare_metrics")
+CALIBRATOR_ARGS = ("calibrator", "calibrators", "summary_calibrators")
+
+
+def named_plugins(args: argparse.Namespace) -> tuple[list[str], list[str]]:
+    """(calibrator methods, metric names) the command ``args`` names (see
+    :func:`load_named_plugins`); what does not parse is skipped here, the verb reports it."""
+    from calbench.calibrators.storage import read_sealed  # lazy: cli start-up
+    from calbench.plugins import named_in  # lazy: cli start-up
+
+    cals: list[str] = []
+    metrics: list[str] = []
+    for dest in SPEC_ARGS:
+        text = getattr(args, dest, None)
+        if isinstance(text, str):
+            try:
+                c, m = named_in(parse_json_arg(text, f"--{dest}"))
+            except (ValueError, OSError):
+                continue
+            cals += c
+            metrics += m
+    cals += [v for d in METHOD_ARGS if isinstance(v := getattr(args, d, None), str)]
+    for dest in METRIC_ARGS:
+        value = getattr(args, dest, None)
+        metrics += parse_list(value) or [] if isinstance(value, str) else []
+    for dest in CALIBRATOR_ARGS:
+        value = getattr(args, dest, None)
+        for v in [value] if isinstance(value, str) else value or []:
+            if not str(v).endswith(".json"):
+                cals += parse_list(str(v)) or []
+                continue
+            try:
+                data = read_sealed(v)
+            except (ValueError, OSError):
+                continue
+            if isinstance(data, dict) and isinstance(data.get("method"), str):
+                cals.append(data["method"])
+    return cals, metrics
+
+
+def load_named_plugins(
+    args: argparse.Namespace, *, calibrators: bool = True, metrics: bool = True
+) -> None:
+    """Load the plug-in calibrators (``calibrators``) and metrics (``metrics``) the command
+    ``args`` names, explicitly (:func:`calbench.plugins.load_plugins`): the methods and metric
+    lists of its ``--spec`` / ``--config`` (a config slice), ``--method``, the comma-separated
+    ``--metrics`` / ``--ci-metrics`` / ``--compare-metrics`` and the method each calibrator JSON
+    file records. A verb calls it first, before it imports the library code that reads the
+    registries; an installed plug-in nothing names is never imported. A plug-in that does not
+    load is a one-line error naming it; a name that is no plug-in is left to the verb."""
+    from calbench.plugins import load_plugins  # lazy: cli start-up
+
+    cals, mets = named_plugins(args)
+    load_plugins(cals if calibrators else (), mets if metrics else ())
+
+
 def add_logits_split(p: argparse.ArgumentParser) -> None:
     p.add_argument("--logits", required=True, help="logits .npz written by cache-logits")
     p.add_argument("--split", required=True, help="split .npz written by split")

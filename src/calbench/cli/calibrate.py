@@ -15,6 +15,7 @@ from calbench.cli._args import (
     add_plot_options,
     bootstrap_arg,
     check_display_names,
+    load_named_plugins,
     parse_json_arg,
     parse_list,
     plot_options,
@@ -24,6 +25,7 @@ from calbench.cli._args import (
 
 
 def _cmd_calibrate(args: argparse.Namespace) -> int:
+    load_named_plugins(args)  # before the library reads the registries
     from calbench.evaluation import calibrate  # lazy: cli start-up
 
     spec = parse_json_arg(args.spec, "--spec")
@@ -46,6 +48,7 @@ def _cmd_calibrate(args: argparse.Namespace) -> int:
 
 
 def _cmd_fit(args: argparse.Namespace) -> int:
+    load_named_plugins(args, metrics=False)  # before the library reads the registries
     from calbench.evaluation import fit_calibrator  # lazy: cli start-up
 
     params = parse_json_arg(args.params, "--params")
@@ -62,6 +65,7 @@ def _cmd_fit(args: argparse.Namespace) -> int:
 
 
 def _cmd_evaluate(args: argparse.Namespace) -> int:
+    load_named_plugins(args)  # before the library reads the registries
     from calbench.evaluation import evaluate  # lazy: cli start-up
 
     evaluate(
@@ -87,6 +91,7 @@ def _cmd_evaluate(args: argparse.Namespace) -> int:
 
 
 def _cmd_compare(args: argparse.Namespace) -> int:
+    load_named_plugins(args)  # before the library reads the registries
     from calbench.evaluation import compare  # lazy: cli start-up
 
     _fit_settings(args)  # the cross-fitted selection refits the calibrators

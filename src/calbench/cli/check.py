@@ -5,7 +5,7 @@ printed as it completes; exit status 1 when any check fails. Hand-only (no workf
 
 from __future__ import annotations
 
-from calbench.cli._args import parse_json_arg
+from calbench.cli._args import load_named_plugins, parse_json_arg
 
 
 def register(sub) -> None:
@@ -65,6 +65,7 @@ def cmd_check_metric(args) -> int:
 
 
 def cmd_compare_implementations(args) -> int:
+    load_named_plugins(args)  # before the library reads the registries
     from calbench.adapters.compare import run_comparison  # lazy: cli start-up
 
     synthetic = None

@@ -9,12 +9,14 @@ from calbench.cli._args import (
     add_allow_other_logits,
     add_logits_split,
     add_plot_options,
+    load_named_plugins,
     plot_options,
     writes,
 )
 
 
 def _cmd_plot(args: argparse.Namespace) -> int:
+    load_named_plugins(args, metrics=False)  # before the library reads the registries
     from calbench.evaluation import plot_reliability  # lazy: cli start-up
 
     plot_reliability(

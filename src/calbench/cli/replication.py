@@ -8,7 +8,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from calbench.cli._args import n_bins_arg, parse_json_arg, writes
+from calbench.cli._args import load_named_plugins, n_bins_arg, parse_json_arg, writes
 
 
 def _floats(text: str, flag: str) -> list[float]:
@@ -121,6 +121,7 @@ def cmd_reference_csv(args) -> int:
 
 
 def cmd_replication_tables(args) -> int:
+    load_named_plugins(args, calibrators=False)  # before the library reads the registries
     from calbench.reference.replication import write_replication_tables  # lazy: cli start-up
 
     s = write_replication_tables(
@@ -143,6 +144,7 @@ def cmd_replication_tables(args) -> int:
 
 
 def cmd_temperature_sweep(args: argparse.Namespace) -> int:
+    load_named_plugins(args, metrics=False)  # before the library reads the registries
     from calbench.reference.guo_kull import write_sweep  # lazy: cli start-up
 
     rows = write_sweep(
@@ -165,6 +167,7 @@ def cmd_temperature_sweep(args: argparse.Namespace) -> int:
 
 
 def cmd_guo_kull_tables(args: argparse.Namespace) -> int:
+    load_named_plugins(args)  # before the library reads the registries
     from calbench.reference.guo_kull import FLAGGED, write_tables  # lazy: cli start-up
 
     spec = parse_json_arg(args.spec, "--spec")

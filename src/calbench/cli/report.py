@@ -22,10 +22,11 @@ from __future__ import annotations
 
 import argparse
 
-from calbench.cli._args import check_display_names, parse_json_arg, writes
+from calbench.cli._args import check_display_names, load_named_plugins, parse_json_arg, writes
 
 
 def _cmd_aggregate(args: argparse.Namespace) -> int:
+    load_named_plugins(args, calibrators=False)  # before the library reads the registries
     from calbench.report.build import aggregate  # lazy: cli start-up
 
     spec = parse_json_arg(args.spec, "--spec")
@@ -43,6 +44,7 @@ def _cmd_aggregate(args: argparse.Namespace) -> int:
 
 
 def _cmd_render(args: argparse.Namespace) -> int:
+    load_named_plugins(args)  # before the library reads the registries
     from calbench.report.build import render_report  # lazy: cli start-up
 
     spec = parse_json_arg(args.spec, "--spec")

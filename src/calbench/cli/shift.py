@@ -18,6 +18,7 @@ from calbench.cli._args import (
     add_threads_arg,
     batch_size_arg,
     bootstrap_arg,
+    load_named_plugins,
     parse_json_arg,
     parse_list,
     set_threads,
@@ -105,6 +106,7 @@ def _cmd_logits(args: argparse.Namespace) -> int:
 
 
 def _cmd_evaluate(args: argparse.Namespace) -> int:
+    load_named_plugins(args)  # before the library reads the registries
     from calbench.report.tables import write_long_csv  # lazy: cli start-up
     from calbench.shift.evaluate import (  # lazy: cli start-up
         COMPARE_COLUMNS,
@@ -132,6 +134,7 @@ def _cmd_evaluate(args: argparse.Namespace) -> int:
 
 
 def _cmd_report(args: argparse.Namespace) -> int:
+    load_named_plugins(args, calibrators=False)  # before the library reads the registries
     from calbench.report.shift import shift_report  # lazy: cli start-up
 
     shift_report(

@@ -435,9 +435,3 @@ def metric_values(metrics: Mapping[str, Metric], p, y, dtype=None) -> dict[str, 
 # keep the helpers importable for plots and calibrators
 __all__ += ["classwise_sums", "top_label"]
 
-
-# plug-in metrics (entry points of group calbench.metrics) join METRICS before any module reads
-# its facts; a broken one is reported when its name is used (calbench.plugins)
-from calbench.plugins import load_metric_plugins  # noqa: E402
-
-load_metric_plugins()
