@@ -258,8 +258,10 @@ def metric(
     from calbench.metrics import Metric  # lazy: import cycle
 
     def wrap(fn):
-        def core(p, y, dtype=None):
-            return float(fn(p, y))
+        def core(p, y, dtype=None):  # read-only inputs, a finite float out
+            from calbench.isolation import metric_value  # lazy: pulls numpy
+
+            return metric_value(name, fn, p, y)
 
         core.__wrapped__ = fn
         return Metric(
