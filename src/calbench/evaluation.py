@@ -141,6 +141,12 @@ def calibrate(
     library imports (~1.5 s) are paid once per model. An error names the calibrator; on any
     error every file written so far is removed (no partial output). Returns the written paths.
 
+    Plug-in code is isolated (:mod:`calbench.isolation`): the logits and labels are read-only,
+    each calibrator fits and predicts on copies of them, its predictions are checked (a NumPy
+    float ``(N, K)`` array of probabilities, no reused buffer) and made read-only, plug-in
+    metrics get read-only views and must return finite floats; a plug-in's failure is one line
+    naming the calibrator or metric.
+
     ``reuse_dir``: a folder of copies of each calibrator's three files under a digest of
     everything they depend on (:func:`reuse_digest`: the calibrator's entry, the evaluation and
     plot settings, the logits, the split, the dataset and model names, the library's source and
@@ -149,7 +155,9 @@ def calibrate(
     deterministic) and its predictions are recomputed from its JSON for the comparisons, the
     grid and the ranks; what the cross-fitted selection found for it is kept there too
     (:meth:`calbench.reuse.Reuse.known_selection`), so it is not refitted on the folds either.
-    Adding a calibrator to the study then fits only the new one.
+    Adding a calibrator to the study then fits only the new one. A calibrator's files are kept
+    only after the logits and labels are verified unchanged (their digest as loaded), so no kept
+    result was computed on inputs that plug-in code altered.
     """
     spec = check_calibrate_spec(spec)
     ev, cmp, plot = spec["evaluation"], spec["compare"], dict(spec["plots"])
