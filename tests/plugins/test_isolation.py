@@ -204,3 +204,29 @@ def test_outputs_are_read_only_and_the_data_frozen():
         isolation.checked_probabilities(np.full((2, 3), 0.5), (2, 3))
     with pytest.raises(ValueError, match="dtype int64"):
         isolation.checked_probabilities(np.zeros((2, 3), dtype=np.int64), (2, 3))
+
+
+def test_the_by_hand_verbs_name_a_failing_plug_in_in_one_line(data, tmp_path, capsys):
+    from calbench.cli import main
+
+    common = ["--logits", data / "logits.npz", "--split", data / "split.npz"]
+    fit = ["fit-calibrator", *common, "--method"]
+    assert (
+        main([str(a) for a in [*fit, "careless_plugins:RaisesInFit", "--out", tmp_path / "r.json"]])
+        == 2
+    )
+    err = capsys.readouterr().err.strip()
+    assert (
+        len(err.splitlines()) == 1
+        and (
+            "calibrator 'careless_plugins:RaisesInFit': fit raised RuntimeError: the solver diverged"
+        )
+        in err
+    ), err
+    cal = tmp_path / "bad.json"
+    assert main([str(a) for a in [*fit, "careless_plugins:ReturnsList", "--out", cal]]) == 0
+    out = tmp_path / "m.csv"
+    assert main([str(a) for a in ["evaluate", *common, "--calibrator", cal, "--out", out]]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "calibrator 'bad': predict_proba returned a list" in err
+    assert not out.exists()
