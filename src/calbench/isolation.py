@@ -62,8 +62,12 @@ def _copy(x):
     return np.array(x, copy=True) if isinstance(x, np.ndarray) else x
 
 
+#: NumPy's messages for a write into a read-only array
+_READ_ONLY = ("assignment destination is read-only", "output array is read-only")
+
+
 def _wrote_read_only(exc: BaseException) -> bool:
-    return isinstance(exc, ValueError) and "read-only" in str(exc)
+    return isinstance(exc, ValueError) and any(m in str(exc) for m in _READ_ONLY)
 
 
 def run_plugin(what: str, fn, *args, plugin: bool = True, **kwargs):
@@ -78,6 +82,8 @@ def run_plugin(what: str, fn, *args, plugin: bool = True, **kwargs):
                 f"{what} wrote into a read-only array ({_line(exc)}): it changes its input or "
                 "an earlier output in place; compute on a copy (np.array(x))"
             ) from exc
+        if plugin and "\n" in str(exc):
+            raise ValueError(_line(exc)) from exc
         raise
     except Exception as exc:
         if not plugin:
