@@ -281,6 +281,7 @@ def calibrate(
             known=None if reuse is None else reuse.known_selection(selection),
         )  # fmt: skip
         if reuse is not None:
+            check_unchanged("during the cross-fitted selection")  # kept only if intact
             reuse.keep_selection(selection, found)
         rows = compare_rows(
             data,
@@ -294,7 +295,7 @@ def calibrate(
             seed=ev["seed"],
             jackknives=test_jackknives,
         )
-        check_unchanged("during the selection or the comparisons")
+        check_unchanged("during the selection or the comparisons")  # before any shared output
         write_long_csv(compare_out, rows, COMPARE_COLUMNS)
         written.append(Path(compare_out))
         grid = dirs["plot"] / "grid.png"
