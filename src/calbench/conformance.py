@@ -7,6 +7,9 @@ Calibrators (:func:`check_calibrator`), on synthetic over-confident logits:
 * ``shapes``: ``fit`` returns the calibrator, ``predict_proba`` gives ``(N, K)``;
 * ``probabilities``: finite, in [0, 1], rows summing to 1 (within ``ROW_ATOL``);
 * ``deterministic``: two fresh fits on the same data predict bit-identically;
+* ``isolation``: ``fit`` and ``predict_proba`` leave their input arrays as they are, and
+  ``predict_proba`` returns a new array each call, sharing no memory with its input or an
+  earlier output (:mod:`calbench.isolation` rejects such outputs in a job);
 * ``round trip``: ``save_calibrator`` / ``load_calibrator`` (JSON) predicts bit-identically;
 * ``layout and dtype``: Fortran-ordered and strided arrays, float16/32/64 values, every integer
   label dtype, torch tensors (when torch is installed) give the answer of the C-ordered float64
@@ -18,15 +21,26 @@ Calibrators (:func:`check_calibrator`), on synthetic over-confident logits:
 * ``fit time``: seconds to fit 5,000 x 10 and 5,000 x 100 logits (printed, never judged).
 
 Metrics (:func:`check_metric`): every fact declared (``Metric.missing_facts``), a finite float,
-deterministic, the values of calibrated predictions (labels drawn from them) and confidently wrong
-ones beside the declared direction (printed, not judged), the layout and dtype property, one-line errors on bad input, and the time on
-5,000 x 10 and 5,000 x 100 probabilities.
+its input arrays left as they are, deterministic, calibrated predictions (labels drawn from them)
+scoring better than confidently wrong ones in the declared direction (judged: a metric that
+contradicts its ``higher_is_better`` makes every table bold its worst calibrator; only
+calbench's coverage checks, near ``1 - alpha`` by construction, are printed, not judged), the
+layout and dtype property, one-line errors on bad input, and the time on 5,000 x 10 and
+5,000 x 100 probabilities.
+
+Every check runs under a time limit (``timeout`` seconds, ``--timeout``; default
+:data:`TIMEOUT`): a fit or metric that hangs fails the check it hangs in, with one line naming
+the check and the limit, and ends the suite. The limit is a ``SIGALRM`` timer, so it applies in
+the main thread on POSIX systems and interrupts Python code (and any call that returns to the
+interpreter), not a single C call that never does.
 """
 
 from __future__ import annotations
 
 import json
+import signal
 import tempfile
+import threading
 import time
 import warnings
 from collections.abc import Callable, Iterator
@@ -37,6 +51,7 @@ import numpy as np
 
 from calbench.calibrators import get_calibrator, load_calibrator, save_calibrator
 from calbench.functional import softmax
+from calbench.metrics import METRICS
 from calbench.plugins import find_calibrator, find_metric
 
 #: largest deviation of a row sum from 1 accepted from a calibrator
@@ -46,6 +61,11 @@ RTOL = {np.float64: 1e-9, np.float32: 2e-3, np.float16: 2e-3}
 LABEL_DTYPES = (np.int8, np.int16, np.int32, np.int64, np.uint8, np.uint16, np.uint32, np.uint64)
 #: the (N, K) inputs whose fitting time is printed
 TIMING_SIZES = ((5000, 10), (5000, 100))
+#: seconds one check may run by default (the slowest built-in fit of 5,000 x 100 takes far less)
+TIMEOUT = 600.0
+#: calbench's coverage checks: near 1 - alpha by construction, their direction only orders the
+#: column (calbench.metrics.entries), so the direction check prints them instead of judging
+COVERAGE_CHECKS = ("lac_coverage", "aps_coverage")
 
 
 @dataclass(frozen=True)
@@ -130,6 +150,76 @@ def _timed(fn: Callable[[], object]) -> float:
     return time.perf_counter() - t0
 
 
+# --- time limit ------------------------------------------------------------------------------
+class CheckTimeout(BaseException):
+    """Raised inside a check that ran past its limit (a ``BaseException``: the checks' own
+    ``except Exception`` clauses, meant for the plug-in's errors, do not catch it)."""
+
+
+class _Clock:
+    """The name of the check in progress (set by the suites) and the per-check limit."""
+
+    def __init__(self, seconds: float | None) -> None:
+        if seconds is not None and (
+            isinstance(seconds, bool) or not isinstance(seconds, int | float) or seconds < 0
+            or not np.isfinite(seconds)
+        ):  # fmt: skip
+            raise ValueError(
+                f"--timeout must be a number of seconds >= 0 (0: none), got {seconds!r}"
+            )
+        self.seconds = float(seconds or 0.0)
+        self.name = "loads"
+
+    def _usable(self) -> bool:
+        return (
+            self.seconds > 0
+            and hasattr(signal, "setitimer")
+            and threading.current_thread() is threading.main_thread()
+        )
+
+    def bounded(self, checks: Iterator[Check]) -> Iterator[Check]:
+        """``checks``, each ``next`` under the limit; a check that runs past it ends the suite
+        with a failed :class:`Check` naming it and the limit."""
+        while True:
+            try:
+                with self._armed():
+                    c = next(checks)
+            except StopIteration:
+                return
+            except CheckTimeout:
+                checks.close()
+                yield Check(
+                    self.name,
+                    False,
+                    f"did not finish within {self.seconds:g} s (the per-check limit, --timeout); "
+                    "the fit or metric hangs or is far too slow",
+                )
+                return
+            yield c
+
+    def _armed(self):
+        clock = self
+
+        class _Armed:
+            def __enter__(self):
+                self.previous = None
+                if clock._usable():
+
+                    def expire(signum, frame):
+                        raise CheckTimeout(clock.name)
+
+                    self.previous = signal.signal(signal.SIGALRM, expire)
+                    signal.setitimer(signal.ITIMER_REAL, clock.seconds)
+
+            def __exit__(self, *exc):
+                if self.previous is not None:
+                    signal.setitimer(signal.ITIMER_REAL, 0)
+                    signal.signal(signal.SIGALRM, self.previous)
+                return False
+
+        return _Armed()
+
+
 # --- calibrators ------------------------------------------------------------------------------
 def _quiet(fn: Callable[[], object]):
     with warnings.catch_warnings():
@@ -150,15 +240,21 @@ def calibrator_classes(make: Callable[[], object]) -> int:
 
 
 def calibrator_checks(
-    name: str, params: dict | None = None, *, timing: bool = True
+    name: str, params: dict | None = None, *, timing: bool = True, timeout: float | None = TIMEOUT
 ) -> Iterator[Check]:
     """The calibrator checks of ``name`` (a registry name, an entry point or ``module:Class``)
-    with hyperparameters ``params``, one :class:`Check` at a time."""
-    params = dict(params or {})
+    with hyperparameters ``params``, one :class:`Check` at a time, each within ``timeout``
+    seconds (``None`` or 0: no limit)."""
+    clock = _Clock(timeout)
+    return clock.bounded(_calibrator_checks(name, dict(params or {}), timing, clock))
+
+
+def _calibrator_checks(name: str, params: dict, timing: bool, clock: _Clock) -> Iterator[Check]:
     cls = find_calibrator(name)  # an unknown or broken name: one-line ValueError
     make = lambda: get_calibrator(name, **params)  # noqa: E731
     make()  # bad params: one-line ValueError before any check
     yield Check("loads", True, f"{cls.__module__}.{cls.__name__}")
+    clock.name = "shapes"
     k = calibrator_classes(make)
     z, y = overconfident_logits(400, k, seed=1)
     zt, _ = overconfident_logits(150, k, seed=2)
@@ -168,34 +264,87 @@ def calibrator_checks(
     except Exception as exc:  # noqa: BLE001
         yield Check("shapes", False, f"fit/predict_proba failed: {type(exc).__name__}: {exc}")
         return
-    ok = isinstance(p, np.ndarray) and p.shape == zt.shape
-    yield Check(
-        "shapes", ok, f"fit (400, {k}) -> predict (150, {k}) gave {getattr(p, 'shape', type(p))}"
+    ok = isinstance(p, np.ndarray) and p.shape == zt.shape and np.issubdtype(p.dtype, np.floating)
+    got = (
+        f"{p.dtype} {p.shape}"
+        if isinstance(p, np.ndarray)
+        else f"{type(p).__module__}.{type(p).__qualname__}"
     )
+    yield Check("shapes", ok, f"fit (400, {k}) -> predict (150, {k}) gave {got}")
     if not ok:
         return
+    clock.name = "probabilities"
     p64 = np.asarray(p, dtype=np.float64)
     dev = float(np.abs(p64.sum(axis=1) - 1).max()) if np.all(np.isfinite(p64)) else np.nan
     ok = bool(np.all(np.isfinite(p64)) and p64.min() >= 0 and p64.max() <= 1 and dev <= ROW_ATOL)
     yield Check(
         "probabilities", ok, f"finite, in [0, 1], max |row sum - 1| = {dev:.1e} (<= {ROW_ATOL:g})"
     )
+    clock.name = "deterministic"
     again = _quiet(lambda: make().fit(z, y)).predict_proba(zt)
     yield Check("deterministic", bool(np.array_equal(again, p)),
                 "two fits predict bit-identically" if np.array_equal(again, p) else
                 f"two fits differ by up to {np.abs(again - p).max():.2e}")  # fmt: skip
+    clock.name = "round trip"
     yield _round_trip(cal, zt, p)
+    clock.name = "isolation"
+    yield _isolation_check(make, z, y, zt)
+    clock.name = "layout and dtype"
     yield _layout_check(make, k)
+    clock.name = "bad input"
     yield _bad_input_check(make, z, y)
+    clock.name = "refuses probabilities"
     yield _probabilities_check(make, cal, z, y)
     if timing:
         for n, kk in TIMING_SIZES:
+            clock.name = f"fit time {n} x {kk}"
             if k == 2 and kk > 2:
-                yield Check(f"fit time {n} x {kk}", None, "binary-only calibrator: not applicable")
+                yield Check(clock.name, None, "binary-only calibrator: not applicable")
                 continue
             zz, yy = overconfident_logits(n, kk, seed=3)
             secs = _quiet(lambda zz=zz, yy=yy: _timed(lambda: make().fit(zz, yy)))
-            yield Check(f"fit time {n} x {kk}", None, f"{secs:.3f} s")
+            yield Check(clock.name, None, f"{secs:.3f} s")
+
+
+def _isolation_check(make, z: np.ndarray, y: np.ndarray, zt: np.ndarray) -> Check:
+    """``fit`` and ``predict_proba`` on writeable copies: the copies must be unchanged after,
+    and two predictions (of different logits of one shape) must be new arrays, sharing no memory
+    with their inputs or each other, the first unchanged by the second call."""
+    problems = []
+    zc, yc = z.copy(), y.copy()
+    a, b = zt.copy(), zt[::-1].copy()
+    a0 = a.copy()
+    try:
+        cal = _quiet(lambda: make().fit(zc, yc))
+        pa = cal.predict_proba(a)
+        pa0 = np.array(pa, copy=True)
+        pb = cal.predict_proba(b)
+    except Exception as exc:  # noqa: BLE001
+        return Check("isolation", False, f"fit/predict_proba failed: {type(exc).__name__}: {exc}")
+    if not np.array_equal(zc, z):
+        problems.append("fit changes its logits in place")
+    if not np.array_equal(yc, y):
+        problems.append("fit changes its labels in place")
+    if not np.array_equal(a, a0):
+        problems.append("predict_proba changes its logits in place")
+    if isinstance(pa, np.ndarray) and isinstance(pb, np.ndarray):
+        if np.shares_memory(pa, a) or np.shares_memory(pb, b):
+            problems.append("predict_proba returns an array sharing memory with its input")
+        if np.shares_memory(pa, pb):
+            problems.append(
+                "predict_proba returns one reused output buffer (its second output shares "
+                "memory with the first"
+                + (", which it overwrote)" if not np.array_equal(pa, pa0) else ")")
+            )
+        elif not np.array_equal(pa, pa0):
+            problems.append("predict_proba's second call changed its first output")
+    if problems:
+        return Check(
+            "isolation", False, "; ".join(problems) + "; work on copies, return new arrays"
+        )
+    return Check(
+        "isolation", True, "inputs unchanged by fit and predict_proba; a new output array per call"
+    )
 
 
 def _round_trip(cal, zt: np.ndarray, p: np.ndarray) -> Check:
@@ -293,37 +442,54 @@ def _grid_probs(z: np.ndarray) -> np.ndarray:
     return counts / 1024
 
 
-def metric_checks(name: str, *, timing: bool = True) -> Iterator[Check]:
-    """The metric checks of ``name`` (a registry name, an entry point or ``module:function``)."""
+def metric_checks(
+    name: str, *, timing: bool = True, timeout: float | None = TIMEOUT
+) -> Iterator[Check]:
+    """The metric checks of ``name`` (a registry name, an entry point or ``module:function``),
+    each within ``timeout`` seconds (``None`` or 0: no limit)."""
+    clock = _Clock(timeout)
+    return clock.bounded(_metric_checks(name, timing, clock))
+
+
+def _metric_checks(name: str, timing: bool, clock: _Clock) -> Iterator[Check]:
     m = find_metric(name)  # an unknown, broken or incompletely declared metric: ValueError
     missing = m.missing_facts()
     yield Check("facts", not missing, "missing: " + ", ".join(missing) if missing else
                 f"display {m.display!r}, higher_is_better={m.higher_is_better}, interval "
                 f"{m.interval}, paired test {m.paired_test}")  # fmt: skip
+    clock.name = "value"
     z, y = overconfident_logits(300, 4, seed=1)
     p = softmax(z)
+    pc, yc = p.copy(), y.copy()
     try:
-        v = m(p, y)
+        v = m(pc, yc)
     except Exception as exc:  # noqa: BLE001
         yield Check("value", False, f"{type(exc).__name__}: {exc}")
         return
     ok = isinstance(v, float | np.floating) and bool(np.isfinite(v))
     yield Check("value", ok, f"a finite float on (300, 4): {v!r}")
+    clock.name = "inputs unchanged"
+    changed = [
+        w for w, a, b in (("probabilities", pc, p), ("labels", yc, y)) if not np.array_equal(a, b)
+    ]
+    yield Check(
+        "inputs unchanged",
+        not changed,
+        f"the metric changes its {' and '.join(changed)} in place; compute on a copy"
+        if changed
+        else "probabilities and labels as they were",
+    )
+    clock.name = "deterministic"
     again = m(p.copy(), y.copy())
     yield Check(
         "deterministic", again == v or (np.isnan(again) and np.isnan(v)), "same value twice"
     )
-    k = 4
-    # calibrated by construction (labels drawn from these probabilities) vs confidently wrong
-    good, yc = calibrated_probs(2000, k, seed=7)
-    bad = np.full_like(good, 0.1 / (k - 1))
-    bad[np.arange(len(yc)), (yc + 1) % k] = 0.9
-    vg, vb = m(good, yc), m(bad, yc)
-    better = vg >= vb if m.higher_is_better else vg <= vb
-    # printed, not judged: a coverage is 'higher is better' yet trivially 1 for wide sets
-    yield Check("direction", None, f"{'as declared' if better else 'NOT as declared'}: calibrated {vg:.4g} vs confidently wrong {vb:.4g} "
-                f"({'higher' if m.higher_is_better else 'lower'} is better)")  # fmt: skip
+    clock.name = "direction"
+    yield _direction_check(m)
+    clock.name = "layout and dtype"
     yield _metric_layout_check(m)
+    clock.name = "bad input"
+    k = 4
     nan = p.copy()
     nan[0, 0] = np.nan
     off = p.copy()
@@ -342,9 +508,34 @@ def metric_checks(name: str, *, timing: bool = True) -> Iterator[Check]:
     )
     if timing:
         for n, kk in TIMING_SIZES:
+            clock.name = f"time {n} x {kk}"
             zz, yy = overconfident_logits(n, kk, seed=3)
             pp = softmax(zz)
-            yield Check(f"time {n} x {kk}", None, f"{_timed(lambda pp=pp, yy=yy: m(pp, yy)):.3f} s")
+            yield Check(clock.name, None, f"{_timed(lambda pp=pp, yy=yy: m(pp, yy)):.3f} s")
+
+
+def _direction_check(m) -> Check:
+    """Calibrated predictions (labels drawn from them) against confidently wrong ones: the
+    calibrated must score better (or equal) in the declared direction."""
+    k = 4
+    good, yc = calibrated_probs(2000, k, seed=7)
+    bad = np.full_like(good, 0.1 / (k - 1))
+    bad[np.arange(len(yc)), (yc + 1) % k] = 0.9
+    vg, vb = m(good, yc), m(bad, yc)
+    better = vg >= vb if m.higher_is_better else vg <= vb
+    side = "higher" if m.higher_is_better else "lower"
+    detail = f"calibrated {vg:.4g} vs confidently wrong {vb:.4g} ({side} is better)"
+    if better:
+        return Check("direction", True, f"as declared: {detail}")
+    if m.name in COVERAGE_CHECKS and METRICS.get(m.name) is m:
+        return Check("direction", None, f"NOT as declared: {detail}; a coverage check, whose "
+                     "direction only orders the column")  # fmt: skip
+    return Check(
+        "direction",
+        False,
+        f"NOT as declared: {detail}; tables would bold the worst calibrator: fix "
+        "higher_is_better or the metric",
+    )
 
 
 def _metric_layout_check(m) -> Check:

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from calbench import isolation
 from calbench.calibrators import get_calibrator, save_calibrator
 from calbench.comparisons import (  # noqa: F401  (re-exported)
     check_verdict_metrics,
@@ -30,6 +31,7 @@ from calbench.comparisons import (  # noqa: F401  (re-exported)
     comparison_pairs,
     verdict_metrics,
 )
+from calbench.io import array_digest
 from calbench.report.tables import COMPARE_COLUMNS, METRIC_COLUMNS, write_long_csv
 from calbench.reuse import Reuse, reuse_digest  # noqa: F401  (reuse_digest: named in docs)
 from calbench.selection import check_folds
@@ -139,6 +141,12 @@ def calibrate(
     library imports (~1.5 s) are paid once per model. An error names the calibrator; on any
     error every file written so far is removed (no partial output). Returns the written paths.
 
+    Plug-in code is isolated (:mod:`calbench.isolation`): the logits and labels are read-only,
+    each calibrator fits and predicts on copies of them, its predictions are checked (a NumPy
+    float ``(N, K)`` array of probabilities, no reused buffer) and made read-only, plug-in
+    metrics get read-only views and must return finite floats; a plug-in's failure is one line
+    naming the calibrator or metric.
+
     ``reuse_dir``: a folder of copies of each calibrator's three files under a digest of
     everything they depend on (:func:`reuse_digest`: the calibrator's entry, the evaluation and
     plot settings, the logits, the split, the dataset and model names, the library's source and
@@ -147,7 +155,9 @@ def calibrate(
     deterministic) and its predictions are recomputed from its JSON for the comparisons, the
     grid and the ranks; what the cross-fitted selection found for it is kept there too
     (:meth:`calbench.reuse.Reuse.known_selection`), so it is not refitted on the folds either.
-    Adding a calibrator to the study then fits only the new one.
+    Adding a calibrator to the study then fits only the new one. A calibrator's files are kept
+    only after the logits and labels are verified unchanged (their digest as loaded), so no kept
+    result was computed on inputs that plug-in code altered.
     """
     spec = check_calibrate_spec(spec)
     ev, cmp, plot = spec["evaluation"], spec["compare"], dict(spec["plots"])
@@ -187,6 +197,17 @@ def calibrate(
     data = load_halves(logits_path, split_path)
     apply_names(data, dataset, model)
     meta = data["meta"]
+    # every calibrator and metric sees these arrays: none may change them (calbench.isolation)
+    isolation.freeze(*data["val"], *data["test"])
+    inputs = array_digest(*data["val"], *data["test"])
+
+    def check_unchanged(during: str) -> None:
+        if array_digest(*data["val"], *data["test"]) != inputs:
+            raise ValueError(
+                f"the logits or labels changed {during} (plug-in code wrote into read-only "
+                "arrays); fix the plug-in, whose changes void every later result"
+            )
+
     dirs = {"cal": Path(calibrators_dir), "met": Path(metrics_dir), "plot": Path(plots_dir)}
     written: list[Path] = []
     try:
@@ -202,23 +223,27 @@ def calibrate(
             if reuse is not None and reuse.restore(key, paths):
                 try:
                     saved = load_checked_calibrator(path, data)
-                    test_probs[key], val_probs[key] = (
-                        saved.predict_proba(data[h][0]) for h in ("test", "val")
-                    )
+                    for h, kept_probs in (("test", test_probs), ("val", val_probs)):
+                        kept_probs[key] = isolation.predict(
+                            saved, data[h][0], earlier=[*test_probs.values(), *val_probs.values()]
+                        )
                 except (ValueError, OSError):  # a kept file that does not load: refit
+                    test_probs.pop(key, None)
+                    val_probs.pop(key, None)
                     reuse.forget(key, paths)
                 else:
                     written += paths
                     continue
             try:
-                cal.fit(*data["val"])
+                isolation.fit(cal, *data["val"])
                 cal.set_fitted_on(meta["order_hash"], meta["logits_sha256"])
                 save_calibrator(cal, path)
                 written.append(path)
                 saved = load_checked_calibrator(path, data)
-                probs = {
-                    h: saved.predict_proba(data[h][0]) for h in dict.fromkeys([*half_names, "val"])
-                }
+                probs = {}
+                for h in dict.fromkeys([*half_names, "val"]):
+                    earlier = [*probs.values(), *test_probs.values(), *val_probs.values()]
+                    probs[h] = isolation.predict(saved, data[h][0], earlier=earlier)
                 rows = evaluate_rows(
                     data,
                     probs,
@@ -241,8 +266,10 @@ def calibrate(
             except ValueError as exc:
                 raise ValueError(
                     f"calibrator {key!r} (method {calibrators[key]['method']!r}): {exc}"
-                ) from None
+                ) from exc.__cause__
             if reuse is not None:
+                # only results computed on intact inputs are kept
+                check_unchanged(f"while calibrator {key!r} ran")
                 reuse.store(key, paths)
             test_probs[key], val_probs[key] = probs["test"], probs["val"]
         makers = {key: _maker(e["method"], e.get("params") or {}) for key, e in calibrators.items()}
@@ -254,6 +281,7 @@ def calibrate(
             known=None if reuse is None else reuse.known_selection(selection),
         )  # fmt: skip
         if reuse is not None:
+            check_unchanged("during the cross-fitted selection")  # kept only if intact
             reuse.keep_selection(selection, found)
         rows = compare_rows(
             data,
@@ -267,6 +295,7 @@ def calibrate(
             seed=ev["seed"],
             jackknives=test_jackknives,
         )
+        check_unchanged("during the selection or the comparisons")  # before any shared output
         write_long_csv(compare_out, rows, COMPARE_COLUMNS)
         written.append(Path(compare_out))
         grid = dirs["plot"] / "grid.png"

@@ -430,8 +430,10 @@ def metric(
     equal population value: never with ``paired_test="sign_flip"``)."""
 
     def wrap(fn):
-        def core(p, y, dtype=None):
-            return float(fn(p, y))
+        def core(p, y, dtype=None):  # read-only inputs, a finite float out
+            from calbench.isolation import metric_value  # lazy: pulls numpy
+
+            return metric_value(name, fn, p, y)
 
         core.__wrapped__ = fn
         return Metric(

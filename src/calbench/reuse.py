@@ -9,7 +9,10 @@ entry is copied back only when the manifest is present and every file matches it
 and PNG are not empty, the PNG has a PNG signature); otherwise, whatever the cause (a file
 edited, emptied or deleted, a manifest missing or damaged, a folder of an older calbench), the
 entry is discarded with a note on stderr and the calibrator is refitted, which stores a fresh
-entry. The copies are written from the bytes that were verified, atomically.
+entry. The copies are written from the bytes that were verified, atomically. ``calibrate``
+stores an entry only after verifying that the job's logits and labels still hold what was
+loaded (plug-in code works on copies or read-only views of them, :mod:`calbench.isolation`), so
+no entry holds a result computed on inputs another calibrator or metric changed.
 
 An entry also keeps what the cross-fitted selection found for its calibrator
 (``selection.json``: the mean held-out scores, or why it is not a candidate, under the

@@ -31,6 +31,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from calbench import isolation
+
 #: most folds one selection may ask for
 MAX_FOLDS = 20
 #: the start of the reason given for a candidate whose fit failed on a fold
@@ -70,8 +72,12 @@ def out_of_fold(
     out = None
     for f in np.unique(folds):
         held = folds == f
-        cal = make().fit(logits[~held], labels[~held])
-        p = np.asarray(cal.predict_proba(logits[held]), dtype=np.float64)
+        # plug-in code on copies, its exceptions one-line ValueErrors (a failed fold fit)
+        cal = isolation.fit(make(), logits[~held], labels[~held])
+        p = isolation.run_plugin(
+            "predict_proba", cal.predict_proba, logits[held], plugin=isolation.is_plugin(cal)
+        )
+        p = np.asarray(p, dtype=np.float64)
         if out is None:
             out = np.empty((logits.shape[0], p.shape[1]), dtype=np.float64)
         out[held] = p

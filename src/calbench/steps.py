@@ -16,6 +16,7 @@ from pathlib import Path
 
 import numpy as np
 
+from calbench import isolation
 from calbench._checks import check_choice, check_probs_labels
 from calbench.calibrators import get_calibrator, load_calibrator, save_calibrator
 from calbench.comparisons import check_verdict_metrics, compare_rows, verdict_metrics
@@ -79,7 +80,7 @@ def fit_calibrator(
     recording the logits it was fitted on (order hash and file digest)."""
     cal = get_calibrator(method, **params)  # unknown params fail before the logits are read
     halves = load_halves(logits_path, split_path)
-    cal.fit(*halves["val"], allow_probabilities=allow_probabilities)
+    isolation.fit(cal, *halves["val"], name=method, allow_probabilities=allow_probabilities)
     cal.set_fitted_on(halves["meta"]["order_hash"], halves["meta"]["logits_sha256"])
     save_calibrator(cal, out)
 
@@ -129,7 +130,10 @@ def evaluate_rows(
     for half in half_names:
         _, y = halves[half]
         probs = probs_by_half[half]
-        values = _values(metrics, probs, y)
+        try:
+            values = _values(metrics, probs, y)
+        except ValueError as exc:
+            raise ValueError(f"{exc} (on the {half} half)") from exc.__cause__
         with_ci = {
             name: fn
             for name, fn in metrics.items()
@@ -165,17 +169,32 @@ def evaluate_rows(
 
 
 def _values(metrics: dict, probs, labels) -> dict[str, float]:
-    """Every metric's value on one set, the arrays validated once and the computations metrics
-    share run once (:func:`calbench.metrics.metric_values`); a callable that is not a registry
-    :class:`~calbench.metrics.Metric` is called as it is."""
-    entries = {name: fn for name, fn in metrics.items() if isinstance(fn, Metric)}
+    """Every metric's value on one set, each checked to be a finite float
+    (:func:`calbench.isolation.checked_value`: a one-line error naming the metric otherwise).
+    calbench's registry entries share one validation of the arrays and run the computations
+    they share once (:func:`calbench.metrics.metric_values`); a plug-in's own
+    :class:`~calbench.metrics.Metric` or any other callable is called as it is, on read-only
+    views, an exception inside it named (:func:`calbench.isolation.run_plugin`)."""
+    entries = {
+        name: fn
+        for name, fn in metrics.items()
+        if isinstance(fn, Metric) and not isolation.is_plugin(fn.core)
+    }
     out = {}
     if entries:
         p, y = check_probs_labels(probs, labels)
         out = metric_values(entries, p, y, getattr(probs, "dtype", None))
-    return {
-        name: out[name] if name in out else float(fn(probs, labels)) for name, fn in metrics.items()
-    }
+    for name, fn in metrics.items():
+        if name not in out:
+            code = fn.core if isinstance(fn, Metric) else fn
+            out[name] = isolation.run_plugin(
+                f"metric {name!r}",
+                fn,
+                isolation.read_only(probs),
+                isolation.read_only(labels),
+                plugin=isolation.is_plugin(code),
+            )
+    return {name: isolation.checked_value(name, out[name]) for name in metrics}
 
 
 # --------------------------------------------------------------------------------------------
@@ -207,6 +226,11 @@ def evaluate(
     ``title``, ``dpi``), the same figure ``calbench plot-reliability`` draws. Every argument is
     checked before anything is written."""
     check_bootstrap(n_bootstrap, level)
+    if plot is not None and _same_file(plot, out):
+        raise ValueError(
+            f"--plot and --out both name {out}; the diagram would overwrite the CSV: give "
+            "each its own path"
+        )
     half_names = halves or list(HALVES)
     bad = [h for h in half_names if h not in HALVES]
     if bad:
@@ -219,11 +243,16 @@ def evaluate(
         _check_plot_options(plot_options)
     data = load_halves(logits_path, split_path)
     apply_names(data, dataset, model)
+    isolation.freeze(*data["val"], *data["test"])  # no metric may change them
     cal = load_checked_calibrator(calibrator_path, data, allow_other_logits)
     label = method_name(calibrator_path, name)
     # each half calibrated once: the metrics and, with ``plot``, the test half's diagram use them
     wanted = [*half_names, *(["test"] if plot is not None else [])]
-    probs = {half: cal.predict_proba(data[half][0]) for half in dict.fromkeys(wanted)}
+    probs: dict = {}
+    for half in dict.fromkeys(wanted):
+        probs[half] = isolation.predict(
+            cal, data[half][0], earlier=list(probs.values()), name=label
+        )
     rows = evaluate_rows(
         data,
         probs,
@@ -245,6 +274,17 @@ def evaluate(
     except BaseException:
         Path(plot).unlink(missing_ok=True)  # no partial output: both files or neither
         raise
+
+
+def _same_file(a, b) -> bool:
+    """Whether paths ``a`` and ``b`` name one file (links and ``..`` resolved)."""
+    pa, pb = Path(a), Path(b)
+    try:
+        if pa.exists() and pb.exists():
+            return pa.samefile(pb)
+    except OSError:
+        pass
+    return pa.resolve() == pb.resolve()
 
 
 #: reliability-diagram options of :func:`evaluate` and :func:`plot_reliability`
@@ -296,7 +336,8 @@ def plot_reliability(
     probs = {}
     for path in calibrator_paths:
         cal = load_checked_calibrator(path, data, allow_other_logits)
-        probs[method_name(path)] = cal.predict_proba(z)
+        name = method_name(path)
+        probs[name] = isolation.predict(cal, z, earlier=list(probs.values()), name=name)
     _draw(probs, y, out, grid=grid, **plot_options)
 
 
@@ -321,9 +362,7 @@ def select_best(
     (:func:`calbench.selection.candidate_result`), for the cache to keep."""
     from calbench.selection import candidate_result, crossfit_scores  # lazy: code inputs
 
-    fit = crossfit_scores(
-        makers, *val, metrics, k=folds, seed=seed, exclude=exclude, known=known
-    )
+    fit = crossfit_scores(makers, *val, metrics, k=folds, seed=seed, exclude=exclude, known=known)
     if found is not None:
         found.update({m: candidate_result(fit, m) for m in makers})
     for method, why in fit.excluded.items():
@@ -374,6 +413,7 @@ def compare(
     check_verdict_metrics(list(chosen), "--metrics")
     data = load_halves(logits_path, split_path)
     apply_names(data, dataset, model)
+    isolation.freeze(*data["val"], *data["test"])  # no calibrator or metric may change them
     z, _ = data["test"]
     probs, makers = {}, {}
     for path in calibrator_paths:
@@ -381,7 +421,7 @@ def compare(
         if name in probs:
             raise ValueError(f"two calibrator files are named {name!r}; give each method one file")
         cal = load_checked_calibrator(path, data, allow_other_logits)
-        probs[name] = cal.predict_proba(z)
+        probs[name] = isolation.predict(cal, z, earlier=list(probs.values()), name=name)
         makers[name] = _maker(type(cal).name, cal.get_params())
     check_subset(list(select_exclude), list(probs), "--select-exclude", "the calibrators")
     best, selected_on = select_best(

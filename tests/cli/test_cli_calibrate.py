@@ -529,3 +529,20 @@ def test_evaluate_plot_bad_style_leaves_no_output(data, fitted, tmp_path, capsys
     err = capsys.readouterr().err.strip()
     assert err.count("\n") == 0 and "style" in err and "fancy" in err
     assert not out.exists() and not png.exists()
+
+
+@pytest.mark.parametrize("existing", [False, True])
+def test_evaluate_refuses_one_path_for_plot_and_out(data, fitted, tmp_path, existing):
+    """The library's ``evaluate(plot=X, out=X)`` (or the same file by another spelling; the CLI
+    refuses it before calling): the CSV would replace the diagram. One line, nothing written or
+    replaced."""
+    from calbench.evaluation import evaluate
+
+    out = tmp_path / "m.csv"
+    if existing:
+        out.write_text("kept\n")
+    (tmp_path / "sub").mkdir()
+    with pytest.raises(ValueError, match="--plot and --out both name") as info:
+        evaluate(data["logits"], data["split"], fitted["ts"], out, plot=tmp_path / "sub/../m.csv")
+    assert "\n" not in str(info.value)
+    assert out.read_text() == "kept\n" if existing else not out.exists()

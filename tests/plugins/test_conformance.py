@@ -5,6 +5,7 @@ saying what is wrong; the CLI exits non-zero on failure."""
 from __future__ import annotations
 
 import sys
+import time
 from pathlib import Path
 
 import numpy as np
@@ -132,3 +133,85 @@ def test_overconfident_logits_are_overconfident():
     p = softmax(z)
     conf, acc = p.max(1).mean(), (p.argmax(1) == y).mean()
     assert conf > acc + 0.05  # labels drawn at T = 2.5: the raw softmax is over-confident
+
+
+# --- isolation, direction and the time limit (issue 39, groups 1, 8, 10) ---------------------
+@pytest.mark.parametrize(
+    ("cls", "message"),
+    [
+        ("ScalesInPlace", "fit changes its logits in place"),
+        ("ReusedBuffer", "predict_proba returns one reused output buffer (its second output "
+                         "shares memory with the first, which it overwrote)"),
+    ],
+)  # fmt: skip
+def test_in_place_changes_and_reused_buffers_fail_the_isolation_check(cls, message, monkeypatch):
+    monkeypatch.syspath_prepend(str(HERE))
+    results = list(calibrator_checks(f"careless_plugins:{cls}", timing=False))
+    failed = {c.name: c.detail for c in results if c.ok is False}
+    assert "isolation" in failed and message in failed["isolation"], results
+    # (scaled logits also fit another map per layout and are no longer probability rows)
+    assert set(failed) <= {"isolation", "layout and dtype", "refuses probabilities"}
+
+
+def test_a_tensor_output_fails_the_shapes_check(monkeypatch):
+    monkeypatch.syspath_prepend(str(HERE))
+    results = list(calibrator_checks("careless_plugins:ReturnsTensor", timing=False))
+    failed = {c.name: c.detail for c in results if c.ok is False}
+    assert set(failed) == {"shapes"} and "gave torch.Tensor" in failed["shapes"], results
+
+
+@pytest.mark.parametrize(
+    ("name", "check", "message"),
+    [
+        ("wipes_probs", "value", "metric 'wipes_probs' wrote into a read-only array"),
+        ("ece_backwards", "direction", "NOT as declared: calibrated"),
+        ("nan_metric", "value", "metric 'nan_metric' returned nan"),
+    ],
+)
+def test_a_careless_metric_fails_the_check_it_breaks(name, check, message, monkeypatch):
+    monkeypatch.syspath_prepend(str(HERE))
+    results = list(metric_checks(f"careless_plugins:{name}", timing=False))
+    failed = {c.name: c.detail for c in results if c.ok is False}
+    assert check in failed and message in failed[check], results
+
+
+def test_a_metric_built_without_the_decorator_that_writes_its_input_is_named(monkeypatch):
+    """A plug-in's own Metric (no read-only views): the check compares its inputs after."""
+    from calbench.metrics import Metric
+    from calbench.plugins import register_metric
+
+    def core(p, y, dtype=None):
+        value = float(p.max(axis=1).mean())
+        p[...] = 0.25
+        return value
+
+    m = Metric("scribbler", core, display="x", scale=1.0, decimals=3, higher_is_better=False,
+               interval=None, no_interval_reason="none", paired_test="sign_flip",
+               reference="a test metric, 2026", verdicts=False)  # fmt: skip
+    register_metric(m)
+    failed = {c.name: c.detail for c in metric_checks("scribbler", timing=False) if c.ok is False}
+    assert "the metric changes its probabilities in place" in failed["inputs unchanged"]
+
+
+def test_the_coverage_checks_direction_is_printed_not_judged():
+    (c,) = [c for c in metric_checks("lac_coverage", timing=False) if c.name == "direction"]
+    assert c.ok is None and "a coverage check" in c.detail
+
+
+def test_a_hanging_fit_or_metric_fails_its_check_within_the_limit(monkeypatch, capsys):
+    from calbench.cli import main
+
+    monkeypatch.syspath_prepend(str(HERE))
+    t0 = time.perf_counter()
+    assert main(["check-calibrator", "careless_plugins:HangsInFit", "--timeout", "0.5"]) == 1
+    assert main(["check-metric", "careless_plugins:hangs_metric", "--timeout", "0.5"]) == 1
+    assert time.perf_counter() - t0 < 30
+    out = capsys.readouterr().out.splitlines()
+    limit = "did not finish within 0.5 s (the per-check limit, --timeout)"
+    assert [line for line in out if line.startswith("FAIL")] == [
+        f"FAIL  shapes: {limit}; the fit or metric hangs or is far too slow",
+        f"FAIL  value: {limit}; the fit or metric hangs or is far too slow",
+    ]
+    assert out[-1] == "careless_plugins:hangs_metric: FAILS the conformance suite"
+    assert main(["check-metric", "ece", "--timeout", "-1"]) == 2
+    assert "--timeout must be a number of seconds >= 0" in capsys.readouterr().err

@@ -311,3 +311,24 @@ def test_unbiased_ece_differences_are_tested_without_interval():
     assert html.count(">none</td>") == 6 and ">0.010</td>" in html and ">0.300</td>" in html
     assert html.count('class="num sig"') == 2 + 6  # ece_ub p < .05 twice, nll six times
     assert "[-0.300, -0.100]" in html
+
+
+def test_a_calibrator_scaling_its_logits_in_place_changes_no_other_rows(study, monkeypatch):
+    """Every calibrator is applied to the same shifted logits: each gets a copy
+    (calbench.isolation), so one that scales them in place changes only its own rows."""
+    from calbench.calibrators import REGISTRY
+
+    d = study["dir"]
+    args = (d / "shift.npz", d / "clean.npz", d / "split.npz", study["cals"])
+    kw = {"metrics": ["accuracy", "nll"], "compare_metrics": [], "n_bootstrap": 0}
+    plain, _ = E.evaluate_shift(*args, **kw)
+    real = REGISTRY["uncalibrated"].predict_proba
+
+    def scaling(self, logits, **k):
+        logits *= 10
+        return real(self, logits, **k)
+
+    monkeypatch.setattr(REGISTRY["uncalibrated"], "predict_proba", scaling)
+    careless, _ = E.evaluate_shift(*args, **kw)
+    others = [r for r in careless if r["method"] != "uncalibrated"]
+    assert others == [r for r in plain if r["method"] != "uncalibrated"]

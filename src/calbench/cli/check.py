@@ -16,6 +16,7 @@ def register(sub) -> None:
     p.add_argument("name", help="registry name, plug-in entry point name or module:Class")
     p.add_argument("--params", default=None, help="hyperparameters as a JSON object, or @file.json")
     p.add_argument("--no-timing", action="store_true", help="skip the 5,000 x 10 / x 100 fit times")
+    _timeout_option(p)
     p.set_defaults(func=cmd_check_calibrator)
     p = sub.add_parser(
         "check-metric",
@@ -23,6 +24,7 @@ def register(sub) -> None:
     )
     p.add_argument("name", help="registry name, plug-in entry point name or module:function")
     p.add_argument("--no-timing", action="store_true", help="skip the 5,000 x 10 / x 100 times")
+    _timeout_option(p)
     p.set_defaults(func=cmd_check_metric)
     p = sub.add_parser(
         "compare-implementations",
@@ -45,12 +47,24 @@ def register(sub) -> None:
     p.set_defaults(func=cmd_compare_implementations)
 
 
+def _timeout_option(p) -> None:
+    p.add_argument(
+        "--timeout",
+        type=float,
+        default=600.0,
+        metavar="SECONDS",
+        help="most seconds one check may run; a check past it fails, naming it, and ends the "
+        "suite (0: no limit; default 600)",
+    )
+
+
 def cmd_check_calibrator(args) -> int:
     from calbench.conformance import calibrator_checks, run  # lazy: cli start-up
 
     params = parse_json_arg(args.params, "--params") if args.params else {}
     print(f"calbench check-calibrator {args.name}")
-    ok = run(calibrator_checks(args.name, params, timing=not args.no_timing))
+    checks = calibrator_checks(args.name, params, timing=not args.no_timing, timeout=args.timeout)
+    ok = run(checks)
     print(f"{args.name}: {'conforms' if ok else 'FAILS the conformance suite'}")
     return 0 if ok else 1
 
@@ -59,7 +73,7 @@ def cmd_check_metric(args) -> int:
     from calbench.conformance import metric_checks, run  # lazy: cli start-up
 
     print(f"calbench check-metric {args.name}")
-    ok = run(metric_checks(args.name, timing=not args.no_timing))
+    ok = run(metric_checks(args.name, timing=not args.no_timing, timeout=args.timeout))
     print(f"{args.name}: {'conforms' if ok else 'FAILS the conformance suite'}")
     return 0 if ok else 1
 

@@ -34,6 +34,7 @@ from pathlib import Path
 
 import numpy as np
 
+from calbench import isolation
 from calbench.calibrators import load_calibrator
 from calbench.metrics import METRICS
 from calbench.shift.corruptions import SEVERITIES
@@ -267,7 +268,7 @@ def evaluate_shift(
     meta = {"dataset": clean["dataset"], "model": clean["model"]}
     corr = shifted["corruptions"]
     conditions = [("clean", 0)] + [(c, s) for c in corr for s in SEVERITIES]
-    val_probs = {name: cal.predict_proba(z[val_idx]) for name, cal in cals.items()}
+    val_probs = {name: isolation.predict(cal, z[val_idx], name=name) for name, cal in cals.items()}
     unknown = sorted(set(select_exclude) - set(cals))
     if compare_metrics and unknown:
         raise ValueError(f"compare.select_exclude names {unknown}, which are not calibrators here")
@@ -288,7 +289,7 @@ def evaluate_shift(
                          "value": float(METRICS[m](val_probs[name], y[val_idx]))})  # fmt: skip
         for c, s in conditions:
             zc = z[test_idx] if c == "clean" else shifted["logits"][corr.index(c), s - 1]
-            p = cal.predict_proba(zc)
+            p = isolation.predict(cal, zc, name=name)  # on a copy, checked, read-only
             for m in metrics:
                 rows.append({**meta, "method": name, "half": "test", "corruption": c,
                              "severity": s, "metric": m, "value": float(METRICS[m](p, yt))})  # fmt: skip
