@@ -145,8 +145,10 @@ def test_a_bad_plug_in_calibrator_is_one_line_naming_it_and_writes_nothing(
 
 def test_the_plug_ins_exception_is_kept_as_the_cause(data, tmp_path):
     from calbench.evaluation import calibrate
+    from calbench.plugins import load_plugins
 
     out = tmp_path
+    load_plugins(calibrators=[_plugin("RaisesInFit")["method"]])  # as the calibrate verb does
     with pytest.raises(ValueError, match="fit raised RuntimeError") as info:
         calibrate(data / "logits.npz", data / "split.npz", _spec(_plugin("RaisesInFit")),
                   calibrators_dir=out / "cal", metrics_dir=out / "met", plots_dir=out / "plot",
