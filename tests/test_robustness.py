@@ -186,8 +186,7 @@ def test_bad_input():
 def test_written_rows_read_back_and_bad_files_are_named(probs, tmp_path):
     """The report reads the CSV as strictly as every other result file."""
     from calbench.report.build import _robustness_rows
-    from calbench.report.tables import write_long_csv
-    from calbench.robustness import ROBUSTNESS_COLUMNS
+    from calbench.results import ROBUSTNESS_COLUMNS, write_long_csv
 
     by, y = probs
     rows = robustness_rows(by, y, dataset="d", model="m", n_resamples=10)

@@ -10,6 +10,8 @@ import numpy as np
 import pytest
 
 from calbench.report import tables as T
+from calbench.report.published import read_reference_table, reference_comparison
+from calbench.results import METRIC_COLUMNS, REFERENCE_TABLE_COLUMNS, read_long_csv, write_long_csv
 
 
 def _rows():
@@ -171,7 +173,7 @@ def test_reference_comparison_units_and_tolerance():
         {"dataset": "ds", "model": "m1", "method": "ts", "metric": "nll", "value": "0.0101"},
         {"dataset": "ds", "model": "zz", "method": "ts", "metric": "ece", "value": "1"},  # not ours
     ]
-    out = T.reference_comparison(_rows(), ref, tolerances={"ece": 0.002}, units="display")
+    out = reference_comparison(_rows(), ref, tolerances={"ece": 0.002}, units="display")
     assert len(out) == 2
     ece = out[0]
     assert ece["theirs"] == pytest.approx(0.015) and ece["ours"] == 0.0121
@@ -179,7 +181,7 @@ def test_reference_comparison_units_and_tolerance():
     assert ece["within"] is False  # |diff| = 0.0029 > 0.002
     assert out[1]["within"] is None and out[1]["difference"] == pytest.approx(0.0)
     with pytest.raises(ValueError, match="units"):
-        T.reference_comparison(_rows(), ref, units="percent")
+        reference_comparison(_rows(), ref, units="percent")
 
 
 def test_reference_table_round_trip_is_exact(tmp_path):
@@ -188,10 +190,10 @@ def test_reference_table_round_trip_is_exact(tmp_path):
         {"dataset": "ds", "model": "m1", "method": "ts", "metric": "ece", "value": "1.50"},
         {"dataset": "ds", "model": "m1", "method": "ts", "metric": "nll", "value": "0.0101"},
     ]
-    out = T.reference_comparison(_rows(), ref, tolerances={"ece": 0.002}, units="display")
+    out = reference_comparison(_rows(), ref, tolerances={"ece": 0.002}, units="display")
     path = tmp_path / "reference.csv"
-    T.write_long_csv(path, out, T.REFERENCE_TABLE_COLUMNS)
-    back = T.read_reference_table(path)
+    write_long_csv(path, out, REFERENCE_TABLE_COLUMNS)
+    back = read_reference_table(path)
     assert [{k: r[k] for k in out[0]} for r in back] == [
         {k: (v if v == v else pytest.approx(v, nan_ok=True)) for k, v in r.items()} for r in out
     ]
@@ -199,23 +201,23 @@ def test_reference_table_round_trip_is_exact(tmp_path):
     assert back[1]["tolerance"] is None
     (tmp_path / "bad.csv").write_text("dataset,model\n")
     with pytest.raises(ValueError, match="lacks columns"):
-        T.read_reference_table(tmp_path / "bad.csv")
+        read_reference_table(tmp_path / "bad.csv")
 
 
 def test_long_csv_round_trip_is_exact(tmp_path):
     rows = _rows()
     rows[0]["ci_low"] = math.nan
     path = tmp_path / "m.csv"
-    T.write_long_csv(path, rows, T.METRIC_COLUMNS)
-    back = T.read_long_csv([path])
+    write_long_csv(path, rows, METRIC_COLUMNS)
+    back = read_long_csv([path])
     assert len(back) == len(rows)
     assert back[1]["value"] == rows[1]["value"]
     assert math.isnan(back[0]["ci_low"])
-    assert path.read_text().splitlines()[0] == ",".join(T.METRIC_COLUMNS)
+    assert path.read_text().splitlines()[0] == ",".join(METRIC_COLUMNS)
 
 
 def test_read_long_csv_missing_columns(tmp_path):
     p = tmp_path / "bad.csv"
     p.write_text("a,b\n1,2\n")
     with pytest.raises(ValueError, match="lacks columns"):
-        T.read_long_csv([p])
+        read_long_csv([p])

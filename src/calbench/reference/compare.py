@@ -25,24 +25,11 @@ from collections.abc import Iterable, Mapping, Sequence
 
 from calbench.report import table_model as G
 from calbench.report.display import calibrator_labels, dataset_labels, display_spec, format_value
-from calbench.report.tables import long_csv_text
+from calbench.results import REPLICATION_CELL_COLUMNS, long_csv_text
 
 OK, FLAGGED, EXPECTED, MISSING = "ok", "differs", "expected to differ", "missing"
 #: Calibrators whose published values are not expected to be reproducible (notes section 0.6).
 EXPECTED_TO_DIFFER = ("ms_b",)
-LONG_COLUMNS = (
-    "group",
-    "metric",
-    "dataset",
-    "model",
-    "loss",
-    "method",
-    "ours",
-    "published",
-    "difference",
-    "tolerance",
-    "status",
-)
 
 
 def cell_status(
@@ -67,7 +54,8 @@ def comparison_rows(
     *,
     half: str = "test",
 ) -> list[dict]:
-    """Long rows (:data:`LONG_COLUMNS`) of every (metric, model, calibrator) cell of ``spec``.
+    """Long rows (:data:`calbench.results.REPLICATION_CELL_COLUMNS`) of every (metric, model,
+    calibrator) cell of ``spec``.
 
     ``metrics_rows``: the aggregated metrics (``dataset, model, method, half, metric, value``,
     fractions). ``reference_rows``: published ``dataset, model, method, metric, value`` keyed like
@@ -216,7 +204,7 @@ def accuracy_check(
 # --------------------------------------------------------------------------- output formats
 
 
-def long_csv(rows: Sequence[Mapping], columns: Sequence[str] = LONG_COLUMNS) -> str:
+def long_csv(rows: Sequence[Mapping], columns: Sequence[str] = REPLICATION_CELL_COLUMNS) -> str:
     """CSV text of ``rows`` (floats at full precision, None/NaN empty)."""
     return long_csv_text(rows, columns)
 

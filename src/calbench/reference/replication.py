@@ -14,19 +14,7 @@ from pathlib import Path
 from calbench.io import atomic_write_text
 from calbench.logits import load_logits
 from calbench.reference import compare as C
-from calbench.report.tables import METRIC_COLUMNS, REFERENCE_COLUMNS, read_long_csv
-
-#: columns of the accuracy check CSV
-ACCURACY_COLUMNS = (
-    "model",
-    "dataset",
-    "n",
-    "ours",
-    "expected",
-    "difference",
-    "tolerance",
-    "status",
-)
+from calbench.results import ACCURACY_COLUMNS, METRIC_COLUMNS, REFERENCE_COLUMNS, read_long_csv
 
 
 def write_replication_tables(

@@ -11,10 +11,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from calbench.report.tables import read_long_csv
+from calbench.results import ARENA_COLUMNS, read_long_csv
 
-#: columns of a compare-implementations CSV (calbench.adapters.compare.COLUMNS)
-ARENA_COLUMNS = ("method", "a", "b", "quantity", "max_abs_diff", "value_a", "value_b")
 PROBABILITY = "probability"
 
 

@@ -226,7 +226,7 @@ def build_context(
     """Everything the template needs, as plain data (strings, lists, dicts).
 
     ``reference`` are the rows of ``results/tables/reference.csv`` (ours versus published,
-    :func:`calbench.report.tables.reference_comparison`); ``plots`` maps ``dataset/model`` to
+    :func:`calbench.report.published.reference_comparison`); ``plots`` maps ``dataset/model`` to
     ``{calibrator: reliability PNG}``; ``grids`` maps it to the per-model grid PNG (used when
     ``plots`` lacks the model); ``temperatures`` maps model to the fitted temperature of
     temperature scaling.

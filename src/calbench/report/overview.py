@@ -26,6 +26,7 @@ import math
 from collections.abc import Mapping, Sequence
 
 from calbench.report.display import display_spec, higher_is_better, spec_labels
+from calbench.results import NUMERIC_COMPARE_COLUMNS
 
 
 def svg_data_uri(fig) -> str:
@@ -187,27 +188,6 @@ def comparison_figures(rows: Sequence[Mapping], spec: Mapping, alpha: float) -> 
     return out
 
 
-#: Columns of the numeric comparison CSV.
-NUMERIC_COMPARE_COLUMNS = (
-    "dataset",
-    "model",
-    "metric",
-    "family",
-    "calibrator",
-    "against",
-    "value",
-    "against_value",
-    "difference",
-    "ci_low",
-    "ci_high",
-    "test",
-    "p_value",
-    "p_holm",
-    "family_size",
-    "min_p_holm",
-    "significant",
-    "can_reach_significance",
-)
 
 
 def _num(x) -> str:

@@ -11,23 +11,7 @@ import csv
 from collections.abc import Mapping, Sequence
 
 from calbench.report.display import display_spec
-
-#: Columns of a published-numbers CSV (``report.reference.csv``), keyed like the config.
-REFERENCE_COLUMNS = ("dataset", "model", "method", "metric", "value")
-#: Columns of ``results/tables/reference.csv`` (:func:`reference_comparison`, full precision).
-REFERENCE_TABLE_COLUMNS = (
-    "dataset",
-    "model",
-    "method",
-    "metric",
-    "ours",
-    "ci_low",
-    "ci_high",
-    "theirs",
-    "difference",
-    "tolerance",
-    "within",
-)
+from calbench.results import REFERENCE_TABLE_COLUMNS
 
 
 def reference_comparison(

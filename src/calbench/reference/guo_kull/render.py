@@ -18,7 +18,7 @@ from calbench.reference.guo_kull.published import (
     SOURCES,
 )
 from calbench.report.render import png_data_uri
-from calbench.report.tables import long_csv_text
+from calbench.results import long_csv_text
 
 
 def csv_text(rows: Sequence[Mapping], columns: Sequence[str]) -> str:

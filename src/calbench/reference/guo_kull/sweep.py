@@ -12,8 +12,6 @@ from calbench._checks import check_logits_labels
 from calbench.functional import softmax
 from calbench.metrics import ece
 
-SWEEP_COLUMNS = ("model", "kind", "temperature", "ece")
-
 
 def temperature_sweep(
     logits: np.ndarray,
@@ -31,9 +29,10 @@ def temperature_sweep(
     ``curve`` (default ``linspace(0.25, 4, 76)``, :func:`calbench.plots.ece_vs_temperature`), with
     the temperature fitted by temperature scaling marked when given.
 
-    Returns ``(grid_figure, curve_figure, rows)``; ``rows`` (:data:`SWEEP_COLUMNS`) hold the ECE
-    (fraction, ``n_bins`` bins) at every diagram temperature (``kind="diagram"``), every curve
-    point (``"curve"``) and the fitted one (``"fitted"``).
+    Returns ``(grid_figure, curve_figure, rows)``; ``rows``
+    (:data:`calbench.results.SWEEP_COLUMNS`) hold the ECE (fraction, ``n_bins`` bins) at every
+    diagram temperature (``kind="diagram"``), every curve point (``"curve"``) and the fitted one
+    (``"fitted"``).
     """
     from calbench.plots import ece_vs_temperature, reliability_grid  # lazy: code inputs
 

@@ -212,9 +212,6 @@ def _same_logits_tables(sel) -> list[dict]:
 # --------------------------------------------------------------------------------------------
 # the summary table: accuracy, average confidence, ECE, MCE before and after calibration
 # --------------------------------------------------------------------------------------------
-SUMMARY_COLUMNS = ("model", "half", "method", "accuracy", "confidence", "ece", "mce")
-
-
 def summary_rows(
     halves: Mapping[str, tuple[np.ndarray, np.ndarray]],
     calibrators: Mapping[str, object],
