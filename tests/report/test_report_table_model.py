@@ -1,12 +1,12 @@
-"""The one table model and its writers (calbench.report.table_model), as every table uses them."""
+"""The one table model and its writers (calbench.table_model), as every table uses them."""
 
 from __future__ import annotations
 
 import csv
 import io
 
+from calbench import table_model as G
 from calbench.reference import compare as C
-from calbench.report import table_model as G
 
 
 def _grid(**kw):

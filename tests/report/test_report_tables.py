@@ -9,6 +9,7 @@ import math
 import numpy as np
 import pytest
 
+from calbench.display import best_mask, format_value
 from calbench.report import tables as T
 from calbench.report.published import read_reference_table, reference_comparison
 from calbench.results import METRIC_COLUMNS, REFERENCE_TABLE_COLUMNS, read_long_csv, write_long_csv
@@ -46,29 +47,29 @@ def _rows():
 
 def test_format_value_follows_study_scales():
     # ACC/ECE/MCE x100 %.2f; cwECE x100 %.3f; NLL/BS %.3f (replication-sources §2.5)
-    assert T.format_value("accuracy", 0.94915) == "94.92"
-    assert T.format_value("ece", 0.0453) == "4.53"
-    assert T.format_value("mce", 0.4658) == "46.58"
-    assert T.format_value("cwece", 0.00948) == "0.948"
-    assert T.format_value("nll", 0.42212) == "0.422"
-    assert T.format_value("brier", 0.0938) == "0.094"
-    assert T.format_value("ece", float("nan")) == "–"
+    assert format_value("accuracy", 0.94915) == "94.92"
+    assert format_value("ece", 0.0453) == "4.53"
+    assert format_value("mce", 0.4658) == "46.58"
+    assert format_value("cwece", 0.00948) == "0.948"
+    assert format_value("nll", 0.42212) == "0.422"
+    assert format_value("brier", 0.0938) == "0.094"
+    assert format_value("ece", float("nan")) == "–"
 
 
 def test_best_mask_max_for_accuracy_min_otherwise_ties_all_bold():
     vals = np.array([[0.90, 0.91, 0.91], [0.5, np.nan, 0.4]])
-    assert T.best_mask(vals, "accuracy").tolist() == [[False, True, True], [True, False, False]]
-    assert T.best_mask(vals, "ece").tolist() == [[True, False, False], [False, False, True]]
+    assert best_mask(vals, "accuracy").tolist() == [[False, True, True], [True, False, False]]
+    assert best_mask(vals, "ece").tolist() == [[True, False, False], [False, False, True]]
 
 
 def test_best_mask_compares_printed_values():
     # 0.012341 and 0.012344 both print as 1.23 (%) -> both bold; 0.0125 prints 1.25
     vals = np.array([[0.012341, 0.012344, 0.0125]])
-    assert T.best_mask(vals, "ece").tolist() == [[True, True, False]]
+    assert best_mask(vals, "ece").tolist() == [[True, True, False]]
 
 
 def test_best_mask_row_without_values_has_no_bold():
-    assert not T.best_mask(np.array([[np.nan, np.nan]]), "ece").any()
+    assert not best_mask(np.array([[np.nan, np.nan]]), "ece").any()
 
 
 def test_metric_table_pivots_test_half_in_given_order():

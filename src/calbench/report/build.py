@@ -17,10 +17,11 @@ import json
 import re
 from pathlib import Path
 
+from calbench.calibrators.scaling import fitted_temperature
 from calbench.io import array_digest, atomic_write_text
 from calbench.report import tables as T
 from calbench.report.context import build_tables
-from calbench.report.provenance import run_provenance
+from calbench.report.provenance import package_versions, run_provenance
 from calbench.report.published import read_reference_table, reference_comparison
 from calbench.results import (
     COMPARE_COLUMNS,
@@ -264,7 +265,7 @@ def render_report(
     provenance = {
         "run": run_provenance(run_info),
         "config": yaml.safe_dump(config, sort_keys=False) if config is not None else "",
-        "packages": render.package_versions(),
+        "packages": package_versions(),
         **data_provenance(manifests, logits, splits),
         "checksums": _checksums(config),
     }
@@ -276,7 +277,7 @@ def render_report(
         provenance=provenance,
         reference=reference,
         plots=_plot_files(plots),
-        temperatures={_model_of(p): render.fitted_temperature(p) for p in ts_files or []},
+        temperatures={_model_of(p): fitted_temperature(p) for p in ts_files or []},
         robustness=_robustness_rows(robustness),
     )
     # extra sections: HTML fragments escaped by the calbench step that wrote them (shift-report)
@@ -292,7 +293,7 @@ def _add_arena(context: dict, paths, spec: dict) -> None:
     """``context["arena"]`` from the compare-implementations CSVs (``None`` without), and its
     contents entry before the protocol, where the template puts the section."""
     from calbench.report.arena import arena_context  # lazy: code inputs
-    from calbench.report.summary import metric_name  # lazy: code inputs
+    from calbench.report.ranks import metric_name  # lazy: code inputs
 
     context["arena"] = arena_context(list(paths or []), spec.get("models"), metric_name)
     toc = context.get("toc")

@@ -25,7 +25,7 @@ import io
 import math
 from collections.abc import Mapping, Sequence
 
-from calbench.report.display import display_spec, higher_is_better, spec_labels
+from calbench.display import display_spec, higher_is_better, spec_labels
 from calbench.results import NUMERIC_COMPARE_COLUMNS
 
 

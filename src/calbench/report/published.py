@@ -10,7 +10,7 @@ from __future__ import annotations
 import csv
 from collections.abc import Mapping, Sequence
 
-from calbench.report.display import display_spec
+from calbench.display import display_spec
 from calbench.results import REFERENCE_TABLE_COLUMNS
 
 

@@ -31,8 +31,8 @@ from pathlib import Path
 
 import numpy as np
 
+from calbench.display import calibrator_labels, dataset_labels, display_spec, format_value
 from calbench.io import atomic_write_text
-from calbench.report.display import calibrator_labels, dataset_labels, display_spec, format_value
 from calbench.results import (
     SHIFT_COMPARE_COLUMNS,
     SHIFT_METRIC_COLUMNS,

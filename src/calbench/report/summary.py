@@ -25,13 +25,12 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
+from calbench.display import HIGHER_IS_BETTER, display_spec, format_value
 from calbench.metrics import METRICS
-from calbench.report.display import HIGHER_IS_BETTER, display_spec, format_value
-from calbench.report.ranks import (  # noqa: F401  (re-exported)
+from calbench.report.ranks import (
     ALPHA,
     matrix,
     metric_name,
-    rank_summaries,
 )
 from calbench.stats import interval_method
 

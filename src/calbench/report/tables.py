@@ -6,8 +6,8 @@ in percent with three, NLL and Brier score as plain numbers with three decimals.
 each row is bold: the maximum for accuracy, the minimum for every other metric. The best value is
 chosen on the *printed* (rounded) numbers, so ties are all bold, as in the study's tables.
 Tables 1-2 of the coursework (uncalibrated ECE / cwECE by training loss) are built by
-:func:`losses_table`. Numbers and names print through :mod:`calbench.report.display`; every
-format is written by :mod:`calbench.report.table_model` (:meth:`Table.grid`).
+:func:`losses_table`. Numbers and names print through :mod:`calbench.display`; every
+format is written by :mod:`calbench.table_model` (:meth:`Table.grid`).
 
 Everything here works on plain rows (``dict`` per CSV line) and numpy; no pandas.
 """
@@ -21,8 +21,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from calbench.report import table_model as G
-from calbench.report.display import best_mask, display_spec, format_value
+from calbench import table_model as G
+from calbench.display import best_mask, display_spec, format_value
 
 
 # --------------------------------------------------------------------------------------------
@@ -67,7 +67,7 @@ class Table:
         return f"[{format_value(self.metric, lo)}, {format_value(self.metric, hi)}]"
 
     def grid(self) -> G.GridTable:
-        """The printed table (:class:`calbench.report.table_model.GridTable`); its CSV holds
+        """The printed table (:class:`calbench.table_model.GridTable`); its CSV holds
         each value with its interval bounds."""
         cells = [
             [
@@ -231,7 +231,7 @@ def losses_table(
 
 
 # --------------------------------------------------------------------------------------------
-# output formats (one writer per format: calbench.report.table_model)
+# output formats (one writer per format: calbench.table_model)
 # --------------------------------------------------------------------------------------------
 def to_csv(table: Table) -> str:
     """Wide CSV of the printed values (study scale), one column per calibrator plus CI columns."""

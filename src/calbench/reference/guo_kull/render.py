@@ -8,6 +8,7 @@ import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
+from calbench.io import png_data_uri
 from calbench.reference.guo_kull.published import (
     EXPECTED,
     FLAGGED,
@@ -17,7 +18,6 @@ from calbench.reference.guo_kull.published import (
     REFERENCE,
     SOURCES,
 )
-from calbench.report.render import png_data_uri
 from calbench.results import long_csv_text
 
 

@@ -12,6 +12,7 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 
 from calbench.calibrators import load_calibrator
+from calbench.calibrators.scaling import fitted_temperature
 from calbench.io import atomic_write_bytes, atomic_write_text, read_npz
 from calbench.logits import load_logits
 from calbench.reference.guo_kull.cells import comparison_rows
@@ -22,7 +23,6 @@ from calbench.reference.guo_kull.tables import (
     summary_rows,
     summary_table,
 )
-from calbench.report.render import fitted_temperature
 from calbench.results import (
     GUO_KULL_CELL_COLUMNS,
     GUO_KULL_SUMMARY_COLUMNS,
