@@ -20,6 +20,7 @@ from calbench.display import (
     display_spec,
     format_value,
     higher_is_better,
+    is_descriptive,
     spec_labels,
     without_repository_paths,
 )
@@ -138,15 +139,6 @@ def metric_view(table: Table, key: str, companion: Mapping | None = None) -> dic
     view["metric"] = table.metric
     view["descriptive"] = is_descriptive(table.metric)
     return view
-
-
-def is_descriptive(metric: str) -> bool:
-    """Whether ``metric`` is descriptive only: its registry entry's ``verdicts`` fact is False
-    (no better/worse verdict is drawn from it); a registry without the fact: False."""
-    from calbench.metrics import METRICS  # lazy: code inputs
-
-    m = METRICS.get(metric)
-    return m is not None and not bool(getattr(m, "verdicts", True))
 
 
 def interval_note(metric: str) -> str:
