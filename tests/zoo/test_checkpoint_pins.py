@@ -176,7 +176,7 @@ def test_report_provenance_lists_files_without_a_published_checksum(server, tmp_
 
     import jinja2
 
-    from calbench.report.build import _checksums
+    from calbench.report.build import checksum_summary
 
     www, url = server
     digest = _weights(www / "resnet50.model")
@@ -185,7 +185,7 @@ def test_report_provenance_lists_files_without_a_published_checksum(server, tmp_
         "models": {"unpinned": _entry(url), "pinned": _entry(url, digest), "later": _entry(url)},
     }
     download_checkpoint("unpinned", cfg["models"]["unpinned"], tmp_path / "resources")
-    prov = _checksums(cfg)
+    prov = checksum_summary(cfg)
     assert prov["published"] == 1
     assert prov["files"] == [
         {

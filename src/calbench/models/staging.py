@@ -23,7 +23,7 @@ from calbench.models.entries import (
     extract_member,
     hub_dir_candidates,
 )
-from calbench.models.pins import _fetch_pinned, _lock, refuse_unpinned, verify_file
+from calbench.models.pins import fetch_pinned, refuse_unpinned, resources_lock, verify_file
 from calbench.models.pretrained import prove_checkpoint
 
 
@@ -80,12 +80,12 @@ def download_checkpoint(
         raise refuse_unpinned(
             f"model {name}: {ckpt['filename']}", "add checkpoint.sha256 to its config entry"
         )
-    lock = _lock(resources)
+    lock = resources_lock(resources)
 
     def prove(path: Path) -> None:
         prove_checkpoint(name, entry, path, resources=resources, on_purpose=repin)
 
-    fetched, _ = _fetch_pinned(
+    fetched, _ = fetch_pinned(
         target,
         lock_key(target, resources),
         lock,
@@ -190,10 +190,10 @@ def stage_hub_code(
     archive = dest.with_name(dest.name + ".zip")
     if strict and not hub.get("archive_sha256"):
         raise refuse_unpinned(f"torch.hub code {archive.name}", "add hub.archive_sha256")
-    _fetch_pinned(
+    fetch_pinned(
         archive,
         lock_key(archive, resources),
-        _lock(resources),
+        resources_lock(resources),
         hub.get("archive_sha256"),
         prove=lambda path: prove_hub_archive(path, hub),
         urls=[f"https://github.com/{hub['repo']}/archive/{hub['ref']}.zip"],

@@ -198,7 +198,7 @@ def data_provenance(manifests, logits, splits) -> dict:
     return out
 
 
-def _checksums(config) -> dict:
+def checksum_summary(config) -> dict:
     """Downloads without a published checksum (pinned on first use or not pinned)."""
     from calbench.models.pretrained import checksum_provenance  # lazy: code inputs
 
@@ -267,7 +267,7 @@ def render_report(
         "config": yaml.safe_dump(config, sort_keys=False) if config is not None else "",
         "packages": package_versions(),
         **data_provenance(manifests, logits, splits),
-        "checksums": _checksums(config),
+        "checksums": checksum_summary(config),
     }
     context = render.build_context(
         rows=rows,
@@ -278,18 +278,18 @@ def render_report(
         reference=reference,
         plots=_plot_files(plots),
         temperatures={_model_of(p): fitted_temperature(p) for p in ts_files or []},
-        robustness=_robustness_rows(robustness),
+        robustness=read_robustness_rows(robustness),
     )
     # extra sections: HTML fragments escaped by the calbench step that wrote them (shift-report)
     from markupsafe import Markup
 
     context["extra_sections"] = [Markup(Path(p).read_text()) for p in sections or []]
     _add_sections_to_toc(context)
-    _add_arena(context, arena, spec)
+    add_arena(context, arena, spec)
     atomic_write_text(out, render.render_html(template, context))
 
 
-def _add_arena(context: dict, paths, spec: dict) -> None:
+def add_arena(context: dict, paths, spec: dict) -> None:
     """``context["arena"]`` from the compare-implementations CSVs (``None`` without), and its
     contents entry before the protocol, where the template puts the section."""
     from calbench.report.arena import arena_context  # lazy: code inputs
@@ -302,7 +302,7 @@ def _add_arena(context: dict, paths, spec: dict) -> None:
         toc.insert(at, {"id": "arena", "title": "Implementations side by side", "children": []})
 
 
-def _robustness_rows(paths) -> list[dict] | None:
+def read_robustness_rows(paths) -> list[dict] | None:
     """The rows of the ``results/robustness/...`` CSVs (:func:`calbench.robustness.robustness_rows`),
     as strict as every other result file (:func:`calbench.results.read_long_csv`): every
     rank and value a finite number, ``p_first`` blank except for the default variant."""

@@ -152,9 +152,9 @@ def _rank_summaries(rows, tables, spec, model_order, method_order, compare=()) -
         f = "∞" if math.isinf(fr.f) else f"{fr.f:.2f}"
         rejects = fr.p_f < ALPHA
         entry["friedman_text"] = (
-            f"Omnibus test: Iman-Davenport F = {f}, p {SU._p_phrase(fr.p_f)} (the p-value used; "
+            f"Omnibus test: Iman-Davenport F = {f}, p {SU.p_phrase(fr.p_f)} (the p-value used; "
             f"Iman & Davenport 1980), from Friedman's χ² = {fr.chi2:.2f} (p "
-            f"{SU._p_phrase(fr.p_chi2)} by the χ² approximation; Friedman 1937). "
+            f"{SU.p_phrase(fr.p_chi2)} by the χ² approximation; Friedman 1937). "
             + (
                 f"It rejects at α = {ALPHA}: bars join calibrators within the Nemenyi "
                 f"critical difference {entry['cd']:.2f} (Nemenyi 1963)."

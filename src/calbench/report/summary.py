@@ -71,7 +71,7 @@ def _rank_headline(ranks: Sequence[Mapping]) -> list[str]:
         )
         fr = entry["friedman"]
         if fr is not None:
-            text += f"; Iman-Davenport test of equal average ranks p {_p_phrase(fr.p_f)}"
+            text += f"; Iman-Davenport test of equal average ranks p {p_phrase(fr.p_f)}"
             worse = entry.get("worse_than_best") or []
             if worse and fr.p_f < ALPHA:
                 text += (
@@ -406,7 +406,8 @@ def findings(
     }
 
 
-def _p_phrase(p: float) -> str:
+def p_phrase(p: float) -> str:
+    """A p-value as the tail of a sentence: ``= 0.032`` or ``< 0.001``."""
     text = format_p(p)
     return text if text.startswith("<") else f"= {text}"
 
