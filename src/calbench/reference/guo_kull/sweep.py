@@ -11,6 +11,7 @@ import numpy as np
 from calbench._checks import check_logits_labels
 from calbench.functional import softmax
 from calbench.metrics import ece
+from calbench.metrics.binning import ECE_BINS
 
 
 def temperature_sweep(
@@ -21,7 +22,7 @@ def temperature_sweep(
     temperatures: Sequence[float] = (0.5, 1.0, 1.5, 2.0),
     curve: Sequence[float] | None = None,
     fitted_temperature: float | None = None,
-    n_bins: int = 15,
+    n_bins: int = ECE_BINS,
     style: str = "guo",
 ):
     """Reliability diagrams of ``softmax(logits / T)`` for each of ``temperatures`` (one panel

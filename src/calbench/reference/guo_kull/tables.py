@@ -10,6 +10,7 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 
 from calbench.metrics import accuracy, ece, mce
+from calbench.metrics.binning import ECE_BINS
 from calbench.reference.guo_kull.published import (
     MISSING,
     REFERENCE,
@@ -217,7 +218,7 @@ def summary_rows(
     calibrators: Mapping[str, object],
     *,
     model: str,
-    n_bins: int = 15,
+    n_bins: int = ECE_BINS,
 ) -> list[dict]:
     """Accuracy, average top-label confidence, ECE and MCE (fractions, ``n_bins`` equal-width
     bins; Guo et al. 2017 eqs. 3 and 5) of each fitted calibrator on each part

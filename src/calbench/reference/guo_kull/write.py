@@ -15,6 +15,7 @@ from calbench.calibrators import load_calibrator
 from calbench.calibrators.scaling import fitted_temperature
 from calbench.io import atomic_write_bytes, atomic_write_text, read_npz
 from calbench.logits import load_logits
+from calbench.metrics.binning import ECE_BINS
 from calbench.reference.guo_kull.cells import comparison_rows
 from calbench.reference.guo_kull.render import csv_text, to_html, to_markdown
 from calbench.reference.guo_kull.sweep import temperature_sweep
@@ -70,7 +71,7 @@ def write_sweep(
     temperatures: Sequence[float] = (0.5, 1.0, 1.5, 2.0),
     curve: Sequence[float] | None = None,
     ts_calibrator=None,
-    n_bins: int = 15,
+    n_bins: int = ECE_BINS,
 ) -> list[dict]:
     """:func:`temperature_sweep` on the test part of ``logits_path``; writes the diagram grid and
     the curve (PNG) and the ECE values (CSV, :data:`SWEEP_COLUMNS`), atomically. The fitted
