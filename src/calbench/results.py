@@ -129,7 +129,8 @@ REFERENCE_TABLE_COLUMNS = (
     "tolerance",
     "within",
 )
-#: Columns of ``results/replication/cells.csv`` (:func:`calbench.reference.compare.long_rows`).
+#: Columns of ``results/replication/cells.csv``
+#: (:func:`calbench.reference.ours_vs_published.comparison_rows`).
 REPLICATION_CELL_COLUMNS = (
     "group",
     "metric",
@@ -179,7 +180,7 @@ GUO_KULL_SUMMARY_COLUMNS = ("model", "half", "method", "accuracy", "confidence",
 SWEEP_COLUMNS = ("model", "kind", "temperature", "ece")
 
 # --------------------------------------------------------------------------------------------
-# implementations side by side (calbench.adapters.compare; calbench.report.arena)
+# implementations side by side (calbench.adapters.arena; calbench.report.arena)
 # --------------------------------------------------------------------------------------------
 #: Columns of ``results/arena/{dataset}/{model}.csv``: per pair of implementations of a method,
 #: the largest difference in calibrated probability and in each metric.

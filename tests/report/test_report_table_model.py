@@ -6,7 +6,7 @@ import csv
 import io
 
 from calbench import table_model as G
-from calbench.reference import compare as C
+from calbench.reference import ours_vs_published as C
 
 
 def _grid(**kw):

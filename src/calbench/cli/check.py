@@ -65,7 +65,7 @@ def cmd_check_metric(args) -> int:
 
 
 def cmd_compare_implementations(args) -> int:
-    from calbench.adapters.compare import run_comparison  # lazy: cli start-up
+    from calbench.adapters.arena import run_comparison  # lazy: cli start-up
 
     synthetic = None
     if args.synthetic:

@@ -2,7 +2,7 @@
 
 The report reads the result files (their layout: :mod:`calbench.results`) and prints through
 two modules below it, shared with the reproduced-vs-published tables
-(:mod:`calbench.reference.compare`): :mod:`calbench.display` (the one number formatter and
+(:mod:`calbench.reference.ours_vs_published`): :mod:`calbench.display` (the one number formatter and
 display-name mapping) and :mod:`calbench.table_model` (the one table model and its writers:
 HTML, Markdown, CSV, LaTeX).
 

@@ -75,7 +75,7 @@ def shift_report_spec(config: Mapping) -> dict:
 
 def replication_spec(config: Mapping) -> dict:
     """Labels, groups, expected accuracies, calibrators and tolerances for
-    ``calbench replication-tables`` (:mod:`calbench.reference.compare`)."""
+    ``calbench replication-tables`` (:mod:`calbench.reference.ours_vs_published`)."""
     rep = config["report"]
     ref = rep.get("reference") or {}
     return {
