@@ -11,8 +11,9 @@ CSV as a ``data:`` URI, so the single file works offline. The Jinja2 environment
 every value: names from the configuration are shown as text, never interpreted as HTML.
 
 The context is built in :mod:`calbench.report.context` (single tables and figures:
-:mod:`calbench.report.views`; provenance: :mod:`calbench.report.provenance`); this module
-renders it and keeps the names other code imports.
+:mod:`calbench.report.views`; provenance: :mod:`calbench.report.provenance`); this module adds
+the verdicts, robustness and bibliography to it and renders it. Every name is imported from the
+module that defines it (no re-exports here).
 """
 
 from __future__ import annotations
