@@ -185,36 +185,35 @@ def test_bad_input():
 
 def test_written_rows_read_back_and_bad_files_are_named(probs, tmp_path):
     """The report reads the CSV as strictly as every other result file."""
-    from calbench.report.build import _robustness_rows
-    from calbench.report.tables import write_long_csv
-    from calbench.robustness import ROBUSTNESS_COLUMNS
+    from calbench.report.build import read_robustness_rows
+    from calbench.results import ROBUSTNESS_COLUMNS, write_long_csv
 
     by, y = probs
     rows = robustness_rows(by, y, dataset="d", model="m", n_resamples=10)
     path = tmp_path / "m.csv"
     write_long_csv(path, rows, ROBUSTNESS_COLUMNS)
-    back = _robustness_rows([path])
+    back = read_robustness_rows([path])
     assert [(r["method"], r["variant"], r["rank"]) for r in back] == [
         (r["method"], r["variant"], r["rank"]) for r in rows
     ]
     with pytest.raises(ValueError, match="nope.csv does not exist"):
-        _robustness_rows([tmp_path / "nope.csv"])
+        read_robustness_rows([tmp_path / "nope.csv"])
     text = path.read_text().splitlines()
     (tmp_path / "empty.csv").write_text(text[0] + "\n")
     with pytest.raises(ValueError, match="empty.csv holds no rows"):
-        _robustness_rows([tmp_path / "empty.csv"])
+        read_robustness_rows([tmp_path / "empty.csv"])
     bad = list(text)
     bad[1] = bad[1].replace(bad[1].split(",")[5], "nan", 1)  # a rank that is not finite
     path.write_text("\n".join(bad) + "\n")
     with pytest.raises(ValueError, match="m.csv line 2"):
-        _robustness_rows([path])
+        read_robustness_rows([path])
     default_line = next(i for i, t in enumerate(text) if f",{DEFAULT_VARIANT}," in t)
     cells = text[default_line].split(",")
     cells[ROBUSTNESS_COLUMNS.index("p_first")] = ""  # blank p_first
     text[default_line] = ",".join(cells)
     path.write_text("\n".join(text) + "\n")
     with pytest.raises(ValueError, match="has no first-place probability"):
-        _robustness_rows([path])
+        read_robustness_rows([path])
 
 
 def test_report_view_says_robust_or_names_the_flip(probs):

@@ -22,6 +22,7 @@ import torch
 from calbench.data.download import ChecksumError, fetch
 from calbench.lockfile import LOCK_NAME, Lock, PinError
 from calbench.models import pretrained as P
+from calbench.models.staging import download_checkpoint
 
 KEY = "checkpoints/cifar10/m/checkpoint.pt"
 
@@ -69,14 +70,14 @@ def test_a_wrong_local_file_is_refused_and_nothing_is_pinned(tmp_path):
         else:
             f.write_bytes(wrong)
         with pytest.raises(PinError, match=why):
-            P.download_checkpoint("m", _entry(), res, local_file=f)
+            download_checkpoint("m", _entry(), res, local_file=f)
         assert _lock_text(res) is None
         assert not (res / KEY).exists()
 
 
 def test_a_proven_local_file_is_pinned(tmp_path, good):
     res = tmp_path / "resources"
-    dest = P.download_checkpoint("m", _entry(), res, local_file=good[0])
+    dest = download_checkpoint("m", _entry(), res, local_file=good[0])
     rec = Lock(res / LOCK_NAME).get(KEY)
     assert rec["sha256"] == good[1] and "checked" in rec["source"]
     assert hashlib.sha256(dest.read_bytes()).hexdigest() == good[1]
@@ -85,37 +86,37 @@ def test_a_proven_local_file_is_pinned(tmp_path, good):
 def test_expected_accuracy_needs_a_pin_on_purpose(tmp_path, good):
     res = tmp_path / "resources"
     with pytest.raises(PinError, match=r"expected accuracy \(94.1\).*--repin"):
-        P.download_checkpoint("m", _entry(expected_acc=94.1), res, local_file=good[0])
+        download_checkpoint("m", _entry(expected_acc=94.1), res, local_file=good[0])
     assert _lock_text(res) is None and not (res / KEY).exists()
-    P.download_checkpoint("m", _entry(expected_acc=94.1), res, local_file=good[0], repin=True)
+    download_checkpoint("m", _entry(expected_acc=94.1), res, local_file=good[0], repin=True)
     assert Lock(res / LOCK_NAME).get(KEY)["sha256"] == good[1]
     # even on purpose, a file that does not load into the architecture is refused
     bad = tmp_path / "bad" / "resnet50.model"
     bad.parent.mkdir()
     bad.write_bytes(b"junk")
     with pytest.raises(PinError, match="not proven"):
-        P.download_checkpoint(
+        download_checkpoint(
             "m", _entry(expected_acc=94.1), tmp_path / "r2", local_file=bad, repin=True
         )
 
 
 def test_an_existing_pin_is_never_replaced_silently(tmp_path, good, capsys):
     res = tmp_path / "resources"
-    P.download_checkpoint("m", _entry(), res, local_file=good[0])
+    download_checkpoint("m", _entry(), res, local_file=good[0])
     before = _lock_text(res)
     other = tmp_path / "o" / "resnet50.model"
     other.parent.mkdir()
     new_digest = _weights(other, seed=1)
     with pytest.raises(ChecksumError, match="--repin"):
-        P.download_checkpoint("m", _entry(), res, local_file=other)
+        download_checkpoint("m", _entry(), res, local_file=other)
     assert _lock_text(res) == before
-    P.download_checkpoint("m", _entry(), res, local_file=other, repin=True)
+    download_checkpoint("m", _entry(), res, local_file=other, repin=True)
     assert Lock(res / LOCK_NAME).get(KEY)["sha256"] == new_digest
     assert hashlib.sha256((res / KEY).read_bytes()).hexdigest() == new_digest
     assert "re-pinned" in capsys.readouterr().err
     # a published checksum is not re-pinned
     with pytest.raises(PinError, match="published checksum"):
-        P.download_checkpoint("m", _entry(sha=new_digest), res, local_file=other, repin=True)
+        download_checkpoint("m", _entry(sha=new_digest), res, local_file=other, repin=True)
 
 
 def test_a_stray_unrecorded_file_in_resources_is_not_pinned_unproven(tmp_path):
@@ -123,7 +124,7 @@ def test_a_stray_unrecorded_file_in_resources_is_not_pinned_unproven(tmp_path):
     (res / KEY).parent.mkdir(parents=True)
     (res / KEY).write_bytes(b"left here by hand")
     with pytest.raises(PinError, match="not proven"):
-        P.download_checkpoint("m", _entry(), res)
+        download_checkpoint("m", _entry(), res)
     assert _lock_text(res) is None
 
 

@@ -32,7 +32,7 @@ from calbench.comparisons import (  # noqa: F401  (re-exported)
     verdict_metrics,
 )
 from calbench.io import array_digest
-from calbench.report.tables import COMPARE_COLUMNS, METRIC_COLUMNS, write_long_csv
+from calbench.results import COMPARE_COLUMNS, METRIC_COLUMNS, ROBUSTNESS_COLUMNS, write_long_csv
 from calbench.reuse import Reuse, reuse_digest  # noqa: F401  (reuse_digest: named in docs)
 from calbench.selection import check_folds
 from calbench.split import HALVES, load_halves
@@ -302,7 +302,7 @@ def calibrate(
         _draw(test_probs, data["test"][1], grid, grid=True, **plot)
         written.append(grid)
         if robustness_out is not None:
-            from calbench.robustness import ROBUSTNESS_COLUMNS, robustness_rows  # lazy: code inputs
+            from calbench.robustness import robustness_rows  # lazy: code inputs
 
             rows = robustness_rows(
                 test_probs,

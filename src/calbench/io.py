@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import contextlib
 import errno
 import hashlib
@@ -191,3 +192,11 @@ def array_digest(*arrays) -> str:
         h.update(f"{a.dtype.str}{a.shape}".encode())
         h.update(a.tobytes())
     return h.hexdigest()
+
+
+def png_data_uri(path: str | os.PathLike) -> str:
+    """``data:image/png;base64,...`` for a PNG file (refuses anything that is not a PNG)."""
+    data = Path(path).read_bytes()
+    if not data.startswith(b"\x89PNG\r\n\x1a\n"):
+        raise ValueError(f"{path} is not a PNG file; regenerate it with calbench plot-reliability")
+    return "data:image/png;base64," + base64.b64encode(data).decode("ascii")

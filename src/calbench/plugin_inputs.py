@@ -151,7 +151,7 @@ def plugin_files(names: Iterable[str], group: str) -> list[str]:
 CALIBRATOR_UNITS = frozenset(
     {("calibrators.base", "get_calibrator"), ("calibrators.base", "load_calibrator")}
 )
-METRIC_UNITS = frozenset({("stats", ""), ("report.display", "")})
+METRIC_UNITS = frozenset({("stats", ""), ("display", "")})
 
 
 @functools.cache

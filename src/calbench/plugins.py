@@ -71,7 +71,7 @@ REFERENCE = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_][\w.]*$")
 #: metric names calbench's own outputs use: ``calbench aggregate`` writes
 #: ``results/tables/<metric>.*``, ``results/tables/losses_<metric>.*`` (the by-loss tables) and
 #: ``results/tables/reference.csv``; the report's tables derive ``error`` and ``temperature``
-#: (:data:`calbench.report.display.DERIVED`)
+#: (:data:`calbench.display.DERIVED`)
 RESERVED_METRIC_NAMES = {
     "reference": "results/tables/reference.csv, the comparison with published numbers",
     "error": "'error', the derived quantity 1 - accuracy of the report's tables",

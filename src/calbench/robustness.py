@@ -69,18 +69,6 @@ VARIANTS: dict[str, tuple[str, Callable]] = {
     "cwece_ub": ("Unbiased classwise ECE, 15 bins", _classwise),
 }
 
-ROBUSTNESS_COLUMNS = (
-    "dataset",
-    "model",
-    "method",
-    "variant",
-    "value",
-    "rank",
-    "p_first",
-    "p_runner_up",
-)
-
-
 def ranks(values: Sequence[float]) -> np.ndarray:
     """Ranks of ``values`` (1 = smallest; ties share their average rank; NaN ranks last)."""
     v = np.asarray(values, dtype=np.float64)

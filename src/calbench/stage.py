@@ -2,7 +2,7 @@
 
 :func:`plan` lists the items (datasets, checkpoints and their archives, pinned torch.hub code,
 logits files) with their sizes; :func:`stage` places them with the workflow's own code
-(:func:`calbench.models.pretrained.stage_model`, :func:`calbench.data.prepare.prepare_dataset`,
+(:func:`calbench.models.staging.stage_model`, :func:`calbench.data.prepare.prepare_dataset`,
 :func:`calbench.logits_sources.obtain`), so a staged ``resources/`` is exactly what the workflow
 would have downloaded, and writes ``resources/SHA256SUMS`` for ``sha256sum -c`` on the other
 machine; :func:`dry_run_lines` says what would be fetched and how each file is pinned.
@@ -17,13 +17,8 @@ from calbench.data import get_dataset
 from calbench.data.prepare import dataset_options, prepare_dataset
 from calbench.io import atomic_write_text, file_digest
 from calbench.lockfile import lock_key, pin_status
-from calbench.models.pretrained import (
-    archive_path,
-    checkpoint_path,
-    get_entry,
-    hub_dir_candidates,
-    stage_model,
-)
+from calbench.models.entries import archive_path, checkpoint_path, get_entry, hub_dir_candidates
+from calbench.models.staging import stage_model
 
 
 def _mb(value) -> str:

@@ -21,7 +21,7 @@ from calbench._checks import check_choice, check_probs_labels
 from calbench.calibrators import get_calibrator, load_calibrator, save_calibrator
 from calbench.comparisons import check_verdict_metrics, compare_rows, verdict_metrics
 from calbench.metrics import METRICS, Metric, metric_values
-from calbench.report.tables import COMPARE_COLUMNS, METRIC_COLUMNS, write_long_csv
+from calbench.results import COMPARE_COLUMNS, METRIC_COLUMNS, write_long_csv
 from calbench.selection import check_folds
 from calbench.split import HALVES, load_halves
 

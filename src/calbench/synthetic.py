@@ -38,7 +38,7 @@ from functools import lru_cache
 
 import numpy as np
 
-from calbench.metrics.binning import width_bin_ids
+from calbench.metrics.binning import ECE_BINS, width_bin_ids
 from calbench.metrics.scoring import STUDY_EPS
 from calbench.metrics.smooth import linear_binning, reflect_smooth
 
@@ -156,7 +156,7 @@ def _binned(x, weight, conf, target, n_bins, ids=None) -> tuple[float, float, fl
 
 def population_errors(
     model: SyntheticModel,
-    n_bins: int = 15,
+    n_bins: int = ECE_BINS,
     points: int = 400_000,
     temperature: float = 1.0,
     swap: float = 0.0,

@@ -102,8 +102,8 @@ def test_every_metric_declares_every_fact(name):
     assert m.percent == (m.scale == 100.0)
     assert m.decimals <= 4 and m.display.strip() == m.display
     # the printed label, direction and interval are what every consumer reads
+    from calbench import display as D
     from calbench import stats as S
-    from calbench.report import display as D
 
     assert D.display_spec(name) == (m.scale, m.decimals, m.display)
     assert (name in D.HIGHER_IS_BETTER) == m.higher_is_better
@@ -230,8 +230,8 @@ def test_a_new_metric_reaches_every_consumer(monkeypatch):
         reference="a test metric, 2026",
     )
     monkeypatch.setitem(METRICS, "neg_acc", new)
+    from calbench import display as D
     from calbench import stats as S
-    from calbench.report import display as D
 
     D2 = importlib.reload(D)
     try:

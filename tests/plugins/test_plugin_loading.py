@@ -239,7 +239,7 @@ def test_a_metric_named_like_an_output_file_is_refused(tmp_path, monkeypatch, na
 
 
 def test_reserved_metric_names_cover_the_reports_derived_quantities():
-    from calbench.report.display import DERIVED
+    from calbench.display import DERIVED
 
     for name in DERIVED:
         assert plugins.reserved_metric_name(name)

@@ -9,10 +9,10 @@ import re
 import pytest
 from test_report_render import EVIL, TEMPLATE, _context
 
-from calbench.adapters.compare import write_disagreements
+from calbench.adapters.arena import write_disagreements
 from calbench.report import render
 from calbench.report.arena import arena_context
-from calbench.report.build import _add_arena
+from calbench.report.build import add_arena
 
 
 def _row(a, b, q, d, va=None, vb=None, method="ts"):
@@ -56,7 +56,7 @@ def test_largest_difference_per_pair_and_quantity_across_models(tmp_path):
 def test_no_files_no_section(tmp_path):
     assert arena_context([]) is None
     ctx = _context(tmp_path)
-    _add_arena(ctx, [], {})
+    add_arena(ctx, [], {})
     html = render.render_html(TEMPLATE, ctx)
     assert 'id="arena"' not in html and "Implementations side by side" not in html
 
@@ -67,7 +67,7 @@ def test_section_renders_escaped_before_the_protocol_with_a_contents_entry(tmp_p
     evil = tmp_path / "arena" / "ds" / "m3.csv"
     write_disagreements(rows, evil)
     ctx = _context(tmp_path / "ctx")
-    _add_arena(ctx, [*paths, evil], {"models": {"m1": {"display": {"name": "MLP"}}}})
+    add_arena(ctx, [*paths, evil], {"models": {"m1": {"display": {"name": "MLP"}}}})
     html = render.render_html(TEMPLATE, ctx)
     assert html.index('<section id="arena">') < html.index('<h2 id="protocol">')
     nav = html.split('<nav class="toc"', 1)[1].split("</nav>", 1)[0]

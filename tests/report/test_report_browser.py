@@ -169,7 +169,7 @@ def _study(tmp_path: Path):
     }
     prov = {
         "config": "study: {title: x}\n" + "long_line: " + "x" * 400 + "\n",
-        "packages": render.package_versions(),
+        "packages": P.package_versions(),
         "logits": [
             {
                 "path": f"results/logits/{v['dataset']}/{m}.npz",
@@ -691,7 +691,7 @@ def _default_study(tmp_path: Path) -> str:
     }
     prov = {
         "config": "study: {title: x}\n",
-        "packages": render.package_versions(),
+        "packages": P.package_versions(),
         "logits": [],
         "splits": [],
         "datasets": [],

@@ -11,7 +11,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from calbench.display import model_label
+from calbench.io import png_data_uri
 from calbench.report import render
+from calbench.report.provenance import package_versions
 
 TEMPLATE = Path(__file__).resolve().parents[2] / "workflow" / "templates" / "report.html.j2"
 
@@ -90,7 +93,7 @@ def _context(tmp_path, spec=None):
     ]
     prov = {
         "config": "a: 1\n",
-        "packages": render.package_versions(),
+        "packages": package_versions(),
         "logits": [],
         "splits": [],
         "datasets": [],
@@ -158,7 +161,7 @@ def test_png_data_uri_refuses_other_files(tmp_path):
     p = tmp_path / "x.png"
     p.write_text("not a png")
     with pytest.raises(ValueError, match="not a PNG"):
-        render.png_data_uri(p)
+        png_data_uri(p)
 
 
 def test_render_html_missing_template(tmp_path):
@@ -174,14 +177,14 @@ def test_render_html_undefined_variable_is_a_value_error(tmp_path):
 
 
 def test_model_label():
-    assert render.model_label("m", {"name": "LeNet-5", "loss": "FL 1"}) == "LeNet-5 (FL 1)"
-    assert render.model_label("m", None) == "m"
+    assert model_label("m", {"name": "LeNet-5", "loss": "FL 1"}) == "LeNet-5 (FL 1)"
+    assert model_label("m", None) == "m"
 
 
 def test_losses_tables_need_two_training_losses(tmp_path):
     """Tables by training loss appear when the models name two or more losses: one loss alone
     (a study of cross-entropy models only) compares nothing and gets no section."""
-    from calbench.report.display import compares_losses
+    from calbench.display import compares_losses
 
     assert compares_losses([{"loss": "CE"}, {"loss": "FL 2"}, {}])
     assert not compares_losses([{"loss": "CE"}, {"loss": "CE"}, None, {"name": "x"}])
@@ -194,7 +197,7 @@ def test_losses_tables_need_two_training_losses(tmp_path):
 
 
 def test_losses_tables_only_for_the_calibrators_a_study_has():
-    from calbench.report.display import losses_calibrators
+    from calbench.display import losses_calibrators
 
     two = [{"loss": "CE"}, {"loss": "FL 2"}]
     assert losses_calibrators(two, ["iso", "ts", "uncalibrated"]) == ["uncalibrated", "ts"]
@@ -654,15 +657,16 @@ def test_first_screen_shows_finding_items_with_direction_and_to_check_apart(tmp_
 def test_no_repository_paths_in_interval_notes():
     # a reader of the standalone report cannot open repository files: every no-interval reason
     # of the registry is printed without one, and reads as a sentence
+    from calbench.display import BENCH_NAME, DOCS_URL, without_repository_paths
     from calbench.metrics import METRICS
     from calbench.report import views as V
 
     notes = {m: V.interval_note(m) for m in METRICS}
     assert not [n for n in notes.values() if re.search(r"\b(?:perf|docs|tests|scripts)/", n)]
-    assert V.without_repository_paths("x (perf/bench_coverage.py)") == (
+    assert without_repository_paths("x (perf/bench_coverage.py)") == (
         "x (simulation in the project's benchmarks, outside this report)"
     )
-    assert V.without_repository_paths("its coverage is not verified: perf/b.py knows it") == (
-        f"its coverage is not verified: {V.BENCH_NAME} knows it"
+    assert without_repository_paths("its coverage is not verified: perf/b.py knows it") == (
+        f"its coverage is not verified: {BENCH_NAME} knows it"
     )
-    assert V.without_repository_paths("see docs/statistics.md.") == f"see {V.DOCS_URL}."
+    assert without_repository_paths("see docs/statistics.md.") == f"see {DOCS_URL}."

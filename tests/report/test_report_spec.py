@@ -7,15 +7,10 @@ from pathlib import Path
 
 import yaml
 
-from calbench.metrics import METRICS
+from calbench.metrics import ECE_BINS
 from calbench.report import spec as SP
 
 CONFIG = yaml.safe_load((Path(__file__).resolve().parents[2] / "config" / "test.yaml").read_text())
-
-
-def test_ece_bins_is_the_evaluated_metrics_bin_count():
-    assert SP.ece_bins() == 15
-    assert METRICS["ece"].reduce.keywords["n_bins"] == SP.ece_bins()
 
 
 def test_study_spec_keeps_config_order_and_drops_the_reference_path():
@@ -24,7 +19,7 @@ def test_study_spec_keeps_config_order_and_drops_the_reference_path():
         "report": {**CONFIG["report"], "reference": {"csv": "x.csv", "units": "display"}},
     }
     spec = SP.study_spec(config)
-    assert spec["protocol"]["n_bins"] == SP.ece_bins()
+    assert spec["protocol"]["n_bins"] == ECE_BINS
     assert spec["protocol"]["plot_bins"] == CONFIG["plots"]["n_bins"]
     assert list(spec["models"]) == list(CONFIG["models"])
     assert list(spec["calibrators"]) == list(CONFIG["calibrators"])

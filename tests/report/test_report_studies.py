@@ -7,9 +7,9 @@ import json
 import numpy as np
 import pytest
 
-from calbench.report import render
 from calbench.report import studies as S
 from calbench.report import tables as T
+from calbench.report.context import study_sections
 
 
 def _row(model, method, metric, value, half="test"):
@@ -148,10 +148,10 @@ def test_study_sections_in_the_report_context(tmp_path):
         "ts_files": ts_files,
         "histories": {"a0": str(hist)},
     }
-    out = render.study_sections(_rows(), json.loads(json.dumps(spec)))
+    out = study_sections(_rows(), json.loads(json.dumps(spec)))
     main = out["tables"][0]
     assert main.row_labels[0][0] == "Fashion-MNIST"
     assert main.mean[0, 3] == pytest.approx(want_t)
     assert out["dece"]["rows"][0]["model"] == "MLP (CE) seed 0"
     assert out["dece_figure"].startswith("data:image/png;base64,")
-    assert render.study_sections(_rows(), {"models": MODELS})["tables"] == []
+    assert study_sections(_rows(), {"models": MODELS})["tables"] == []

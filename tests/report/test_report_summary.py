@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 from calbench.report import summary as SU
+from calbench.report.ranks import rank_summaries
 
 
 def _rows(values: dict) -> list[dict]:
@@ -45,9 +46,9 @@ def test_ranks_wins_and_friedman():
     rows = _study()
     # the plug-in ECE gives no ranks (its bias depends on sharpness); the unbiased one does
     assert (
-        SU.rank_summaries(_rows({("a", "ts", "ece"): 0.1}), ["ece"], MODELS, ["ts"], LABELS) == []
+        rank_summaries(_rows({("a", "ts", "ece"): 0.1}), ["ece"], MODELS, ["ts"], LABELS) == []
     )
-    (ece,) = SU.rank_summaries(rows, ["ece", "ece_ub"], MODELS, METHODS, LABELS)
+    (ece,) = rank_summaries(rows, ["ece", "ece_ub"], MODELS, METHODS, LABELS)
     assert [(d["label"], d["rank"], d["wins"]) for d in ece["methods"]] == [
         ("TS", 1.0, 3),
         ("VS", 2.0, 0),
@@ -63,7 +64,7 @@ def test_ranks_wins_and_friedman():
 
 def test_findings_headlines_and_anomalies_come_from_the_data():
     rows = _study(acc_vs_b=0.84, ece_unc_c=0.004, bound_unc_c=0.008)
-    ranks = SU.rank_summaries(rows, ["accuracy", "ece_ub"], MODELS, METHODS, LABELS)
+    ranks = rank_summaries(rows, ["accuracy", "ece_ub"], MODELS, METHODS, LABELS)
     out = SU.findings(rows, ranks, MODELS, METHODS, {"b": "ResNet"}, LABELS)
     heads, anomalies = out["headlines"], out["anomalies"]
     assert "TS never changes accuracy: 3/3 models identical to uncalibrated." in heads
@@ -81,7 +82,7 @@ def test_findings_headlines_and_anomalies_come_from_the_data():
     assert any(a.startswith(calibrated) for a in anomalies)
     # a 1-point change is not flagged; an upper bound above 1 point is not "calibrated within"
     rows = _study(acc_vs_b=0.81, ece_unc_c=0.004, bound_unc_c=0.012)
-    ranks = SU.rank_summaries(rows, ["ece_ub"], MODELS, METHODS, LABELS)
+    ranks = rank_summaries(rows, ["ece_ub"], MODELS, METHODS, LABELS)
     out = SU.findings(rows, ranks, MODELS, METHODS, {}, LABELS)
     assert not [a for a in out["anomalies"] if "moves the accuracy" in a or "within" in a]
     assert [d["text"] for d in out["items"] if d["support"] == "supported"] == out["headlines"]

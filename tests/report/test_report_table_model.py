@@ -1,4 +1,4 @@
-"""The one table model and its writers (calbench.report.table_model), as every table uses them."""
+"""The one table model and its writers (calbench.table_model), as every table uses them."""
 
 from __future__ import annotations
 
@@ -6,8 +6,8 @@ import csv
 import io
 import re
 
-from calbench.reference import compare as C
-from calbench.report import table_model as G
+from calbench import table_model as G
+from calbench.reference import ours_vs_published as C
 
 
 def _grid(**kw):

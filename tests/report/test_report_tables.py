@@ -9,7 +9,10 @@ import math
 import numpy as np
 import pytest
 
+from calbench.display import best_mask, format_value
 from calbench.report import tables as T
+from calbench.report.published import read_reference_table, reference_comparison
+from calbench.results import METRIC_COLUMNS, REFERENCE_TABLE_COLUMNS, read_long_csv, write_long_csv
 
 
 def _rows():
@@ -44,29 +47,29 @@ def _rows():
 
 def test_format_value_follows_study_scales():
     # ACC/ECE/MCE x100 %.2f; cwECE x100 %.3f; NLL/BS %.3f (replication-sources §2.5)
-    assert T.format_value("accuracy", 0.94915) == "94.92"
-    assert T.format_value("ece", 0.0453) == "4.53"
-    assert T.format_value("mce", 0.4658) == "46.58"
-    assert T.format_value("cwece", 0.00948) == "0.948"
-    assert T.format_value("nll", 0.42212) == "0.422"
-    assert T.format_value("brier", 0.0938) == "0.094"
-    assert T.format_value("ece", float("nan")) == "–"
+    assert format_value("accuracy", 0.94915) == "94.92"
+    assert format_value("ece", 0.0453) == "4.53"
+    assert format_value("mce", 0.4658) == "46.58"
+    assert format_value("cwece", 0.00948) == "0.948"
+    assert format_value("nll", 0.42212) == "0.422"
+    assert format_value("brier", 0.0938) == "0.094"
+    assert format_value("ece", float("nan")) == "–"
 
 
 def test_best_mask_max_for_accuracy_min_otherwise_ties_all_bold():
     vals = np.array([[0.90, 0.91, 0.91], [0.5, np.nan, 0.4]])
-    assert T.best_mask(vals, "accuracy").tolist() == [[False, True, True], [True, False, False]]
-    assert T.best_mask(vals, "ece").tolist() == [[True, False, False], [False, False, True]]
+    assert best_mask(vals, "accuracy").tolist() == [[False, True, True], [True, False, False]]
+    assert best_mask(vals, "ece").tolist() == [[True, False, False], [False, False, True]]
 
 
 def test_best_mask_compares_printed_values():
     # 0.012341 and 0.012344 both print as 1.23 (%) -> both bold; 0.0125 prints 1.25
     vals = np.array([[0.012341, 0.012344, 0.0125]])
-    assert T.best_mask(vals, "ece").tolist() == [[True, True, False]]
+    assert best_mask(vals, "ece").tolist() == [[True, True, False]]
 
 
 def test_best_mask_row_without_values_has_no_bold():
-    assert not T.best_mask(np.array([[np.nan, np.nan]]), "ece").any()
+    assert not best_mask(np.array([[np.nan, np.nan]]), "ece").any()
 
 
 def test_metric_table_pivots_test_half_in_given_order():
@@ -171,7 +174,7 @@ def test_reference_comparison_units_and_tolerance():
         {"dataset": "ds", "model": "m1", "method": "ts", "metric": "nll", "value": "0.0101"},
         {"dataset": "ds", "model": "zz", "method": "ts", "metric": "ece", "value": "1"},  # not ours
     ]
-    out = T.reference_comparison(_rows(), ref, tolerances={"ece": 0.002}, units="display")
+    out = reference_comparison(_rows(), ref, tolerances={"ece": 0.002}, units="display")
     assert len(out) == 2
     ece = out[0]
     assert ece["theirs"] == pytest.approx(0.015) and ece["ours"] == 0.0121
@@ -179,7 +182,7 @@ def test_reference_comparison_units_and_tolerance():
     assert ece["within"] is False  # |diff| = 0.0029 > 0.002
     assert out[1]["within"] is None and out[1]["difference"] == pytest.approx(0.0)
     with pytest.raises(ValueError, match="units"):
-        T.reference_comparison(_rows(), ref, units="percent")
+        reference_comparison(_rows(), ref, units="percent")
 
 
 def test_reference_table_round_trip_is_exact(tmp_path):
@@ -188,10 +191,10 @@ def test_reference_table_round_trip_is_exact(tmp_path):
         {"dataset": "ds", "model": "m1", "method": "ts", "metric": "ece", "value": "1.50"},
         {"dataset": "ds", "model": "m1", "method": "ts", "metric": "nll", "value": "0.0101"},
     ]
-    out = T.reference_comparison(_rows(), ref, tolerances={"ece": 0.002}, units="display")
+    out = reference_comparison(_rows(), ref, tolerances={"ece": 0.002}, units="display")
     path = tmp_path / "reference.csv"
-    T.write_long_csv(path, out, T.REFERENCE_TABLE_COLUMNS)
-    back = T.read_reference_table(path)
+    write_long_csv(path, out, REFERENCE_TABLE_COLUMNS)
+    back = read_reference_table(path)
     assert [{k: r[k] for k in out[0]} for r in back] == [
         {k: (v if v == v else pytest.approx(v, nan_ok=True)) for k, v in r.items()} for r in out
     ]
@@ -199,23 +202,23 @@ def test_reference_table_round_trip_is_exact(tmp_path):
     assert back[1]["tolerance"] is None
     (tmp_path / "bad.csv").write_text("dataset,model\n")
     with pytest.raises(ValueError, match="lacks columns"):
-        T.read_reference_table(tmp_path / "bad.csv")
+        read_reference_table(tmp_path / "bad.csv")
 
 
 def test_long_csv_round_trip_is_exact(tmp_path):
     rows = _rows()
     rows[0]["ci_low"] = math.nan
     path = tmp_path / "m.csv"
-    T.write_long_csv(path, rows, T.METRIC_COLUMNS)
-    back = T.read_long_csv([path])
+    write_long_csv(path, rows, METRIC_COLUMNS)
+    back = read_long_csv([path])
     assert len(back) == len(rows)
     assert back[1]["value"] == rows[1]["value"]
     assert math.isnan(back[0]["ci_low"])
-    assert path.read_text().splitlines()[0] == ",".join(T.METRIC_COLUMNS)
+    assert path.read_text().splitlines()[0] == ",".join(METRIC_COLUMNS)
 
 
 def test_read_long_csv_missing_columns(tmp_path):
     p = tmp_path / "bad.csv"
     p.write_text("a,b\n1,2\n")
     with pytest.raises(ValueError, match="lacks columns"):
-        T.read_long_csv([p])
+        read_long_csv([p])

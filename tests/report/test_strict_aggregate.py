@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from calbench.report import tables as T
 from calbench.report.build import aggregate
+from calbench.results import METRIC_COLUMNS, read_long_csv, write_long_csv
 
 SPEC = {
     "models": {"m1": {"dataset": "d"}},
@@ -23,7 +23,7 @@ def _write(path, method, *, ece=0.05, ci=True):
          "ci_high": value + 0.01 if ci else float("nan")}
         for metric, value in (("ece", ece), ("nll", 0.3))
     ]  # fmt: skip
-    T.write_long_csv(path, rows, T.METRIC_COLUMNS)
+    write_long_csv(path, rows, METRIC_COLUMNS)
     return path
 
 
@@ -41,7 +41,7 @@ def _run(tmp_path, paths):
 
 def test_complete_inputs_aggregate_and_only_absent_intervals_print_as_dash(tmp_path, files):
     _run(tmp_path, files)
-    rows = T.read_long_csv([tmp_path / "all.csv"])
+    rows = read_long_csv([tmp_path / "all.csv"])
     assert len(rows) == 4
     md = (tmp_path / "tables" / "ece.md").read_text()
     assert "8.00" in md and "5.00" in md
@@ -76,7 +76,7 @@ def test_missing_empty_or_directory_inputs_are_errors(tmp_path, files):
         _run(tmp_path, [*files, tmp_path / "nope.csv"])
     with pytest.raises(ValueError, match="is a directory"):
         _run(tmp_path, [*files, tmp_path])
-    files[1].write_text(",".join(T.METRIC_COLUMNS) + "\n")
+    files[1].write_text(",".join(METRIC_COLUMNS) + "\n")
     with pytest.raises(ValueError, match=r"ts\.csv holds no rows"):
         _run(tmp_path, files)
 

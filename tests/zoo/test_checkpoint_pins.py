@@ -20,6 +20,7 @@ import yaml
 from calbench.data.download import ChecksumError
 from calbench.lockfile import PinError
 from calbench.models import pretrained as P
+from calbench.models.staging import download_checkpoint
 
 
 @pytest.fixture
@@ -68,7 +69,7 @@ def test_first_download_is_pinned_and_later_ones_verified(server, tmp_path):
     digest = _weights(www / "resnet50.model")
     res = tmp_path / "resources"
     entry = _entry(url)
-    dest = P.download_checkpoint("m", entry, res)
+    dest = download_checkpoint("m", entry, res)
     lock = json.loads((res / "checksums.lock").read_text())["files"]
     key = "checkpoints/cifar10/m/checkpoint.pt"
     assert lock[key] == {
@@ -82,12 +83,12 @@ def test_first_download_is_pinned_and_later_ones_verified(server, tmp_path):
     _flip(www / "resnet50.model")
     dest.unlink()
     with pytest.raises((ChecksumError, FileNotFoundError), match="pinned on first use"):
-        P.download_checkpoint("m", entry, res)
+        download_checkpoint("m", entry, res)
     assert not dest.exists() and not list(dest.parent.glob(".*tmp*"))
 
     # a file changed after it was fetched is refused at load time
     _weights(www / "resnet50.model")
-    P.download_checkpoint("m", entry, res)
+    download_checkpoint("m", entry, res)
     _flip(dest)
     with pytest.raises(ChecksumError, match="recorded"):
         P.load_pretrained("m", entry, resources=res)
@@ -97,7 +98,7 @@ def test_published_checksum_needs_no_lock(server, tmp_path):
     www, url = server
     digest = _weights(www / "resnet50.model")
     res = tmp_path / "resources"
-    P.download_checkpoint("m", _entry(url, digest), res, strict=True)
+    download_checkpoint("m", _entry(url, digest), res, strict=True)
     assert not (res / "checksums.lock").exists()
 
 
@@ -106,7 +107,7 @@ def test_strict_mode_refuses_unpinned_files(server, tmp_path):
     _weights(www / "resnet50.model")
     res = tmp_path / "resources"
     with pytest.raises(PinError, match="no published sha256 and strict checksums are on"):
-        P.download_checkpoint("m", _entry(url), res, strict=True)
+        download_checkpoint("m", _entry(url), res, strict=True)
     assert not (res / "checkpoints").exists()
 
 
@@ -175,7 +176,7 @@ def test_report_provenance_lists_files_without_a_published_checksum(server, tmp_
 
     import jinja2
 
-    from calbench.report.build import _checksums
+    from calbench.report.build import checksum_summary
 
     www, url = server
     digest = _weights(www / "resnet50.model")
@@ -183,8 +184,8 @@ def test_report_provenance_lists_files_without_a_published_checksum(server, tmp_
         "resources": str(tmp_path / "resources"),
         "models": {"unpinned": _entry(url), "pinned": _entry(url, digest), "later": _entry(url)},
     }
-    P.download_checkpoint("unpinned", cfg["models"]["unpinned"], tmp_path / "resources")
-    prov = _checksums(cfg)
+    download_checkpoint("unpinned", cfg["models"]["unpinned"], tmp_path / "resources")
+    prov = checksum_summary(cfg)
     assert prov["published"] == 1
     assert prov["files"] == [
         {

@@ -12,6 +12,7 @@ from calbench.functional import softmax
 from calbench.logits import save_logits
 from calbench.metrics import ece
 from calbench.reference import guo_kull as G
+from calbench.results import GUO_KULL_SUMMARY_COLUMNS
 from calbench.split import save_split
 
 
@@ -247,7 +248,7 @@ def test_write_sweep_and_tables_deterministic_and_escaped(tmp_path):
     assert page.count("data:image/png;base64,") == 2
     assert "http://" not in page and "https://" not in page
     summary = (tmp_path / "a" / "out" / "summary.csv").read_text().splitlines()
-    assert summary[0] == ",".join(G.SUMMARY_COLUMNS)
+    assert summary[0] == ",".join(GUO_KULL_SUMMARY_COLUMNS)
     assert len(summary) == 1 + 2 * 2  # (val, test) x (uncalibrated, ts)
     md = (tmp_path / "a" / "out" / "tables.md").read_text()
     assert "| Model | T = 0.5 | T = 1 | T = 1.5 | T = 2 |" in md

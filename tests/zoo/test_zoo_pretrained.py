@@ -10,6 +10,7 @@ import torch
 
 from calbench.data.download import ChecksumError
 from calbench.models import pretrained as P
+from calbench.models.staging import download_checkpoint
 
 torch.set_num_threads(1)  # the CI machine's 2 cores are shared; threads oversubscribe
 
@@ -130,7 +131,7 @@ def test_focal_checkpoint_through_registry(tmp_path, focal_file):
     src, reference = focal_file
     entry = small_focal_entry(tmp_path, sha=sha256(src)[:16])
     res = tmp_path / "resources"
-    dest = P.download_checkpoint("f_c10_densenet121_ce", entry, res, mirrors=[src.parent])
+    dest = download_checkpoint("f_c10_densenet121_ce", entry, res, mirrors=[src.parent])
     assert dest == res / "checkpoints/cifar10/f_c10_densenet121_ce/checkpoint.pt"
     model = P.load_pretrained("f_c10_densenet121_ce", entry, resources=res)
     assert not model.training
@@ -158,7 +159,7 @@ def test_corrupted_file_fails_the_pinned_checksum(tmp_path, focal_file):
     bad.write_bytes(bytes(data))
     entry = small_focal_entry(tmp_path, sha=sha256(src))
     with pytest.raises(FileNotFoundError, match="does not match the pinned"):
-        P.download_checkpoint("m", entry, tmp_path / "res", mirrors=[bad.parent])
+        download_checkpoint("m", entry, tmp_path / "res", mirrors=[bad.parent])
     assert not P.checkpoint_path("m", entry, tmp_path / "res").exists()  # nothing partial
     with pytest.raises(ChecksumError):
         P.load_pretrained("m", entry, checkpoint=bad)
@@ -168,7 +169,7 @@ def test_unpinned_file_is_recorded_and_rechecked(tmp_path, focal_file):
     src, _ = focal_file
     entry = small_focal_entry(tmp_path)  # no published checksum
     res = tmp_path / "res"
-    dest = P.download_checkpoint("m", entry, res, local_file=src)
+    dest = download_checkpoint("m", entry, res, local_file=src)
     lock = json.loads((res / "checksums.lock").read_text())["files"]
     assert lock["checkpoints/cifar10/m/checkpoint.pt"]["sha256"] == sha256(src)
     P.load_pretrained("m", entry, resources=res)  # verifies against the record
@@ -183,14 +184,14 @@ def test_url_download_path(tmp_path, focal_file):
     src, _ = focal_file
     entry = small_focal_entry(tmp_path, sha=sha256(src)[:8])
     entry["checkpoint"]["urls"] = ["http://127.0.0.1:9/nothing-here.model", src.as_uri()]
-    dest = P.download_checkpoint("m", entry, tmp_path / "res")
+    dest = download_checkpoint("m", entry, tmp_path / "res")
     assert sha256(dest) == sha256(src)
 
 
 def test_nothing_available_says_what_to_do(tmp_path):
     entry = small_focal_entry(tmp_path)
     with pytest.raises(FileNotFoundError, match="download it by hand into a mirror"):
-        P.download_checkpoint("m", entry, tmp_path / "res", mirrors=[tmp_path])
+        download_checkpoint("m", entry, tmp_path / "res", mirrors=[tmp_path])
     with pytest.raises(FileNotFoundError, match="download-checkpoint"):
         P.load_pretrained("m", entry, resources=tmp_path / "res")
 
@@ -219,7 +220,7 @@ def test_huyvnphan_zip_member(tmp_path):
         },
     }
     res = tmp_path / "res"
-    dest = P.download_checkpoint("c10_mobilenet_v2", entry, res, mirrors=[mirror])
+    dest = download_checkpoint("c10_mobilenet_v2", entry, res, mirrors=[mirror])
     assert dest.name == "checkpoint.pt" and sha256(dest) == sha256(pt)
     assert (res / "archives" / "cifar10_weights.zip").is_file()
     loaded = P.load_pretrained("c10_mobilenet_v2", entry, resources=res)
@@ -228,7 +229,7 @@ def test_huyvnphan_zip_member(tmp_path):
         torch.testing.assert_close(loaded(x), model(x))
     entry["checkpoint"]["archive_member"] = "state_dicts/vgg11_bn.pt"
     with pytest.raises(ValueError, match="no member"):
-        P.download_checkpoint("c10_vgg11_bn", entry, res, mirrors=[mirror])
+        download_checkpoint("c10_vgg11_bn", entry, res, mirrors=[mirror])
 
 
 # ----------------------------------------------------------------- torch.hub source
@@ -271,7 +272,7 @@ def test_torchhub_from_a_local_pinned_checkout(tmp_path):
     torch.save(ref.state_dict(), src)
     entry["checkpoint"]["sha256"] = sha256(src)[:8]
     entry["checkpoint"]["filename"] = f"cifar100_resnet20-{sha256(src)[:8]}.pt"
-    P.download_checkpoint("c100_resnet20", entry, res, local_file=src)
+    download_checkpoint("c100_resnet20", entry, res, local_file=src)
     model = P.load_pretrained("c100_resnet20", entry, resources=res)
     x = torch.randn(2, 3, 32, 32)
     with torch.no_grad():

@@ -45,7 +45,7 @@ import numpy as np
 from calbench._checks import check_choice
 from calbench._device import resolve_device
 from calbench._torch import eager_optimizers
-from calbench.calibrators.base import Calibrator, Field, register
+from calbench.calibrators.base import Calibrator, Field, load_calibrator, register
 from calbench.calibrators.fit_guard import describe, diverged, fail, warn_refit
 from calbench.calibrators.fit_threads import cpu_fit_settings, data_threads
 from calbench.calibrators.precision import check_precision, softmax32
@@ -536,3 +536,11 @@ class MatrixScalingBias(_LogitScaling):
             _check_options(None, 1, "float32", 0.0, odir)
             odir = [float(odir[0]), float(odir[1])]
         super().__init__(odir=odir, **kwargs)
+
+
+def fitted_temperature(path) -> float:
+    """Temperature ``T`` of a fitted ``ts`` / ``ts_sbece`` calibrator JSON."""
+    cal = load_calibrator(path)
+    if not hasattr(cal, "temperature_"):
+        raise ValueError(f"{path} is not a temperature-scaling calibrator; pass a ts JSON file")
+    return float(cal.temperature_)

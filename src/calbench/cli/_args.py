@@ -383,9 +383,9 @@ def check_display_names(spec, what: str = "--spec") -> None:
     or columns: every display name of a spec's ``datasets``, ``calibrators`` and ``models``
     (with a model's ``loss`` label) must be plain text (:func:`calbench._checks.check_text`), and
     no two datasets, no two calibrators, and no two models of one dataset may share a label
-    (a model's label is its name, loss and seed, :func:`calbench.report.display.model_label`)."""
+    (a model's label is its name, loss and seed, :func:`calbench.display.model_label`)."""
     from calbench._checks import check_text  # lazy: cli start-up
-    from calbench.report.display import model_label  # lazy: cli start-up
+    from calbench.display import model_label  # lazy: cli start-up
 
     if not isinstance(spec, dict):
         return

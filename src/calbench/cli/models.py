@@ -9,7 +9,7 @@ workflow's own models, :mod:`calbench.training`; checkpoint + per-epoch history 
 ``calbench download-checkpoint --spec JSON --out resources/checkpoints/<dataset>/<model>/checkpoint.pt``
 is the workflow's ``download_checkpoint`` rule: the model's own config entry in, one verified
 weights file out (plus the pinned torch.hub code for ``source: torchhub``;
-:func:`calbench.models.pretrained.stage_model`). By hand, ``--config C --model M`` reads the entry
+:func:`calbench.models.staging.stage_model`). By hand, ``--config C --model M`` reads the entry
 from a configuration and writes the same path. Directories given with ``--mirror`` (or
 ``mirrors:`` in the config) are searched for local copies before any URL.
 """
@@ -68,7 +68,8 @@ def _model_from_out(out: str) -> str:
 
 def cmd_download_checkpoint(args) -> int:
     from calbench.models import parse_spec  # lazy: cli start-up
-    from calbench.models.pretrained import check_entry, get_entry, stage_model  # lazy: cli start-up
+    from calbench.models.entries import check_entry, get_entry  # lazy: cli start-up
+    from calbench.models.staging import stage_model  # lazy: cli start-up
 
     if args.spec is not None:
         if args.config or args.model:

@@ -107,12 +107,12 @@ def _cmd_logits(args: argparse.Namespace) -> int:
 
 def _cmd_evaluate(args: argparse.Namespace) -> int:
     load_named_plugins(args)  # before the library reads the registries
-    from calbench.report.tables import write_long_csv  # lazy: cli start-up
-    from calbench.shift.evaluate import (  # lazy: cli start-up
-        COMPARE_COLUMNS,
-        METRIC_COLUMNS,
-        evaluate_shift,
+    from calbench.results import (  # lazy: cli start-up
+        SHIFT_COMPARE_COLUMNS,
+        SHIFT_METRIC_COLUMNS,
+        write_long_csv,
     )
+    from calbench.shift.evaluate import evaluate_shift  # lazy: cli start-up
 
     rows, compare = evaluate_shift(
         args.shift_logits,
@@ -128,8 +128,8 @@ def _cmd_evaluate(args: argparse.Namespace) -> int:
         select_exclude=parse_list(args.select_exclude) or [],
         log=lambda message: print(message, file=sys.stderr),
     )
-    write_long_csv(args.out_metrics, rows, METRIC_COLUMNS)
-    write_long_csv(args.out_compare, compare, COMPARE_COLUMNS)
+    write_long_csv(args.out_metrics, rows, SHIFT_METRIC_COLUMNS)
+    write_long_csv(args.out_compare, compare, SHIFT_COMPARE_COLUMNS)
     return 0
 
 

@@ -24,7 +24,13 @@ from collections.abc import Iterable, Mapping
 from functools import partial
 
 from calbench._checks import check_probs_labels
-from calbench.metrics.binning import ReliabilityBins, reliability_bins, top_label
+from calbench.metrics.binning import (
+    DIAGRAM_BINS,
+    ECE_BINS,
+    ReliabilityBins,
+    reliability_bins,
+    top_label,
+)
 from calbench.metrics.ece import (
     adaptive_ece,
     calibration_error_1d,
@@ -89,6 +95,8 @@ from calbench.metrics.soft import (
 from calbench.metrics.sweep import ece_sweep, ece_sweep_from_values
 
 __all__ = [
+    "DIAGRAM_BINS",
+    "ECE_BINS",
     "INTERVALS",
     "METRICS",
     "MISSING",
@@ -144,7 +152,7 @@ METRICS: dict[str, Metric] = {
         _decomposed(
             "ece",
             _top,
-            partial(calibration_error_1d, n_bins=15, norm="l1"),
+            partial(calibration_error_1d, n_bins=ECE_BINS, norm="l1"),
             weighted=_width_weighted("l1"),
             linear=_width_linear("l1"),
             display="ECE, % (15 bins)",
@@ -158,7 +166,7 @@ METRICS: dict[str, Metric] = {
         _decomposed(
             "mce",
             _top,
-            partial(calibration_error_1d, n_bins=15, norm="max"),
+            partial(calibration_error_1d, n_bins=ECE_BINS, norm="max"),
             weighted=_width_weighted("max"),
             linear=_width_linear("max"),
             display="MCE, % (15 bins)",
@@ -185,7 +193,7 @@ METRICS: dict[str, Metric] = {
         _decomposed(
             "ace",
             _top,
-            partial(calibration_error_1d, n_bins=15, binning="mass"),
+            partial(calibration_error_1d, n_bins=ECE_BINS, binning="mass"),
             display="Adaptive ECE, % (15 equal-mass bins)",
             scale=100.0,
             decimals=2,
@@ -197,7 +205,7 @@ METRICS: dict[str, Metric] = {
         _decomposed(
             "ece_l2_mass",
             _top,
-            partial(calibration_error_1d, n_bins=15, norm="l2", binning="mass"),
+            partial(calibration_error_1d, n_bins=ECE_BINS, norm="l2", binning="mass"),
             display="L2 ECE, % (equal-mass bins)",
             scale=100.0,
             decimals=2,
@@ -278,7 +286,7 @@ METRICS: dict[str, Metric] = {
         _decomposed(
             "debiased_ece",
             _top,
-            partial(debiased_from_values, n_bins=15),
+            partial(debiased_from_values, n_bins=ECE_BINS),
             display="Debiased ECE, %",
             scale=100.0,
             decimals=2,

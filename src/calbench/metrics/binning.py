@@ -35,6 +35,12 @@ import numpy as np
 from calbench._checks import check_choice, check_n_bins, check_probs_labels
 
 BINNINGS = ("width", "mass")
+#: Equal-width bins of the ECE (and of every binned error) the tables print: 15, as in Guo et al.
+#: 2017 (section 5) and the coursework (Vasilev 2021, section 2.3).
+ECE_BINS = 15
+#: Bins of the reliability diagrams: 10, as in the coursework's fig. 1 (the figures' ECE in the
+#: corner uses these bins too, so it is not the tables' number).
+DIAGRAM_BINS = 10
 
 
 def width_edges(n_bins: int) -> np.ndarray:
@@ -129,7 +135,7 @@ class ReliabilityBins:
 
 
 def reliability_from_values(
-    x: np.ndarray, target: np.ndarray, n_bins: int = 10, binning: str = "width"
+    x: np.ndarray, target: np.ndarray, n_bins: int = DIAGRAM_BINS, binning: str = "width"
 ) -> ReliabilityBins:
     """Reliability bins of confidences ``x`` against 0/1 ``target`` (already validated arrays)."""
     ids, edges = bin_ids(x, n_bins, binning)
@@ -142,7 +148,11 @@ def reliability_from_values(
 
 
 def reliability_bins(
-    probs, labels, n_bins: int = 10, binning: str = "width", class_index: int | None = None
+    probs,
+    labels,
+    n_bins: int = DIAGRAM_BINS,
+    binning: str = "width",
+    class_index: int | None = None,
 ) -> ReliabilityBins:
     """Bins of a reliability diagram (Guo et al. 2017, sec. 2; the study's fig. 1 uses 10 bins).
 

@@ -17,6 +17,7 @@ import numpy as np
 from calbench._checks import check_choice, check_n_bins, check_probs_labels
 from calbench.metrics.binning import (
     BINNINGS,
+    ECE_BINS,
     bin_ids,
     bin_sums,
     onevsrest_binner,
@@ -73,7 +74,11 @@ def errors_from_sums(count, sum_x, sum_t, total, norm: str = "l1") -> np.ndarray
 
 
 def calibration_error_1d(
-    x: np.ndarray, target: np.ndarray, n_bins: int = 15, norm: str = "l1", binning: str = "width"
+    x: np.ndarray,
+    target: np.ndarray,
+    n_bins: int = ECE_BINS,
+    norm: str = "l1",
+    binning: str = "width",
 ) -> float:
     """Binned calibration error of confidences ``x`` against 0/1 ``target`` (validated arrays)."""
     ids, edges = bin_ids(x, n_bins, binning)
@@ -82,7 +87,7 @@ def calibration_error_1d(
     return error_from_sums(count, sum_x, sum_t, x.shape[0], norm)
 
 
-def ece(probs, labels, n_bins: int = 15, norm: str = "l1", binning: str = "width") -> float:
+def ece(probs, labels, n_bins: int = ECE_BINS, norm: str = "l1", binning: str = "width") -> float:
     """Top-label expected calibration error (Guo et al. 2017, eq. 3; the study's eq. 7).
 
     ``ECE = sum_b (n_b / N) |acc_b - conf_b|`` over the bins of the top-label confidence, with
@@ -100,13 +105,13 @@ def ece(probs, labels, n_bins: int = 15, norm: str = "l1", binning: str = "width
     return calibration_error_1d(conf, correct, n_bins, norm, binning)
 
 
-def mce(probs, labels, n_bins: int = 15) -> float:
+def mce(probs, labels, n_bins: int = ECE_BINS) -> float:
     """Maximum calibration error (Guo et al. 2017, eq. 5): max over the 15 study bins of
     |acc_b - conf_b|; empty bins contribute 0."""
     return ece(probs, labels, n_bins=n_bins, norm="max")
 
 
-def adaptive_ece(probs, labels, n_bins: int = 15) -> float:
+def adaptive_ece(probs, labels, n_bins: int = ECE_BINS) -> float:
     """Adaptive (equal-mass) l1 ECE (Nguyen & O'Connor 2015; Mukhoti et al. 2020, "AdaECE").
 
     Same as ``ece(..., binning="mass")``. Mukhoti et al.'s code places bin edges by linear
@@ -168,7 +173,7 @@ def marginal_from_sums(count, sum_conf, sum_label, power=2.0, debiased=False) ->
     return _scalar(np.mean(per_class, axis=-1) ** (1.0 / power))
 
 
-def classwise_ece(probs, labels, n_bins: int = 15) -> float:
+def classwise_ece(probs, labels, n_bins: int = ECE_BINS) -> float:
     """Classwise ECE, the study's eq. 8 (after Kull et al. 2019):
     ``cwECE = (1/K) sum_j sum_b (|B_b^j| / N) |acc_b^j - conf_b^j|``.
 
@@ -180,7 +185,7 @@ def classwise_ece(probs, labels, n_bins: int = 15) -> float:
     return classwise_value(p, y, check_n_bins(n_bins))
 
 
-def classwise_value(p: np.ndarray, y: np.ndarray, n_bins: int = 15) -> float:
+def classwise_value(p: np.ndarray, y: np.ndarray, n_bins: int = ECE_BINS) -> float:
     """:func:`classwise_ece` of validated arrays."""
     return classwise_from_sums(*classwise_sums(p, y, n_bins))
 
@@ -198,7 +203,7 @@ def _debiased_sq(count: np.ndarray, sum_x: np.ndarray, sum_t: np.ndarray, n: int
 
 
 def debiased_from_values(
-    x: np.ndarray, target: np.ndarray, n_bins: int = 15, binning: str = "mass"
+    x: np.ndarray, target: np.ndarray, n_bins: int = ECE_BINS, binning: str = "mass"
 ) -> float:
     """Debiased l2 calibration error of confidences ``x`` against 0/1 ``target``."""
     ids, edges = bin_ids(x, n_bins, binning)
@@ -206,7 +211,7 @@ def debiased_from_values(
     return float(np.sqrt(max(float(_debiased_sq(count, sum_x, sum_t, x.shape[0])), 0.0)))
 
 
-def debiased_ece(probs, labels, n_bins: int = 15, binning: str = "mass") -> float:
+def debiased_ece(probs, labels, n_bins: int = ECE_BINS, binning: str = "mass") -> float:
     """Debiased top-label l2 calibration error (Kumar, Liang & Ma 2019, "Verified uncertainty
     calibration", sec. 5, the estimator of their Theorem 5.4 / ``unbiased_l2_ce``).
 
@@ -225,7 +230,12 @@ def debiased_ece(probs, labels, n_bins: int = 15, binning: str = "mass") -> floa
 
 
 def marginal_ce(
-    probs, labels, n_bins: int = 15, p: float = 2, debiased: bool = False, binning: str = "width"
+    probs,
+    labels,
+    n_bins: int = ECE_BINS,
+    p: float = 2,
+    debiased: bool = False,
+    binning: str = "width",
 ) -> float:
     """Marginal (classwise) l_p calibration error of Kumar, Liang & Ma (2019, sec. 2):
     ``(1/K sum_j CE_j^p)^(1/p)`` with ``CE_j^p = sum_b (n_b/N) |acc_b^j - conf_b^j|^p`` for
@@ -251,7 +261,7 @@ def marginal_ce(
 def marginal_value(
     p: np.ndarray,
     y: np.ndarray,
-    n_bins: int = 15,
+    n_bins: int = ECE_BINS,
     power: float = 2.0,
     debiased: bool = False,
     binning: str = "width",

@@ -9,7 +9,7 @@ from functools import partial
 import numpy as np
 
 from calbench.metrics import conformal, refinement, selective, unbiased
-from calbench.metrics.binning import top_label
+from calbench.metrics.binning import ECE_BINS, top_label
 from calbench.metrics.registry import Metric, _decomposed
 
 _MAX_GAP = (
@@ -125,7 +125,7 @@ def _ub_metrics() -> list[Metric]:
             return top_label(p, y)
 
         def jack(p, y, dtype=None):
-            return unbiased.ub_top_jackknife(*top_label(p, y), 15, binning)
+            return unbiased.ub_top_jackknife(*top_label(p, y), ECE_BINS, binning)
 
         return stats, jack
 
@@ -135,9 +135,9 @@ def _ub_metrics() -> list[Metric]:
         _decomposed(
             "ece_ub",
             w_stats,
-            partial(unbiased.ub_from_values, n_bins=15, binning="width"),
+            partial(unbiased.ub_from_values, n_bins=ECE_BINS, binning="width"),
             weighted=lambda p, y, dtype=None: _root_weighted(
-                unbiased.ub_top_weighted(*top_label(p, y), 15)
+                unbiased.ub_top_weighted(*top_label(p, y), ECE_BINS)
             ),
             jackknife=w_jack,
             display="Unbiased ECE, % (l2, 15 bins)",
@@ -147,7 +147,7 @@ def _ub_metrics() -> list[Metric]:
         _decomposed(
             "ece_ub_mass",
             m_stats,
-            partial(unbiased.ub_from_values, n_bins=15, binning="mass"),
+            partial(unbiased.ub_from_values, n_bins=ECE_BINS, binning="mass"),
             jackknife=m_jack,
             display="Unbiased ECE, % (l2, 15 equal-mass bins)",
             reference=ref + ", top-label, 15 equal-mass bins",
@@ -170,7 +170,7 @@ def _ub_metrics() -> list[Metric]:
 
 def _cw_bins(p) -> int:
     """Bins per class of ``cwece_ub``: 15, fewer when thin (:func:`unbiased.classwise_bins`)."""
-    return unbiased.classwise_bins(p.shape[0], p.shape[1], 15)
+    return unbiased.classwise_bins(p.shape[0], p.shape[1], ECE_BINS)
 
 
 def _root_weighted(g):

@@ -9,6 +9,7 @@ from functools import partial
 import numpy as np
 
 from calbench.metrics.binning import (
+    ECE_BINS,
     fixed_bins_weighted,
     top_label,
     weight_rows,
@@ -48,7 +49,7 @@ def _dece_stats(p, y, dtype=None):
     return top_label(p, y)[0], soft_accuracy(p, y, 100.0)
 
 
-def _width_weighted(norm: str, n_bins: int = 15):
+def _width_weighted(norm: str, n_bins: int = ECE_BINS):
     """``weighted`` form of the equal-width top-label error ``norm`` (ECE, MCE)."""
 
     def weighted(p, y, dtype=None):
@@ -75,7 +76,7 @@ def _fixed_sums(ids, x, target, size: int, n: int, rows=None):
     return sums
 
 
-def _width_linear(norm: str, n_bins: int = 15):
+def _width_linear(norm: str, n_bins: int = ECE_BINS):
     """``linear`` form of the equal-width top-label error ``norm`` (ECE, MCE)."""
 
     def linear(p, y, dtype=None):
@@ -137,17 +138,17 @@ def _kull_linear(norm: str):
 
 
 def _cwece_weighted(p, y, dtype=None):
-    sums = classwise_binner(p, y, 15)
+    sums = classwise_binner(p, y, ECE_BINS)
     return lambda weights=None: classwise_from_sums(*sums(weights))
 
 
 def _marginal_weighted(p, y, dtype=None):
-    sums = classwise_binner(p, y, 15)
+    sums = classwise_binner(p, y, ECE_BINS)
     return lambda weights=None: marginal_from_sums(*sums(weights), 2.0)
 
 
 def _cwece_core(p, y, dtype=None):
-    return classwise_value(p, y, 15)
+    return classwise_value(p, y, ECE_BINS)
 
 
 def _marginal_core(p, y, dtype=None):
@@ -168,11 +169,11 @@ def _brier_kull_stats(p, y, dtype=None):
 
 
 def _cwece_linear(p, y, dtype=None):
-    return classwise_binner(p, y, 15), classwise_from_sums
+    return classwise_binner(p, y, ECE_BINS), classwise_from_sums
 
 
 def _marginal_linear(p, y, dtype=None):
-    return classwise_binner(p, y, 15), partial(marginal_from_sums, power=2.0)
+    return classwise_binner(p, y, ECE_BINS), partial(marginal_from_sums, power=2.0)
 
 
 def _cwece_kull_linear(p, y, dtype=None):

@@ -37,7 +37,7 @@ from __future__ import annotations
 import numpy as np
 
 from calbench._checks import check_choice, check_n_bins, check_probs_labels
-from calbench.metrics.binning import top_label
+from calbench.metrics.binning import ECE_BINS, top_label
 from calbench.metrics.ece import _check_power
 
 #: Default SB-ECE temperature: membership of the neighbouring bin centre is exp(-1/(M^2 T)),
@@ -85,7 +85,7 @@ def _softmax_rows(g: np.ndarray) -> np.ndarray:
 def sb_ece_from_values(
     conf: np.ndarray,
     correct: np.ndarray,
-    n_bins: int = 15,
+    n_bins: int = ECE_BINS,
     temperature: float = DEFAULT_SB_TEMPERATURE,
     p: float = 2,
     form: str = "bin",
@@ -108,7 +108,7 @@ def sb_ece_from_values(
 def sb_ece(
     probs,
     labels,
-    n_bins: int = 15,
+    n_bins: int = ECE_BINS,
     temperature: float = DEFAULT_SB_TEMPERATURE,
     p: float = 2,
     form: str = "bin",
@@ -147,7 +147,7 @@ def dece_memberships(conf: np.ndarray, n_bins: int, tau_b: float) -> np.ndarray:
 
 
 def dece_from_values(
-    conf: np.ndarray, acc: np.ndarray, n_bins: int = 15, tau_b: float = 0.01
+    conf: np.ndarray, acc: np.ndarray, n_bins: int = ECE_BINS, tau_b: float = 0.01
 ) -> float:
     """DECE from top-label confidences and soft accuracies (numpy)."""
     o = dece_memberships(conf, n_bins, tau_b)
@@ -156,7 +156,7 @@ def dece_from_values(
     return float(np.dot(s, gap) / conf.shape[0])
 
 
-def dece(probs, labels, n_bins: int = 15, tau_a: float = 100.0, tau_b: float = 0.01) -> float:
+def dece(probs, labels, n_bins: int = ECE_BINS, tau_a: float = 100.0, tau_b: float = 0.01) -> float:
     """Differentiable ECE of Meta-Calibration (Bohdal et al. 2021, sec. 3; defaults M = 15,
     tau_a = 100, tau_b = 0.01 as in the paper); see the module docstring."""
     p, y, pred = check_probs_labels(probs, labels, with_argmax=True)
@@ -210,7 +210,7 @@ def sb_ece_torch(
     probs,
     labels,
     *,
-    n_bins: int = 15,
+    n_bins: int = ECE_BINS,
     temperature: float = DEFAULT_SB_TEMPERATURE,
     p: float = 2,
     form: str = "bin",
@@ -239,7 +239,7 @@ def sb_ece_torch(
     return val ** (1.0 / p)
 
 
-def dece_torch(probs, labels, *, n_bins: int = 15, tau_a: float = 100.0, tau_b: float = 0.01):
+def dece_torch(probs, labels, *, n_bins: int = ECE_BINS, tau_a: float = 100.0, tau_b: float = 0.01):
     """Differentiable DECE (Bohdal et al. 2021): torch ``(N, K)`` probabilities and ``(N,)``
     labels in, scalar tensor out. Same definition as :func:`dece` (see the module docstring)."""
     import torch

@@ -34,6 +34,7 @@ from typing import NamedTuple
 import numpy as np
 
 from calbench.metrics.binning import (
+    ECE_BINS,
     bin_ids,
     bin_sums,
     fixed_bins_weighted,
@@ -151,7 +152,7 @@ def _loo_from_members(ids, d, count, s, q, n: int, groups: int, u_total):
 # --------------------------------------------------------------------------------------------
 # top-label
 # --------------------------------------------------------------------------------------------
-def top_sums(x: np.ndarray, target: np.ndarray, n_bins: int = 15, binning: str = "width"):
+def top_sums(x: np.ndarray, target: np.ndarray, n_bins: int = ECE_BINS, binning: str = "width"):
     """``(ids, d, count, S, Q)`` of confidences ``x`` against 0/1 ``target`` (validated)."""
     ids, edges = bin_ids(x, n_bins, binning)
     d = target - x
@@ -167,7 +168,7 @@ def _null_sums(ids, x, size: int):
 
 
 def ub_sq_from_values(
-    x: np.ndarray, target: np.ndarray, n_bins: int = 15, binning: str = "width"
+    x: np.ndarray, target: np.ndarray, n_bins: int = ECE_BINS, binning: str = "width"
 ) -> float:
     """Unclipped top-label ``T`` of confidences ``x`` against 0/1 ``target``."""
     _, _, count, s, q = top_sums(x, target, n_bins, binning)
@@ -175,14 +176,14 @@ def ub_sq_from_values(
 
 
 def ub_from_values(
-    x: np.ndarray, target: np.ndarray, n_bins: int = 15, binning: str = "width"
+    x: np.ndarray, target: np.ndarray, n_bins: int = ECE_BINS, binning: str = "width"
 ) -> float:
     """The reported top-label error ``sqrt(max(T, 0))``."""
     return float(root(ub_sq_from_values(x, target, n_bins, binning)))
 
 
 def ub_top_jackknife(
-    x: np.ndarray, target: np.ndarray, n_bins: int = 15, binning: str = "width"
+    x: np.ndarray, target: np.ndarray, n_bins: int = ECE_BINS, binning: str = "width"
 ) -> UStat:
     """Top-label ``T``, its ``N`` leave-one-out values and variance excess (:class:`UStat`; the
     bins of the full sample kept: equal-width bins do not move; equal-mass bins are held at the
@@ -200,7 +201,7 @@ def ub_top_jackknife(
     return UStat(total / n, (total + delta) / (n - 1), *parts, count, count.shape[0], members)
 
 
-def ub_top_weighted(x: np.ndarray, target: np.ndarray, n_bins: int = 15):
+def ub_top_weighted(x: np.ndarray, target: np.ndarray, n_bins: int = ECE_BINS):
     """``g(weights)``: ``T`` of equal-width bins with per-sample multiplicities (bootstrap
     resamples; a sample drawn twice pairs with itself, as any resample of a U-statistic does)."""
     d = target - x
@@ -234,7 +235,7 @@ def cw_thin_reason(n: int, k: int) -> str:
     )
 
 
-def classwise_bins(n: int, k: int, n_bins: int = 15, min_count: float = CW_MIN_COUNT) -> int:
+def classwise_bins(n: int, k: int, n_bins: int = ECE_BINS, min_count: float = CW_MIN_COUNT) -> int:
     """Equal-width bins per class of the classwise error: ``n_bins``, fewer while the ``N / K``
     samples a class is expected to be predicted for would average fewer than ``min_count`` per
     bin (``N / (K B) < min_count``), at least 1: ``min(n_bins, max(1, floor(N / (min_count
@@ -264,7 +265,7 @@ def _class_blocks(p: np.ndarray, y: np.ndarray, n_bins: int):
         yield slice(start, stop), ids, d, block
 
 
-def classwise_ub_sums(p: np.ndarray, y: np.ndarray, n_bins: int = 15, null: bool = False):
+def classwise_ub_sums(p: np.ndarray, y: np.ndarray, n_bins: int = ECE_BINS, null: bool = False):
     """``(count, S, Q)``, each ``(K, n_bins)``: column j binned (equal width) against
     ``1[y == j]`` with ``d = 1[y == j] - p_j`` (validated input); with ``null``, also the sums
     of ``v = p (1 - p)`` and ``v^2`` (:func:`variance_parts`)."""
@@ -284,13 +285,13 @@ def classwise_ub_sums(p: np.ndarray, y: np.ndarray, n_bins: int = 15, null: bool
     return tuple(row.reshape(k, n_bins) for row in sums)
 
 
-def cw_ub_sq(p: np.ndarray, y: np.ndarray, n_bins: int = 15) -> float:
+def cw_ub_sq(p: np.ndarray, y: np.ndarray, n_bins: int = ECE_BINS) -> float:
     """Unclipped classwise ``T`` (validated input)."""
     count, s, q = classwise_ub_sums(p, y, n_bins)
     return t_from_sums(count, s, q, p.shape[0], p.shape[1])
 
 
-def cw_ub_jackknife(p: np.ndarray, y: np.ndarray, n_bins: int = 15) -> UStat:
+def cw_ub_jackknife(p: np.ndarray, y: np.ndarray, n_bins: int = ECE_BINS) -> UStat:
     """:class:`UStat` of the classwise error: removing sample ``i`` changes one bin per class."""
     n, k = p.shape
     count, s, q, sv, sv2 = classwise_ub_sums(p, y, n_bins, null=True)
@@ -311,7 +312,7 @@ def cw_ub_jackknife(p: np.ndarray, y: np.ndarray, n_bins: int = 15) -> UStat:
     return UStat(total / (n * k), loo, *parts, count, n_bins, members, cw_thin_reason(n, k))
 
 
-def cw_ub_weighted(p: np.ndarray, y: np.ndarray, n_bins: int = 15):
+def cw_ub_weighted(p: np.ndarray, y: np.ndarray, n_bins: int = ECE_BINS):
     """``g(weights)``: classwise ``T`` with per-sample multiplicities (bootstrap). As in
     :func:`calbench.metrics.binning.onevsrest_binner`, only entries ``>= 1/n_bins`` are binned
     explicitly; bin 0 of each class is the column total minus the other bins."""

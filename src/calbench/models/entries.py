@@ -13,10 +13,13 @@ from __future__ import annotations
 import difflib
 import os
 import re
+import shutil
+import zipfile
 from collections.abc import Mapping
 from pathlib import Path
 
 from calbench._paths import confined
+from calbench.io import atomic_path
 
 SOURCES = ("checkpoint", "torchhub", "timm")
 _REQUIRED = ("dataset", "source", "num_classes")
@@ -118,3 +121,21 @@ def hub_dir_candidates(entry: Mapping, resources: str | os.PathLike = "resources
     except ImportError:  # pragma: no cover
         pass
     return out
+
+
+def extract_member(archive: Path, member: str, dest: Path) -> None:
+    """Copy ``member`` (matched by path suffix, so a top-level folder is allowed) out of a zip."""
+    try:
+        zf = zipfile.ZipFile(archive)
+    except zipfile.BadZipFile:
+        raise ValueError(f"{archive} is not a zip archive; delete it and download again") from None
+    with zf:
+        names = [n for n in zf.namelist() if n == member or n.endswith("/" + member)]
+        if not names:
+            raise ValueError(f"{archive} has no member {member!r}; is it the right archive?")
+        with (
+            zf.open(sorted(names, key=len)[0]) as src,
+            atomic_path(dest) as tmp,
+            open(tmp, "wb") as out,
+        ):
+            shutil.copyfileobj(src, out, 1 << 20)

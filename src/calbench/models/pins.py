@@ -36,12 +36,13 @@ def verify_file(
         verify(path, sha256=sha256)
         return "published"
     try:
-        return _lock(resources).check(lock_key(path, resources), path, record=False)
+        return resources_lock(resources).check(lock_key(path, resources), path, record=False)
     except PinError as exc:
         raise ChecksumError(f"{exc} (digest recorded when the file was first fetched)") from None
 
 
-def _lock(resources: str | os.PathLike) -> Lock:
+def resources_lock(resources: str | os.PathLike) -> Lock:
+    """The lock file of ``resources`` (``<resources>/checksums.lock``)."""
     return Lock(Path(resources) / LOCK_NAME)
 
 
@@ -53,7 +54,7 @@ def refuse_unpinned(what: str, fix: str) -> PinError:
     )
 
 
-def _fetch_pinned(
+def fetch_pinned(
     target: Path,
     key: str,
     lock: Lock,

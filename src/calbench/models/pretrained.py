@@ -24,7 +24,9 @@ the SHA-256 and size recorded in ``<resources>/checksums.lock`` when it was firs
 
 This module builds and loads the networks; :mod:`calbench.models.entries` reads the registry and
 names the files' places, :mod:`calbench.models.pins` verifies files against their pins and
-:mod:`calbench.models.staging` fetches them. Their public names are importable from here too.
+:mod:`calbench.models.staging` fetches them (staging imports this module, to prove a file with
+:func:`prove_checkpoint` before it pins it; not the other way round). The public names of
+entries and pins are importable from here too.
 Torch is imported only inside the functions that need it.
 """
 
@@ -43,17 +45,12 @@ from calbench.models.entries import (
     archive_path,
     check_entry,
     checkpoint_path,
+    extract_member,
     get_entry,
     hub_dir_candidates,
     load_registry,
 )
 from calbench.models.pins import checksum_provenance, refuse_unpinned, verify_file
-from calbench.models.staging import (
-    _extract_member,
-    download_checkpoint,
-    stage_hub_code,
-    stage_model,
-)
 
 # --------------------------------------------------------------------------- architectures
 
@@ -155,7 +152,7 @@ def prove_checkpoint(
         try:
             if ckpt.get("archive_member"):
                 weights = Path(tmp) / "member.pt"
-                _extract_member(path, ckpt["archive_member"], weights)
+                extract_member(path, ckpt["archive_member"], weights)
             source = entry.get("source")
             prefix = ckpt.get("strip_prefix")
             if source == "checkpoint":
@@ -302,7 +299,6 @@ __all__ = [
     "check_entry",
     "checkpoint_path",
     "checksum_provenance",
-    "download_checkpoint",
     "get_entry",
     "hub_dir_candidates",
     "load_model",
@@ -313,8 +309,6 @@ __all__ = [
     "read_state_dict",
     "refuse_unpinned",
     "resolve_hub_dir",
-    "stage_hub_code",
-    "stage_model",
     "strip_prefix",
     "verify_file",
 ]

@@ -16,28 +16,15 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 from calbench.data.download import verify
-from calbench.io import atomic_path
 from calbench.lockfile import PinError, lock_key
-from calbench.models.entries import archive_path, checkpoint_path, hub_dir_candidates
-from calbench.models.pins import _fetch_pinned, _lock, refuse_unpinned, verify_file
-
-
-def _extract_member(archive: Path, member: str, dest: Path) -> None:
-    """Copy ``member`` (matched by path suffix, so a top-level folder is allowed) out of a zip."""
-    try:
-        zf = zipfile.ZipFile(archive)
-    except zipfile.BadZipFile:
-        raise ValueError(f"{archive} is not a zip archive; delete it and download again") from None
-    with zf:
-        names = [n for n in zf.namelist() if n == member or n.endswith("/" + member)]
-        if not names:
-            raise ValueError(f"{archive} has no member {member!r}; is it the right archive?")
-        with (
-            zf.open(sorted(names, key=len)[0]) as src,
-            atomic_path(dest) as tmp,
-            open(tmp, "wb") as out,
-        ):
-            shutil.copyfileobj(src, out, 1 << 20)
+from calbench.models.entries import (
+    archive_path,
+    checkpoint_path,
+    extract_member,
+    hub_dir_candidates,
+)
+from calbench.models.pins import fetch_pinned, refuse_unpinned, resources_lock, verify_file
+from calbench.models.pretrained import prove_checkpoint
 
 
 def download_checkpoint(
@@ -93,14 +80,12 @@ def download_checkpoint(
         raise refuse_unpinned(
             f"model {name}: {ckpt['filename']}", "add checkpoint.sha256 to its config entry"
         )
-    lock = _lock(resources)
+    lock = resources_lock(resources)
 
     def prove(path: Path) -> None:
-        from calbench.models.pretrained import prove_checkpoint  # lazy: import cycle
-
         prove_checkpoint(name, entry, path, resources=resources, on_purpose=repin)
 
-    fetched, _ = _fetch_pinned(
+    fetched, _ = fetch_pinned(
         target,
         lock_key(target, resources),
         lock,
@@ -122,7 +107,7 @@ def download_checkpoint(
         if dest.exists():
             verify_file(dest, ckpt.get("member_sha256"), resources=resources)
         else:
-            _extract_member(fetched, ckpt["archive_member"], dest)
+            extract_member(fetched, ckpt["archive_member"], dest)
             if ckpt.get("member_sha256"):
                 verify(dest, sha256=ckpt["member_sha256"])
         source = f"{ckpt['filename']}:{ckpt['archive_member']}"
@@ -205,10 +190,10 @@ def stage_hub_code(
     archive = dest.with_name(dest.name + ".zip")
     if strict and not hub.get("archive_sha256"):
         raise refuse_unpinned(f"torch.hub code {archive.name}", "add hub.archive_sha256")
-    _fetch_pinned(
+    fetch_pinned(
         archive,
         lock_key(archive, resources),
-        _lock(resources),
+        resources_lock(resources),
         hub.get("archive_sha256"),
         prove=lambda path: prove_hub_archive(path, hub),
         urls=[f"https://github.com/{hub['repo']}/archive/{hub['ref']}.zip"],

@@ -10,7 +10,8 @@ existing :class:`~matplotlib.axes.Axes`; they then return that axes' figure.
 The binned statistics come from :func:`calbench.metrics.reliability_bins` and the ECE shown on
 the plots from :func:`calbench.metrics.ece`, so a figure always shows the numbers the metric
 tables report for the same binning. The main study draws diagrams with **10** equal-width bins
-and tabulates binned metrics with 15 (replication notes, section 2.3).
+(:data:`calbench.metrics.DIAGRAM_BINS`) and tabulates binned metrics with 15
+(:data:`calbench.metrics.ECE_BINS`; replication notes, section 2.3).
 
 Figures and their sources:
 

@@ -17,6 +17,7 @@ from calbench._checks import (
     check_probs_labels,
 )
 from calbench.metrics import calibration_error_1d
+from calbench.metrics.binning import DIAGRAM_BINS, ECE_BINS
 from calbench.plots._base import (
     _ACC_COLOR,
     _DIAG_COLOR,
@@ -39,7 +40,7 @@ from calbench.plots._base import (
 def reliability_curve(
     probs_by_name: Mapping[str, Any],
     labels,
-    n_bins: int = 10,
+    n_bins: int = DIAGRAM_BINS,
     title=None,
     ax=None,
     binning: str = "width",
@@ -87,7 +88,7 @@ def reliability_curve(
     return fig
 
 
-def ece_vs_temperature(logits, labels, temperatures, n_bins: int = 15, title=None, ax=None):
+def ece_vs_temperature(logits, labels, temperatures, n_bins: int = ECE_BINS, title=None, ax=None):
     """ECE of ``softmax(logits / T)`` for each temperature ``T``, with the minimum marked.
 
     Temperature scaling (Guo et al. 2017, section 4.2) divides the logits ``z`` by one scalar
@@ -209,7 +210,7 @@ def binary_calibration_map(
     scores,
     labels,
     calibrators: Mapping[str, Callable | Any],
-    n_bins: int = 10,
+    n_bins: int = DIAGRAM_BINS,
     n_points: int = 501,
     title=None,
     ax=None,

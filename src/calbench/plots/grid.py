@@ -9,6 +9,7 @@ from typing import Any
 import numpy as np
 
 from calbench._checks import check_n_bins, check_probs_labels
+from calbench.metrics.binning import DIAGRAM_BINS
 from calbench.plots._base import (
     FEW_SAMPLES,
     _bins,
@@ -38,7 +39,7 @@ _HIGHLIGHT_COLOR = "#1a9641"
 def reliability_grid(
     probs_by_method: Mapping[str, Any],
     labels,
-    n_bins: int = 10,
+    n_bins: int = DIAGRAM_BINS,
     style: str = "guo",
     ncols: int | None = None,
     title=None,

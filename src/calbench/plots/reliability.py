@@ -10,6 +10,7 @@ import numpy as np
 
 from calbench._checks import check_n_bins, check_probs, check_probs_labels
 from calbench.io import array_digest
+from calbench.metrics.binning import DIAGRAM_BINS
 from calbench.metrics.smooth import smooth_reliability
 from calbench.plots._base import (
     _ACC_COLOR,
@@ -416,7 +417,7 @@ def _diagram(probs, labels, n_bins, style, title, ax, class_index, binning, opti
 def reliability_diagram(
     probs,
     labels,
-    n_bins: int = 10,
+    n_bins: int = DIAGRAM_BINS,
     style: str = "guo",
     title=None,
     ax=None,
@@ -470,7 +471,7 @@ def classwise_reliability_diagram(
     probs,
     labels,
     class_index: int,
-    n_bins: int = 10,
+    n_bins: int = DIAGRAM_BINS,
     style: str = "guo",
     title=None,
     ax=None,

@@ -19,6 +19,8 @@ import csv
 import io
 from importlib import resources
 
+from calbench.results import REFERENCE_CSV_COLUMNS
+
 AVAILABLE = ("coursework_2021", "guo_kull_logits")
 
 #: The study's names -> the workflow's config keys (``config/coursework.yaml``).
@@ -45,8 +47,6 @@ METRIC_KEYS = {
     "NLL": "nll",
     "BS": "brier",
 }
-#: Columns of :func:`reference_csv_text` (what ``report.reference.csv`` expects), plus context.
-REFERENCE_CSV_COLUMNS = ("dataset", "model", "method", "metric", "value", "group", "table")
 
 
 def load_reference(name: str = "coursework_2021") -> list[dict]:

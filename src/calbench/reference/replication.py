@@ -2,8 +2,8 @@
 ``replication-tables``.
 
 :func:`write_replication_tables` joins the aggregated metrics with the published numbers
-(:mod:`calbench.reference.compare`: every cell ours / published / difference, flagged beyond the
-configured tolerances), lays them out as the study's tables, and checks every model's accuracy
+(:mod:`calbench.reference.ours_vs_published`: every cell ours / published / difference,
+flagged beyond the configured tolerances), lays them out as the study's tables, and checks every model's accuracy
 on its logits against the accuracy the study states.
 """
 
@@ -13,20 +13,8 @@ from pathlib import Path
 
 from calbench.io import atomic_write_text
 from calbench.logits import load_logits
-from calbench.reference import compare as C
-from calbench.report.tables import METRIC_COLUMNS, REFERENCE_COLUMNS, read_long_csv
-
-#: columns of the accuracy check CSV
-ACCURACY_COLUMNS = (
-    "model",
-    "dataset",
-    "n",
-    "ours",
-    "expected",
-    "difference",
-    "tolerance",
-    "status",
-)
+from calbench.reference import ours_vs_published as C
+from calbench.results import ACCURACY_COLUMNS, METRIC_COLUMNS, REFERENCE_COLUMNS, read_long_csv
 
 
 def write_replication_tables(

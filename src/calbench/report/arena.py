@@ -1,5 +1,5 @@
 """The report's "Implementations side by side" section: the per-model CSVs of ``calbench
-compare-implementations`` (:mod:`calbench.adapters.compare`, ``results/arena/{dataset}/
+compare-implementations`` (:mod:`calbench.adapters.arena`, ``results/arena/{dataset}/
 {model}.csv``) aggregated across models into one table, per pair of implementations of a
 method, of the largest difference in calibrated probability and in each metric, with the model
 where it occurs; the per-model rows kept for a folded detail. Plain data: the template escapes
@@ -11,10 +11,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from calbench.report.tables import read_long_csv
+from calbench.results import ARENA_COLUMNS, read_long_csv
 
-#: columns of a compare-implementations CSV (calbench.adapters.compare.COLUMNS)
-ARENA_COLUMNS = ("method", "a", "b", "quantity", "max_abs_diff", "value_a", "value_b")
 PROBABILITY = "probability"
 
 

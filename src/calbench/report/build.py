@@ -17,11 +17,21 @@ import json
 import re
 from pathlib import Path
 
+from calbench.calibrators.scaling import fitted_temperature
 from calbench.io import array_digest, atomic_write_text
 from calbench.report import tables as T
 from calbench.report.context import build_tables
-from calbench.report.provenance import run_provenance
-from calbench.report.tables import COMPARE_COLUMNS, REFERENCE_COLUMNS, read_long_csv
+from calbench.report.provenance import package_versions, run_provenance
+from calbench.report.published import read_reference_table, reference_comparison
+from calbench.results import (
+    COMPARE_COLUMNS,
+    METRIC_COLUMNS,
+    REFERENCE_COLUMNS,
+    REFERENCE_TABLE_COLUMNS,
+    ROBUSTNESS_COLUMNS,
+    read_long_csv,
+    write_long_csv,
+)
 from calbench.split import HALVES
 
 
@@ -93,7 +103,7 @@ def aggregate(
     """Concatenate results and write every table; returns the table files written."""
     rows = []
     for path in metrics_csvs:
-        got = T.read_long_csv([path])
+        got = read_long_csv([path])
         if not got:
             raise ValueError(
                 f"{path} holds no rows (an interrupted write?); rerun calbench evaluate"
@@ -108,9 +118,9 @@ def aggregate(
             "the metrics CSVs repeat a (dataset, model, method, half, metric) row; pass each file once"
         )
     _check_complete(rows, spec)
-    T.write_long_csv(out_csv, rows, T.METRIC_COLUMNS)
+    write_long_csv(out_csv, rows, METRIC_COLUMNS)
     comp = (
-        _sort_rows(T.read_long_csv(compare_csvs, required=COMPARE_COLUMNS), spec)
+        _sort_rows(read_long_csv(compare_csvs, required=COMPARE_COLUMNS), spec)
         if compare_csvs
         else []
     )
@@ -118,7 +128,7 @@ def aggregate(
         for r in comp:
             for k in ("baseline_value", "difference", "p_value"):
                 r[k] = float(r[k])
-        T.write_long_csv(out_compare, comp, COMPARE_COLUMNS)
+        write_long_csv(out_compare, comp, COMPARE_COLUMNS)
     written = []
     tables_dir = Path(tables_dir)
     built = build_tables(rows, spec)
@@ -128,14 +138,14 @@ def aggregate(
         written += T.write_table(table, tables_dir / f"losses_{table.metric}")
     if reference_csv:
         ref = spec.get("reference") or {}
-        cmp = T.reference_comparison(
+        cmp = reference_comparison(
             rows,
             _load_reference(reference_csv, spec),
             tolerances=ref.get("tolerances"),
             units=ref.get("units", "fraction"),
         )
         path = tables_dir / "reference.csv"
-        T.write_long_csv(path, cmp, T.REFERENCE_TABLE_COLUMNS)
+        write_long_csv(path, cmp, REFERENCE_TABLE_COLUMNS)
         written.append(str(path))
     return written
 
@@ -188,7 +198,7 @@ def data_provenance(manifests, logits, splits) -> dict:
     return out
 
 
-def _checksums(config) -> dict:
+def checksum_summary(config) -> dict:
     """Downloads without a published checksum (pinned on first use or not pinned)."""
     from calbench.models.pretrained import checksum_provenance  # lazy: code inputs
 
@@ -246,18 +256,18 @@ def render_report(
     (:mod:`calbench.report.arena`: implementations of one method side by side)."""
     from calbench.report import render  # lazy: code inputs
 
-    rows = T.read_long_csv([metrics_csv])
-    comp = T.read_long_csv([compare_csv], required=COMPARE_COLUMNS) if compare_csv else []
+    rows = read_long_csv([metrics_csv])
+    comp = read_long_csv([compare_csv], required=COMPARE_COLUMNS) if compare_csv else []
     # ours versus published: computed once by aggregate (results/tables/reference.csv)
-    reference = T.read_reference_table(reference_table) if reference_table else None
+    reference = read_reference_table(reference_table) if reference_table else None
     import yaml
 
     provenance = {
         "run": run_provenance(run_info),
         "config": yaml.safe_dump(config, sort_keys=False) if config is not None else "",
-        "packages": render.package_versions(),
+        "packages": package_versions(),
         **data_provenance(manifests, logits, splits),
-        "checksums": _checksums(config),
+        "checksums": checksum_summary(config),
     }
     context = render.build_context(
         rows=rows,
@@ -267,23 +277,23 @@ def render_report(
         provenance=provenance,
         reference=reference,
         plots=_plot_files(plots),
-        temperatures={_model_of(p): render.fitted_temperature(p) for p in ts_files or []},
-        robustness=_robustness_rows(robustness),
+        temperatures={_model_of(p): fitted_temperature(p) for p in ts_files or []},
+        robustness=read_robustness_rows(robustness),
     )
     # extra sections: HTML fragments escaped by the calbench step that wrote them (shift-report)
     from markupsafe import Markup
 
     context["extra_sections"] = [Markup(Path(p).read_text()) for p in sections or []]
     _add_sections_to_toc(context)
-    _add_arena(context, arena, spec)
+    add_arena(context, arena, spec)
     atomic_write_text(out, render.render_html(template, context))
 
 
-def _add_arena(context: dict, paths, spec: dict) -> None:
+def add_arena(context: dict, paths, spec: dict) -> None:
     """``context["arena"]`` from the compare-implementations CSVs (``None`` without), and its
     contents entry before the protocol, where the template puts the section."""
     from calbench.report.arena import arena_context  # lazy: code inputs
-    from calbench.report.summary import metric_name  # lazy: code inputs
+    from calbench.report.ranks import metric_name  # lazy: code inputs
 
     context["arena"] = arena_context(list(paths or []), spec.get("models"), metric_name)
     toc = context.get("toc")
@@ -292,13 +302,13 @@ def _add_arena(context: dict, paths, spec: dict) -> None:
         toc.insert(at, {"id": "arena", "title": "Implementations side by side", "children": []})
 
 
-def _robustness_rows(paths) -> list[dict] | None:
+def read_robustness_rows(paths) -> list[dict] | None:
     """The rows of the ``results/robustness/...`` CSVs (:func:`calbench.robustness.robustness_rows`),
-    as strict as every other result file (:func:`calbench.report.tables.read_long_csv`): every
+    as strict as every other result file (:func:`calbench.results.read_long_csv`): every
     rank and value a finite number, ``p_first`` blank except for the default variant."""
     if not paths:
         return None
-    from calbench.robustness import DEFAULT_VARIANT, ROBUSTNESS_COLUMNS  # lazy: code inputs
+    from calbench.robustness import DEFAULT_VARIANT  # lazy: code inputs
 
     rows = read_long_csv(
         paths,

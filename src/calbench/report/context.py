@@ -16,11 +16,8 @@ import base64
 import math
 from collections.abc import Mapping, Sequence
 
-from calbench.calibrators import load_calibrator
-from calbench.plots import FEW_SAMPLES
-from calbench.plots.reliability import SMOOTH_LEVEL
-from calbench.report import tables as T
-from calbench.report.display import (
+from calbench.calibrators.scaling import fitted_temperature
+from calbench.display import (
     calibrator_labels,
     dataset_labels,
     format_value,
@@ -29,14 +26,17 @@ from calbench.report.display import (
     model_label,
     spec_labels,
 )
+from calbench.io import png_data_uri
+from calbench.plots import FEW_SAMPLES
+from calbench.plots.reliability import SMOOTH_LEVEL
+from calbench.report import tables as T
+from calbench.report.figures import reliability_figures
 from calbench.report.overview import glossary, rank_overview
 from calbench.report.provenance import provenance_view
 from calbench.report.views import (
     compare_view,
     metric_view,
-    png_data_uri,
     reference_view,
-    reliability_figures,
     study_view,
     temperature_view,
 )
@@ -48,7 +48,7 @@ def build_tables(rows: Sequence[Mapping], spec: Mapping) -> dict:
     Returns ``{"metrics": [Table...], "losses": [Table...], "losses_ts": [Table...]}`` in the
     order of the spec: the by-loss tables of the uncalibrated models and after temperature
     scaling (``losses_ts``, shown in the report; ``calbench aggregate`` writes ``losses``), for
-    the calibrators of :func:`calbench.report.display.losses_calibrators`.
+    the calibrators of :func:`calbench.display.losses_calibrators`.
     """
     models = spec.get("models", {})
     calibrators = spec.get("calibrators", {})
@@ -139,12 +139,13 @@ def _rank_summaries(rows, tables, spec, model_order, method_order, compare=()) -
     """Average ranks with the Friedman test per verdict-eligible metric of the tables and the
     comparisons, and the findings (:func:`calbench.report.summary.findings`)."""
     from calbench.report import summary as SU  # lazy: code inputs
+    from calbench.report.ranks import ALPHA, rank_summaries  # lazy: code inputs
 
     ml, cl, _, _ = spec_labels(spec)
     ranked = list(
         dict.fromkeys([t.metric for t in tables["metrics"]] + [r["metric"] for r in compare])
     )
-    ranks = SU.rank_summaries(rows, ranked, model_order, method_order, cl)
+    ranks = rank_summaries(rows, ranked, model_order, method_order, cl)
     found = SU.findings(rows, ranks, model_order, method_order, ml, cl, compare)
     for entry in ranks:
         fr = entry["friedman"]
@@ -152,16 +153,16 @@ def _rank_summaries(rows, tables, spec, model_order, method_order, compare=()) -
             entry["friedman_text"] = ""
             continue
         f = "∞" if math.isinf(fr.f) else f"{fr.f:.2f}"
-        rejects = fr.p_f < SU.ALPHA
+        rejects = fr.p_f < ALPHA
         entry["friedman_text"] = (
-            f"Omnibus test: Iman-Davenport F = {f}, p {SU._p_phrase(fr.p_f)} (the p-value used; "
+            f"Omnibus test: Iman-Davenport F = {f}, p {SU.p_phrase(fr.p_f)} (the p-value used; "
             f"Iman & Davenport 1980), from Friedman's χ² = {fr.chi2:.2f} (p "
-            f"{SU._p_phrase(fr.p_chi2)} by the χ² approximation; Friedman 1937). "
+            f"{SU.p_phrase(fr.p_chi2)} by the χ² approximation; Friedman 1937). "
             + (
-                f"It rejects at α = {SU.ALPHA}: bars join calibrators within the Nemenyi "
+                f"It rejects at α = {ALPHA}: bars join calibrators within the Nemenyi "
                 f"critical difference {entry['cd']:.2f} (Nemenyi 1963)."
                 if rejects
-                else f"It does not reject at α = {SU.ALPHA}: no post-hoc (Nemenyi) groups are "
+                else f"It does not reject at α = {ALPHA}: no post-hoc (Nemenyi) groups are "
                 "drawn; the average ranks do not differ significantly."
             )
         )
@@ -175,7 +176,7 @@ def _section(id_: str, title: str, children=()) -> dict:
 
 def _toc(ctx: dict, tables: dict, cl: Mapping) -> list[dict]:
     """The contents: one entry per section present, metric and by-loss tables as children."""
-    from calbench.report.summary import metric_name  # lazy: code inputs
+    from calbench.report.ranks import metric_name  # lazy: code inputs
 
     toc = [_section("findings", "Findings")]
     if ctx["compare"]:
@@ -229,7 +230,7 @@ def build_context(
     """Everything the template needs, as plain data (strings, lists, dicts).
 
     ``reference`` are the rows of ``results/tables/reference.csv`` (ours versus published,
-    :func:`calbench.report.tables.reference_comparison`); ``plots`` maps ``dataset/model`` to
+    :func:`calbench.report.published.reference_comparison`); ``plots`` maps ``dataset/model`` to
     ``{calibrator: reliability PNG}``; ``grids`` maps it to the per-model grid PNG (used when
     ``plots`` lacks the model); ``temperatures`` maps model to the fitted temperature of
     temperature scaling.
@@ -285,14 +286,6 @@ def build_context(
         methods=[cl.get(c, c) for c in method_order],
     )
     return ctx
-
-
-def fitted_temperature(path) -> float:
-    """Temperature ``T`` of a fitted ``ts`` / ``ts_sbece`` calibrator JSON."""
-    cal = load_calibrator(path)
-    if not hasattr(cal, "temperature_"):
-        raise ValueError(f"{path} is not a temperature-scaling calibrator; pass a ts JSON file")
-    return float(cal.temperature_)
 
 
 def study_sections(rows: Sequence[Mapping], spec: Mapping) -> dict:

@@ -5,25 +5,17 @@ validation ECE) and the others folded, each PNG as a ``data:`` URI shown at its 
 
 from __future__ import annotations
 
-import base64
 import os
 import re
 from collections.abc import Mapping
 from pathlib import Path
 
-from calbench.report.display import spec_labels
+from calbench.display import spec_labels
+from calbench.io import png_data_uri
 
 
 def _slug(text: str) -> str:
     return re.sub(r"[^a-z0-9]+", "-", str(text).lower()).strip("-") or "table"
-
-
-def png_data_uri(path: str | os.PathLike) -> str:
-    """``data:image/png;base64,...`` for a PNG file (refuses anything that is not a PNG)."""
-    data = Path(path).read_bytes()
-    if not data.startswith(b"\x89PNG\r\n\x1a\n"):
-        raise ValueError(f"{path} is not a PNG file; regenerate it with calbench plot-reliability")
-    return "data:image/png;base64," + base64.b64encode(data).decode("ascii")
 
 
 #: The resolution (dots per inch) at which a figure's pixels are shown one to one: a PNG

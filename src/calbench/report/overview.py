@@ -25,7 +25,8 @@ import io
 import math
 from collections.abc import Mapping, Sequence
 
-from calbench.report.display import display_spec, higher_is_better, spec_labels
+from calbench.display import display_spec, higher_is_better, is_descriptive, spec_labels
+from calbench.results import NUMERIC_COMPARE_COLUMNS
 
 
 def svg_data_uri(fig) -> str:
@@ -124,7 +125,6 @@ def comparison_figures(rows: Sequence[Mapping], spec: Mapping, alpha: float) -> 
     ``descriptive`` marks a metric whose registry fact ``verdicts`` is False (comparison files
     written before plug-in errors were refused as compared metrics)."""
     from calbench.plots.compare import difference_heatmap  # lazy: code inputs
-    from calbench.report.views import is_descriptive  # lazy: import cycle
 
     ml, cl, _, _ = spec_labels(spec)
     model_order = list(spec.get("models", {}))
@@ -187,27 +187,6 @@ def comparison_figures(rows: Sequence[Mapping], spec: Mapping, alpha: float) -> 
     return out
 
 
-#: Columns of the numeric comparison CSV.
-NUMERIC_COMPARE_COLUMNS = (
-    "dataset",
-    "model",
-    "metric",
-    "family",
-    "calibrator",
-    "against",
-    "value",
-    "against_value",
-    "difference",
-    "ci_low",
-    "ci_high",
-    "test",
-    "p_value",
-    "p_holm",
-    "family_size",
-    "min_p_holm",
-    "significant",
-    "can_reach_significance",
-)
 
 
 def _num(x) -> str:
@@ -296,7 +275,6 @@ def glossary(metrics: Sequence[str]) -> list[dict]:
     ``descriptive`` (the registry's ``verdicts`` fact False: no better/worse verdict is drawn
     from it; a registry without the fact counts as True)."""
     from calbench.metrics import METRICS  # lazy: code inputs
-    from calbench.report.views import is_descriptive  # lazy: import cycle
 
     out = []
     for name in dict.fromkeys(metrics):

@@ -10,24 +10,8 @@ from __future__ import annotations
 import csv
 from collections.abc import Mapping, Sequence
 
-from calbench.report.display import display_spec
-
-#: Columns of a published-numbers CSV (``report.reference.csv``), keyed like the config.
-REFERENCE_COLUMNS = ("dataset", "model", "method", "metric", "value")
-#: Columns of ``results/tables/reference.csv`` (:func:`reference_comparison`, full precision).
-REFERENCE_TABLE_COLUMNS = (
-    "dataset",
-    "model",
-    "method",
-    "metric",
-    "ours",
-    "ci_low",
-    "ci_high",
-    "theirs",
-    "difference",
-    "tolerance",
-    "within",
-)
+from calbench.display import display_spec
+from calbench.results import REFERENCE_TABLE_COLUMNS
 
 
 def reference_comparison(

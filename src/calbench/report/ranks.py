@@ -15,8 +15,8 @@ import numpy as np
 
 from calbench import plots
 from calbench import stats as S
+from calbench.display import HIGHER_IS_BETTER, best_mask, display_spec
 from calbench.metrics import METRICS
-from calbench.report.display import HIGHER_IS_BETTER, best_mask, display_spec
 
 #: Significance level of the Iman-Davenport (Friedman) test and the Nemenyi critical difference.
 ALPHA = 0.05

@@ -11,8 +11,9 @@ CSV as a ``data:`` URI, so the single file works offline. The Jinja2 environment
 every value: names from the configuration are shown as text, never interpreted as HTML.
 
 The context is built in :mod:`calbench.report.context` (single tables and figures:
-:mod:`calbench.report.views`; provenance: :mod:`calbench.report.provenance`); this module
-renders it and keeps the names other code imports.
+:mod:`calbench.report.views`; provenance: :mod:`calbench.report.provenance`); this module adds
+the verdicts, robustness and bibliography to it and renders it. Every name is imported from the
+module that defines it (no re-exports here).
 """
 
 from __future__ import annotations
@@ -23,46 +24,22 @@ import re
 from collections.abc import Mapping
 from pathlib import Path
 
-from calbench.report import context as _context
-from calbench.report.context import (  # noqa: F401  (re-exported)
-    build_tables,
-    fitted_temperature,
-    study_sections,
-)
-from calbench.report.display import (
+from calbench.display import (
     calibrator_labels,
     display_spec,
     format_value,
-    model_label,  # noqa: F401  (re-exported)
     spec_labels,
 )
+from calbench.report import context as _context
 from calbench.report.overview import findings_view
-from calbench.report.provenance import (  # noqa: F401  (re-exported)
-    MANIFEST_FIELDS,
-    PACKAGES,
-    RUN_INFO_KEYS,
-    package_versions,
-    run_provenance,
-)
-from calbench.report.references import REFERENCES as BIBLIOGRAPHY  # noqa: F401
 from calbench.report.references import bibliography
-from calbench.report.views import (  # noqa: F401  (re-exported)
-    compare_view,
-    csv_data_uri,
-    metric_view,
-    png_data_uri,
-    reliability_figures,
-    study_view,
-    table_view,
-    temperature_view,
-)
 
 
 def build_context(**kwargs) -> dict:
     """:func:`calbench.report.context.build_context` with the bibliography of this report:
     the works its text cites and those of the calibrators and metrics in ``rows``
     (:func:`calbench.report.references.bibliography`), each with what it is cited for."""
-    from calbench.report.summary import metric_name  # lazy: code inputs
+    from calbench.report.ranks import metric_name  # lazy: code inputs
 
     robustness = kwargs.pop("robustness", None)
     ctx = _context.build_context(**kwargs)

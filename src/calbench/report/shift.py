@@ -31,14 +31,19 @@ from pathlib import Path
 
 import numpy as np
 
+from calbench.display import calibrator_labels, dataset_labels, display_spec, format_value
 from calbench.io import atomic_write_text
-from calbench.report.display import calibrator_labels, dataset_labels, display_spec, format_value
-from calbench.report.tables import read_long_csv, write_long_csv
-from calbench.shift.evaluate import COMPARE_COLUMNS, METRIC_COLUMNS, NO_INTERVAL_REASON
+from calbench.results import (
+    SHIFT_COMPARE_COLUMNS,
+    SHIFT_METRIC_COLUMNS,
+    SHIFT_SEVERITY_LEVELS,
+    SHIFT_SUMMARY_COLUMNS,
+    read_long_csv,
+    write_long_csv,
+)
+from calbench.shift.evaluate import NO_INTERVAL_REASON
 
-SEVERITY_LEVELS = (0, 1, 2, 3, 4, 5)
 BOX_METRICS = ("accuracy", "ece", "nll")
-SUMMARY_COLUMNS = ("dataset", "method", *(f"severity_{s}" for s in SEVERITY_LEVELS))
 
 
 def _e(x) -> str:
@@ -55,8 +60,8 @@ def _signed(metric: str, value: float) -> str:
 
 
 def read_rows(metrics_paths, compare_paths) -> tuple[list[dict], list[dict]]:
-    rows = read_long_csv(metrics_paths, required=METRIC_COLUMNS)
-    compare = read_long_csv(compare_paths, required=COMPARE_COLUMNS) if compare_paths else []
+    rows = read_long_csv(metrics_paths, required=SHIFT_METRIC_COLUMNS)
+    compare = read_long_csv(compare_paths, required=SHIFT_COMPARE_COLUMNS) if compare_paths else []
     for r in rows:
         r["severity"] = int(float(r["severity"]))
     for r in compare:
@@ -101,7 +106,7 @@ def mean_table(rows: Sequence[Mapping], metric: str, dataset: str, methods: Sequ
     for m in methods:
         out[m] = [
             float(np.mean(list(means[(m, s)].values()))) if (m, s) in means else math.nan
-            for s in SEVERITY_LEVELS
+            for s in SHIFT_SEVERITY_LEVELS
         ]
     return out
 
@@ -121,7 +126,7 @@ def box_figure(rows, dataset: str, methods: Sequence[str], labels: Mapping[str, 
         scale = display_spec(metric)[0]
         for k, m in enumerate(methods):
             data, pos = [], []
-            for s in SEVERITY_LEVELS:
+            for s in SHIFT_SEVERITY_LEVELS:
                 vals = list((means.get((m, s)) or {}).values())
                 if vals:
                     data.append(np.asarray(vals) * scale)
@@ -142,7 +147,7 @@ def box_figure(rows, dataset: str, methods: Sequence[str], labels: Mapping[str, 
                 capprops={"color": colour},
                 flierprops={"markeredgecolor": colour, "markersize": 2},
             )
-        ax.set_xticks(list(SEVERITY_LEVELS))
+        ax.set_xticks(list(SHIFT_SEVERITY_LEVELS))
         ax.set_xticklabels(["clean", "1", "2", "3", "4", "5"])
         ax.set_xlabel("severity")
         ax.set_ylabel(display_spec(metric)[2])
@@ -188,7 +193,7 @@ def findings(
         u, t = np.array(ece["uncalibrated"]), np.array(ece["ts"])
         gain = u - t
         if np.all(np.isfinite(gain)):
-            rho = _spearman(np.array(SEVERITY_LEVELS, float), gain)
+            rho = _spearman(np.array(SHIFT_SEVERITY_LEVELS, float), gain)
             trend = "shrinks" if gain[-1] < gain[0] else "grows" if gain[-1] > gain[0] else "stays"
             ratio = [tt / uu if uu > 0 else math.nan for tt, uu in zip(t, u, strict=True)]
             out.append(
@@ -275,7 +280,7 @@ def _ece_table(rows, dataset: str, dl: str, methods: Sequence[str], labels: Mapp
     ece = mean_table(rows, cm, dataset, methods)
     col_best = [
         min((v[i] for v in ece.values() if math.isfinite(v[i])), default=math.nan)
-        for i in range(len(SEVERITY_LEVELS))
+        for i in range(len(SHIFT_SEVERITY_LEVELS))
     ]
     body = [
         [labels[m]]
@@ -449,7 +454,9 @@ def summary_rows(rows, spec: Mapping) -> list[dict]:
                 {
                     "dataset": d,
                     "method": m,
-                    **{f"severity_{s}": v for s, v in zip(SEVERITY_LEVELS, vals, strict=True)},
+                    **{
+                        f"severity_{s}": v for s, v in zip(SHIFT_SEVERITY_LEVELS, vals, strict=True)
+                    },
                 }
             )
     return out
@@ -467,7 +474,7 @@ def shift_report(*, metrics, compare, manifests, spec: Mapping, out_html, out_di
         except (OSError, json.JSONDecodeError) as exc:
             raise ValueError(f"cannot read corrupted-set manifest {path} ({exc})") from None
     out_dir = Path(out_dir)
-    write_long_csv(out_dir / "metrics.csv", rows, METRIC_COLUMNS)
-    write_long_csv(out_dir / "compare.csv", comp, COMPARE_COLUMNS)
-    write_long_csv(out_dir / "mean_ece.csv", summary_rows(rows, spec), SUMMARY_COLUMNS)
+    write_long_csv(out_dir / "metrics.csv", rows, SHIFT_METRIC_COLUMNS)
+    write_long_csv(out_dir / "compare.csv", comp, SHIFT_COMPARE_COLUMNS)
+    write_long_csv(out_dir / "mean_ece.csv", summary_rows(rows, spec), SHIFT_SUMMARY_COLUMNS)
     atomic_write_text(out_html, section_html(rows, comp, mans, spec))

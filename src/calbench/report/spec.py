@@ -14,16 +14,9 @@ it is the order of the tables' rows and columns.
 
 from __future__ import annotations
 
-import inspect
 from collections.abc import Mapping
 
-from calbench.metrics.ece import ece
-
-
-def ece_bins() -> int:
-    """The number of equal-width bins of the ECE the tables print: the default of
-    :func:`calbench.metrics.ece.ece` (15, as in Guo et al. 2017 and the coursework)."""
-    return int(inspect.signature(ece).parameters["n_bins"].default)
+from calbench.metrics.binning import ECE_BINS
 
 
 def _calibrators(config: Mapping) -> dict:
@@ -47,7 +40,7 @@ def study_spec(config: Mapping) -> dict:
         "title": config["study"]["title"],
         "description": config["study"].get("description", ""),
         "protocol": {
-            "n_bins": ece_bins(),
+            "n_bins": ECE_BINS,
             "plot_bins": config["plots"]["n_bins"],
             "n_bootstrap": ev["n_bootstrap"],
             "level": ev["level"],
@@ -82,7 +75,7 @@ def shift_report_spec(config: Mapping) -> dict:
 
 def replication_spec(config: Mapping) -> dict:
     """Labels, groups, expected accuracies, calibrators and tolerances for
-    ``calbench replication-tables`` (:mod:`calbench.reference.compare`)."""
+    ``calbench replication-tables`` (:mod:`calbench.reference.ours_vs_published`)."""
     rep = config["report"]
     ref = rep.get("reference") or {}
     return {

@@ -26,8 +26,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from calbench.report import table_model as G
-from calbench.report.display import best_mask, format_value
+from calbench import table_model as G
+from calbench.display import best_mask, format_value
 from calbench.stats import mean_ranks
 
 
@@ -77,7 +77,7 @@ class StudyTable:
         return [c.label for c in self.columns]
 
     def grid(self) -> G.GridTable:
-        """The printed table (:class:`calbench.report.table_model.GridTable`); its CSV holds each
+        """The printed table (:class:`calbench.table_model.GridTable`); its CSV holds each
         column's mean, sample std and number of replicates."""
         bold = self.bold
         cells = [

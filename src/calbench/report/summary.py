@@ -25,13 +25,12 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
+from calbench.display import HIGHER_IS_BETTER, display_spec, format_value
 from calbench.metrics import METRICS
-from calbench.report.display import HIGHER_IS_BETTER, display_spec, format_value
-from calbench.report.ranks import (  # noqa: F401  (re-exported)
+from calbench.report.ranks import (
     ALPHA,
     matrix,
     metric_name,
-    rank_summaries,
 )
 from calbench.stats import interval_method
 
@@ -72,7 +71,7 @@ def _rank_headline(ranks: Sequence[Mapping]) -> list[str]:
         )
         fr = entry["friedman"]
         if fr is not None:
-            text += f"; Iman-Davenport test of equal average ranks p {_p_phrase(fr.p_f)}"
+            text += f"; Iman-Davenport test of equal average ranks p {p_phrase(fr.p_f)}"
             worse = entry.get("worse_than_best") or []
             if worse and fr.p_f < ALPHA:
                 text += (
@@ -407,7 +406,8 @@ def findings(
     }
 
 
-def _p_phrase(p: float) -> str:
+def p_phrase(p: float) -> str:
+    """A p-value as the tail of a sentence: ``= 0.032`` or ``< 0.001``."""
     text = format_p(p)
     return text if text.startswith("<") else f"= {text}"
 

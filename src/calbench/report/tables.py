@@ -6,165 +6,23 @@ in percent with three, NLL and Brier score as plain numbers with three decimals.
 each row is bold: the maximum for accuracy, the minimum for every other metric. The best value is
 chosen on the *printed* (rounded) numbers, so ties are all bold, as in the study's tables.
 Tables 1-2 of the coursework (uncalibrated ECE / cwECE by training loss) are built by
-:func:`losses_table`. Numbers and names print through :mod:`calbench.report.display`; every
-format is written by :mod:`calbench.report.table_model` (:meth:`Table.grid`).
+:func:`losses_table`. Numbers and names print through :mod:`calbench.display`; every
+format is written by :mod:`calbench.table_model` (:meth:`Table.grid`).
 
 Everything here works on plain rows (``dict`` per CSV line) and numpy; no pandas.
 """
 
 from __future__ import annotations
 
-import csv
-import io
 import math
 import os
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
 
-from calbench.io import atomic_write_text
-from calbench.report import table_model as G
-from calbench.report.display import (  # noqa: F401  (DISPLAY, HIGHER_IS_BETTER: re-exported)
-    DISPLAY,
-    HIGHER_IS_BETTER,
-    best_mask,
-    display_spec,
-    format_value,
-)
-from calbench.report.published import (  # noqa: F401  (re-exported)
-    REFERENCE_COLUMNS,
-    REFERENCE_TABLE_COLUMNS,
-    read_reference_table,
-    reference_comparison,
-)
-from calbench.report.table_model import tex_escape  # noqa: F401  (re-exported)
-
-#: Columns of the long-format metrics CSV written by ``calbench evaluate``.
-METRIC_COLUMNS = ("dataset", "model", "method", "half", "metric", "value", "ci_low", "ci_high")
-#: columns of a comparison CSV (calbench.evaluation.compare_rows; one row per paired test)
-COMPARE_COLUMNS = (
-    "dataset",
-    "model",
-    "half",
-    "metric",
-    "method",
-    "baseline",
-    "value",
-    "baseline_value",
-    "difference",
-    "ci_low",
-    "ci_high",
-    "p_value",
-    "n_resamples",
-    "interval",
-    "selected_on",
-    "family",
-    "family_size",
-    "test",
-    "n_permutations",
-    "p_holm",
-    "min_p_holm",
-    "alpha",
-    "direction",
-    "p_floor",
-    "null_hypothesis",
-)
-
-
-# --------------------------------------------------------------------------------------------
-# reading and writing long-format rows
-# --------------------------------------------------------------------------------------------
-def _to_float(text) -> float:
-    if text is None or text == "":
-        return float("nan")
-    return float(text)
-
-
-def read_long_csv(
-    paths: Iterable[str | os.PathLike],
-    required=METRIC_COLUMNS,
-    *,
-    numeric: Sequence[str] = ("value", "ci_low", "ci_high"),
-    blank_ok: Sequence[str] = ("ci_low", "ci_high"),
-    empty_ok: bool = True,
-) -> list[dict]:
-    """Read and concatenate long-format CSVs; the ``numeric`` columns become floats.
-
-    Strict, so that a table's "–" means only "not computed by design": a missing file, a
-    directory, a row with too few or too many fields (a truncated or garbled file), a number
-    that does not parse, a ``nan``/``inf`` and a blank numeric cell are one-line ``ValueError``s
-    naming the file and line. Blank is allowed only in the ``blank_ok`` columns (a metric
-    without an interval: ``ci_low`` and ``ci_high``), where it becomes NaN. With ``empty_ok``
-    false, a file with a header and no rows is an error too.
-    """
-    rows: list[dict] = []
-    for path in paths:
-        if os.path.isdir(path):
-            raise ValueError(f"{path} is a directory, not a CSV file; pass the CSV files")
-        if not os.path.isfile(path):
-            raise ValueError(f"{path} does not exist; rerun the step that writes it")
-        with open(path, newline="") as fh:
-            reader = csv.DictReader(fh)
-            missing = [c for c in required if c not in (reader.fieldnames or [])]
-            if missing:
-                raise ValueError(
-                    f"{path} lacks columns {missing}; expected a long-format CSV with {list(required)}"
-                )
-            before = len(rows)
-            for row in reader:
-                where = f"{path} line {reader.line_num}"
-                if None in row or any(v is None for v in row.values()):
-                    raise ValueError(
-                        f"{where} has a different number of fields than the header "
-                        f"({len(reader.fieldnames)}); the file is truncated or garbled: rerun the "
-                        "step that writes it"
-                    )
-                for key in numeric:
-                    if key in row:
-                        row[key] = _strict_float(row[key], key, where, key in blank_ok)
-                rows.append(row)
-            if not empty_ok and len(rows) == before:
-                raise ValueError(f"{path} holds no rows; rerun the step that writes it")
-    return rows
-
-
-def _strict_float(text: str, key: str, where: str, blank_ok: bool) -> float:
-    if text == "":
-        if blank_ok:
-            return float("nan")
-        raise ValueError(
-            f"{where}: {key} is blank (a result that was not computed); rerun the step that writes it"
-        )
-    try:
-        value = float(text)
-    except ValueError:
-        raise ValueError(
-            f"{where}: {key} {text[:20]!r} is not a number; rerun the step that writes it"
-        ) from None
-    if not math.isfinite(value):
-        raise ValueError(f"{where}: {key} is {text}; a result must be a finite number")
-    return value
-
-
-def write_long_csv(path, rows: Sequence[Mapping], columns: Sequence[str]) -> None:
-    """Write ``rows`` (dicts) with ``columns`` to ``path`` atomically; floats keep full precision."""
-    atomic_write_text(path, long_csv_text(rows, columns))
-
-
-def long_csv_text(rows: Sequence[Mapping], columns: Sequence[str]) -> str:
-    buf = io.StringIO()
-    writer = csv.writer(buf, lineterminator="\n")
-    writer.writerow(columns)
-    for row in rows:
-        out = []
-        for c in columns:
-            v = row.get(c, "")
-            if isinstance(v, float):
-                v = "" if math.isnan(v) else repr(v)
-            out.append(v)
-        writer.writerow(out)
-    return buf.getvalue()
+from calbench import table_model as G
+from calbench.display import best_mask, display_spec, format_value
 
 
 # --------------------------------------------------------------------------------------------
@@ -209,7 +67,7 @@ class Table:
         return f"[{format_value(self.metric, lo)}, {format_value(self.metric, hi)}]"
 
     def grid(self) -> G.GridTable:
-        """The printed table (:class:`calbench.report.table_model.GridTable`); its CSV holds
+        """The printed table (:class:`calbench.table_model.GridTable`); its CSV holds
         each value with its interval bounds."""
         cells = [
             [
@@ -373,7 +231,7 @@ def losses_table(
 
 
 # --------------------------------------------------------------------------------------------
-# output formats (one writer per format: calbench.report.table_model)
+# output formats (one writer per format: calbench.table_model)
 # --------------------------------------------------------------------------------------------
 def to_csv(table: Table) -> str:
     """Wide CSV of the printed values (study scale), one column per calibrator plus CI columns."""

@@ -2,8 +2,8 @@
 
 Every table becomes a :func:`table_view` (sortable columns, constant label columns named in the
 caption, the table's CSV as a ``data:`` URI so the single file works offline); numbers and
-names print through :mod:`calbench.report.display`, CSVs through
-:mod:`calbench.report.table_model`. Reliability diagrams (Guo et al. 2017, fig. 1) are embedded
+names print through :mod:`calbench.display`, CSVs through
+:mod:`calbench.table_model`. Reliability diagrams (Guo et al. 2017, fig. 1) are embedded
 as base64 PNG.
 """
 
@@ -14,22 +14,15 @@ import math
 import re
 from collections.abc import Mapping, Sequence
 
+from calbench import table_model as G
 from calbench.comparisons import direction
-from calbench.report import table_model as G
-from calbench.report.display import (  # noqa: F401  (BENCH_NAME, DOCS_URL re-exported)
-    BENCH_NAME,
-    DOCS_URL,
+from calbench.display import (
     display_spec,
     format_value,
     higher_is_better,
+    is_descriptive,
     spec_labels,
     without_repository_paths,
-)
-from calbench.report.figures import (  # noqa: F401  (re-exported)
-    SCREEN_DPI,
-    png_data_uri,
-    png_display_width,
-    reliability_figures,
 )
 from calbench.report.overview import comparison_figures, numeric_compare_csv
 from calbench.report.tables import Table
@@ -146,15 +139,6 @@ def metric_view(table: Table, key: str, companion: Mapping | None = None) -> dic
     view["metric"] = table.metric
     view["descriptive"] = is_descriptive(table.metric)
     return view
-
-
-def is_descriptive(metric: str) -> bool:
-    """Whether ``metric`` is descriptive only: its registry entry's ``verdicts`` fact is False
-    (no better/worse verdict is drawn from it); a registry without the fact: False."""
-    from calbench.metrics import METRICS  # lazy: code inputs
-
-    m = METRICS.get(metric)
-    return m is not None and not bool(getattr(m, "verdicts", True))
 
 
 def interval_note(metric: str) -> str:
@@ -278,7 +262,8 @@ def comparison_families(compare: Sequence[Mapping]) -> list[dict]:
 def compare_view(compare: Sequence[Mapping], spec: Mapping, level: float) -> dict | None:
     """Paired comparisons, Holm-adjusted within each family (:func:`comparison_families`),
     each with its test, family size and verdict (:func:`verdict`)."""
-    from calbench.report.summary import format_p, metric_name  # lazy: code inputs
+    from calbench.report.ranks import metric_name  # lazy: code inputs
+    from calbench.report.summary import format_p  # lazy: code inputs
 
     if not compare:
         return None

@@ -40,23 +40,6 @@ from calbench.metrics import METRICS
 from calbench.shift.corruptions import SEVERITIES
 from calbench.shift.ub_compare import NO_UB_INTERVAL_REASON
 
-METRIC_COLUMNS = ("dataset", "model", "method", "half", "corruption", "severity", "metric", "value")
-COMPARE_COLUMNS = (
-    "dataset",
-    "model",
-    "severity",
-    "metric",
-    "comparison",
-    "method",
-    "baseline",
-    "value",
-    "baseline_value",
-    "difference",
-    "ci_low",
-    "ci_high",
-    "p_value",
-    "n_resamples",
-)
 #: The two comparisons: (label, method or "best", baseline).
 COMPARISONS = (("ts_vs_uncalibrated", "ts", "uncalibrated"), ("best_vs_ts", "best", "ts"))
 #: Why a difference of unbiased calibration errors has a p-value but no interval.
@@ -244,9 +227,9 @@ def evaluate_shift(
     select_exclude: list[str] = (),
     log=None,
 ) -> tuple[list[dict], list[dict]]:
-    """Metric rows and paired-comparison rows of one model (columns :data:`METRIC_COLUMNS`,
-    :data:`COMPARE_COLUMNS`). ``calibrators`` are JSON files named ``<method>.json``; they must
-    include ``ts`` and ``uncalibrated`` when ``compare_metrics`` is not empty, which must be
+    """Metric rows and paired-comparison rows of one model (columns
+    :data:`calbench.results.SHIFT_METRIC_COLUMNS`, :data:`calbench.results.SHIFT_COMPARE_COLUMNS`).
+    ``calibrators`` are JSON files named ``<method>.json``; they must include ``ts`` and ``uncalibrated`` when ``compare_metrics`` is not empty, which must be
     verdict-eligible. "best" is cross-fitted inside the clean validation half
     (:func:`best_by_crossfit`, ``select_folds`` folds, ``select_exclude`` not candidates)."""
     from calbench.selection import check_folds  # lazy: code inputs

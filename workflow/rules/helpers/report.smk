@@ -5,7 +5,7 @@ REFERENCE_TABLE = "results/tables/reference.csv"  # ours versus published (repor
 #: to the study folder when inside it: a moved folder does not rerun render_report.
 TEMPLATE = portable_path(Path(workflow.basedir) / "workflow" / "templates" / "report.html.j2")
 from calbench.report import spec as report_specs  # the reporting steps' config slices
-from calbench.report.display import losses_calibrators  # the one rule for the losses tables
+from calbench.display import losses_calibrators  # the one rule for the losses tables
 
 
 def study_spec():

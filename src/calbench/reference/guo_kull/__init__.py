@@ -48,7 +48,6 @@ from calbench.reference.guo_kull.cells import (
     ours_lookup,
 )
 from calbench.reference.guo_kull.published import (
-    COMPARISON_COLUMNS,
     DEFAULT_METRIC_MAP,
     DEFAULT_TOLERANCES,
     EXPECTED,
@@ -70,12 +69,10 @@ from calbench.reference.guo_kull.render import (
     to_markdown,
 )
 from calbench.reference.guo_kull.sweep import (
-    SWEEP_COLUMNS,
     temperature_sweep,
 )
 from calbench.reference.guo_kull.tables import (
     GUO_NOTE,
-    SUMMARY_COLUMNS,
     study_tables,
     summary_rows,
     summary_table,
@@ -87,7 +84,6 @@ from calbench.reference.guo_kull.write import (
 )
 
 __all__ = [
-    "COMPARISON_COLUMNS",
     "DEFAULT_METRIC_MAP",
     "DEFAULT_TOLERANCES",
     "EXPECTED",
@@ -102,8 +98,6 @@ __all__ = [
     "REFERENCE",
     "REFERENCE_BAND",
     "SOURCES",
-    "SUMMARY_COLUMNS",
-    "SWEEP_COLUMNS",
     "cell_status",
     "comparison_rows",
     "csv_text",

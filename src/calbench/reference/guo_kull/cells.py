@@ -7,7 +7,6 @@ import math
 from collections.abc import Mapping, Sequence
 
 from calbench.reference.guo_kull.published import (
-    COMPARISON_COLUMNS,
     DEFAULT_METRIC_MAP,
     DEFAULT_TOLERANCES,
     EXPECTED,
@@ -20,6 +19,7 @@ from calbench.reference.guo_kull.published import (
     SOURCES,
     published_rows,
 )
+from calbench.results import GUO_KULL_CELL_COLUMNS
 
 
 def ours_lookup(
@@ -77,7 +77,7 @@ def comparison_rows(
     n_classes: Mapping[str, int],
     spec: Mapping | None = None,
 ) -> list[dict]:
-    """Every published cell beside ours (columns :data:`COMPARISON_COLUMNS`, fractions).
+    """Every published cell beside ours (columns :data:`GUO_KULL_CELL_COLUMNS`, fractions).
 
     ``spec`` (all optional): ``models`` (config keys; cells of other models count as having no
     logits), ``calibrators`` (config keys; cells of others are left out), ``metric_map``,
@@ -108,7 +108,7 @@ def comparison_rows(
         published = p["published"]
         out.append(
             {
-                **{k: p[k] for k in COMPARISON_COLUMNS if k in p},
+                **{k: p[k] for k in GUO_KULL_CELL_COLUMNS if k in p},
                 "model": model,
                 "ours": ours,
                 "difference": None

@@ -131,23 +131,6 @@ OK, FLAGGED, EXPECTED, MISSING, REFERENCE, NO_LOGITS = (
     "reference band",
     "no published logits",
 )
-COMPARISON_COLUMNS = (
-    "source",
-    "table",
-    "dataset",
-    "published_model",
-    "model",
-    "published_method",
-    "method",
-    "published_metric",
-    "quantity",
-    "ours",
-    "published",
-    "printed",
-    "difference",
-    "tolerance",
-    "status",
-)
 
 
 def _decimals(printed: str) -> int:

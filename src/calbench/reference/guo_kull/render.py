@@ -8,6 +8,7 @@ import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
+from calbench.io import png_data_uri
 from calbench.reference.guo_kull.published import (
     EXPECTED,
     FLAGGED,
@@ -17,9 +18,8 @@ from calbench.reference.guo_kull.published import (
     REFERENCE,
     SOURCES,
 )
-from calbench.report.render import png_data_uri
-from calbench.report.table_model import md_escape
-from calbench.report.tables import long_csv_text
+from calbench.results import long_csv_text
+from calbench.table_model import md_escape
 
 
 def csv_text(rows: Sequence[Mapping], columns: Sequence[str]) -> str:

@@ -11,8 +11,7 @@ import numpy as np
 from calbench._checks import check_logits_labels
 from calbench.functional import softmax
 from calbench.metrics import ece
-
-SWEEP_COLUMNS = ("model", "kind", "temperature", "ece")
+from calbench.metrics.binning import ECE_BINS
 
 
 def temperature_sweep(
@@ -23,7 +22,7 @@ def temperature_sweep(
     temperatures: Sequence[float] = (0.5, 1.0, 1.5, 2.0),
     curve: Sequence[float] | None = None,
     fitted_temperature: float | None = None,
-    n_bins: int = 15,
+    n_bins: int = ECE_BINS,
     style: str = "guo",
 ):
     """Reliability diagrams of ``softmax(logits / T)`` for each of ``temperatures`` (one panel
@@ -31,9 +30,10 @@ def temperature_sweep(
     ``curve`` (default ``linspace(0.25, 4, 76)``, :func:`calbench.plots.ece_vs_temperature`), with
     the temperature fitted by temperature scaling marked when given.
 
-    Returns ``(grid_figure, curve_figure, rows)``; ``rows`` (:data:`SWEEP_COLUMNS`) hold the ECE
-    (fraction, ``n_bins`` bins) at every diagram temperature (``kind="diagram"``), every curve
-    point (``"curve"``) and the fitted one (``"fitted"``).
+    Returns ``(grid_figure, curve_figure, rows)``; ``rows``
+    (:data:`calbench.results.SWEEP_COLUMNS`) hold the ECE (fraction, ``n_bins`` bins) at every
+    diagram temperature (``kind="diagram"``), every curve point (``"curve"``) and the fitted one
+    (``"fitted"``).
     """
     from calbench.plots import ece_vs_temperature, reliability_grid  # lazy: code inputs
 

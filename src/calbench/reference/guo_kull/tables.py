@@ -10,6 +10,7 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 
 from calbench.metrics import accuracy, ece, mce
+from calbench.metrics.binning import ECE_BINS
 from calbench.reference.guo_kull.published import (
     MISSING,
     REFERENCE,
@@ -212,15 +213,12 @@ def _same_logits_tables(sel) -> list[dict]:
 # --------------------------------------------------------------------------------------------
 # the summary table: accuracy, average confidence, ECE, MCE before and after calibration
 # --------------------------------------------------------------------------------------------
-SUMMARY_COLUMNS = ("model", "half", "method", "accuracy", "confidence", "ece", "mce")
-
-
 def summary_rows(
     halves: Mapping[str, tuple[np.ndarray, np.ndarray]],
     calibrators: Mapping[str, object],
     *,
     model: str,
-    n_bins: int = 15,
+    n_bins: int = ECE_BINS,
 ) -> list[dict]:
     """Accuracy, average top-label confidence, ECE and MCE (fractions, ``n_bins`` equal-width
     bins; Guo et al. 2017 eqs. 3 and 5) of each fitted calibrator on each part

@@ -12,20 +12,25 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 
 from calbench.calibrators import load_calibrator
+from calbench.calibrators.scaling import fitted_temperature
 from calbench.io import atomic_write_bytes, atomic_write_text, read_npz
 from calbench.logits import load_logits
+from calbench.metrics.binning import ECE_BINS
 from calbench.reference.guo_kull.cells import comparison_rows
-from calbench.reference.guo_kull.published import COMPARISON_COLUMNS
 from calbench.reference.guo_kull.render import csv_text, to_html, to_markdown
-from calbench.reference.guo_kull.sweep import SWEEP_COLUMNS, temperature_sweep
+from calbench.reference.guo_kull.sweep import temperature_sweep
 from calbench.reference.guo_kull.tables import (
-    SUMMARY_COLUMNS,
     study_tables,
     summary_rows,
     summary_table,
 )
-from calbench.report.render import fitted_temperature
-from calbench.report.tables import METRIC_COLUMNS, read_long_csv
+from calbench.results import (
+    GUO_KULL_CELL_COLUMNS,
+    GUO_KULL_SUMMARY_COLUMNS,
+    METRIC_COLUMNS,
+    SWEEP_COLUMNS,
+    read_long_csv,
+)
 
 
 def load_halves(logits_path, split_path) -> dict[str, tuple[np.ndarray, np.ndarray]]:
@@ -66,7 +71,7 @@ def write_sweep(
     temperatures: Sequence[float] = (0.5, 1.0, 1.5, 2.0),
     curve: Sequence[float] | None = None,
     ts_calibrator=None,
-    n_bins: int = 15,
+    n_bins: int = ECE_BINS,
 ) -> list[dict]:
     """:func:`temperature_sweep` on the test part of ``logits_path``; writes the diagram grid and
     the curve (PNG) and the ECE values (CSV, :data:`SWEEP_COLUMNS`), atomically. The fitted
@@ -143,11 +148,11 @@ def write_tables(
                         "ece": float(r["ece"]),
                     }
                 )
-    cell_text = csv_text(cells, COMPARISON_COLUMNS)
+    cell_text = csv_text(cells, GUO_KULL_CELL_COLUMNS)
     md = to_markdown(tabs, cells, spec, sweep)
     page = to_html(tabs, cells, spec, sweep=sweep, figures=sweep_figures)
     atomic_write_text(out_csv, cell_text)
-    atomic_write_text(out_summary, csv_text(summary, SUMMARY_COLUMNS))
+    atomic_write_text(out_summary, csv_text(summary, GUO_KULL_SUMMARY_COLUMNS))
     atomic_write_text(out_md, md)
     atomic_write_text(out_html, page)
     return cells

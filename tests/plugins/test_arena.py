@@ -1,4 +1,4 @@
-"""calbench.adapters.compare: implementations of one method side by side (known answers)."""
+"""calbench.adapters.arena: implementations of one method side by side (known answers)."""
 
 from __future__ import annotations
 
@@ -7,8 +7,7 @@ import csv
 import numpy as np
 import pytest
 
-from calbench.adapters.compare import (
-    COLUMNS,
+from calbench.adapters.arena import (
     disagreements,
     implementation_groups,
     largest,
@@ -16,6 +15,7 @@ from calbench.adapters.compare import (
     write_disagreements,
 )
 from calbench.metrics import METRICS
+from calbench.results import ARENA_COLUMNS
 
 
 def test_groups_follow_same_as():
@@ -51,7 +51,7 @@ def test_written_tables_are_exact_and_escaped(tmp_path):
                  value_a=0.5, value_b=None)]  # fmt: skip
     write_disagreements(rows, tmp_path / "t.csv", tmp_path / "t.html")
     (back,) = list(csv.DictReader(open(tmp_path / "t.csv")))
-    assert list(back) == list(COLUMNS) and float(back["max_abs_diff"]) == 0.1 + 0.2
+    assert list(back) == list(ARENA_COLUMNS) and float(back["max_abs_diff"]) == 0.1 + 0.2
     html = (tmp_path / "t.html").read_text()
     assert "&lt;m&gt;" in html and "a&amp;b" in html and "<m>" not in html
 

@@ -2,10 +2,11 @@
 
 A :class:`GridTable` is what a reader sees: a title, label columns (``row_header``) and value
 columns (``col_labels``), and per row its label texts and :class:`Cell` s already printed
-(:mod:`calbench.report.display`). The metric tables (:mod:`calbench.report.tables`), the
-calibration-during-training tables (:mod:`calbench.report.studies`) and the reproduced-vs-published
-tables (:mod:`calbench.reference.compare`) build one and share the writers below; the layout is
-the coursework's (Vasilev 2021, §5): best values bold, an interval under the value.
+(:mod:`calbench.display`). The metric tables (:mod:`calbench.report.tables`), the
+calibration-during-training tables (:mod:`calbench.report.studies`) and the
+reproduced-vs-published tables (:mod:`calbench.reference.ours_vs_published`) build one and share
+the writers below; the layout is the coursework's (Vasilev 2021, §5): best values bold, an
+interval under the value.
 """
 
 from __future__ import annotations

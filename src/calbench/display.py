@@ -91,6 +91,13 @@ def best_mask(values: np.ndarray, metric: str) -> np.ndarray:
 # --------------------------------------------------------------------------------------------
 # display names
 # --------------------------------------------------------------------------------------------
+def is_descriptive(metric: str) -> bool:
+    """Whether ``metric`` is descriptive only: its registry entry's ``verdicts`` fact is False
+    (no better/worse verdict is drawn from it); a registry without the fact: False."""
+    m = METRICS.get(metric)
+    return m is not None and not bool(getattr(m, "verdicts", True))
+
+
 def compares_losses(displays) -> bool:
     """Whether a study has training-loss tables (coursework tables 1-2): its models' displays
     name at least two different ``loss`` labels (one loss alone compares nothing)."""

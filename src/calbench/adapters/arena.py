@@ -21,8 +21,7 @@ from calbench.calibrators import get_calibrator
 from calbench.io import atomic_write_text
 from calbench.metrics import METRICS
 from calbench.plugins import find_calibrator
-
-COLUMNS = ("method", "a", "b", "quantity", "max_abs_diff", "value_a", "value_b")
+from calbench.results import ARENA_COLUMNS
 
 
 def method_of(name: str) -> str:
@@ -103,12 +102,12 @@ def _fmt(v) -> str:
 
 
 def write_disagreements(rows: Sequence[dict], csv_path, html_path=None) -> None:
-    """``rows`` as CSV (``COLUMNS``, full precision) and, with ``html_path``, as an HTML table
-    (every cell escaped) titled by method."""
-    lines = [",".join(COLUMNS)]
+    """``rows`` as CSV (:data:`calbench.results.ARENA_COLUMNS`, full precision) and, with
+    ``html_path``, as an HTML table (every cell escaped) titled by method."""
+    lines = [",".join(ARENA_COLUMNS)]
     for r in rows:
         lines.append(",".join("" if r[c] is None else repr(r[c]) if isinstance(r[c], float)
-                              else str(r[c]) for c in COLUMNS))  # fmt: skip
+                              else str(r[c]) for c in ARENA_COLUMNS))  # fmt: skip
     atomic_write_text(csv_path, "\n".join(lines) + "\n")
     if html_path is None:
         return

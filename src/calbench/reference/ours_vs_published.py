@@ -3,7 +3,7 @@
 One table per (metric, group): rows = models (group 1: dataset, model; group 2: dataset, model,
 training loss), columns = calibrators; each cell holds our test-half value, the published one and
 their difference, printed in the study's units (percent for ACC/ECE/cwECE/MCE, as in
-:data:`calbench.report.display.DISPLAY`). A cell is *flagged* when ``|ours - published|`` exceeds
+:data:`calbench.display.DISPLAY`). A cell is *flagged* when ``|ours - published|`` exceeds
 the metric's tolerance (a fraction), *expected* when it is flagged but its calibrator is one
 the replication notes say cannot be reproduced to the digit (M-scaling-b: unregularised
 LBFGS, section 0.6), *missing* when either value is absent.
@@ -12,8 +12,8 @@ LBFGS, section 0.6), *missing* when either value is absent.
 logits) with the accuracy the study measured (registry field ``expected_acc``): the first sign
 of a wrong checkpoint, preprocessing or sample order.
 
-The tables are written by the report's writers (:mod:`calbench.report.table_model`): one
-:class:`~calbench.report.table_model.GridTable` per table (:func:`grid`), each cell's status as
+The tables are written by the report's writers (:mod:`calbench.table_model`): one
+:class:`~calbench.table_model.GridTable` per table (:func:`grid`), each cell's status as
 its HTML class. Pure functions on plain rows (dicts); no pandas, no torch.
 """
 
@@ -23,26 +23,13 @@ import html
 import math
 from collections.abc import Iterable, Mapping, Sequence
 
-from calbench.report import table_model as G
-from calbench.report.display import calibrator_labels, dataset_labels, display_spec, format_value
-from calbench.report.tables import long_csv_text
+from calbench import table_model as G
+from calbench.display import calibrator_labels, dataset_labels, display_spec, format_value
+from calbench.results import REPLICATION_CELL_COLUMNS, long_csv_text
 
 OK, FLAGGED, EXPECTED, MISSING = "ok", "differs", "expected to differ", "missing"
 #: Calibrators whose published values are not expected to be reproducible (notes section 0.6).
 EXPECTED_TO_DIFFER = ("ms_b",)
-LONG_COLUMNS = (
-    "group",
-    "metric",
-    "dataset",
-    "model",
-    "loss",
-    "method",
-    "ours",
-    "published",
-    "difference",
-    "tolerance",
-    "status",
-)
 
 
 def cell_status(
@@ -67,7 +54,8 @@ def comparison_rows(
     *,
     half: str = "test",
 ) -> list[dict]:
-    """Long rows (:data:`LONG_COLUMNS`) of every (metric, model, calibrator) cell of ``spec``.
+    """Long rows (:data:`calbench.results.REPLICATION_CELL_COLUMNS`) of every (metric, model,
+    calibrator) cell of ``spec``.
 
     ``metrics_rows``: the aggregated metrics (``dataset, model, method, half, metric, value``,
     fractions). ``reference_rows``: published ``dataset, model, method, metric, value`` keyed like
@@ -216,7 +204,7 @@ def accuracy_check(
 # --------------------------------------------------------------------------- output formats
 
 
-def long_csv(rows: Sequence[Mapping], columns: Sequence[str] = LONG_COLUMNS) -> str:
+def long_csv(rows: Sequence[Mapping], columns: Sequence[str] = REPLICATION_CELL_COLUMNS) -> str:
     """CSV text of ``rows`` (floats at full precision, None/NaN empty)."""
     return long_csv_text(rows, columns)
 
@@ -247,7 +235,7 @@ ACCURACY_HEADER = ("Model", "Dataset", "N", "ours, %", "study, %", "difference, 
 
 
 def grid(t: Mapping) -> G.GridTable:
-    """One table of :func:`tables` as a :class:`calbench.report.table_model.GridTable`: each
+    """One table of :func:`tables` as a :class:`calbench.table_model.GridTable`: each
     cell ``ours / published / difference`` with its status as HTML class and tooltip."""
     return G.GridTable(
         title=t["title"],
