@@ -16,14 +16,14 @@ calibrator ranks first over bootstrap resamples of the test half
 :func:`summarise` turns the rows of many models into the report's answer. A winner is
 **robust** only when (1) its paired test against the runner-up rejects at ``alpha`` and (2) it
 ranks first under every evaluation choice; per model with the model's test, and over the study
-with the exact signed-rank test over models of the headline against the runner-up of average
-rank (:func:`signed_rank_exact`). Otherwise the summary names the choices that disagree, or
+with the signed-rank test over models of the headline against the runner-up of average rank
+(:func:`calbench.stats.signed_rank.signed_rank_test`: exact up to 400 models, the normal
+approximation with the tie correction beyond). Otherwise the summary names the choices that disagree, or
 says that the data cannot separate the two.
 """
 
 from __future__ import annotations
 
-import itertools
 import math
 from collections.abc import Callable, Mapping, Sequence
 from functools import partial
@@ -35,6 +35,7 @@ from calbench.metrics import METRICS
 from calbench.metrics.binning import top_label
 from calbench.metrics.unbiased import cw_ub_sq, ub_sq_from_values, ub_top_weighted
 from calbench.stats import mean_ranks, multiplicities, paired_test, resample_indices
+from calbench.stats.signed_rank import signed_rank_test
 
 #: The tables' unbiased ECE (15 equal-width bins): the variant the headline uses.
 DEFAULT_VARIANT = "ece_ub_w15"
@@ -170,28 +171,6 @@ def robustness_rows(
     return rows
 
 
-def signed_rank_exact(d) -> tuple[float, float]:
-    """Two-sided exact Wilcoxon (1945) signed-rank test that paired differences ``d`` are
-    symmetric about 0: ``(p, floor)``. Zero differences are dropped, tied magnitudes share
-    their mean rank, and ``p`` is the share of the ``2^n`` sign assignments whose ``|W+ - mu|``
-    is at least the observed one (all enumerated; ``n <= 20``); ``floor = 2 / 2^n`` is the
-    smallest p-value ``n`` differences can give (``p = 1``, ``floor = 1`` without any)."""
-    d = np.asarray(d, dtype=np.float64)
-    d = d[d != 0]
-    n = d.shape[0]
-    if n == 0:
-        return 1.0, 1.0
-    if n > 20:
-        raise ValueError(f"the exact signed-rank test enumerates 2^n signs; n = {n} > 20")
-    r = mean_ranks(np.abs(d))
-    mu = r.sum() / 2.0
-    observed = abs(float(r[d > 0].sum()) - mu)
-    signs = np.array(list(itertools.product((0.0, 1.0), repeat=n)))
-    w = signs @ r
-    p = float(np.mean(np.abs(w - mu) >= observed - 1e-9))
-    return p, min(1.0, 2.0 / 2**n)
-
-
 def _per_model(rows, alpha: float) -> list[dict]:
     """Per model: the default variant's winner, its runner-up and their test, the variants
     under which the winner does not rank first, and the robust verdict."""
@@ -236,10 +215,12 @@ def summarise(rows: Sequence[Mapping], alpha: float = ALPHA) -> dict:
     Returns ``{"variants": [{"variant", "label", "best", "mean_ranks": {method: rank}}],
     "headline": the methods of best average rank under the default variant, "runner_up": the
     next, "survives": [variants where the headline has the best average rank], "disagree":
-    [the other variants], "p": the exact signed-rank test over models of the headline against
-    the runner-up on the default variant's values (:func:`signed_rank_exact`; with one model,
-    that model's paired test), "p_floor": its
-    smallest attainable p-value, "separated": ``p < alpha``, "robust": one headline method,
+    [the other variants], "p": the signed-rank test over models of the headline against the
+    runner-up on the default variant's values (:func:`calbench.stats.signed_rank.signed_rank_test`
+    over the models with both values; with one model, that model's paired test), "p_floor": its
+    smallest attainable p-value, "p_method": how ``p`` was computed (``"exact"``, ``"normal"``:
+    the normal approximation, ``"model"``: the one model's paired test, ``"none"``: no test),
+    "separated": ``p < alpha``, "robust": one headline method,
     separated and first under every variant, "per_model": [{"dataset", "model", "winner",
     "runner_up", "p", "tied", "disagree", "separated", "robust"}], "p_first": {method: mean
     first-place probability over models}, "models": number of models}``.
@@ -279,13 +260,14 @@ def summarise(rows: Sequence[Mapping], alpha: float = ALPHA) -> dict:
     survives = [v["variant"] for v in variants if v["best"] == headline]
     disagree = [v["variant"] for v in variants if v["best"] != headline]
     per_model = _per_model(rows, alpha)
-    p, floor = 1.0, 1.0
+    p, floor, method = 1.0, 1.0, "none"
     if len(models) == 1 and per_model:  # one model: its own test of winner against runner-up
-        p, floor = per_model[0]["p"], 0.0
+        p, floor, method = per_model[0]["p"], 0.0, "model"
     elif len(headline) == 1 and len(runner_up) >= 1:
         h, u = headline[0], runner_up[0]
         d = [v[h] - v[u] for v in values.values() if h in v and u in v]
-        p, floor = signed_rank_exact(d)
+        test = signed_rank_test([x for x in d if math.isfinite(x)])
+        p, floor, method = test.p_value, test.floor, test.method
     separated = len(headline) == 1 and math.isfinite(p) and p < alpha
     return {
         "variants": variants,
@@ -295,6 +277,7 @@ def summarise(rows: Sequence[Mapping], alpha: float = ALPHA) -> dict:
         "disagree": disagree,
         "p": p,
         "p_floor": floor,
+        "p_method": method,
         "separated": separated,
         "robust": separated and not disagree,
         "per_model": per_model,

@@ -258,9 +258,12 @@ def robustness_view(rows, spec: Mapping) -> dict:
     test = (
         "its paired test on the one model"
         if s["models"] == 1
+        else f"signed-rank test over {s['models']} models, normal approximation with the tie "
+        "correction"
+        if s["p_method"] == "normal"
         else f"exact signed-rank test over {s['models']} models"
     )
-    p_text = format_p(s["p"])  # exact (enumerated or analytic): no resolution floor
+    p_text = format_p(s["p"])  # exact (counted) or normal approximation: no resolution floor
     p_text = p_text if p_text[0] in "<≤" else f"= {p_text}"
     if s["robust"]:
         sentence = (

@@ -11,7 +11,7 @@ import numpy as np
 from calbench.metrics import PAIRED_TESTS
 from calbench.stats import _common
 from calbench.stats._common import PairedTest, _paired_inputs, _registry_entry, _resolve
-from calbench.stats.ranks import mean_ranks
+from calbench.stats.signed_rank import signed_rank_test
 from calbench.stats.ub import ub_paired_test
 
 #: Paired tests of :func:`paired_test` (:data:`calbench.metrics.PAIRED_TESTS`).
@@ -96,25 +96,12 @@ def wilcoxon_signed_rank(x_a, x_b) -> PairedTest:
     """Wilcoxon (1945) signed-rank test of per-sample differences ``d = x_a - x_b``, normal
     approximation with the tie correction (zero differences dropped, Wilcoxon's rule; ties
     share mean ranks; Hollander, Wolfe & Chicken 2014, sec. 3.1, eq. 3.12 without continuity
-    correction). ``statistic`` is ``W+``, the rank sum of the positive differences;
-    ``difference`` the mean of ``d``."""
-    from scipy.special import ndtr  # norm.sf(z) of scipy.stats is ndtr(-z), bit for bit
-
+    correction; :func:`calbench.stats.signed_rank.signed_rank_test`). ``statistic`` is ``W+``,
+    the rank sum of the positive differences; ``difference`` the mean of ``d``."""
     d = np.asarray(x_a, dtype=np.float64) - np.asarray(x_b, dtype=np.float64)
     mean = float(d.mean()) if d.size else 0.0
-    nz = d[d != 0.0]
-    n = nz.shape[0]
-    if n == 0:
-        return PairedTest(mean, 0.0, 1.0, "wilcoxon", 0.0)
-    r = mean_ranks(np.abs(nz))
-    w_plus = float(r[nz > 0].sum())
-    mu = n * (n + 1) / 4.0
-    _, counts = np.unique(r, return_counts=True)
-    var = n * (n + 1) * (2 * n + 1) / 24.0 - float(np.sum(counts**3 - counts)) / 48.0
-    if var <= 0:
-        return PairedTest(mean, w_plus, 1.0, "wilcoxon", 0.0)
-    z = (w_plus - mu) / math.sqrt(var)
-    return PairedTest(mean, w_plus, float(min(1.0, 2.0 * ndtr(-abs(z)))), "wilcoxon", 0.0)
+    test = signed_rank_test(d, method="normal")
+    return PairedTest(mean, test.statistic, test.p_value, "wilcoxon", 0.0)
 
 
 def _flip_values(metric, pa, pb, y, dtype):
