@@ -24,16 +24,16 @@ from __future__ import annotations
 from pathlib import Path
 
 from calbench.calibrators import get_calibrator, save_calibrator
-from calbench.comparisons import (  # noqa: F401  (re-exported)
+from calbench.report.tables import COMPARE_COLUMNS, METRIC_COLUMNS, write_long_csv
+from calbench.reuse import Reuse, reuse_digest  # noqa: F401  (reuse_digest: named in docs)
+from calbench.split import HALVES, load_halves
+from calbench.stats.comparisons import (  # noqa: F401  (re-exported)
     check_verdict_metrics,
     compare_rows,
     comparison_pairs,
     verdict_metrics,
 )
-from calbench.report.tables import COMPARE_COLUMNS, METRIC_COLUMNS, write_long_csv
-from calbench.reuse import Reuse, reuse_digest  # noqa: F401  (reuse_digest: named in docs)
-from calbench.selection import check_folds
-from calbench.split import HALVES, load_halves
+from calbench.stats.selection import check_folds
 from calbench.steps import (  # noqa: F401  (re-exported: the single steps and their checks)
     MAX_RESAMPLES,
     PLOT_OPTIONS,
@@ -273,7 +273,10 @@ def calibrate(
         _draw(test_probs, data["test"][1], grid, grid=True, **plot)
         written.append(grid)
         if robustness_out is not None:
-            from calbench.robustness import ROBUSTNESS_COLUMNS, robustness_rows  # lazy: code inputs
+            from calbench.stats.robustness import (  # lazy: code inputs
+                ROBUSTNESS_COLUMNS,
+                robustness_rows,
+            )
 
             rows = robustness_rows(
                 test_probs,

@@ -18,11 +18,11 @@ import numpy as np
 
 from calbench._checks import check_choice, check_probs_labels
 from calbench.calibrators import get_calibrator, load_calibrator, save_calibrator
-from calbench.comparisons import check_verdict_metrics, compare_rows, verdict_metrics
 from calbench.metrics import METRICS, Metric, metric_values
 from calbench.report.tables import COMPARE_COLUMNS, METRIC_COLUMNS, write_long_csv
-from calbench.selection import check_folds
 from calbench.split import HALVES, load_halves
+from calbench.stats.comparisons import check_verdict_metrics, compare_rows, verdict_metrics
+from calbench.stats.selection import check_folds
 
 
 def method_name(calibrator_path, name: str | None = None) -> str:
@@ -319,7 +319,7 @@ def select_best(
     ``known``: what earlier runs found per candidate (``crossfit_scores``' argument, from the
     reuse cache); ``found``: a dict filled with what this run found per calibrator
     (:func:`calbench.selection.candidate_result`), for the cache to keep."""
-    from calbench.selection import candidate_result, crossfit_scores  # lazy: code inputs
+    from calbench.stats.selection import candidate_result, crossfit_scores  # lazy: code inputs
 
     fit = crossfit_scores(
         makers, *val, metrics, k=folds, seed=seed, exclude=exclude, known=known

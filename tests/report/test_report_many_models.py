@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 
 from calbench.report import render
-from calbench.robustness import DEFAULT_VARIANT, VARIANTS
+from calbench.stats.robustness import DEFAULT_VARIANT, VARIANTS
 
 TEMPLATE = Path(__file__).resolve().parents[2] / "workflow" / "templates" / "report.html.j2"
 N_MODELS = 80

@@ -1,8 +1,9 @@
-"""Average ranks of calibrators over models (Demšar 2006): per verdict-eligible metric
+"""Average ranks of calibrators over models (Demšar 2006), rendered: per verdict-eligible metric
 (``Metric.verdicts``), each calibrator's winner count and average rank, the Friedman test in
 Iman and Davenport's F form and the Nemenyi critical difference with its diagram (its bars only
 when that omnibus test rejects), as Kull et al. 2019 compare calibrators over datasets and
-models. A plug-in calibration error gives no ranks: its upward bias shrinks as
+models. The statistics are :func:`calbench.stats.rank_comparison`'s; this module picks the
+metrics, arranges the values and draws. A plug-in calibration error gives no ranks: its upward bias shrinks as
 predictions get coarser, so its ranks reward a coarse calibrator.
 """
 
@@ -67,46 +68,43 @@ def rank_summaries(
             continue
         xc = x[complete]
         higher = metric in HIGHER_IS_BETTER
-        ranks = S.rank_rows(xc, higher).mean(axis=0)
+        comp = S.rank_comparison(xc, higher, ALPHA)
+        ranks = comp.average_ranks
         wins = best_mask(xc, metric).sum(axis=0)
         entry = {
             "metric": metric,
             "label": metric_name(metric),
-            "n": int(xc.shape[0]),
+            "n": comp.n,
             "methods": sorted(
                 (
                     {
                         "key": c,
                         "label": method_labels.get(c, c),
-                        "rank": float(ranks[j]),
+                        "rank": ranks[j],
                         "wins": int(wins[j]),
                     }
                     for j, c in enumerate(methods)
                 ),
                 key=lambda d: d["rank"],
             ),
-            "friedman": None,
-            "cd": None,
+            "friedman": comp.friedman,
+            "cd": comp.cd,
             "figure": "",
         }
-        if xc.shape[0] >= 2:
-            fr = S.friedman_test(xc, higher)
-            cd = S.nemenyi_cd(len(methods), xc.shape[0], ALPHA)
-            entry["friedman"] = fr
-            entry["cd"] = cd
+        if comp.friedman is not None:
             fig = plots.critical_difference_diagram(
-                {method_labels.get(c, c): float(ranks[j]) for j, c in enumerate(methods)},
-                cd,
+                {method_labels.get(c, c): ranks[j] for j, c in enumerate(methods)},
+                comp.cd,
                 display_spec(metric)[2],
-                n_models=xc.shape[0],
-                bars=fr.p_f < ALPHA,  # Nemenyi groups only after the omnibus test rejects
+                n_models=comp.n,
+                bars=comp.rejects,  # Nemenyi groups only after the omnibus test rejects
             )
             entry["figure"] = "data:image/svg+xml;base64," + base64.b64encode(
                 plots.figure_svg(fig)
             ).decode("ascii")
-            best = entry["methods"][0]
+            worse = set(comp.worse_than_best)
             entry["worse_than_best"] = [
-                d["label"] for d in entry["methods"][1:] if d["rank"] - best["rank"] > cd
+                d["label"] for d in entry["methods"][1:] if methods.index(d["key"]) in worse
             ]
         out.append(entry)
     return out

@@ -228,14 +228,14 @@ def verdict_view(rows, spec: Mapping) -> dict | None:
 
 
 def robustness_view(rows, spec: Mapping) -> dict:
-    """The robustness section (:func:`calbench.robustness.summarise` of the per-model rows):
+    """The robustness section (:func:`calbench.stats.robustness.summarise` of the per-model rows):
     one table row per evaluation choice with the calibrator of best average rank there, one
     row per model with its winner, runner-up and their test, and a findings sentence: robust
     only when the winner beats the runner-up (a paired test that rejects) and ranks first under
     every evaluation choice; otherwise which choices disagree, or that the data cannot separate
     the two."""
     from calbench.report.summary import format_p  # lazy: code inputs
-    from calbench.robustness import ALPHA, DEFAULT_VARIANT, summarise  # lazy: code inputs
+    from calbench.stats.robustness import ALPHA, DEFAULT_VARIANT, summarise  # lazy: code inputs
 
     s = summarise(rows)
     cl = calibrator_labels(spec)

@@ -14,7 +14,6 @@ import math
 import re
 from collections.abc import Mapping, Sequence
 
-from calbench.comparisons import direction
 from calbench.report import table_model as G
 from calbench.report.display import (  # noqa: F401  (BENCH_NAME, DOCS_URL re-exported)
     BENCH_NAME,
@@ -33,6 +32,7 @@ from calbench.report.figures import (  # noqa: F401  (re-exported)
 )
 from calbench.report.overview import comparison_figures, numeric_compare_csv
 from calbench.report.tables import Table
+from calbench.stats.comparisons import direction
 
 
 def _slug(text: str) -> str:

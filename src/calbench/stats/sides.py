@@ -1,5 +1,5 @@
 """Many paired comparisons among the calibrators of one model on the same samples, each
-calibrator's share of the work done once (:func:`calbench.comparisons.compare_rows`).
+calibrator's share of the work done once (:func:`calbench.stats.comparisons.compare_rows`).
 
 :func:`calbench.stats.paired_test` and :func:`calbench.stats.paired_bootstrap` compare two
 calibrators from their probabilities: every call validates both arrays and recomputes both

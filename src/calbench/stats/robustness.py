@@ -34,7 +34,7 @@ from calbench._checks import check_probs_labels
 from calbench.metrics import METRICS
 from calbench.metrics.binning import top_label
 from calbench.metrics.unbiased import cw_ub_sq, ub_sq_from_values, ub_top_weighted
-from calbench.stats import mean_ranks, multiplicities, paired_test, resample_indices
+from calbench.stats import multiplicities, paired_test, ranks_nan_last, resample_indices
 from calbench.stats.signed_rank import signed_rank_test
 
 #: The tables' unbiased ECE (15 equal-width bins): the variant the headline uses.
@@ -80,12 +80,6 @@ ROBUSTNESS_COLUMNS = (
     "p_first",
     "p_runner_up",
 )
-
-
-def ranks(values: Sequence[float]) -> np.ndarray:
-    """Ranks of ``values`` (1 = smallest; ties share their average rank; NaN ranks last)."""
-    v = np.asarray(values, dtype=np.float64)
-    return mean_ranks(np.where(np.isfinite(v), v, np.inf))
 
 
 def first_place_probability(
@@ -146,7 +140,7 @@ def robustness_rows(
     methods = list(probs_by_method)
     for variant, (_, fn) in VARIANTS.items():
         values = [float(fn(probs_by_method[m], labels)) for m in methods]
-        r = ranks(values)
+        r = ranks_nan_last(values)
         p_up = dict.fromkeys(methods, math.nan)
         if variant == DEFAULT_VARIANT and len(methods) > 1 and np.sum(r == r.min()) == 1:
             order = np.argsort(r, kind="stable")

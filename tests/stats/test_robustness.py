@@ -1,4 +1,4 @@
-"""calbench.robustness: rankings under other evaluation choices (Nixon et al. 2019) on the
+"""calbench.stats.robustness: rankings under other evaluation choices (Nixon et al. 2019) on the
 unbiased calibration errors, and the robust-winner rule (a test against the runner-up that
 rejects and first place under every choice)."""
 
@@ -10,11 +10,10 @@ import numpy as np
 import pytest
 
 from calbench.functional import softmax
-from calbench.robustness import (
+from calbench.stats.robustness import (
     DEFAULT_VARIANT,
     VARIANTS,
     first_place_probability,
-    ranks,
     robustness_rows,
     summarise,
 )
@@ -49,6 +48,8 @@ def probs():
 
 
 def test_ranks_known_answers():
+    from calbench.stats import ranks_nan_last as ranks
+
     assert ranks([0.3, 0.1, 0.2]).tolist() == [3.0, 1.0, 2.0]
     assert ranks([0.1, 0.1, 0.2]).tolist() == [1.5, 1.5, 3.0]
     assert ranks([float("nan"), 0.1]).tolist() == [2.0, 1.0]
@@ -211,7 +212,7 @@ def test_written_rows_read_back_and_bad_files_are_named(probs, tmp_path):
     """The report reads the CSV as strictly as every other result file."""
     from calbench.report.build import _robustness_rows
     from calbench.report.tables import write_long_csv
-    from calbench.robustness import ROBUSTNESS_COLUMNS
+    from calbench.stats.robustness import ROBUSTNESS_COLUMNS
 
     by, y = probs
     rows = robustness_rows(by, y, dataset="d", model="m", n_resamples=10)

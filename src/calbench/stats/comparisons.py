@@ -2,7 +2,7 @@
 direction and the null hypothesis its test rejects.
 
 :func:`compare_rows` tests, per metric, every calibrator against each baseline and the
-"best" calibrator (chosen without the test half: :mod:`calbench.selection`) against every other
+"best" calibrator (chosen without the test half: :mod:`calbench.stats.selection`) against every other
 one, with Holm's (1979) correction within each family (:func:`calbench.stats.paired_test`,
 :func:`calbench.stats.holm`).
 
@@ -56,7 +56,7 @@ def null_hypothesis(test: str) -> str:
     except KeyError:
         raise ValueError(
             f"no null-hypothesis wording for paired test {test!r}; add it to "
-            "calbench.comparisons.NULL_HYPOTHESES"
+            "calbench.stats.comparisons.NULL_HYPOTHESES"
         ) from None
 
 
@@ -154,7 +154,7 @@ def compare_rows(
     (``family = "vs:<baseline>"``) and, where ``best`` names the selected calibrator of that
     metric, the selection against every other method (``family = "best"``; ``selected_on``
     records how it was chosen, e.g. ``val:5-fold cross-fit`` by
-    :func:`calbench.selection.crossfit_scores`; never the test half, which measures the
+    :func:`calbench.stats.selection.crossfit_scores`; never the test half, which measures the
     difference). Every metric must be verdict-eligible (:func:`check_verdict_metrics`).
 
     ``difference = metric(method) - metric(baseline)`` on the test half and ``direction`` says
