@@ -47,14 +47,6 @@ def probs():
     return {"good": p_true, "over": softmax(3 * z), "under": softmax(z / 3)}, y
 
 
-def test_ranks_known_answers():
-    from calbench.stats import ranks_nan_last as ranks
-
-    assert ranks([0.3, 0.1, 0.2]).tolist() == [3.0, 1.0, 2.0]
-    assert ranks([0.1, 0.1, 0.2]).tolist() == [1.5, 1.5, 3.0]
-    assert ranks([float("nan"), 0.1]).tolist() == [2.0, 1.0]
-
-
 def test_values_equal_an_independent_unbiased_error():
     rng = np.random.default_rng(3)
     z = rng.normal(size=(150, 4)) * 2.0

@@ -35,6 +35,7 @@ from calbench.io import atomic_write_text
 from calbench.report.display import calibrator_labels, dataset_labels, display_spec, format_value
 from calbench.report.tables import read_long_csv, write_long_csv
 from calbench.shift.evaluate import COMPARE_COLUMNS, METRIC_COLUMNS, NO_INTERVAL_REASON
+from calbench.stats import spearman
 
 SEVERITY_LEVELS = (0, 1, 2, 3, 4, 5)
 BOX_METRICS = ("accuracy", "ece", "nll")
@@ -159,14 +160,6 @@ def box_figure(rows, dataset: str, methods: Sequence[str], labels: Mapping[str, 
     return buf.getvalue()
 
 
-def _spearman(x, y) -> float:
-    from scipy.stats import spearmanr
-
-    if len(x) < 3 or np.allclose(y, y[0]):
-        return math.nan
-    return float(spearmanr(x, y).statistic)
-
-
 def findings(
     rows, compare, dataset: str, methods: Sequence[str], labels: Mapping, alpha: float = 0.05
 ) -> list[str]:
@@ -188,7 +181,7 @@ def findings(
         u, t = np.array(ece["uncalibrated"]), np.array(ece["ts"])
         gain = u - t
         if np.all(np.isfinite(gain)):
-            rho = _spearman(np.array(SEVERITY_LEVELS, float), gain)
+            rho = spearman(np.array(SEVERITY_LEVELS, float), gain)
             trend = "shrinks" if gain[-1] < gain[0] else "grows" if gain[-1] > gain[0] else "stays"
             ratio = [tt / uu if uu > 0 else math.nan for tt, uu in zip(t, u, strict=True)]
             out.append(

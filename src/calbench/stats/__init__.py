@@ -70,6 +70,7 @@ from calbench.stats.ranks import (
     rank_comparison,
     rank_rows,
     ranks_nan_last,
+    spearman,
 )
 from calbench.stats.sides import PairedSides
 from calbench.stats.signed_rank import SignedRank, signed_rank_test
@@ -114,6 +115,7 @@ __all__ = [
     "resample_indices",
     "sign_flip_test",
     "signed_rank_test",
+    "spearman",
     "ub_interval",
     "ub_jackknife",
     "ub_paired_test",

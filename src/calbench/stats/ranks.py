@@ -41,6 +41,20 @@ def ranks_nan_last(values) -> np.ndarray:
     return mean_ranks(np.where(np.isfinite(v), v, np.inf))
 
 
+def spearman(x, y) -> float:
+    """Spearman's (1904) rank correlation of ``x`` and ``y``: Pearson's correlation of their
+    mean ranks, computed as ``scipy.stats.spearmanr(x, y).statistic`` does (the same float)
+    without importing ``scipy.stats``; NaN with fewer than 3 pairs or a constant ``y``."""
+    x = np.asarray(x, dtype=np.float64)
+    y = np.asarray(y, dtype=np.float64)
+    if x.shape != y.shape or x.ndim != 1:
+        raise ValueError(f"x and y must be 1-D of one length, got shapes {x.shape} and {y.shape}")
+    if len(x) < 3 or np.allclose(y, y[0]):
+        return math.nan
+    r = mean_ranks(np.column_stack([x, y]).T).T
+    return float(np.corrcoef(r, rowvar=False)[1, 0])
+
+
 def rank_rows(values, higher_is_better: bool = False) -> np.ndarray:
     """Rank every row of ``values`` (models x methods): 1 = best, ties share their mean rank."""
     x = np.asarray(values, dtype=np.float64)
