@@ -30,7 +30,7 @@ The study-level modules, imported by their own name (not re-exported: a verb tha
 from __future__ import annotations
 
 from calbench.metrics import METRICS  # re-exported: callers read the registry through stats
-from calbench.stats._common import (
+from calbench.stats.common import (
     PairedTest,
     interval_method,
     no_interval_reason,

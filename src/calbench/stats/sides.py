@@ -20,7 +20,7 @@ from collections.abc import Mapping
 import numpy as np
 
 from calbench._checks import check_labels, check_probs
-from calbench.stats._common import PairedTest, _registry_entry, _resolve
+from calbench.stats.common import PairedTest, registry_entry, resolve_metric
 from calbench.stats.intervals import (
     PairedBootstrap,
     _check_method,
@@ -49,8 +49,8 @@ class PairedSides:
         *,
         jackknives: Mapping | None = None,
     ):
-        self.metric = _resolve(metric)
-        self._entry = _registry_entry(metric)
+        self.metric = resolve_metric(metric)
+        self._entry = registry_entry(metric)
         self._given = dict(probs_by_method)
         self._probs = {}
         for name, probs in self._given.items():
