@@ -26,7 +26,8 @@ def _study(n_models: int):
         model = f"m{i:03d}"
         ece = {m: b + rng.normal(0, 0.004) for m, b in base.items()}
         for method in METHODS:
-            for metric, v in (("ece_ub", ece[method]), ("accuracy", 0.9 + i / 1e4)):
+            reported = max(ece[method], 0.0)  # sqrt(max(T, 0)); robustness: the signed root
+            for metric, v in (("ece_ub", reported), ("accuracy", 0.9 + i / 1e4)):
                 rows.append(
                     {"dataset": "ds", "model": model, "method": method, "half": "test",
                      "metric": metric, "value": v, "ci_low": v - 0.002, "ci_high": v + 0.002}

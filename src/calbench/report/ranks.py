@@ -44,25 +44,45 @@ def matrix(
     return out
 
 
+def _signed(x, s, metric: str, models, methods) -> np.ndarray:
+    """The signed values ``s`` where ``x`` has a value, each checked to clip to it."""
+    bad = np.isfinite(x) & ~(np.isfinite(s) & np.isclose(np.maximum(s, 0.0), x, rtol=0, atol=1e-9))
+    if bad.any():
+        i, j = (int(v[0]) for v in np.nonzero(bad))
+        raise ValueError(
+            f"{metric} of {models[i]}/{methods[j]}: the robustness rows' signed value "
+            f"{float(s[i, j])!r} does not clip to the reported {float(x[i, j])!r}; rerun the "
+            "calibrate step"
+        )
+    return np.where(np.isfinite(x), s, np.nan)
+
+
 def rank_summaries(
     rows: Sequence[Mapping],
     metrics: Sequence[str],
     models: Sequence[str],
     methods: Sequence[str],
     method_labels: Mapping[str, str],
+    signed_rows: Sequence[Mapping] = (),
 ) -> list[dict]:
     """Winner counts, average ranks, Friedman test and critical difference per metric of
     ``metrics`` whose ``verdicts`` fact is true (the others are skipped).
 
     Models lacking a value of some method are left out of that metric's ranks (``n`` says how
     many remain). The Friedman test and the diagram need at least 2 models and 2 methods; with
-    fewer, ``friedman`` is ``None``.
+    fewer, ``friedman`` is ``None``. A metric with ``signed_rows``
+    (:func:`calbench.stats.robustness.signed_estimates`: the unbiased errors' signed roots) is
+    ranked on those, the estimate the robustness section ranks on, instead of the reported
+    ``sqrt(max(T, 0))`` that ties every ``T <= 0`` at 0; each must clip to the reported value.
     """
     out = []
+    signed = {r["metric"] for r in signed_rows}
     for metric in metrics:
         if metric not in METRICS or not METRICS[metric].verdicts:
             continue  # no rank from a plug-in estimate whose bias depends on sharpness
         x = matrix(rows, metric, models, methods)
+        if metric in signed:
+            x = _signed(x, matrix(signed_rows, metric, models, methods), metric, models, methods)
         complete = np.all(np.isfinite(x), axis=1)
         if not complete.any() or len(methods) < 2:
             continue

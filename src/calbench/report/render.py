@@ -59,12 +59,17 @@ from calbench.report.views import (  # noqa: F401  (re-exported)
 
 
 def build_context(**kwargs) -> dict:
-    """:func:`calbench.report.context.build_context` with the bibliography of this report:
+    """:func:`calbench.report.context.build_context` with the robustness section (whose signed
+    unbiased errors also rank them in the ranks section) and the bibliography of this report:
     the works its text cites and those of the calibrators and metrics in ``rows``
     (:func:`calbench.report.references.bibliography`), each with what it is cited for."""
     from calbench.report.summary import metric_name  # lazy: code inputs
 
     robustness = kwargs.pop("robustness", None)
+    if robustness:  # the unbiased errors rank on their signed values, as robustness does
+        from calbench.stats.robustness import signed_estimates  # lazy: code inputs
+
+        kwargs["signed_rows"] = signed_estimates(robustness)
     ctx = _context.build_context(**kwargs)
     rows, spec = kwargs["rows"], kwargs["spec"]
     ctx["robustness"] = robustness_view(robustness, spec) if robustness else None

@@ -70,6 +70,12 @@ VARIANTS: dict[str, tuple[str, Callable]] = {
     "cwece_ub": ("Unbiased classwise ECE, 15 bins", _classwise),
 }
 
+#: registered metric -> the variant that computes its estimator signed: the metric reports
+#: ``sqrt(max(T, 0))``, the variant :func:`signed_root` of the same ``T``, so every ranking of
+#: these metrics (the report's average ranks, its findings, this section) ranks on the signed
+#: value and names the same winner (clipping ties every ``T <= 0`` at 0)
+SIGNED_ESTIMATES = {DEFAULT_METRIC: DEFAULT_VARIANT, "ece_ub_mass": "ece_ub_m15"}
+
 ROBUSTNESS_COLUMNS = (
     "dataset",
     "model",
@@ -163,6 +169,24 @@ def robustness_rows(
                 }
             )
     return rows
+
+
+def signed_estimates(rows: Sequence[Mapping]) -> list[dict]:
+    """The test-half value rows (``dataset, model, method, half, metric, value``) of the metrics
+    of :data:`SIGNED_ESTIMATES`, signed, from the robustness rows: what ranks these metrics."""
+    variants = {v: m for m, v in SIGNED_ESTIMATES.items()}
+    return [
+        {
+            "dataset": r["dataset"],
+            "model": r["model"],
+            "method": r["method"],
+            "half": "test",
+            "metric": variants[r["variant"]],
+            "value": float(r["value"]),
+        }
+        for r in rows
+        if r["variant"] in variants
+    ]
 
 
 def _per_model(rows, alpha: float) -> list[dict]:
