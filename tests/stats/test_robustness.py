@@ -181,6 +181,8 @@ def test_more_than_twenty_models_get_a_test_and_the_report_names_it():
             else f"exact signed-rank test over {n} models"
         )
         assert said in view["sentence"], view["sentence"]
+        how = "its normal approximation" if method == "normal" else "the exact Wilcoxon 1945"
+        assert how in view["over_models"]
 
 
 def test_models_without_both_values_are_left_out_of_the_test():

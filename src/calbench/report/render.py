@@ -319,6 +319,10 @@ def robustness_view(rows, spec: Mapping) -> dict:
         "per_model": per_model,
         "n_robust": sum(d["robust"] for d in s["per_model"]),
         "p_first": [{"label": cl.get(m, m), "p": p} for m, p in first],
+        "over_models": "the Wilcoxon 1945 signed-rank test of the per-model differences, its "
+        "normal approximation with the tie correction"
+        if s["p_method"] == "normal"
+        else "the exact Wilcoxon 1945 signed-rank test of the\nper-model differences",  # as before
     }
 
 
