@@ -28,6 +28,13 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 
 from calbench.metrics import METRICS
+from calbench.stats import (
+    PairedSides,
+    holm,
+    interval_method,
+    min_adjusted_p,
+    permutations_for,
+)
 
 #: What each paired test's null hypothesis is, in the words the report prints next to its
 #: results. The sign-flip test is exact under exchangeability of the two calibrators' outputs
@@ -172,14 +179,6 @@ def compare_rows(
     method -> metric -> the :func:`calbench.stats.ub_jackknife` of its test-half probabilities
     already computed (:func:`calbench.steps.evaluate_rows`'s), not computed again.
     """
-    from calbench.stats import (  # lazy: code inputs
-        PairedSides,
-        holm,
-        interval_method,
-        min_adjusted_p,
-        permutations_for,
-    )
-
     check_verdict_metrics(list(metrics))
     _, y = halves["test"]
     missing = [b for b in baselines if b not in probs_by_method]
