@@ -57,13 +57,13 @@ def _plain(fn):
 
 
 def _calibration_test_metrics() -> list[Metric]:
-    """p-values of the top-label calibration tests (:mod:`calbench.stats.caltests`): large means no
+    """p-values of the top-label calibration tests (:mod:`calbench.caltests`): large means no
     evidence of miscalibration. The report turns them into "calibrated at the 5% level?"
     verdicts with Holm's correction (analytic p-values: full resolution)."""
 
     def core(name):
         def f(p, y, dtype=None):
-            from calbench.stats import caltests  # lazy: pulls scipy
+            from calbench import caltests  # lazy: pulls scipy
 
             return float(caltests.calibration_tests(p, y)[name].p_value)
 
@@ -72,7 +72,7 @@ def _calibration_test_metrics() -> list[Metric]:
     tests = {"spiegelhalter_p": "spiegelhalter", "ks_cal_p": "ks", "kuiper_cal_p": "kuiper"}
 
     def joint(p, y, dtype=None):  # the three tests share one call
-        from calbench.stats import caltests  # lazy: pulls scipy
+        from calbench import caltests  # lazy: pulls scipy
 
         done = caltests.calibration_tests(p, y)
         return {metric: float(done[test].p_value) for metric, test in tests.items()}

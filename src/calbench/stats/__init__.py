@@ -1,5 +1,5 @@
-"""Statistics of calibrators' metrics, all of them: intervals, paired tests, families and
-multiplicity, calibration tests, cross-fitted selection, ranks over models and robustness.
+"""Statistics of calibrators' metrics: intervals, paired tests, families, cross-fitted
+selection, ranks over models and robustness.
 
 The core, every name re-exported here (``from calbench.stats import X``; numpy only at import):
 
@@ -14,22 +14,30 @@ The core, every name re-exported here (``from calbench.stats import X``; numpy o
   (exact, or the normal approximation), behind the per-sample test and the test over models;
 * :mod:`calbench.stats.sides`: a family of paired comparisons among several calibrators, each
   calibrator's share (validation, per-sample values, jackknife, resampled values) computed once;
-* :mod:`calbench.stats.ranks`: average ranks, Friedman and Nemenyi (Demšar 2006);
-* :mod:`calbench.stats.multiplicity`: Holm, Benjamini-Hochberg, the smallest adjusted p-value.
+* :mod:`calbench.stats.ranks`: ranks, average ranks, Friedman and Nemenyi (Demšar 2006),
+  Spearman's correlation;
+* :mod:`calbench.multiplicity` (re-exported): Holm, Benjamini-Hochberg, the smallest adjusted
+  p-value.
 
-The study-level modules, imported by their own name (not re-exported: a verb that imports
-``calbench.stats`` does not load them, nor scipy with :mod:`calbench.stats.caltests`):
+The study-level modules, imported by their own name (not re-exported):
 
-* :mod:`calbench.stats.caltests`: Spiegelhalter's Z, KS and Kuiper calibration tests;
 * :mod:`calbench.stats.comparisons`: the comparison families of one model, in Holm families;
 * :mod:`calbench.stats.selection`: the "best" calibrator by cross-fitting in the validation half;
 * :mod:`calbench.stats.robustness`: rankings under other evaluation choices, and the robust
   winner over models.
+
+Two statistics modules stay outside the package, :mod:`calbench.caltests` (Spiegelhalter's Z,
+KS and Kuiper calibration tests) and :mod:`calbench.multiplicity`, which it uses: the metric
+registry reaches the calibration tests, so every verb that loads the registry (training too)
+executes them, and importing any module of this package runs this file, whose imports would
+make the whole core a code input of those verbs (a training job rerun for an edit of
+``intervals.py``).
 """
 
 from __future__ import annotations
 
 from calbench.metrics import METRICS  # re-exported: callers read the registry through stats
+from calbench.multiplicity import benjamini_hochberg, holm, min_adjusted_p
 from calbench.stats.common import (
     PairedTest,
     interval_method,
@@ -49,7 +57,6 @@ from calbench.stats.intervals import (
     paired_bootstrap,
     resample_indices,
 )
-from calbench.stats.multiplicity import benjamini_hochberg, holm, min_adjusted_p
 from calbench.stats.paired import (
     PAIRED_TEST_NAMES,
     mcnemar_exact,

@@ -1,4 +1,4 @@
-"""Tests of calbench.stats.caltests: hand-computed statistics, the null distributions against their
+"""Tests of calbench.caltests: hand-computed statistics, the null distributions against their
 known moments and their second series, agreement with MAPIE's implementations on identical
 inputs, the type-I error on perfectly calibrated data, and the Holm / BH verdicts."""
 
@@ -9,8 +9,8 @@ import pytest
 from scipy.integrate import quad
 from scipy.special import ndtr
 
+from calbench import caltests as C
 from calbench.functional import softmax
-from calbench.stats import caltests as C
 
 
 def _calibrated(n, seed, gamma=1.0):

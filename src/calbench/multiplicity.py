@@ -1,6 +1,7 @@
 """Multiple-testing adjustments of many p-values: Holm's step-down (family-wise error under any
 dependence), Benjamini-Hochberg's step-up (false discovery rate), and the smallest adjusted
-p-value a test of limited resolution can reach (numpy only)."""
+p-value a test of limited resolution can reach. numpy only: :mod:`calbench.caltests` and
+:mod:`calbench.stats` both use it without importing each other."""
 
 from __future__ import annotations
 

@@ -49,7 +49,7 @@ from scipy.special import ndtr
 
 from calbench._checks import check_binary_pairs, check_choice, check_probs_labels
 from calbench.metrics.binning import top_label
-from calbench.stats.multiplicity import benjamini_hochberg, holm
+from calbench.multiplicity import benjamini_hochberg, holm
 
 TARGETS = ("top", "binary")
 ALTERNATIVES = ("two-sided", "greater", "less")
