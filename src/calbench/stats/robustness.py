@@ -18,8 +18,9 @@ calibrator ranks first over bootstrap resamples of the test half
 ranks first under every evaluation choice; per model with the model's test, and over the study
 with the signed-rank test over models of the headline against the runner-up of average rank
 (:func:`calbench.stats.signed_rank.signed_rank_test`: exact up to 400 models, the normal
-approximation with the tie correction beyond). Otherwise the summary names the choices that disagree, or
-says that the data cannot separate the two.
+approximation with the tie correction beyond). Otherwise the summary names the choices that
+disagree, or says that the data cannot separate the two. The report's average ranks of the
+unbiased errors rank on the same signed values (:data:`SIGNED_ESTIMATES`).
 """
 
 from __future__ import annotations
@@ -34,8 +35,13 @@ from calbench._checks import check_probs_labels
 from calbench.metrics import METRICS
 from calbench.metrics.binning import top_label
 from calbench.metrics.unbiased import cw_ub_sq, ub_sq_from_values, ub_top_weighted
-from calbench.stats import multiplicities, paired_test, ranks_nan_last, resample_indices
-from calbench.stats.signed_rank import signed_rank_test
+from calbench.stats import (
+    multiplicities,
+    paired_test,
+    ranks_nan_last,
+    resample_indices,
+    signed_rank_test,
+)
 
 #: The tables' unbiased ECE (15 equal-width bins): the variant the headline uses.
 DEFAULT_VARIANT = "ece_ub_w15"
