@@ -78,7 +78,7 @@ weights; the smoothed curve's expectations linearly binned onto a grid at least 
 than the bandwidth), not Monte-Carlo estimates: their error, below 1e-5, is far below the
 coverage's resolution (binomial standard error about 0.01 at 500 repetitions). Prints one table per section,
 then per interval and construction the lowest and highest coverage over all cells and whether
-both lie in [0.90, 0.99]. Figures only; nothing is asserted (tests/test_stats.py asserts small
+both lie in [0.90, 0.99]. Figures only; nothing is asserted (tests/stats/test_stats.py asserts small
 versions). The figures in docs/statistics.md come from this script with its defaults.
 """
 

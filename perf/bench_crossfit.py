@@ -1,7 +1,7 @@
 """What the cross-fitted "best" selection adds to the calibrate step, per model (prints figures;
 no assertions on time).
 
-``calbench.selection.crossfit_scores`` refits every candidate calibrator ``k`` times on
+``calbench.stats.selection.crossfit_scores`` refits every candidate calibrator ``k`` times on
 ``(k - 1) / k`` of the validation half and scores it on the held-out fold. This script times,
 per calibrator of the default study (config.yaml's ``calibrators:``), one fit on the whole
 validation half (what the calibrate step pays anyway) and the ``k`` fold fits with their
@@ -21,7 +21,7 @@ from bench_odir_cv import validation_half  # the same synthetic validation half 
 
 from calbench.calibrators import get_calibrator
 from calbench.metrics import METRICS
-from calbench.selection import crossfit_scores
+from calbench.stats.selection import crossfit_scores
 
 ROOT = Path(__file__).resolve().parents[1]
 

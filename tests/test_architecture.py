@@ -318,9 +318,9 @@ def test_the_cycle_check_finds_a_circle():
 PRODUCERS = (
     "calbench.evaluation",
     "calbench.steps",
-    "calbench.comparisons",
-    "calbench.robustness",
-    "calbench.selection",
+    "calbench.stats.comparisons",
+    "calbench.stats.robustness",
+    "calbench.stats.selection",
     "calbench.reuse",
     "calbench.reference",
     "calbench.reference.ours_vs_published",

@@ -7,7 +7,7 @@ starts (before any job): every name the config uses must exist in the library.
   would in ``fit-calibrator``);
 * metrics: every metric named anywhere (evaluation, compare, report, shift) is in
   :data:`calbench.metrics.METRICS`, the one registry of metric facts; the compared metrics
-  are verdict-eligible (``Metric.verdicts``: :func:`calbench.comparisons.check_verdict_metrics`
+  are verdict-eligible (``Metric.verdicts``: :func:`calbench.stats.comparisons.check_verdict_metrics`
   names the unbiased metric to use instead of a plug-in one);
 * models trained by the workflow: the ``training`` block parses
   (:func:`calbench.training.parse_training`: method, options), the loss and the secondary
@@ -32,7 +32,6 @@ from calbench._checks import MAX_BINS
 from calbench._paths import confined
 from calbench._yaml import load_yaml_file
 from calbench.calibrators import get_calibrator
-from calbench.comparisons import check_verdict_metrics
 from calbench.evaluation import MAX_RESAMPLES
 from calbench.logits_sources import check_entry as check_logits_entry
 from calbench.logits_sources import is_presplit
@@ -41,6 +40,7 @@ from calbench.models import ZOOS
 from calbench.plugins import calibrator_problem, metric_problem
 from calbench.shift.corruptions import CORRUPTIONS
 from calbench.shift.datasets import PUBLISHED_CORRUPTIONS
+from calbench.stats.comparisons import check_verdict_metrics
 from calbench.training import parse_training
 
 ROOT = Path(__file__).resolve().parent

@@ -23,7 +23,7 @@ at most one.
 
 The cross-fitted "best" (:func:`nested_best`) is chosen inside each training part: for the fold
 it predicts, the candidates are compared by an inner cross-fit on the ``F - 1`` training folds
-only (:func:`calbench.selection.crossfit_scores`), so the choice never sees the predicted fold
+only (:func:`calbench.stats.selection.crossfit_scores`), so the choice never sees the predicted fold
 (nested cross-validation, Varma & Simon 2006; Cawley & Talbot 2010 show the optimism of choosing
 on the folds one reports). When the candidates' out-of-fold predictions were already computed
 with the same folds (``oof``), the pick's prediction of a fold is read from them (the same fit:
@@ -42,7 +42,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from calbench._checks import ROW_SUM_ATOL, check_logits_labels
-from calbench.selection import MAX_FOLDS, crossfit_scores
+from calbench.stats.selection import MAX_FOLDS, crossfit_scores
 
 #: most repeated partitions one call may ask for
 MAX_REPEATS = 1000
@@ -220,7 +220,7 @@ def nested_best(
     For each repeat ``r`` and fold ``f`` of the outer folds (``folds``, ``repeats``, ``seed``,
     ``stratified``, or ``assignment``), the candidates are cross-fitted with ``inner_folds`` folds
     on the training part only (every fold of repeat ``r`` but ``f``; seed :func:`inner_seed`) by
-    :func:`calbench.selection.crossfit_scores`, and the one with the best mean inner score
+    :func:`calbench.stats.selection.crossfit_scores`, and the one with the best mean inner score
     (lower is better unless ``higher_is_better``; ties: the first in ``makers``' order; a
     candidate whose inner fit fails is not one) predicts fold ``f``. ``oof`` maps candidates to
     their :func:`crossfit_predict` output with the same outer folds; the pick's prediction is

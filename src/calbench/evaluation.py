@@ -5,10 +5,10 @@ a model's test-set logits (:func:`calbench.split.load_halves`) and applied to bo
 metric of :data:`calbench.metrics.METRICS` is reported on the test half (and, to show a
 calibrator's over-fit, on the validation half), with the bootstrap confidence interval its
 registry entry names (``Metric.interval``, :func:`calbench.stats.bootstrap_ci`).
-:func:`calbench.comparisons.compare_rows` tests, on the *test* half, every calibrator against
+:func:`calbench.stats.comparisons.compare_rows` tests, on the *test* half, every calibrator against
 each baseline and the "best" calibrator against every other one, each family with Holm's
 correction; "best" is chosen by K-fold cross-fitting inside the *validation* half
-(:func:`calbench.selection.crossfit_scores`: each candidate refitted on K - 1 folds and scored
+(:func:`calbench.stats.selection.crossfit_scores`: each candidate refitted on K - 1 folds and scored
 on the held-out one), so neither the samples a calibrator was fitted on nor the test half pick
 the winner.
 
@@ -25,17 +25,17 @@ from pathlib import Path
 
 from calbench import isolation
 from calbench.calibrators import get_calibrator, save_calibrator
-from calbench.comparisons import (  # noqa: F401  (re-exported)
+from calbench.io import array_digest
+from calbench.results import COMPARE_COLUMNS, METRIC_COLUMNS, ROBUSTNESS_COLUMNS, write_long_csv
+from calbench.reuse import Reuse, reuse_digest  # noqa: F401  (reuse_digest: named in docs)
+from calbench.split import HALVES, load_halves
+from calbench.stats.comparisons import (  # noqa: F401  (re-exported)
     check_verdict_metrics,
     compare_rows,
     comparison_pairs,
     verdict_metrics,
 )
-from calbench.io import array_digest
-from calbench.results import COMPARE_COLUMNS, METRIC_COLUMNS, ROBUSTNESS_COLUMNS, write_long_csv
-from calbench.reuse import Reuse, reuse_digest  # noqa: F401  (reuse_digest: named in docs)
-from calbench.selection import check_folds
-from calbench.split import HALVES, load_halves
+from calbench.stats.selection import check_folds
 from calbench.steps import (  # noqa: F401  (re-exported: the single steps and their checks)
     MAX_RESAMPLES,
     PLOT_OPTIONS,
@@ -131,7 +131,7 @@ def calibrate(
     which costs ``select_folds`` more fits of each candidate) -> ``compare_out``
     and the grid of every calibrator's diagram -> ``plots_dir/grid.png``; with ``robustness_out``
     the calibrators' ranks under other ECE variants and their
-    bootstrap first-place probabilities (:func:`calbench.robustness.robustness_rows`,
+    bootstrap first-place probabilities (:func:`calbench.stats.robustness.robustness_rows`,
     ``evaluation.n_bootstrap`` resamples, ``evaluation.seed``) -> that CSV. Each file equals what
     the single-step verbs (``fit-calibrator``, ``evaluate``, ``compare``, ``plot-reliability
     --grid``) write from the same inputs; the predictions come from the calibrator as saved, so
@@ -302,7 +302,7 @@ def calibrate(
         _draw(test_probs, data["test"][1], grid, grid=True, **plot)
         written.append(grid)
         if robustness_out is not None:
-            from calbench.robustness import robustness_rows  # lazy: code inputs
+            from calbench.stats.robustness import robustness_rows  # lazy: code inputs
 
             rows = robustness_rows(
                 test_probs,

@@ -27,7 +27,7 @@ from calbench.io import atomic_write_text
 #: ``results/aggregate/metrics.csv``): one row per (calibrator, half, metric).
 METRIC_COLUMNS = ("dataset", "model", "method", "half", "metric", "value", "ci_low", "ci_high")
 #: Columns of a comparison CSV (``results/compare/{dataset}/{model}.csv``,
-#: ``results/aggregate/compare.csv``; :func:`calbench.comparisons.compare_rows`): one row per
+#: ``results/aggregate/compare.csv``; :func:`calbench.stats.comparisons.compare_rows`): one row per
 #: paired test.
 COMPARE_COLUMNS = (
     "dataset",
@@ -57,7 +57,7 @@ COMPARE_COLUMNS = (
     "null_hypothesis",
 )
 #: Columns of ``results/robustness/{dataset}/{model}.csv``
-#: (:func:`calbench.robustness.robustness_rows`).
+#: (:func:`calbench.stats.robustness.robustness_rows`).
 ROBUSTNESS_COLUMNS = (
     "dataset",
     "model",

@@ -42,7 +42,7 @@ NUMERIC_LIBRARIES = ("numpy", "scipy", "torch", "matplotlib", "scikit-learn")
 NAMES = ("calibrator.json", "metrics.csv", "diagram.png")
 #: written last into an entry: each file's SHA-256
 MANIFEST = "manifest.json"
-#: the cross-fitted selection's findings for the entry's calibrator (calbench.selection)
+#: the cross-fitted selection's findings for the entry's calibrator (calbench.stats.selection)
 SELECTION = "selection.json"
 #: a manifest is a few hundred bytes; anything far larger is not one
 _MAX_MANIFEST_BYTES = 1 << 16
@@ -215,7 +215,7 @@ class Reuse:
 
     def known_selection(self, settings: dict) -> dict:
         """What earlier runs' cross-fitted selection found for each calibrator whose entry is
-        kept (:func:`calbench.selection.crossfit_scores`' ``known``), for the same ``settings``
+        kept (:func:`calbench.stats.selection.crossfit_scores`' ``known``), for the same ``settings``
         (folds, seed, compared metrics; JSON-able); a record of other settings or whose seal
         does not match its content is left out (that calibrator is refitted on the folds)."""
         out, wanted = {}, _selection_settings(settings)
@@ -236,7 +236,7 @@ class Reuse:
         return out
 
     def keep_selection(self, settings: dict, results: dict) -> None:
-        """Keep ``results`` (calibrator key -> :func:`calbench.selection.candidate_result`) in
+        """Keep ``results`` (calibrator key -> :func:`calbench.stats.selection.candidate_result`) in
         the kept entries, under ``settings``; a calibrator without a kept entry or without a
         finding (``None``) is skipped."""
         kept = _selection_settings(settings)

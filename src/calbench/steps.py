@@ -6,7 +6,7 @@ process) shares with them. :mod:`calbench.evaluation` re-exports every public na
 
 Calibrators are fitted on the validation half of a model's test-set logits
 (:func:`calbench.split.load_halves`) and evaluated on both halves (Vasilev 2021, §4-5);
-comparisons (:func:`calbench.comparisons.compare_rows`) run on the test half, with the "best"
+comparisons (:func:`calbench.stats.comparisons.compare_rows`) run on the test half, with the "best"
 calibrator chosen by cross-fitting inside the validation half (:func:`select_best`).
 """
 
@@ -19,11 +19,11 @@ import numpy as np
 from calbench import isolation
 from calbench._checks import check_choice, check_probs_labels
 from calbench.calibrators import get_calibrator, load_calibrator, save_calibrator
-from calbench.comparisons import check_verdict_metrics, compare_rows, verdict_metrics
 from calbench.metrics import METRICS, Metric, metric_values
 from calbench.results import COMPARE_COLUMNS, METRIC_COLUMNS, write_long_csv
-from calbench.selection import check_folds
 from calbench.split import HALVES, load_halves
+from calbench.stats.comparisons import check_verdict_metrics, compare_rows, verdict_metrics
+from calbench.stats.selection import check_folds
 
 
 def method_name(calibrator_path, name: str | None = None) -> str:
@@ -354,13 +354,13 @@ def select_best(
     found=None,
 ) -> tuple[dict[str, str], str]:
     """The "best" calibrator per metric by K-fold cross-fitting inside the validation half
-    (:func:`calbench.selection.crossfit_scores`; ``val`` = the validation logits and labels,
+    (:func:`calbench.stats.selection.crossfit_scores`; ``val`` = the validation logits and labels,
     never the test half) and the ``selected_on`` label of the comparison rows. Candidates left
     out (``exclude``, or a fit that fails on a fold) are reported to ``log`` with the reason.
     ``known``: what earlier runs found per candidate (``crossfit_scores``' argument, from the
     reuse cache); ``found``: a dict filled with what this run found per calibrator
-    (:func:`calbench.selection.candidate_result`), for the cache to keep."""
-    from calbench.selection import candidate_result, crossfit_scores  # lazy: code inputs
+    (:func:`calbench.stats.selection.candidate_result`), for the cache to keep."""
+    from calbench.stats.selection import candidate_result, crossfit_scores  # lazy: code inputs
 
     fit = crossfit_scores(makers, *val, metrics, k=folds, seed=seed, exclude=exclude, known=known)
     if found is not None:

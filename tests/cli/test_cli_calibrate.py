@@ -304,7 +304,7 @@ def test_compare_best_vs_baselines(data, fitted, tmp_path):
     from calbench import stats as S
     from calbench.calibrators import get_calibrator, load_calibrator
     from calbench.metrics import METRICS
-    from calbench.selection import crossfit_scores
+    from calbench.stats.selection import crossfit_scores
 
     out = tmp_path / "cmp.csv"
     assert (

@@ -11,8 +11,8 @@ import numpy as np
 import pytest
 
 from calbench.functional import softmax
-from calbench.robustness import VARIANTS
 from calbench.split import save_split, study_split
+from calbench.stats.robustness import VARIANTS
 
 N, K = 300, 4
 CALIBRATORS = {

@@ -435,8 +435,8 @@ def test_report_is_deterministic(tmp_path):
 def test_comparison_rows_print_direction_floor_and_null():
     # a sign-flip p-value at its floor 1/(B+1) prints as "<= floor" (Holm: m times it); a
     # significantly worse difference is marked, not bold; each test's null is listed
-    from calbench.comparisons import NULL_HYPOTHESES
     from calbench.report import views as V
+    from calbench.stats.comparisons import NULL_HYPOTHESES
 
     floor = 1 / 1800
     rows = [
@@ -618,7 +618,7 @@ def test_cd_bars_only_when_the_omnibus_test_rejects_and_it_is_named(tmp_path):
 def test_first_screen_shows_finding_items_with_direction_and_to_check_apart(tmp_path):
     # T-scaling significantly lowers the unbiased ECE against Uncal on both models (supported,
     # better); on NLL it is better on one model and worse on the other (to check, mixed)
-    from calbench.comparisons import NULL_HYPOTHESES
+    from calbench.stats.comparisons import NULL_HYPOTHESES
 
     def row(model, metric, d, way):
         return _cmp(

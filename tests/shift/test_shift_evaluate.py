@@ -140,7 +140,7 @@ def test_evaluate_shift_values(study):
     assert r0["difference"] == pytest.approx(want.difference)
     # best: 5-fold cross-fitting inside the validation half on the compared metric
     from calbench.calibrators import get_calibrator as make
-    from calbench.selection import crossfit_scores
+    from calbench.stats.selection import crossfit_scores
 
     makers = {m: (lambda m=m: make(m)) for m in ("uncalibrated", "ts", "hist")}
     zv, yv = study["z"][study["val"]].astype(np.float32), study["y"][study["val"]]

@@ -229,7 +229,7 @@ def _rules_running(module: str) -> list[str]:
 
 @pytest.mark.parametrize(
     "module",
-    ["robustness.py", "_torch.py", "logits.py", "split.py", "plots/reliability.py", "stats/intervals.py", "report/render.py",
+    ["stats/robustness.py", "_torch.py", "logits.py", "split.py", "plots/reliability.py", "stats/intervals.py", "report/render.py",
      "report/tables.py", "calibrators/scaling.py", "metrics/ece.py", "training/loop.py",
      "shift/corruptions.py"],
 )
@@ -250,7 +250,7 @@ def test_library_edit_reruns_exactly_the_jobs_that_run_it(run, module):
     finally:
         restore()
     assert got == expected
-    if module == "robustness.py":  # the calibrate step runs it: every model's job, not training
+    if module == "stats/robustness.py":  # the calibrate step runs it: every model's job, not training
         n_models = len(yaml.safe_load((run / "config.yaml").read_text())["models"])
         assert got["calibrate"] == n_models and "train_model" not in got
     if module == "split.py":  # everything downstream of the split, not the models

@@ -251,7 +251,7 @@ def render_report(
     :func:`aggregate` wrote (``results/tables/reference.csv``), read rather than recomputed;
     ``run_info`` what the workflow knows of the run
     (:data:`calbench.report.provenance.RUN_INFO_KEYS`); ``robustness`` the per-model CSVs of
-    :mod:`calbench.robustness` (the section on whether the conclusions survive other evaluation
+    :mod:`calbench.stats.robustness` (the section on whether the conclusions survive other evaluation
     choices); ``arena`` the per-model CSVs of ``calbench compare-implementations``
     (:mod:`calbench.report.arena`: implementations of one method side by side)."""
     from calbench.report import render  # lazy: code inputs
@@ -303,12 +303,12 @@ def add_arena(context: dict, paths, spec: dict) -> None:
 
 
 def read_robustness_rows(paths) -> list[dict] | None:
-    """The rows of the ``results/robustness/...`` CSVs (:func:`calbench.robustness.robustness_rows`),
+    """The rows of the ``results/robustness/...`` CSVs (:func:`calbench.stats.robustness.robustness_rows`),
     as strict as every other result file (:func:`calbench.results.read_long_csv`): every
     rank and value a finite number, ``p_first`` blank except for the default variant."""
     if not paths:
         return None
-    from calbench.robustness import DEFAULT_VARIANT  # lazy: code inputs
+    from calbench.stats.robustness import DEFAULT_VARIANT  # lazy: code inputs
 
     rows = read_long_csv(
         paths,

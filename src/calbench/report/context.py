@@ -135,9 +135,12 @@ def calibrator_glossary(methods: Sequence[str], spec: Mapping) -> list[dict]:
     return out
 
 
-def _rank_summaries(rows, tables, spec, model_order, method_order, compare=()) -> tuple:
+def _rank_summaries(
+    rows, tables, spec, model_order, method_order, compare=(), signed_rows=()
+) -> tuple:
     """Average ranks with the Friedman test per verdict-eligible metric of the tables and the
-    comparisons, and the findings (:func:`calbench.report.summary.findings`)."""
+    comparisons (the unbiased errors on their signed values ``signed_rows``), and the findings
+    (:func:`calbench.report.summary.findings`)."""
     from calbench.report import summary as SU  # lazy: code inputs
     from calbench.report.ranks import ALPHA, rank_summaries  # lazy: code inputs
 
@@ -145,7 +148,7 @@ def _rank_summaries(rows, tables, spec, model_order, method_order, compare=()) -
     ranked = list(
         dict.fromkeys([t.metric for t in tables["metrics"]] + [r["metric"] for r in compare])
     )
-    ranks = rank_summaries(rows, ranked, model_order, method_order, cl)
+    ranks = rank_summaries(rows, ranked, model_order, method_order, cl, signed_rows)
     found = SU.findings(rows, ranks, model_order, method_order, ml, cl, compare)
     for entry in ranks:
         fr = entry["friedman"]
@@ -226,6 +229,7 @@ def build_context(
     reference: Sequence[Mapping] | None = None,
     plots: Mapping[str, Mapping[str, str]] | None = None,
     temperatures: Mapping[str, float] | None = None,
+    signed_rows: Sequence[Mapping] = (),
 ) -> dict:
     """Everything the template needs, as plain data (strings, lists, dicts).
 
@@ -233,7 +237,8 @@ def build_context(
     :func:`calbench.report.published.reference_comparison`); ``plots`` maps ``dataset/model`` to
     ``{calibrator: reliability PNG}``; ``grids`` maps it to the per-model grid PNG (used when
     ``plots`` lacks the model); ``temperatures`` maps model to the fitted temperature of
-    temperature scaling.
+    temperature scaling; ``signed_rows`` the unbiased errors' signed values that rank them
+    (:func:`calbench.stats.robustness.signed_estimates`).
     """
     tables = build_tables(rows, spec)
     protocol = dict(spec.get("protocol") or {})
@@ -247,7 +252,9 @@ def build_context(
     method_order = [c for c in spec.get("calibrators", {}) if c in present_methods] or sorted(
         present_methods
     )
-    ranks, found = _rank_summaries(rows, tables, spec, model_order, method_order, compare)
+    ranks, found = _rank_summaries(
+        rows, tables, spec, model_order, method_order, compare, signed_rows
+    )
     metric_views = [
         metric_view(t, t.metric, _coverage_of(rows, t.metric)) for t in tables["metrics"]
     ]

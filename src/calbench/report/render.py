@@ -36,12 +36,17 @@ from calbench.report.references import bibliography
 
 
 def build_context(**kwargs) -> dict:
-    """:func:`calbench.report.context.build_context` with the bibliography of this report:
+    """:func:`calbench.report.context.build_context` with the robustness section (whose signed
+    unbiased errors also rank them in the ranks section) and the bibliography of this report:
     the works its text cites and those of the calibrators and metrics in ``rows``
     (:func:`calbench.report.references.bibliography`), each with what it is cited for."""
     from calbench.report.ranks import metric_name  # lazy: code inputs
 
     robustness = kwargs.pop("robustness", None)
+    if robustness:  # the unbiased errors rank on their signed values, as robustness does
+        from calbench.stats.robustness import signed_estimates  # lazy: code inputs
+
+        kwargs["signed_rows"] = signed_estimates(robustness)
     ctx = _context.build_context(**kwargs)
     rows, spec = kwargs["rows"], kwargs["spec"]
     ctx["robustness"] = robustness_view(robustness, spec) if robustness else None
@@ -205,14 +210,14 @@ def verdict_view(rows, spec: Mapping) -> dict | None:
 
 
 def robustness_view(rows, spec: Mapping) -> dict:
-    """The robustness section (:func:`calbench.robustness.summarise` of the per-model rows):
+    """The robustness section (:func:`calbench.stats.robustness.summarise` of the per-model rows):
     one table row per evaluation choice with the calibrator of best average rank there, one
     row per model with its winner, runner-up and their test, and a findings sentence: robust
     only when the winner beats the runner-up (a paired test that rejects) and ranks first under
     every evaluation choice; otherwise which choices disagree, or that the data cannot separate
     the two."""
     from calbench.report.summary import format_p  # lazy: code inputs
-    from calbench.robustness import ALPHA, DEFAULT_VARIANT, summarise  # lazy: code inputs
+    from calbench.stats.robustness import ALPHA, DEFAULT_VARIANT, summarise  # lazy: code inputs
 
     s = summarise(rows)
     cl = calibrator_labels(spec)
@@ -235,9 +240,12 @@ def robustness_view(rows, spec: Mapping) -> dict:
     test = (
         "its paired test on the one model"
         if s["models"] == 1
+        else f"signed-rank test over {s['models']} models, normal approximation with the tie "
+        "correction"
+        if s["p_method"] == "normal"
         else f"exact signed-rank test over {s['models']} models"
     )
-    p_text = format_p(s["p"])  # exact (enumerated or analytic): no resolution floor
+    p_text = format_p(s["p"])  # exact (counted) or normal approximation: no resolution floor
     p_text = p_text if p_text[0] in "<≤" else f"= {p_text}"
     if s["robust"]:
         sentence = (
@@ -288,6 +296,10 @@ def robustness_view(rows, spec: Mapping) -> dict:
         "per_model": per_model,
         "n_robust": sum(d["robust"] for d in s["per_model"]),
         "p_first": [{"label": cl.get(m, m), "p": p} for m, p in first],
+        "over_models": "the Wilcoxon 1945 signed-rank test of the per-model differences, its "
+        "normal approximation with the tie correction"
+        if s["p_method"] == "normal"
+        else "the exact Wilcoxon 1945 signed-rank test of the\nper-model differences",  # as before
     }
 
 

@@ -42,6 +42,7 @@ from calbench.results import (
     write_long_csv,
 )
 from calbench.shift.evaluate import NO_INTERVAL_REASON
+from calbench.stats import spearman
 
 BOX_METRICS = ("accuracy", "ece", "nll")
 
@@ -164,14 +165,6 @@ def box_figure(rows, dataset: str, methods: Sequence[str], labels: Mapping[str, 
     return buf.getvalue()
 
 
-def _spearman(x, y) -> float:
-    from scipy.stats import spearmanr
-
-    if len(x) < 3 or np.allclose(y, y[0]):
-        return math.nan
-    return float(spearmanr(x, y).statistic)
-
-
 def findings(
     rows, compare, dataset: str, methods: Sequence[str], labels: Mapping, alpha: float = 0.05
 ) -> list[str]:
@@ -193,7 +186,7 @@ def findings(
         u, t = np.array(ece["uncalibrated"]), np.array(ece["ts"])
         gain = u - t
         if np.all(np.isfinite(gain)):
-            rho = _spearman(np.array(SHIFT_SEVERITY_LEVELS, float), gain)
+            rho = spearman(np.array(SHIFT_SEVERITY_LEVELS, float), gain)
             trend = "shrinks" if gain[-1] < gain[0] else "grows" if gain[-1] > gain[0] else "stays"
             ratio = [tt / uu if uu > 0 else math.nan for tt, uu in zip(t, u, strict=True)]
             out.append(

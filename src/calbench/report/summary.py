@@ -14,7 +14,7 @@
   :func:`findings` splits them into the template's two lists.
 
 Everything works on the long metric rows (``dataset, model, method, half, metric, value,
-ci_low, ci_high``), the comparison rows (``calbench.comparisons.compare_rows``) and the study
+ci_low, ci_high``), the comparison rows (``calbench.stats.comparisons.compare_rows``) and the study
 spec's display names.
 """
 
@@ -349,7 +349,7 @@ def finding_items(
       ``"to check"`` (mixed, a minority of models, or an anomaly).
 
     Only verdict-eligible metrics (``Metric.verdicts``) give findings: the comparison rows
-    carry no others (:func:`calbench.comparisons.check_verdict_metrics`), ``ranks`` come from
+    carry no others (:func:`calbench.stats.comparisons.check_verdict_metrics`), ``ranks`` come from
     :func:`rank_summaries`.
     """
     ml = lambda m: model_labels.get(m, m)  # noqa: E731

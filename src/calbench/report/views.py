@@ -15,7 +15,6 @@ import re
 from collections.abc import Mapping, Sequence
 
 from calbench import table_model as G
-from calbench.comparisons import direction
 from calbench.display import (
     display_spec,
     format_value,
@@ -26,6 +25,7 @@ from calbench.display import (
 )
 from calbench.report.overview import comparison_figures, numeric_compare_csv
 from calbench.report.tables import Table
+from calbench.stats.comparisons import direction
 
 
 def _slug(text: str) -> str:

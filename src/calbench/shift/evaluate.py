@@ -5,7 +5,7 @@ unchanged to the test half of every (corruption, severity) and to the clean halv
 those of :data:`calbench.metrics.METRICS` (15-bin ECE etc.).
 
 Paired comparisons under shift: for each severity s (0 = the clean test half), per compared
-metric (verdict-eligible only: :func:`calbench.comparisons.check_verdict_metrics`; a plug-in
+metric (verdict-eligible only: :func:`calbench.stats.comparisons.check_verdict_metrics`; a plug-in
 error such as binned ECE is refused, naming ``ece_ub``), temperature scaling against the
 uncalibrated model and the best calibrator against temperature scaling. "best" is chosen by
 K-fold cross-fitting inside the clean *validation* half (:func:`best_by_crossfit`, reusing
@@ -100,7 +100,7 @@ def _load_calibrators(paths) -> dict:
 
 
 def _check_options(metrics, compare_metrics, n_bootstrap: int, level: float) -> None:
-    from calbench.comparisons import check_verdict_metrics  # lazy: code inputs
+    from calbench.stats.comparisons import check_verdict_metrics  # lazy: code inputs
 
     unknown = [m for m in [*metrics, *compare_metrics] if m not in METRICS]
     if unknown:
@@ -141,7 +141,7 @@ def best_by_crossfit(
 ) -> dict[str, str]:
     """The "best" calibrator per compared metric by ``folds``-fold cross-fitting inside the
     clean validation half (:func:`calbench.steps.select_best`,
-    :func:`calbench.selection.crossfit_scores`): each calibrator is refitted from its method and
+    :func:`calbench.stats.selection.crossfit_scores`): each calibrator is refitted from its method and
     hyperparameters on ``folds - 1`` folds and scored on the held-out one, so no calibrator is
     judged on samples it was fitted on, and no test sample (clean or corrupted) takes part."""
     from calbench.steps import _maker, select_best  # lazy: code inputs
@@ -232,7 +232,7 @@ def evaluate_shift(
     ``calibrators`` are JSON files named ``<method>.json``; they must include ``ts`` and ``uncalibrated`` when ``compare_metrics`` is not empty, which must be
     verdict-eligible. "best" is cross-fitted inside the clean validation half
     (:func:`best_by_crossfit`, ``select_folds`` folds, ``select_exclude`` not candidates)."""
-    from calbench.selection import check_folds  # lazy: code inputs
+    from calbench.stats.selection import check_folds  # lazy: code inputs
 
     _check_options(metrics, compare_metrics, n_bootstrap, level)
     if compare_metrics:

@@ -1,6 +1,7 @@
-"""Statistics of calibrators' metrics: intervals, paired tests, ranks over models.
+"""Statistics of calibrators' metrics: intervals, paired tests, families, cross-fitted
+selection, ranks over models and robustness.
 
-One module per concern, every name re-exported here (``from calbench.stats import X``):
+The core, every name re-exported here (``from calbench.stats import X``; numpy only at import):
 
 * :mod:`calbench.stats.intervals`: bootstrap intervals of a metric and of a difference
   (percentile, basic, one-sided upper; Davison & Hinkley 1997), dispatching the ``jackknife``
@@ -9,18 +10,35 @@ One module per concern, every name re-exported here (``from calbench.stats impor
   bounds ("calibrated within delta") and paired test of equal calibration error;
 * :mod:`calbench.stats.paired`: paired tests of two calibrators on the same samples (McNemar,
   paired t, Wilcoxon, sign-flip, and :func:`paired_test`, the registry's choice);
+* :mod:`calbench.stats.signed_rank`: Wilcoxon's signed-rank test for any number of pairs
+  (exact, or the normal approximation), behind the per-sample test and the test over models;
 * :mod:`calbench.stats.sides`: a family of paired comparisons among several calibrators, each
   calibrator's share (validation, per-sample values, jackknife, resampled values) computed once;
-* :mod:`calbench.stats.ranks`: average ranks, Friedman and Nemenyi (Demšar 2006);
-* :mod:`calbench.multiplicity` (numpy only, shared with :mod:`calbench.caltests`): Holm,
-  Benjamini-Hochberg, the smallest adjusted p-value.
+* :mod:`calbench.stats.ranks`: ranks, average ranks, Friedman and Nemenyi (Demšar 2006),
+  Spearman's correlation;
+* :mod:`calbench.multiplicity` (re-exported): Holm, Benjamini-Hochberg, the smallest adjusted
+  p-value.
+
+The study-level modules, imported by their own name (not re-exported):
+
+* :mod:`calbench.stats.comparisons`: the comparison families of one model, in Holm families;
+* :mod:`calbench.stats.selection`: the "best" calibrator by cross-fitting in the validation half;
+* :mod:`calbench.stats.robustness`: rankings under other evaluation choices, and the robust
+  winner over models.
+
+Two statistics modules stay outside the package, :mod:`calbench.caltests` (Spiegelhalter's Z,
+KS and Kuiper calibration tests) and :mod:`calbench.multiplicity`, which it uses: the metric
+registry reaches the calibration tests, so every verb that loads the registry (training too)
+executes them, and importing any module of this package runs this file, whose imports would
+make the whole core a code input of those verbs (a training job rerun for an edit of
+``intervals.py``).
 """
 
 from __future__ import annotations
 
 from calbench.metrics import METRICS  # re-exported: callers read the registry through stats
 from calbench.multiplicity import benjamini_hochberg, holm, min_adjusted_p
-from calbench.stats._common import (
+from calbench.stats.common import (
     PairedTest,
     interval_method,
     no_interval_reason,
@@ -50,14 +68,19 @@ from calbench.stats.paired import (
 )
 from calbench.stats.ranks import (
     Friedman,
+    RankComparison,
     average_ranks,
     friedman_test,
     mean_ranks,
     nemenyi_cd,
     nemenyi_q,
+    rank_comparison,
     rank_rows,
+    ranks_nan_last,
+    spearman,
 )
 from calbench.stats.sides import PairedSides
+from calbench.stats.signed_rank import SignedRank, signed_rank_test
 from calbench.stats.ub import ub_interval, ub_jackknife, ub_paired_test, ub_upper_bound
 
 __all__ = [
@@ -71,6 +94,8 @@ __all__ = [
     "PairedBootstrap",
     "PairedSides",
     "PairedTest",
+    "RankComparison",
+    "SignedRank",
     "average_ranks",
     "benjamini_hochberg",
     "bootstrap_ci",
@@ -91,9 +116,13 @@ __all__ = [
     "paired_t",
     "paired_test",
     "permutations_for",
+    "rank_comparison",
     "rank_rows",
+    "ranks_nan_last",
     "resample_indices",
     "sign_flip_test",
+    "signed_rank_test",
+    "spearman",
     "ub_interval",
     "ub_jackknife",
     "ub_paired_test",

@@ -58,8 +58,8 @@ import numpy as np
 
 from calbench._checks import check_probs_labels
 from calbench.metrics import INTERVALS, METRICS
-from calbench.stats import _common
-from calbench.stats._common import _paired_inputs, _resolve, interval_method, no_interval_reason
+from calbench.stats import common
+from calbench.stats.common import interval_method, no_interval_reason, paired_inputs, resolve_metric
 from calbench.stats.ub import ub_interval, ub_jackknife
 
 #: Interval constructions of :func:`bootstrap_ci` and :func:`paired_bootstrap`
@@ -140,7 +140,7 @@ def _check_options(n_resamples, level, seed) -> tuple[int, float, int]:
 def resample_indices(n: int, n_resamples: int, seed: int) -> Iterator[np.ndarray]:
     """Yield ``(chunk, n)`` arrays of bootstrap indices, ``n_resamples`` rows in all."""
     rng = np.random.default_rng(seed)
-    chunk = max(1, min(n_resamples, _common._CHUNK_ENTRIES // max(n, 1)))
+    chunk = max(1, min(n_resamples, common.CHUNK_ENTRIES // max(n, 1)))
     for start in range(0, n_resamples, chunk):
         yield rng.integers(0, n, size=(min(chunk, n_resamples - start), n))
 
@@ -288,7 +288,7 @@ def bootstrap_cis(
             est, lo, hi = ub_interval(metric, probs, labels, level, ustat=u)
             out[key] = BootstrapCI(est, lo, hi, level, 0, "jackknife", est)
         else:
-            prepared[key] = (method, *_prepare(_resolve(metric), probs, labels, (p, y)))
+            prepared[key] = (method, *_prepare(resolve_metric(metric), probs, labels, (p, y)))
     values: dict = {key: [] for key in prepared}
     n = y.shape[0]
     for idx in resample_indices(n, n_resamples, seed) if prepared else ():
@@ -310,7 +310,7 @@ def bootstrap_values(
     """``(estimate, values)``: the plug-in value and the ``n_resamples`` resampled values of
     :func:`bootstrap_ci` (same indices for the same seed), to build several intervals from one
     set of resamples (:func:`interval_from_values`)."""
-    metric = _resolve(metric)
+    metric = resolve_metric(metric)
     n_resamples, _, seed = _check_options(n_resamples, 0.95, seed)
     estimate, f = _prepare(metric, probs, labels)
     n = np.shape(labels)[0]
@@ -365,9 +365,9 @@ def paired_bootstrap(
     interval of a difference is not clipped). See :class:`PairedBootstrap` for the p-value.
     """
     metric_arg = metric
-    metric = _resolve(metric)
+    metric = resolve_metric(metric)
     n_resamples, level, seed = _check_options(n_resamples, level, seed)
-    pa, pb, y = _paired_inputs(probs_a, probs_b, labels)
+    pa, pb, y = paired_inputs(probs_a, probs_b, labels)
     method = _check_method(method, metric_arg)
     est_a, fa = _prepare(metric, probs_a, labels, (pa, y))
     est_b, fb = _prepare(metric, probs_b, labels, (pb, y))

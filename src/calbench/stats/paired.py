@@ -9,9 +9,9 @@ import math
 import numpy as np
 
 from calbench.metrics import PAIRED_TESTS
-from calbench.stats import _common
-from calbench.stats._common import PairedTest, _paired_inputs, _registry_entry, _resolve
-from calbench.stats.ranks import mean_ranks
+from calbench.stats import common
+from calbench.stats.common import PairedTest, paired_inputs, registry_entry, resolve_metric
+from calbench.stats.signed_rank import signed_rank_test
 from calbench.stats.ub import ub_paired_test
 
 #: Paired tests of :func:`paired_test` (:data:`calbench.metrics.PAIRED_TESTS`).
@@ -96,25 +96,12 @@ def wilcoxon_signed_rank(x_a, x_b) -> PairedTest:
     """Wilcoxon (1945) signed-rank test of per-sample differences ``d = x_a - x_b``, normal
     approximation with the tie correction (zero differences dropped, Wilcoxon's rule; ties
     share mean ranks; Hollander, Wolfe & Chicken 2014, sec. 3.1, eq. 3.12 without continuity
-    correction). ``statistic`` is ``W+``, the rank sum of the positive differences;
-    ``difference`` the mean of ``d``."""
-    from scipy.special import ndtr  # norm.sf(z) of scipy.stats is ndtr(-z), bit for bit
-
+    correction; :func:`calbench.stats.signed_rank.signed_rank_test`). ``statistic`` is ``W+``,
+    the rank sum of the positive differences; ``difference`` the mean of ``d``."""
     d = np.asarray(x_a, dtype=np.float64) - np.asarray(x_b, dtype=np.float64)
     mean = float(d.mean()) if d.size else 0.0
-    nz = d[d != 0.0]
-    n = nz.shape[0]
-    if n == 0:
-        return PairedTest(mean, 0.0, 1.0, "wilcoxon", 0.0)
-    r = mean_ranks(np.abs(nz))
-    w_plus = float(r[nz > 0].sum())
-    mu = n * (n + 1) / 4.0
-    _, counts = np.unique(r, return_counts=True)
-    var = n * (n + 1) * (2 * n + 1) / 24.0 - float(np.sum(counts**3 - counts)) / 48.0
-    if var <= 0:
-        return PairedTest(mean, w_plus, 1.0, "wilcoxon", 0.0)
-    z = (w_plus - mu) / math.sqrt(var)
-    return PairedTest(mean, w_plus, float(min(1.0, 2.0 * ndtr(-abs(z)))), "wilcoxon", 0.0)
+    test = signed_rank_test(d, method="normal")
+    return PairedTest(mean, test.statistic, test.p_value, "wilcoxon", 0.0)
 
 
 def _flip_values(metric, pa, pb, y, dtype):
@@ -179,7 +166,7 @@ def _flip_chunks(seed: int, n: int, n_flips: int):
     key = (seed, n, n_flips)
     if key in _FLIPS:
         return _FLIPS[key]
-    chunk = max(1, min(n_flips, _common._CHUNK_ENTRIES // max(n, 1) // 4))
+    chunk = max(1, min(n_flips, common.CHUNK_ENTRIES // max(n, 1) // 4))
 
     def draw():
         rng = np.random.default_rng(seed)
@@ -211,7 +198,7 @@ def sign_flip_test(
     callable is re-evaluated on the mixed ``(N, K)`` arrays. Choose ``B`` with
     :func:`permutations_for` so the resolution suits the multiple-testing correction.
     """
-    metric = _resolve(metric)
+    metric = resolve_metric(metric)
     if (
         isinstance(n_permutations, bool)
         or not isinstance(n_permutations, int | np.integer)
@@ -220,7 +207,7 @@ def sign_flip_test(
         raise ValueError(f"n_permutations must be an integer >= 1, got {n_permutations!r}")
     if isinstance(seed, bool) or not isinstance(seed, int | np.integer) or seed < 0:
         raise ValueError(f"seed must be a non-negative integer, got {seed!r}")
-    pa, pb, y = _paired_inputs(probs_a, probs_b, labels)
+    pa, pb, y = paired_inputs(probs_a, probs_b, labels)
     dtype = getattr(probs_a, "dtype", None)
     est_a, est_b, f = _flip_values(metric, pa, pb, y, dtype)
     d = est_a - est_b
@@ -254,7 +241,7 @@ def paired_test(
     (``Metric.is_mean``).
     """
     if test is None:
-        entry = _registry_entry(metric)
+        entry = registry_entry(metric)
         test = entry.paired_test if entry is not None and entry.paired_test else "sign_flip"
     if test not in PAIRED_TEST_NAMES:
         raise ValueError(f"test must be one of {list(PAIRED_TEST_NAMES)} or None, got {test!r}")
@@ -262,13 +249,13 @@ def paired_test(
         return sign_flip_test(metric, probs_a, probs_b, labels, n_permutations, seed)
     if test == "jackknife_z":
         return ub_paired_test(metric, probs_a, probs_b, labels)
-    m = _resolve(metric)
+    m = resolve_metric(metric)
     if not getattr(m, "is_mean", False) or getattr(m, "stats", None) is None:
         raise ValueError(
             f"the {test} test needs a mean of one per-sample array (Metric.is_mean); "
             "use test='sign_flip' for this metric"
         )
-    pa, pb, y = _paired_inputs(probs_a, probs_b, labels)
+    pa, pb, y = paired_inputs(probs_a, probs_b, labels)
     dtype = getattr(probs_a, "dtype", None)
     (xa,), (xb,) = m.stats(pa, y, dtype), m.stats(pb, y, dtype)
     return per_sample_test(test, xa, xb)

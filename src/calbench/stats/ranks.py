@@ -1,5 +1,7 @@
 """Comparisons of calibrators over many models: average ranks, the Friedman test and the
-Nemenyi critical difference (Demšar 2006, §3.2.2)."""
+Nemenyi critical difference (Demšar 2006, §3.2.2), together in :func:`rank_comparison` (the
+report's ranks section renders it); and the ranks of one model's calibrators
+(:func:`ranks_nan_last`, the robustness section's)."""
 
 from __future__ import annotations
 
@@ -31,6 +33,26 @@ def mean_ranks(x) -> np.ndarray:
     np.put_along_axis(out, order, mean[group].reshape(s.shape), axis=1)
     out[np.isnan(rows).any(axis=1)] = np.nan
     return out.reshape(x.shape)
+
+
+def ranks_nan_last(values) -> np.ndarray:
+    """Ranks of ``values`` (1 = smallest; ties share their average rank; NaN ranks last)."""
+    v = np.asarray(values, dtype=np.float64)
+    return mean_ranks(np.where(np.isfinite(v), v, np.inf))
+
+
+def spearman(x, y) -> float:
+    """Spearman's (1904) rank correlation of ``x`` and ``y``: Pearson's correlation of their
+    mean ranks, computed as ``scipy.stats.spearmanr(x, y).statistic`` does (the same float)
+    without importing ``scipy.stats``; NaN with fewer than 3 pairs or a constant ``y``."""
+    x = np.asarray(x, dtype=np.float64)
+    y = np.asarray(y, dtype=np.float64)
+    if x.shape != y.shape or x.ndim != 1:
+        raise ValueError(f"x and y must be 1-D of one length, got shapes {x.shape} and {y.shape}")
+    if len(x) < 3 or np.allclose(y, y[0]):
+        return math.nan
+    r = mean_ranks(np.column_stack([x, y]).T).T
+    return float(np.corrcoef(r, rowvar=False)[1, 0])
 
 
 def rank_rows(values, higher_is_better: bool = False) -> np.ndarray:
@@ -147,3 +169,45 @@ def nemenyi_cd(k: int, n: int, alpha: float = 0.05) -> float:
     if n < 1:
         raise ValueError(f"the critical difference needs >= 1 row, got {n}")
     return nemenyi_q(k, alpha) * math.sqrt(k * (k + 1) / (6.0 * n))
+
+
+@dataclass(frozen=True)
+class RankComparison:
+    """Average ranks of ``k`` methods over the ``n`` complete rows (models) of a table, and with
+    ``n >= 2`` the Friedman test (:func:`friedman_test`), the Nemenyi critical difference ``cd``
+    at ``alpha`` (:func:`nemenyi_cd`), whether the Iman-Davenport test rejects at ``alpha``
+    (``rejects``: Demšar 2006 reads the Nemenyi groups only then) and the columns whose average
+    rank exceeds the best one's by more than ``cd`` (``worse_than_best``); ``None``, ``None``,
+    ``False`` and ``()`` with one row."""
+
+    n: int
+    average_ranks: tuple
+    friedman: Friedman | None
+    cd: float | None
+    rejects: bool
+    worse_than_best: tuple
+
+
+def rank_comparison(values, higher_is_better: bool = False, alpha: float = 0.05) -> RankComparison:
+    """:class:`RankComparison` of the rows of ``values`` (models x methods) without a NaN; needs
+    at least one complete row and two methods. Any number of rows and methods: the Friedman and
+    Nemenyi statistics are closed forms in ``n`` and ``k``."""
+    x = np.asarray(values, dtype=np.float64)
+    if x.ndim != 2:
+        raise ValueError(f"values must be a 2-D array (models x methods), got shape {x.shape}")
+    x = x[np.all(np.isfinite(x), axis=1)]
+    n, k = x.shape
+    if n < 1 or k < 2:
+        raise ValueError(
+            f"ranks need >= 1 complete row and >= 2 methods, got {n} x {k}; "
+            "drop the models that lack a value"
+        )
+    r = rank_rows(x, higher_is_better).mean(axis=0)
+    ranks = tuple(float(v) for v in r)
+    if n < 2:
+        return RankComparison(n, ranks, None, None, False, ())
+    fr = friedman_test(x, higher_is_better)
+    cd = nemenyi_cd(k, n, alpha)
+    best = min(ranks)
+    worse = tuple(j for j, v in enumerate(ranks) if v - best > cd)
+    return RankComparison(n, ranks, fr, cd, fr.p_f < alpha, worse)

@@ -1,5 +1,5 @@
 """Many paired comparisons among the calibrators of one model on the same samples, each
-calibrator's share of the work done once (:func:`calbench.comparisons.compare_rows`).
+calibrator's share of the work done once (:func:`calbench.stats.comparisons.compare_rows`).
 
 :func:`calbench.stats.paired_test` and :func:`calbench.stats.paired_bootstrap` compare two
 calibrators from their probabilities: every call validates both arrays and recomputes both
@@ -20,7 +20,7 @@ from collections.abc import Mapping
 import numpy as np
 
 from calbench._checks import check_labels, check_probs
-from calbench.stats._common import PairedTest, _registry_entry, _resolve
+from calbench.stats.common import PairedTest, registry_entry, resolve_metric
 from calbench.stats.intervals import (
     PairedBootstrap,
     _check_method,
@@ -49,8 +49,8 @@ class PairedSides:
         *,
         jackknives: Mapping | None = None,
     ):
-        self.metric = _resolve(metric)
-        self._entry = _registry_entry(metric)
+        self.metric = resolve_metric(metric)
+        self._entry = registry_entry(metric)
         self._given = dict(probs_by_method)
         self._probs = {}
         for name, probs in self._given.items():

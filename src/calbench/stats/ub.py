@@ -10,11 +10,11 @@ import numpy as np
 
 from calbench._checks import check_probs_labels
 from calbench.metrics.unbiased import jackknife_se, paired_excess, root, score_bounds
-from calbench.stats._common import PairedTest, _paired_inputs, _resolve
+from calbench.stats.common import PairedTest, paired_inputs, resolve_metric
 
 
 def _jackknife_of(metric):
-    m = _resolve(metric)
+    m = resolve_metric(metric)
     jack = getattr(m, "jackknife", None)
     if jack is None:
         raise ValueError(
@@ -97,7 +97,7 @@ def ub_paired_test(metric, probs_a, probs_b, labels) -> PairedTest:
     degrees of freedom matches. Asymptotic (no resolution floor: ``min_p = 0``); type-I error
     and power in perf/bench_tests.py (docs/statistics.md). ``difference`` is the reported
     ``sqrt(max(T_a, 0)) - sqrt(max(T_b, 0))``, ``statistic`` is ``t``."""
-    pa, pb, y = _paired_inputs(probs_a, probs_b, labels)
+    pa, pb, y = paired_inputs(probs_a, probs_b, labels)
     return ub_paired_result(ub_jackknife(metric, pa, y), ub_jackknife(metric, pb, y))
 
 

@@ -1,4 +1,4 @@
-"""calbench.comparisons: verdict-eligible metrics only, the direction of every verdict, the
+"""calbench.stats.comparisons: verdict-eligible metrics only, the direction of every verdict, the
 resolution floor of a resampling test and the wording of each test's null hypothesis."""
 
 from __future__ import annotations
@@ -6,7 +6,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from calbench.comparisons import (
+from calbench.functional import softmax
+from calbench.metrics import METRICS, PAIRED_TESTS
+from calbench.stats import PairedTest
+from calbench.stats.comparisons import (
     NULL_HYPOTHESES,
     check_verdict_metrics,
     compare_rows,
@@ -15,9 +18,6 @@ from calbench.comparisons import (
     p_floor,
     verdict_metrics,
 )
-from calbench.functional import softmax
-from calbench.metrics import METRICS, PAIRED_TESTS
-from calbench.stats import PairedTest
 
 
 def test_direction_labels():

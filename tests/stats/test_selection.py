@@ -1,4 +1,4 @@
-"""calbench.selection: the "best" calibrator by K-fold cross-fitting inside the validation half.
+"""calbench.stats.selection: the "best" calibrator by K-fold cross-fitting inside the validation half.
 An instrumented calibrator records every row it is fitted on and scores: no row is scored by a
 calibrator fitted on it, and no test-half row is ever seen."""
 
@@ -13,7 +13,7 @@ import pytest
 
 from calbench.functional import softmax
 from calbench.metrics import METRICS
-from calbench.selection import (
+from calbench.stats.selection import (
     CrossFit,
     candidate_result,
     check_folds,

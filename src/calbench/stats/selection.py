@@ -1,7 +1,7 @@
 """Which calibrator is "best", chosen without the data it is judged on: cross-fitting inside the
 validation half.
 
-The comparison family ``best`` (:func:`calbench.comparisons.compare_rows`) tests, on the test
+The comparison family ``best`` (:func:`calbench.stats.comparisons.compare_rows`) tests, on the test
 half, the calibrator that looks best against every other one. Reading "best" off the validation
 half on which every calibrator was *fitted* rewards over-fitting: a flexible calibrator
 (isotonic regression, matrix scaling) scores well on the samples it was fitted on and worse on

@@ -1,4 +1,4 @@
-"""calbench.robustness: rankings under other evaluation choices (Nixon et al. 2019) on the
+"""calbench.stats.robustness: rankings under other evaluation choices (Nixon et al. 2019) on the
 unbiased calibration errors, and the robust-winner rule (a test against the runner-up that
 rejects and first place under every choice)."""
 
@@ -10,13 +10,11 @@ import numpy as np
 import pytest
 
 from calbench.functional import softmax
-from calbench.robustness import (
+from calbench.stats.robustness import (
     DEFAULT_VARIANT,
     VARIANTS,
     first_place_probability,
-    ranks,
     robustness_rows,
-    signed_rank_exact,
     summarise,
 )
 
@@ -47,12 +45,6 @@ def probs():
     p_true = softmax(z)
     y = (p_true.cumsum(1) > rng.random((2000, 1))).argmax(1)
     return {"good": p_true, "over": softmax(3 * z), "under": softmax(z / 3)}, y
-
-
-def test_ranks_known_answers():
-    assert ranks([0.3, 0.1, 0.2]).tolist() == [3.0, 1.0, 2.0]
-    assert ranks([0.1, 0.1, 0.2]).tolist() == [1.5, 1.5, 3.0]
-    assert ranks([float("nan"), 0.1]).tolist() == [2.0, 1.0]
 
 
 def test_values_equal_an_independent_unbiased_error():
@@ -167,13 +159,40 @@ def test_over_models_the_exact_signed_rank_test_decides():
     assert s["p"] == pytest.approx(2 / 32) == s["p_floor"] and not s["robust"]
 
 
-def test_signed_rank_exact_known_answers():
-    assert signed_rank_exact([1, 2, 3, 4, 5, 6]) == pytest.approx((2 / 64, 2 / 64))
-    # ranks 1, 2, 3; W+ = 4, mu = 3: subset sums 0,1,2,3,3,4,5,6 -> 6 of 8 with |W - 3| >= 1
-    assert signed_rank_exact([0.1, -0.2, 0.3]) == pytest.approx((0.75, 0.25))
-    assert signed_rank_exact([0.0, 0.0]) == (1.0, 1.0)
-    # ties share mean ranks: |d| = 1, 1 -> ranks 1.5, 1.5; W+ = 3 = max: p = 2/4
-    assert signed_rank_exact([1.0, 1.0])[0] == pytest.approx(0.5)
+def test_more_than_twenty_models_get_a_test_and_the_report_names_it():
+    """25 and 80 models: the exact test (it was an error beyond 20); 450 models: the normal
+    approximation, named in the report's sentence."""
+    from calbench.report.render import robustness_view
+
+    first = {DEFAULT_VARIANT: {"a": 1.0, "b": 2.0}, "ece_ub_w10": {"a": 1.0, "b": 2.0}}
+    spec = {"calibrators": {"a": {"display": "A"}, "b": {}}}
+    for n, method in ((25, "exact"), (80, "exact"), (450, "normal")):
+        rows = []
+        for i in range(n):  # a below b on 4 of 5 models
+            gap = 0.01 + i / 1000 if i % 5 else -0.005 - i / 1000
+            rows += _table(first, 0.001, {"a": 0.01, "b": 0.01 + gap}, model=f"m{i}")
+        s = summarise(rows)
+        assert s["models"] == n and s["p_method"] == method
+        assert 0 < s["p"] < 0.05 and s["robust"] and s["p_floor"] < 1e-6
+        view = robustness_view(rows, spec)
+        said = (
+            f"signed-rank test over {n} models, normal approximation with the tie correction"
+            if method == "normal"
+            else f"exact signed-rank test over {n} models"
+        )
+        assert said in view["sentence"], view["sentence"]
+        how = "its normal approximation" if method == "normal" else "the exact Wilcoxon 1945"
+        assert how in view["over_models"]
+
+
+def test_models_without_both_values_are_left_out_of_the_test():
+    first = {DEFAULT_VARIANT: {"a": 1.0, "b": 2.0}}
+    rows = []
+    for i in range(6):
+        rows += _table(first, 0.001, {"a": 0.01, "b": 0.02 + i / 100}, model=f"m{i}")
+    rows += _table(first, 0.001, {"a": 0.01, "b": float("nan")}, model="m6")
+    s = summarise(rows)
+    assert s["p"] == 2 / 64 and s["p_method"] == "exact"
 
 
 def test_bad_input():

@@ -11,10 +11,10 @@ from calbench._checks import check_labels, check_probs
 from calbench.metrics import INTERVALS, METRICS, Metric
 
 #: entries of one chunk of resampled indices or sign flips (``N x rows``)
-_CHUNK_ENTRIES = 2**21
+CHUNK_ENTRIES = 2**21
 
 
-def _registry_entry(metric):
+def registry_entry(metric):
     if isinstance(metric, str):
         return METRICS.get(metric)
     return metric if isinstance(metric, Metric) else None
@@ -24,7 +24,7 @@ def interval_method(metric) -> str | None:
     """The interval construction of a metric name or :data:`calbench.metrics.METRICS` entry
     (``Metric.interval``): ``None`` when the metric has no interval; ``"percentile"`` for a
     plain callable or a metric that declares none."""
-    m = _registry_entry(metric)
+    m = registry_entry(metric)
     if m is None:
         return "percentile"
     if m.interval is None or m.interval in INTERVALS:
@@ -34,13 +34,13 @@ def interval_method(metric) -> str | None:
 
 def no_interval_reason(metric) -> str:
     """Why ``metric`` gets no interval (empty when it has one)."""
-    m = _registry_entry(metric)
+    m = registry_entry(metric)
     if m is None or m.interval is not None:
         return ""
     return m.no_interval_reason
 
 
-def _resolve(metric) -> Callable:
+def resolve_metric(metric) -> Callable:
     if isinstance(metric, str):
         if metric not in METRICS:
             raise ValueError(f"unknown metric {metric!r}; choose from {sorted(METRICS)}")
@@ -73,7 +73,7 @@ class PairedTest:
     n_permutations: int = 0
 
 
-def _paired_inputs(probs_a, probs_b, labels):
+def paired_inputs(probs_a, probs_b, labels):
     pa = check_probs(probs_a, "probs_a")
     pb = check_probs(probs_b, "probs_b")
     if pa.shape != pb.shape:

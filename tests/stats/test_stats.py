@@ -503,7 +503,7 @@ def loop_metric(name):
 def test_chunked_bootstrap_equals_the_loop(name, dtype, monkeypatch):
     probs, labels = edge_probs(150, 5, 11)
     probs = probs.astype(dtype)
-    monkeypatch.setattr(S._common, "_CHUNK_ENTRIES", 150 * 16)  # several chunks, the last one short
+    monkeypatch.setattr(S.common, "CHUNK_ENTRIES", 150 * 16)  # several chunks, the last one short
     method = S.interval_method(name) or "basic"
     fast = bootstrap_ci(name, probs, labels, n_resamples=70, seed=4, method=method)
     slow = bootstrap_ci(loop_metric(name), probs, labels, n_resamples=70, seed=4, method=method)
@@ -518,7 +518,7 @@ def test_chunked_bootstrap_equals_the_loop(name, dtype, monkeypatch):
 def test_chunked_paired_bootstrap_equals_the_loop(name, monkeypatch):
     probs, labels = edge_probs(160, 4, 12)
     other = sharpen(probs, 1.3)
-    monkeypatch.setattr(S._common, "_CHUNK_ENTRIES", 160 * 32)
+    monkeypatch.setattr(S.common, "CHUNK_ENTRIES", 160 * 32)
     method = S.interval_method(name) or "basic"
     fast = paired_bootstrap(name, probs, other, labels, n_resamples=99, seed=6, method=method)
     slow = paired_bootstrap(

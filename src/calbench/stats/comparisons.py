@@ -2,7 +2,7 @@
 direction and the null hypothesis its test rejects.
 
 :func:`compare_rows` tests, per metric, every calibrator against each baseline and the
-"best" calibrator (chosen without the test half: :mod:`calbench.selection`) against every other
+"best" calibrator (chosen without the test half: :mod:`calbench.stats.selection`) against every other
 one, with Holm's (1979) correction within each family (:func:`calbench.stats.paired_test`,
 :func:`calbench.stats.holm`).
 
@@ -28,6 +28,13 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 
 from calbench.metrics import METRICS
+from calbench.stats import (
+    PairedSides,
+    holm,
+    interval_method,
+    min_adjusted_p,
+    permutations_for,
+)
 
 #: What each paired test's null hypothesis is, in the words the report prints next to its
 #: results. The sign-flip test is exact under exchangeability of the two calibrators' outputs
@@ -56,7 +63,7 @@ def null_hypothesis(test: str) -> str:
     except KeyError:
         raise ValueError(
             f"no null-hypothesis wording for paired test {test!r}; add it to "
-            "calbench.comparisons.NULL_HYPOTHESES"
+            "calbench.stats.comparisons.NULL_HYPOTHESES"
         ) from None
 
 
@@ -154,7 +161,7 @@ def compare_rows(
     (``family = "vs:<baseline>"``) and, where ``best`` names the selected calibrator of that
     metric, the selection against every other method (``family = "best"``; ``selected_on``
     records how it was chosen, e.g. ``val:5-fold cross-fit`` by
-    :func:`calbench.selection.crossfit_scores`; never the test half, which measures the
+    :func:`calbench.stats.selection.crossfit_scores`; never the test half, which measures the
     difference). Every metric must be verdict-eligible (:func:`check_verdict_metrics`).
 
     ``difference = metric(method) - metric(baseline)`` on the test half and ``direction`` says
@@ -172,14 +179,6 @@ def compare_rows(
     method -> metric -> the :func:`calbench.stats.ub_jackknife` of its test-half probabilities
     already computed (:func:`calbench.steps.evaluate_rows`'s), not computed again.
     """
-    from calbench.stats import (  # lazy: code inputs
-        PairedSides,
-        holm,
-        interval_method,
-        min_adjusted_p,
-        permutations_for,
-    )
-
     check_verdict_metrics(list(metrics))
     _, y = halves["test"]
     missing = [b for b in baselines if b not in probs_by_method]

@@ -16,14 +16,15 @@ calibrator ranks first over bootstrap resamples of the test half
 :func:`summarise` turns the rows of many models into the report's answer. A winner is
 **robust** only when (1) its paired test against the runner-up rejects at ``alpha`` and (2) it
 ranks first under every evaluation choice; per model with the model's test, and over the study
-with the exact signed-rank test over models of the headline against the runner-up of average
-rank (:func:`signed_rank_exact`). Otherwise the summary names the choices that disagree, or
-says that the data cannot separate the two.
+with the signed-rank test over models of the headline against the runner-up of average rank
+(:func:`calbench.stats.signed_rank.signed_rank_test`: exact up to 400 models, the normal
+approximation with the tie correction beyond). Otherwise the summary names the choices that
+disagree, or says that the data cannot separate the two. The report's average ranks of the
+unbiased errors rank on the same signed values (:data:`SIGNED_ESTIMATES`).
 """
 
 from __future__ import annotations
 
-import itertools
 import math
 from collections.abc import Callable, Mapping, Sequence
 from functools import partial
@@ -34,7 +35,13 @@ from calbench._checks import check_probs_labels
 from calbench.metrics import METRICS
 from calbench.metrics.binning import top_label
 from calbench.metrics.unbiased import cw_ub_sq, ub_sq_from_values, ub_top_weighted
-from calbench.stats import mean_ranks, multiplicities, paired_test, resample_indices
+from calbench.stats import (
+    multiplicities,
+    paired_test,
+    ranks_nan_last,
+    resample_indices,
+    signed_rank_test,
+)
 
 #: The tables' unbiased ECE (15 equal-width bins): the variant the headline uses.
 DEFAULT_VARIANT = "ece_ub_w15"
@@ -69,10 +76,11 @@ VARIANTS: dict[str, tuple[str, Callable]] = {
     "cwece_ub": ("Unbiased classwise ECE, 15 bins", _classwise),
 }
 
-def ranks(values: Sequence[float]) -> np.ndarray:
-    """Ranks of ``values`` (1 = smallest; ties share their average rank; NaN ranks last)."""
-    v = np.asarray(values, dtype=np.float64)
-    return mean_ranks(np.where(np.isfinite(v), v, np.inf))
+#: registered metric -> the variant that computes its estimator signed: the metric reports
+#: ``sqrt(max(T, 0))``, the variant :func:`signed_root` of the same ``T``, so every ranking of
+#: these metrics (the report's average ranks, its findings, this section) ranks on the signed
+#: value and names the same winner (clipping ties every ``T <= 0`` at 0)
+SIGNED_ESTIMATES = {DEFAULT_METRIC: DEFAULT_VARIANT, "ece_ub_mass": "ece_ub_m15"}
 
 
 def first_place_probability(
@@ -133,7 +141,7 @@ def robustness_rows(
     methods = list(probs_by_method)
     for variant, (_, fn) in VARIANTS.items():
         values = [float(fn(probs_by_method[m], labels)) for m in methods]
-        r = ranks(values)
+        r = ranks_nan_last(values)
         p_up = dict.fromkeys(methods, math.nan)
         if variant == DEFAULT_VARIANT and len(methods) > 1 and np.sum(r == r.min()) == 1:
             order = np.argsort(r, kind="stable")
@@ -158,26 +166,22 @@ def robustness_rows(
     return rows
 
 
-def signed_rank_exact(d) -> tuple[float, float]:
-    """Two-sided exact Wilcoxon (1945) signed-rank test that paired differences ``d`` are
-    symmetric about 0: ``(p, floor)``. Zero differences are dropped, tied magnitudes share
-    their mean rank, and ``p`` is the share of the ``2^n`` sign assignments whose ``|W+ - mu|``
-    is at least the observed one (all enumerated; ``n <= 20``); ``floor = 2 / 2^n`` is the
-    smallest p-value ``n`` differences can give (``p = 1``, ``floor = 1`` without any)."""
-    d = np.asarray(d, dtype=np.float64)
-    d = d[d != 0]
-    n = d.shape[0]
-    if n == 0:
-        return 1.0, 1.0
-    if n > 20:
-        raise ValueError(f"the exact signed-rank test enumerates 2^n signs; n = {n} > 20")
-    r = mean_ranks(np.abs(d))
-    mu = r.sum() / 2.0
-    observed = abs(float(r[d > 0].sum()) - mu)
-    signs = np.array(list(itertools.product((0.0, 1.0), repeat=n)))
-    w = signs @ r
-    p = float(np.mean(np.abs(w - mu) >= observed - 1e-9))
-    return p, min(1.0, 2.0 / 2**n)
+def signed_estimates(rows: Sequence[Mapping]) -> list[dict]:
+    """The test-half value rows (``dataset, model, method, half, metric, value``) of the metrics
+    of :data:`SIGNED_ESTIMATES`, signed, from the robustness rows: what ranks these metrics."""
+    variants = {v: m for m, v in SIGNED_ESTIMATES.items()}
+    return [
+        {
+            "dataset": r["dataset"],
+            "model": r["model"],
+            "method": r["method"],
+            "half": "test",
+            "metric": variants[r["variant"]],
+            "value": float(r["value"]),
+        }
+        for r in rows
+        if r["variant"] in variants
+    ]
 
 
 def _per_model(rows, alpha: float) -> list[dict]:
@@ -224,10 +228,12 @@ def summarise(rows: Sequence[Mapping], alpha: float = ALPHA) -> dict:
     Returns ``{"variants": [{"variant", "label", "best", "mean_ranks": {method: rank}}],
     "headline": the methods of best average rank under the default variant, "runner_up": the
     next, "survives": [variants where the headline has the best average rank], "disagree":
-    [the other variants], "p": the exact signed-rank test over models of the headline against
-    the runner-up on the default variant's values (:func:`signed_rank_exact`; with one model,
-    that model's paired test), "p_floor": its
-    smallest attainable p-value, "separated": ``p < alpha``, "robust": one headline method,
+    [the other variants], "p": the signed-rank test over models of the headline against the
+    runner-up on the default variant's values (:func:`calbench.stats.signed_rank.signed_rank_test`
+    over the models with both values; with one model, that model's paired test), "p_floor": its
+    smallest attainable p-value, "p_method": how ``p`` was computed (``"exact"``, ``"normal"``:
+    the normal approximation, ``"model"``: the one model's paired test, ``"none"``: no test),
+    "separated": ``p < alpha``, "robust": one headline method,
     separated and first under every variant, "per_model": [{"dataset", "model", "winner",
     "runner_up", "p", "tied", "disagree", "separated", "robust"}], "p_first": {method: mean
     first-place probability over models}, "models": number of models}``.
@@ -267,13 +273,14 @@ def summarise(rows: Sequence[Mapping], alpha: float = ALPHA) -> dict:
     survives = [v["variant"] for v in variants if v["best"] == headline]
     disagree = [v["variant"] for v in variants if v["best"] != headline]
     per_model = _per_model(rows, alpha)
-    p, floor = 1.0, 1.0
+    p, floor, method = 1.0, 1.0, "none"
     if len(models) == 1 and per_model:  # one model: its own test of winner against runner-up
-        p, floor = per_model[0]["p"], 0.0
+        p, floor, method = per_model[0]["p"], 0.0, "model"
     elif len(headline) == 1 and len(runner_up) >= 1:
         h, u = headline[0], runner_up[0]
         d = [v[h] - v[u] for v in values.values() if h in v and u in v]
-        p, floor = signed_rank_exact(d)
+        test = signed_rank_test([x for x in d if math.isfinite(x)])
+        p, floor, method = test.p_value, test.floor, test.method
     separated = len(headline) == 1 and math.isfinite(p) and p < alpha
     return {
         "variants": variants,
@@ -283,6 +290,7 @@ def summarise(rows: Sequence[Mapping], alpha: float = ALPHA) -> dict:
         "disagree": disagree,
         "p": p,
         "p_floor": floor,
+        "p_method": method,
         "separated": separated,
         "robust": separated and not disagree,
         "per_model": per_model,
