@@ -136,3 +136,16 @@ def test_pt_dict_reads_like_npz(tmp_path):
     torch.save(torch.from_numpy(z), tmp_path / "t.pt")
     with pytest.raises(ValueError, match="holds a Tensor, not a dict of logits and labels"):
         formats.read("npz", tmp_path / "t.pt")
+
+
+def test_a_pt_that_is_not_a_dict_of_logits_and_labels_is_refused(tmp_path):
+    torch = pytest.importorskip("torch")
+    d = tmp_path / "preds"
+    d.mkdir()
+    torch.save(
+        {"logits": torch.zeros(4, 2), "labels": torch.zeros(4, dtype=torch.long)}, d / "ok.pt"
+    )
+    assert folder_models(d)["ok"]["logits"]["file"] == "ok.pt"
+    torch.save(torch.zeros(4, 2), d / "tensor.pt")
+    with pytest.raises(ValueError, match=r"tensor\.pt holds no logits and no labels"):
+        folder_models(d)

@@ -93,6 +93,24 @@ def _npz_dataset(path: Path) -> str | None:
     return str(value.item().decode() if isinstance(value.item(), bytes) else value.item())
 
 
+def _check_pt(path: Path) -> None:
+    """Refuse, in one line, a ``.pt`` that cannot hold a dict with keys ``logits`` and
+    ``labels``: torch's zip container keeps the pickled object in ``*/data.pkl``, and a dict's
+    string keys are stored there verbatim, so a file whose pickle lacks either name is not one.
+    (A legacy, non-zip ``.pt`` is checked when it is read.)"""
+    fix = 'save it with torch.save({"logits": logits, "labels": labels}, path), or move it out'
+    if not zipfile.is_zipfile(path):
+        return
+    with zipfile.ZipFile(path) as zf:
+        pkl = [n for n in zf.namelist() if n.endswith("/data.pkl") or n == "data.pkl"]
+        if len(pkl) != 1 or zf.getinfo(pkl[0]).file_size > 1 << 20:
+            return  # not torch's layout, or an object too large to scan: checked when read
+        data = zf.read(pkl[0])
+    missing = [k for k in ("logits", "labels") if k.encode() not in data]
+    if missing:
+        raise ValueError(f"logits_folder: {path} holds no {' and no '.join(missing)}; {fix}")
+
+
 def folder_models(folder: str | os.PathLike) -> dict[str, dict]:
     """Model entries (name -> entry, sorted by name) for every ``.npz`` / ``.pt`` file
     directly in ``folder``; see the module docstring for the names. One-line ``ValueError`` for
@@ -125,6 +143,8 @@ def folder_models(folder: str | os.PathLike) -> dict[str, dict]:
                 f"logits_folder: {origin[name].name} and {path.name} both give model name "
                 f"{name!r}; rename one of them"
             )
+        if path.suffix.lower() == ".pt":
+            _check_pt(path)
         dataset = _npz_dataset(path) if path.suffix.lower() == ".npz" else None
         dataset = (
             _slug(dataset, f"logits_folder: {path.name}: dataset") if dataset else folder_dataset
