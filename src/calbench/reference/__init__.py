@@ -103,9 +103,9 @@ def reference_csv_text(name: str = "coursework_2021") -> str:
     """:func:`workflow_rows` as CSV text (header :data:`REFERENCE_CSV_COLUMNS`); a
     ``calarena_*`` name: CalArena's packaged results (:mod:`calbench.reference.calarena`)."""
     if name.startswith("calarena_"):
-        from calbench.reference.calarena import reference_csv_text as calarena_csv  # lazy: code inputs
+        from calbench.reference import calarena  # lazy: code inputs
 
-        return calarena_csv(name)
+        return calarena.reference_csv_text(name)
     buf = io.StringIO()
     w = csv.writer(buf, lineterminator="\n")
     w.writerow(REFERENCE_CSV_COLUMNS)
