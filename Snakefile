@@ -19,12 +19,16 @@ if not workflow.overwrite_configfiles:
 # the library must know: calibrators and their params, metrics, losses, architectures; and
 # references between sections): calbench.config_check.validate.
 from calbench.config_check import check_config_files, schema_error_line, validate as check_config
+from calbench.study_config import complete as complete_study_config
 
 try:
     # Snakemake parsed the config file(s) itself, with PyYAML's safe_load; parse them again with
     # calbench's one YAML loader first (calbench._yaml: duplicate keys, `on:` as a key, alias
     # bombs), before anything walks the config
     check_config_files([str(p) for p in workflow.configfiles] or ["config.yaml"])
+    # what the config leaves out: the models of calarena: and logits_folder:, study, datasets,
+    # and the default study's calibrators (config.yaml's, written once there): calbench.study_config
+    complete_study_config(config, workflow.basedir)
     validate(config, "workflow/schemas/config.schema.yaml")
     check_config(config, schema=Path(workflow.basedir) / "workflow/schemas/config.schema.yaml")
 except WorkflowError as exc:

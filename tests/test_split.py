@@ -170,3 +170,68 @@ def test_logits_with_other_labels_than_the_split_are_refused_naming_the_file(tmp
     save_logits(b, z, np.arange(10) % 3, order_hash="other", model="a", dataset="d")
     with pytest.raises(ValueError, match=f"logits file {re.escape(str(b))} holds samples in another order"):
         load_halves(b, tmp_path / "split.npz")
+
+
+# --- imported files (order known by labels only) mix with computed ones (issue 40, item 4) --
+def _mixed(tmp_path, imported_labels, *, split_from="computed"):
+    """A computed model's logits (order_hash of the dataset's samples) and an imported file's
+    (order_hash of its labels only, as calbench import-logits writes it), and the study split
+    made from ``split_from``'s."""
+    from calbench.logits import save_logits
+    from calbench.logits_sources import labels_order_hash
+    from calbench.split import split_logits_files
+
+    rng = np.random.default_rng(0)
+    y = rng.integers(0, 3, 40)
+    computed, imported = tmp_path / "d" / "cnn.npz", tmp_path / "d" / "mine.npz"
+    computed.parent.mkdir()
+    save_logits(computed, rng.normal(size=(40, 3)).astype(np.float32), y,
+                order_hash="a" * 64, model="cnn", dataset="d")  # fmt: skip
+    y2 = np.asarray(imported_labels(y.copy()))
+    save_logits(imported, rng.normal(size=(40, 3)).astype(np.float32), y2,
+                order_hash=labels_order_hash(y2), model="mine", dataset="d")  # fmt: skip
+    split = tmp_path / "split.npz"
+    split_logits_files([computed if split_from == "computed" else imported], split)
+    return computed, imported, split, y
+
+
+@pytest.mark.parametrize("split_from", ["computed", "imported"])
+def test_an_imported_file_with_the_datasets_labels_joins_its_dataset(tmp_path, split_from):
+    from calbench.split import load_halves
+
+    computed, imported, split, y = _mixed(tmp_path, lambda y: y, split_from=split_from)
+    for path in (computed, imported):
+        halves = load_halves(path, split)
+        val, test = study_split(40)
+        np.testing.assert_array_equal(halves["test"][1], y[test])
+        np.testing.assert_array_equal(halves["val"][1], y[val])
+
+
+def _change(i):
+    def edit(y):
+        y[i] = (y[i] + 1) % 3
+        return y
+
+    return edit
+
+
+@pytest.mark.parametrize("split_from", ["computed", "imported"])
+def test_an_imported_file_with_other_labels_is_refused_naming_the_index(tmp_path, split_from):
+    from calbench.split import load_halves
+
+    computed, imported, split, y = _mixed(tmp_path, _change(17), split_from=split_from)
+    other = imported if split_from == "computed" else computed
+    with pytest.raises(ValueError, match=r"first at index 17\b") as info:
+        load_halves(other, split)
+    assert str(other) in str(info.value) and "\n" not in str(info.value)
+
+
+def test_split_of_mixed_files_checks_labels_and_names_the_first_mismatch(tmp_path):
+    from calbench.split import split_logits_files
+
+    computed, imported, _, _ = _mixed(tmp_path, lambda y: y)
+    assert split_logits_files([computed, imported], tmp_path / "s2.npz")["n"] == 40
+    (tmp_path / "x").mkdir()
+    computed, imported, _, _ = _mixed(tmp_path / "x", _change(3))
+    with pytest.raises(ValueError, match=r"first at index 3\b"):
+        split_logits_files([computed, imported], tmp_path / "s3.npz")

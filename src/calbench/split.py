@@ -23,6 +23,41 @@ from calbench.io import atomic_path, check_npz_sizes, file_digest, read_npz
 #: the two halves of a model's test-set logits: calibrators are fitted on val, reported on test
 HALVES = ("test", "val")
 
+#: prefix of the ``order_hash`` of logits imported from a file (calbench.logits_sources): such a
+#: file holds no sample identities, so its sample order is known by its labels only. Beside
+#: logits whose order hash names the dataset's samples (calbench.data.order_hash), it is
+#: checked label by label (:func:`first_label_mismatch`): equal labels in order join the
+#: dataset, any other is refused naming the first index that differs.
+LABELS_ONLY = "labels:"
+
+
+def by_labels_only(hash_a: str, hash_b: str) -> bool:
+    """True when two different order hashes can be compared only through labels: one of them
+    (or both) is an imported file's (:data:`LABELS_ONLY`)."""
+    return hash_a.startswith(LABELS_ONLY) or hash_b.startswith(LABELS_ONLY)
+
+
+def first_label_mismatch(labels, reference) -> int | None:
+    """The first index where ``labels`` differ from ``reference`` (same length), or ``None``."""
+    diff = np.flatnonzero(np.asarray(labels, np.int64) != np.asarray(reference, np.int64))
+    return int(diff[0]) if diff.size else None
+
+
+def label_mismatch_error(which: str, reference: str, labels, ref_labels) -> ValueError | None:
+    """The one-line refusal of logits ``which`` whose labels differ from those of ``reference``
+    (same length): index and both labels of the first difference and how many differ; ``None``
+    when they are equal."""
+    i = first_label_mismatch(labels, ref_labels)
+    if i is None:
+        return None
+    count = int(np.count_nonzero(np.asarray(labels) != np.asarray(ref_labels)))
+    return ValueError(
+        f"{which} differs in labels from {reference}, first at index {i} (label {int(labels[i])} "
+        f"vs {int(ref_labels[i])}; {count} of {len(labels)} differ): an imported file joins a "
+        "dataset only with the dataset's labels in the dataset's sample order; save its rows in "
+        "that order, or give the model a dataset of its own"
+    )
+
 
 def study_split(n: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
     """Return ``(val_idx, test_idx)`` (int64) for ``n`` samples, as the study split them.
@@ -68,7 +103,12 @@ def check_logits_files_agree(metas: list[dict]) -> int:
                 f"{m['path']} holds {m['n']} samples but {ref['path']} holds {ref['n']}; "
                 "cache every model's logits on the same dataset and --limit"
             )
-        if m["order_hash"] != ref["order_hash"]:
+        differ = m["order_hash"] != ref["order_hash"]
+        if differ and by_labels_only(m["order_hash"], ref["order_hash"]):
+            exc = label_mismatch_error(m["path"], ref["path"], m["labels"], ref["labels"])
+            if exc is not None:
+                raise exc
+        elif differ:
             raise ValueError(
                 f"{m['path']} and {ref['path']} differ in sample order (order_hash); "
                 "cache their logits from the same dataset files in the dataset's order"
@@ -91,6 +131,7 @@ def save_split(path, val_idx: np.ndarray, test_idx: np.ndarray, *, labels=None, 
     digests = split_digests(val_idx, test_idx)
     if labels is not None:
         extra["labels_sha256"] = np.str_(labels_sha256(labels))
+        extra["labels"] = np.asarray(labels).astype(np.int64)  # the order check of imported files
     with atomic_path(path) as tmp:
         np.savez(tmp, val_idx=val_idx, test_idx=test_idx, **digests, **extra)
     return digests
@@ -167,7 +208,23 @@ def load_split(
     )
     split_hash = str(data["order_hash"]) if "order_hash" in data else ""
     which = f"logits file {logits_path}" if logits_path is not None else "the logits"
-    if order_hash and split_hash and order_hash != split_hash:
+    differ = bool(order_hash and split_hash and order_hash != split_hash)
+    if differ and by_labels_only(order_hash, split_hash):
+        if labels is None or "labels" not in data:
+            raise ValueError(
+                f"{which} comes from an imported file or split {path} does, so their sample "
+                "order can be checked by labels only, and the split records none: rebuild the "
+                "split (calbench split)"
+            )
+        if np.shape(data["labels"]) != (n,):
+            raise ValueError(
+                f"split {path} records {np.size(data['labels'])} labels but the logits have {n} "
+                "rows; rebuild the split (calbench split)"
+            )
+        exc = label_mismatch_error(which, f"split {path}", labels, data["labels"])
+        if exc is not None:
+            raise exc
+    elif differ:
         raise ValueError(
             f"{which} holds samples in another order than split {path} was made for "
             f"(order_hash {order_hash[:12]}... vs {split_hash[:12]}...): another dataset's "

@@ -396,7 +396,9 @@ def test_schema_and_entry_checks_of_the_new_keys():
 
     repo = Path(__file__).resolve().parents[2]
     schema = yaml.safe_load((repo / "workflow/schemas/config.schema.yaml").read_text())
-    cfg = yaml.safe_load((repo / "config/llm_mmlu.yaml").read_text())
+    from calbench.study_config import complete
+
+    cfg = complete(yaml.safe_load((repo / "config/llm_mmlu.yaml").read_text()), repo)
     cfg["datasets"] = {"cv_binary": {"display": "CalArena cv-binary"}}
     entry = {
         "dataset": "cv_binary",

@@ -74,6 +74,11 @@ def test_import_writes_the_cache_logits_format(tmp_path, capsys):
     rec = json.loads(prov.read_text())
     assert rec["files"][0]["sha256"] == hashlib.sha256(path.read_bytes()).hexdigest()
     assert rec["n"] == 12 and rec["format"] == "npz"
+    # the file holds no sample identities: beside computed models its order is checked by labels
+    assert rec["order_check"] == "labels only" and rec["order_hash"].startswith("labels:")
+    from calbench.logits_sources import describe_source
+
+    assert describe_source(rec).endswith("; sample order checked by labels only")
     # deterministic: a second import gives byte-identical files
     first = out.read_bytes()
     assert _run(capsys, "import-logits", "--spec", json.dumps(spec), "--out", out)[0] == 0
@@ -184,5 +189,6 @@ def test_report_provenance_names_the_imported_file_and_its_pin(tmp_path, capsys)
     prov = data_provenance([], [out], [])
     sha = hashlib.sha256(path.read_bytes()).hexdigest()
     assert prov["logits"][0]["source"] == (
-        f"npz: mine.npz sha256 {sha[:12]}, {path.stat().st_size:,} bytes, local file, not pinned"
+        f"npz: mine.npz sha256 {sha[:12]}, {path.stat().st_size:,} bytes, local file, not pinned; "
+        "sample order checked by labels only"
     )

@@ -41,7 +41,11 @@ def register(sub) -> None:
         "reference-csv",
         help="write a packaged table of published numbers as the workflow's reference CSV",
     )
-    p.add_argument("--name", default="coursework_2021", help="packaged table (coursework_2021)")
+    p.add_argument(
+        "--name",
+        default="coursework_2021",
+        help="packaged table (coursework_2021, calarena_cv_multiclass)",
+    )
     p.add_argument("--out", required=True, help="CSV to write: dataset,model,method,metric,value")
     writes(p, "--out")
     p.set_defaults(func=cmd_reference_csv)

@@ -66,10 +66,18 @@ from calbench.logits_sources.fetch import obtain
 __all__ = ["check_entry", "describe_source", "import_logits", "is_presplit", "obtain", "plan_files"]
 
 
+#: what an import's provenance says of its sample order: a file has no sample identities
+ORDER_CHECK = "labels only"
+
+
 def labels_order_hash(labels: np.ndarray) -> str:
     """The ``order_hash`` of imported logits: the labels' content hash (the images are unknown);
-    models of one folder share their ``targets.txt`` and so their order hash."""
-    return "labels:" + array_digest(np.asarray(labels, dtype=np.int64))
+    models of one folder share their ``targets.txt`` and so their order hash. Beside models
+    computed here, such a file's order is checked by its labels only
+    (:data:`calbench.split.LABELS_ONLY`)."""
+    from calbench.split import LABELS_ONLY  # lazy: code inputs
+
+    return LABELS_ONLY + array_digest(np.asarray(labels, dtype=np.int64))
 
 
 def import_logits(
@@ -128,6 +136,7 @@ def import_logits(
         "classes": int(imp.logits.shape[1]),
         "accuracy": float(np.mean(imp.logits.argmax(1) == imp.labels)),
         "order_hash": ohash,
+        "order_check": ORDER_CHECK,
         "targets": "class_blocks (synthesised)" if synth else ("file" if got["targets"] else None),
         "files": got["files"],
     }
@@ -188,6 +197,8 @@ def describe_source(record: Mapping) -> str:
     text = f"{record.get('format', '?')}: " + "; ".join(parts)
     if record.get("targets") and str(record["targets"]).startswith("class_blocks"):
         text += "; labels in class-folder order (synthesised)"
+    if record.get("order_check"):
+        text += f"; sample order checked by {record['order_check']}"
     if record.get("split"):
         text += f"; own split {record['split']['val']} / {record['split']['test']}"
     return text

@@ -295,10 +295,14 @@ def read_kull_pickle(path) -> Imported:
 
 
 def read_npz(path, *, use_split: bool = False) -> Imported:
-    """The user's ``.npz``: ``logits``, ``labels`` and (with ``use_split``) ``val_idx``/``test_idx``."""
-    data = io.read_npz(
-        path, "logits file", "save it with np.savez(path, logits=..., labels=...) (format npz)"
-    )
+    """The user's ``.npz``: ``logits``, ``labels`` and (with ``use_split``) ``val_idx``/``test_idx``;
+    a ``.pt`` file holds the same keys as a dict of tensors (:func:`read_pt_dict`)."""
+    if Path(path).suffix.lower() == ".pt":
+        data = read_pt_dict(path)
+    else:
+        data = io.read_npz(
+            path, "logits file", "save it with np.savez(path, logits=..., labels=...) (format npz)"
+        )
     missing = [k for k in ("logits", "labels") if k not in data]
     if missing:
         raise ValueError(
@@ -316,6 +320,30 @@ def read_npz(path, *, use_split: bool = False) -> Imported:
             )
         split = check_split(data["val_idx"], data["test_idx"], logits.shape[0], path)
     return Imported(logits, labels, split)
+
+
+def read_pt_dict(path) -> dict[str, np.ndarray]:
+    """A ``torch.save``'d dict of tensors or arrays (``{"logits": ..., "labels": ...}``) as
+    numpy arrays, read with ``torch.load(weights_only=True)`` (runs no code from the file)."""
+    import torch
+
+    fix = 'save it with torch.save({"logits": logits, "labels": labels}, path)'
+    try:
+        obj = torch.load(path, map_location="cpu", weights_only=True)
+    except Exception as exc:  # pickle errors, truncated zip, objects weights_only refuses
+        first = (str(exc).splitlines() or [""])[0][:160]
+        raise ValueError(
+            f"{path} is not a torch-saved dict of logits and labels ({type(exc).__name__}: "
+            f"{first}); {fix}"
+        ) from None
+    if not isinstance(obj, dict):
+        raise ValueError(
+            f"{path} holds a {type(obj).__name__}, not a dict of logits and labels; {fix}"
+        )
+    return {
+        str(k): (v.detach().cpu().numpy() if isinstance(v, torch.Tensor) else np.asarray(v))
+        for k, v in obj.items()
+    }
 
 
 def read(

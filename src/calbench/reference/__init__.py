@@ -100,7 +100,12 @@ def workflow_rows(name: str = "coursework_2021") -> list[dict]:
 
 
 def reference_csv_text(name: str = "coursework_2021") -> str:
-    """:func:`workflow_rows` as CSV text (header :data:`REFERENCE_CSV_COLUMNS`)."""
+    """:func:`workflow_rows` as CSV text (header :data:`REFERENCE_CSV_COLUMNS`); a
+    ``calarena_*`` name: CalArena's packaged results (:mod:`calbench.reference.calarena`)."""
+    if name.startswith("calarena_"):
+        from calbench.reference import calarena  # lazy: code inputs
+
+        return calarena.reference_csv_text(name)
     buf = io.StringIO()
     w = csv.writer(buf, lineterminator="\n")
     w.writerow(REFERENCE_CSV_COLUMNS)

@@ -124,7 +124,9 @@ def _load_inputs(shift_logits, clean_logits, split):
     from calbench.shift.logits import load_shift_logits, read_split  # lazy: code inputs
 
     clean = load_logits(clean_logits)
-    val_idx, test_idx = read_split(split, clean["labels"].shape[0], clean["order_hash"])
+    val_idx, test_idx = read_split(
+        split, clean["labels"].shape[0], clean["order_hash"], labels=clean["labels"]
+    )
     shifted = load_shift_logits(shift_logits)
     if shifted["order_hash"] != clean["order_hash"] or not np.array_equal(
         shifted["test_idx"], test_idx

@@ -53,7 +53,7 @@ def shift_logits(
         raise ValueError("no corrupted sets given; pass at least one <corruption>.npy")
     clean = load_logits(clean_logits)
     n = clean["labels"].shape[0]
-    _, test_idx = read_split(split, n, clean["order_hash"])
+    _, test_idx = read_split(split, n, clean["order_hash"], labels=clean["labels"])
     labels = clean["labels"][test_idx]
     dataset = get_dataset(spec["dataset"], dataset_options)
     preprocess = dataset.preprocessor(spec)
@@ -104,13 +104,14 @@ def shift_logits(
     return {"corruptions": names, "accuracy": acc, "n_test": int(labels.shape[0])}
 
 
-def read_split(path, n: int, order_hash: str) -> tuple[np.ndarray, np.ndarray]:
+def read_split(path, n: int, order_hash: str, labels=None) -> tuple[np.ndarray, np.ndarray]:
     """``(val_idx, test_idx)`` of a split file (:func:`calbench.split.save_split`), checked to
-    partition ``range(n)`` and to belong to samples of ``order_hash``
+    partition ``range(n)`` and to belong to samples of ``order_hash`` (with ``labels``: also
+    when the split was made from an imported file, whose order is known by labels only)
     (:func:`calbench.split.load_split`, the one reader of split files)."""
     from calbench.split import load_split  # lazy: code inputs
 
-    return load_split(path, n, order_hash)
+    return load_split(path, n, order_hash, labels=labels)
 
 
 def save_shift_logits(path, **fields) -> None:

@@ -1,6 +1,6 @@
 # Helpers of the replication stage (workflow/rules/replication.smk): functions and constants only,
 # kept apart from the rules as Snakemake's linter asks; shared helpers live in common.smk.
-PACKAGED_REFERENCES = "coursework_2021"
+PACKAGED_REFERENCES = "coursework_2021|calarena_cv_multiclass"
 REPLICATION_OUTPUTS = [
     "results/replication/replication.html",
     "results/replication/tables.md",

@@ -1,0 +1,222 @@
+"""Per-model cost of a study of many small experiments, and where it goes.
+
+A folder of M small predictions files (``logits_folder:``, the two-line config of README.md's
+"Your own predictions") is run through the whole workflow for each size N x K (default
+1,000 x 2 and 2,000 x 10, M = 4 models each, the default calibrators). Printed per size:
+
+* the run's wall time, per model, and the mean wall time of each rule's jobs (Snakemake's
+  ``benchmarks/<rule>/...tsv``, column ``s``);
+* one ``calibrate`` job taken apart: the same command rerun in a fresh process under
+  ``python -X importtime`` (the imports' total), then once more in that process, warm, with
+  timers around the work: **start-up** (the fresh job's wall less the warm rerun's: the
+  interpreter, imports, first-call costs), **fitting** (every calibrator's outermost ``fit``,
+  the cross-fitted selection's refits included), **metrics** (``evaluate_rows``: metrics and
+  bootstrap intervals), **diagrams** (the reliability diagrams and the grid) and **other**
+  (the rest of the verb: reading, paired tests, ranks, file writes).
+
+The goal (issue "Bring the predictions you already have"): fixed overhead (imports, diagrams,
+files) below the fitting work, and small jobs grouped. This script measures; it sets no target.
+
+    python perf/bench_small_experiments.py                       # both sizes, M = 4
+    python perf/bench_small_experiments.py --sizes 1000x2 --models 8 --cores 2
+    python perf/bench_small_experiments.py --calibrators uncalibrated,ts,iso
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+# --------------------------------------------------------------------------- the job, in-process
+
+
+def _profile_job(argv: list[str]) -> None:
+    """Run ``calbench <argv>`` with timers around fitting, metrics and diagrams; print JSON."""
+    t_start = time.perf_counter()
+    from calbench import evaluation, steps
+    from calbench.calibrators import REGISTRY
+    from calbench.cli import main
+
+    totals = {"fitting": 0.0, "metrics": 0.0, "diagrams": 0.0}
+    depth = {"n": 0}
+
+    def timed(fn, key):
+        def wrapper(*a, **k):
+            if depth["n"]:
+                return fn(*a, **k)  # nested in another timed call: counted there
+            depth["n"] += 1
+            t0 = time.perf_counter()
+            try:
+                return fn(*a, **k)
+            finally:
+                totals[key] += time.perf_counter() - t0
+                depth["n"] -= 1
+
+        return wrapper
+
+    for cls in {c for c in REGISTRY.values() if isinstance(c, type)}:
+        for klass in cls.__mro__:
+            if "fit" in klass.__dict__ and not getattr(klass.fit, "_timed", False):
+                wrapped = timed(klass.__dict__["fit"], "fitting")
+                wrapped._timed = True
+                klass.fit = wrapped
+    for mod in (evaluation, steps):
+        if hasattr(mod, "evaluate_rows"):
+            mod.evaluate_rows = timed(mod.evaluate_rows, "metrics")
+        if hasattr(mod, "_draw"):
+            mod._draw = timed(mod._draw, "diagrams")
+    out = {"setup_s": time.perf_counter() - t_start}
+    for run, args in (("cold", argv), ("warm", [a.replace("/again/", "/again2/") for a in argv])):
+        for key in totals:
+            totals[key] = 0.0
+        t0 = time.perf_counter()
+        if main(args) != 0:
+            raise SystemExit(f"calbench {' '.join(args)} failed")
+        out[run] = {"verb_s": time.perf_counter() - t0, **totals}
+    print(json.dumps(out))
+
+
+def _import_seconds(stderr: str) -> float:
+    """Sum of the ``self`` column of ``python -X importtime`` (microseconds) in seconds."""
+    total = 0
+    for line in stderr.splitlines():
+        m = re.match(r"import time:\s+(\d+)\s+\|", line)
+        if m:
+            total += int(m.group(1))
+    return total / 1e6
+
+
+# --------------------------------------------------------------------------- the study
+
+
+def _write_study(root: Path, n: int, k: int, models: int, calibrators: str | None) -> None:
+    rng = np.random.default_rng(0)
+    y = rng.integers(0, k, n)
+    (root / "preds").mkdir(parents=True)
+    for i in range(models):
+        z = (1.0 + i) * (rng.normal(size=(n, k)) + 1.5 * np.eye(k)[y])
+        np.savez(root / "preds" / f"model{i}.npz", logits=z.astype(np.float32), labels=y)
+    text = f"logits_folder: preds\nstudy: {{title: {n} x {k}}}\n"
+    if calibrators:
+        text += "calibrators: {" + ", ".join(f"{c}: {{}}" for c in calibrators.split(",")) + "}\n"
+    (root / "study.yaml").write_text(text)
+
+
+def _benchmarks(root: Path) -> dict[str, list[float]]:
+    out: dict[str, list[float]] = {}
+    for path in sorted((root / "benchmarks").rglob("*.tsv")):
+        rule = path.relative_to(root / "benchmarks").parts[0]
+        with open(path, newline="") as fh:
+            row = next(csv.DictReader(fh, delimiter="\t"))
+        out.setdefault(rule, []).append(float(row["s"]))
+    return out
+
+
+def _calibrate_command(root: Path) -> list[str]:
+    """The argv of the first calibrate job, from Snakemake's log of the run."""
+    log = max((root / ".snakemake" / "log").glob("*.log"), key=os.path.getmtime)
+    text = log.read_text()
+    m = re.search(r"calbench calibrate (.*?) > logs/", text.replace("\n", " "))
+    if m is None:  # the shell command is not in the log: rebuild it from the outputs
+        raise RuntimeError("no calibrate command in Snakemake's log; run with --printshellcmds")
+    return ["calibrate", *m.group(1).split()]
+
+
+def run_size(n: int, k: int, models: int, cores: int, calibrators: str | None, env: dict) -> dict:
+    with tempfile.TemporaryDirectory(prefix=f"calbench_small_{n}x{k}_") as tmp:
+        root = Path(tmp)
+        _write_study(root, n, k, models, calibrators)
+        cmd = ["snakemake", "-s", str(REPO / "Snakefile"), "--cores", str(cores),
+               "--configfile", "study.yaml", "--printshellcmds"]  # fmt: skip
+        t0 = time.perf_counter()
+        res = subprocess.run(cmd, cwd=root, env=env, capture_output=True, text=True)
+        wall = time.perf_counter() - t0
+        if res.returncode != 0:
+            raise SystemExit(res.stdout[-3000:] + res.stderr[-3000:])
+        rules = _benchmarks(root)
+        argv = _calibrate_command(root)
+        # the same job again, into scratch folders (the reuse cache left out: a full refit)
+        redirect = {"--calibrators-dir", "--metrics-dir", "--plots-dir", "--compare",
+                    "--robustness", "--reuse-dir"}  # fmt: skip
+        for i, a in enumerate(argv):
+            if a in redirect:
+                argv[i + 1] = str(root / "again" / a.strip("-"))
+        job_env = {**env, "OMP_NUM_THREADS": "1"}
+        t0 = time.perf_counter()
+        prof = subprocess.run(
+            [sys.executable, "-X", "importtime", __file__, "--profile-job", *argv],
+            cwd=root, env=job_env, capture_output=True, text=True,
+        )  # fmt: skip
+        job_wall = time.perf_counter() - t0
+        if prof.returncode != 0:
+            raise SystemExit(prof.stdout[-2000:] + prof.stderr[-2000:])
+        parts = json.loads(prof.stdout.strip().splitlines()[-1])
+        warm = parts["warm"]
+        # the same verb a second time in the same process: the work without imports and
+        # first-call costs; what the cold process spent beyond it is start-up
+        single = job_wall - warm["verb_s"]  # the fresh process as the workflow runs it
+        startup = single - warm["verb_s"]
+        return {
+            "size": f"{n} x {k}",
+            "models": models,
+            "wall": wall,
+            "rules": {r: (len(v), sum(v) / len(v)) for r, v in rules.items()},
+            "job_wall": single,
+            "imports": _import_seconds(prof.stderr),
+            "startup": startup,
+            "fitting": warm["fitting"],
+            "metrics": warm["metrics"],
+            "diagrams": warm["diagrams"],
+            "other": warm["verb_s"] - warm["fitting"] - warm["metrics"] - warm["diagrams"],
+        }
+
+
+def main() -> None:
+    if len(sys.argv) > 1 and sys.argv[1] == "--profile-job":
+        _profile_job(sys.argv[2:])
+        return
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--sizes", default="1000x2,2000x10", help="N x K per study, comma-separated")
+    p.add_argument("--models", type=int, default=4, help="models per study (default 4)")
+    p.add_argument("--cores", type=int, default=2)
+    p.add_argument("--calibrators", default=None, help="comma-separated (default: config.yaml's)")
+    args = p.parse_args()
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join([str(REPO / "src"), env.get("PYTHONPATH", "")]).rstrip(
+        os.pathsep
+    )
+    env["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), env.get("PATH", "")])
+    for size in args.sizes.split(","):
+        n, k = (int(x) for x in size.lower().split("x"))
+        r = run_size(n, k, args.models, args.cores, args.calibrators, env)
+        print(f"\n== {r['size']}: {r['models']} models, --cores {args.cores} ==")
+        print(f"workflow wall {r['wall']:.1f} s, {r['wall'] / r['models']:.1f} s per model")
+        for rule, (count, mean) in sorted(r["rules"].items()):
+            print(f"  {rule:<16} {count:>3} jobs, mean wall {mean:6.2f} s")
+        print(
+            f"one calibrate job: {r['job_wall']:.2f} s wall in a fresh process (imports "
+            f"{r['imports']:.2f} s of it); the same job again in that process:"
+        )
+        print(f"  {'start-up':<9} {r['startup']:6.2f} s  (fresh job's wall - the warm rerun's)")
+        for key in ("fitting", "metrics", "diagrams", "other"):
+            print(f"  {key:<9} {r[key]:6.2f} s")
+        fixed = r["startup"] + r["diagrams"]
+        verdict = "below" if fixed < r["fitting"] else "ABOVE"
+        print(f"  fixed overhead (start-up + diagrams) {fixed:.2f} s: {verdict} the fitting work")
+
+
+if __name__ == "__main__":
+    main()

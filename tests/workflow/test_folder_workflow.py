@@ -1,0 +1,99 @@
+"""A folder of predictions is a study: a two-line config (``logits_folder:`` and a title) plans
+the whole workflow, every calibrator of the default study included; with the calibrators
+restricted (a third line, to keep the test short) it runs to the report; a file in the folder
+that is not logits and labels stops the workflow before any job, in one line naming it."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+import yaml
+
+from workflow_copy import copy_workflow, job_counts
+
+REPO = Path(__file__).resolve().parents[2]
+
+pytestmark = [pytest.mark.slow]
+
+if shutil.which("snakemake") is None:  # pragma: no cover
+    pytest.skip("snakemake is not installed", allow_module_level=True)
+
+TWO_LINES = "logits_folder: my_preds\nstudy: {title: My models}\n"
+
+
+def _env(root: Path) -> dict:
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join([str(root / "lib"), env.get("PYTHONPATH", "")]).rstrip(
+        os.pathsep
+    )
+    env["PYTHONDONTWRITEBYTECODE"] = "1"
+    env["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), env.get("PATH", "")])
+    return env
+
+
+def smk(root: Path, *args) -> subprocess.CompletedProcess:
+    cmd = ["snakemake", "--cores", "2", *map(str, args)]
+    return subprocess.run(
+        cmd, cwd=root, env=_env(root), capture_output=True, text=True, timeout=900
+    )
+
+
+@pytest.fixture
+def study(tmp_path):
+    """The workflow (config.yaml: the default study's) and a folder of two N = 300, K = 3
+    models."""
+    root = copy_workflow(tmp_path / "wf", REPO / "config.yaml")
+    rng = np.random.default_rng(0)
+    y = rng.integers(0, 3, 300)
+    (root / "my_preds").mkdir()
+    for name, sharp in (("ResNet-50", 2.0), ("mlp", 1.0)):
+        z = sharp * (rng.normal(size=(300, 3)) + 1.5 * np.eye(3)[y])
+        np.savez(root / "my_preds" / f"{name}.npz", logits=z.astype(np.float32), labels=y)
+    (root / "study.yaml").write_text(TWO_LINES)
+    return root
+
+
+def test_two_line_config_plans_the_study(study):
+    """The two lines plan every step, with the default study's calibrators."""
+    assert len(TWO_LINES.splitlines()) == 2
+    res = smk(study, "--configfile", "study.yaml", "-n", "--quiet", "rules")
+    assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
+    assert job_counts(res.stdout + res.stderr) == {
+        "import_logits": 2, "split": 1, "calibrate": 2, "aggregate": 1, "render_report": 1,
+        "all": 1,
+    }  # fmt: skip
+    # config.yaml's calibrators, in its order: the calibrate spec the dry run writes
+    (spec,) = (study / "results" / "specs").glob("calibrate-*.json")
+    cals = yaml.safe_load((REPO / "config.yaml").read_text())["calibrators"]
+    assert list(json.loads(spec.read_text())["calibrators"]) == list(cals)
+
+
+def test_folder_study_runs_to_the_report(study):
+    (study / "study.yaml").write_text(
+        TWO_LINES + "calibrators: {uncalibrated: {}, ts: {}, iso: {}}\n"
+    )
+    res = smk(study, "--configfile", "study.yaml")
+    assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
+    html = (study / "reports" / "report.html").read_text()
+    assert "<title>My models</title>" in html and "ResNet-50" in html
+    cals = sorted(p.name for p in (study / "results/calibrators/my_preds/resnet_50").glob("*.json"))
+    assert cals == ["iso.json", "ts.json", "uncalibrated.json"]
+    logits = np.load(study / "results/logits/my_preds/mlp.npz")
+    np.testing.assert_array_equal(logits["labels"], np.load(study / "my_preds/mlp.npz")["labels"])
+
+
+def test_a_file_that_is_not_logits_stops_the_workflow(study):
+    np.savez(study / "my_preds" / "probs.npz", probs=np.ones((3, 2)))
+    res = smk(study, "--configfile", "study.yaml", "-n")
+    assert res.returncode != 0
+    out = res.stdout + res.stderr
+    line = next(x for x in out.splitlines() if "probs.npz" in x)
+    assert "holds no logits and no labels" in line, out[-2000:]
+    assert not (study / "results").exists()
