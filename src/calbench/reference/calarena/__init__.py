@@ -21,7 +21,7 @@ Model ``{dataset}_{model}`` and dataset ``{dataset}`` (slugs, :func:`model_slug`
 ``{format: calarena, file: {benchmark}.h5, group: {dataset}/{model}}`` plus the section's
 ``logits`` keys. :func:`reference_rows` keys the published results by the same names, so that
 ``report.reference: {csv: resources/reference/calarena_cv_multiclass.csv}`` puts each published
-cell beside ours (:mod:`calbench.reference.compare`).
+cell beside ours (:mod:`calbench.reference.ours_vs_published`).
 """
 
 from __future__ import annotations
