@@ -268,7 +268,7 @@ def render_report(
         reference=reference,
         plots=_plot_files(plots),
         temperatures={_model_of(p): render.fitted_temperature(p) for p in ts_files or []},
-        robustness=_robustness_rows(robustness),
+        robustness=_robustness_rows(robustness, (spec.get("protocol") or {}).get("n_bootstrap")),
     )
     # extra sections: HTML fragments escaped by the calbench step that wrote them (shift-report)
     from markupsafe import Markup
@@ -292,10 +292,11 @@ def _add_arena(context: dict, paths, spec: dict) -> None:
         toc.insert(at, {"id": "arena", "title": "Implementations side by side", "children": []})
 
 
-def _robustness_rows(paths) -> list[dict] | None:
+def _robustness_rows(paths, n_bootstrap=None) -> list[dict] | None:
     """The rows of the ``results/robustness/...`` CSVs (:func:`calbench.robustness.robustness_rows`),
     as strict as every other result file (:func:`calbench.report.tables.read_long_csv`): every
-    rank and value a finite number, ``p_first`` blank except for the default variant."""
+    rank and value a finite number, ``p_first`` blank except for the default variant, where it
+    is blank only when the study draws no resamples (``n_bootstrap`` 0: "no intervals")."""
     if not paths:
         return None
     from calbench.robustness import DEFAULT_VARIANT, ROBUSTNESS_COLUMNS  # lazy: code inputs
@@ -308,7 +309,7 @@ def _robustness_rows(paths) -> list[dict] | None:
         empty_ok=False,
     )
     for r in rows:
-        if r["variant"] == DEFAULT_VARIANT and r["p_first"] != r["p_first"]:
+        if r["variant"] == DEFAULT_VARIANT and r["p_first"] != r["p_first"] and n_bootstrap != 0:
             raise ValueError(
                 f"robustness of {r['dataset']}/{r['model']}: {r['method']} has no first-place "
                 f"probability for {DEFAULT_VARIANT}; rerun the calibrate step"
