@@ -114,6 +114,7 @@ def test_the_rule_uses_the_sizing_functions():
         "device=calibrate_device",
         "--threads {threads} --device {params.device}",
         "OMP_NUM_THREADS=1",
+        "--time-limit {resources.runtime}",  # the runtime resource is honoured locally too
     ):
         assert needle in text, needle
 
