@@ -185,6 +185,7 @@ def calibrate(
             raise ValueError(f"calibrator {key!r} (method {entry['method']!r}): {exc}") from None
 
     data = load_halves(logits_path, split_path)
+    check_folds(cmp["select_folds"], len(data["val"][1]))  # before any fit, not at the selection
     apply_names(data, dataset, model)
     meta = data["meta"]
     dirs = {"cal": Path(calibrators_dir), "met": Path(metrics_dir), "plot": Path(plots_dir)}
