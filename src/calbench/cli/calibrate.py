@@ -34,8 +34,9 @@ def _cmd_calibrate(args: argparse.Namespace) -> int:
     limit = args.time_limit
     message = (
         f"calbench calibrate: error: ran past its time limit of {limit_text(limit or 0)} "
-        "(--time-limit; the workflow passes the rule's runtime resource) and was stopped; raise "
-        "the calibrate rule's runtime (set-resources), or leave out the calibrator that hangs"
+        "(--time-limit: the workflow passes the rule's runtime resource) and was stopped; raise "
+        "it (snakemake --set-resources calibrate:runtime=MINUTES) or leave out the calibrator "
+        "that hangs"
     )
     try:
         with time_limit(limit, message):
