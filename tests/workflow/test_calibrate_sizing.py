@@ -114,7 +114,8 @@ def test_the_rule_uses_the_sizing_functions():
         "device=calibrate_device",
         "--threads {threads} --device {params.device}",
         "OMP_NUM_THREADS=1",
-        "--time-limit {resources.runtime}",  # the runtime resource is honoured locally too
+        "time_limit=calibrate_time_limit",  # the runtime resource is honoured locally too
+        " {params.time_limit}",
     ):
         assert needle in text, needle
 

@@ -50,6 +50,7 @@ rule calibrate:
     params:
         device=calibrate_device,
         env=calibrate_env,
+        time_limit=calibrate_time_limit,
     conda:
         "../../envs/calbench.yaml"
     # params.env: malloc keeps freed memory for reuse (helpers/sizing.smk, CALIBRATE_ENV);
@@ -63,5 +64,5 @@ rule calibrate:
         " --metrics-dir results/metrics/{wildcards.dataset}/{wildcards.model}"
         " --plots-dir results/plots/{wildcards.dataset}/{wildcards.model}"
         " --compare {output.compare} --robustness {output.robustness}"
-        " --time-limit {resources.runtime}"
+        " {params.time_limit}"
         " --reuse-dir results/calibrate_cache/{wildcards.dataset}/{wildcards.model} > {log} 2>&1"

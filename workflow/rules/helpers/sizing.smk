@@ -58,6 +58,13 @@ def calibrate_env(wildcards):
     return " ".join(f"{k}={v}" for k, v in CALIBRATE_ENV.items())
 
 
+def calibrate_time_limit(wildcards, resources):
+    """``--time-limit MINUTES`` of a calibrate job: its runtime resource (the rule's, or what
+    --set-resources / a profile gives it), so that a local run honours it as SLURM does: past
+    it the job stops with one line (calbench._deadline), e.g. a plug-in calibrator that hangs."""
+    return shell_args("--time-limit", resources.runtime)
+
+
 def logits_shape(path):
     """(N, K) of the ``logits`` array of an .npz, from its header (no array data is read);
     ``None`` when the file does not exist yet (the DAG is built before cache_logits runs) or its
