@@ -258,8 +258,8 @@ def test_labels_the_tables_would_refuse_fail_before_any_job(cfg, edit, words):
     edit(cfg)
     problems = check_config(cfg)
     assert len(problems) == 1 and words in problems[0], problems
-    if "characters" in problems[0]:
-        assert "(at most 200)" in problems[0] and len(problems[0]) < 300
+    if words.endswith(("MMMM", "TTT")):  # too long: the limit is named, the label cut short
+        assert "characters (at most 200)" in problems[0] and len(problems[0]) < 300
 
 
 @pytest.mark.parametrize("limit, folds, ok", [(40, 10, True), (39, 10, False), (400, 20, True)])

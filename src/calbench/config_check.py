@@ -28,7 +28,7 @@ import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from calbench._checks import MAX_BINS, check_text
+from calbench._checks import MAX_BINS, MAX_TEXT, check_text
 from calbench._paths import confined
 from calbench._yaml import load_yaml_file
 from calbench.calibrators import get_calibrator
@@ -266,9 +266,9 @@ def _display_problems(config: Mapping) -> list[str]:
             )
         elif any(ord(c) < 32 or ord(c) == 127 for c in text):
             problems.append(f"{key}: {text!r} holds a line break or control character; write one line")
-        else:  # what the calibrate and aggregate steps refuse (length, spaces, formulas)
+        elif key != "study.title":  # what the calibrate and aggregate steps refuse of a name
             try:
-                check_text(text, f"{key}:", "write a shorter label of plain text")
+                check_text(text, f"{key}:", f"write a plain label of at most {MAX_TEXT} characters")
             except ValueError as exc:
                 problems.append(str(exc))
     return problems + _same_label_problems(config)
