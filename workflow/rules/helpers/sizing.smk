@@ -40,7 +40,7 @@ CALIBRATE_GPU_MIN_ENTRIES = 1 << 24
 #: memory of a calibrate job, a model of its measured peak RSS in N (samples) and K (classes)
 #: (perf/bench_calibrate_memory.py: the default study's spec, one thread, CALIBRATE_ENV; peak MB
 #: 10k x 10: 1,157, 50k x 10: 1,414, 200k x 10: 2,498, 400k x 10: 3,948, 10k x 100: 1,362,
-#: 10k x 1000: ~5,650, 20k x 1000: 8,612, the last two with M-scaling-b and Dirichlet capped
+#: 10k x 1000: 5,682, 20k x 1000: 8,612, the last two with M-scaling-b and Dirichlet capped
 #: at 5 LBFGS iterations): start-up (python, numpy, torch, matplotlib), bytes per sample
 #: whatever K (the per-sample values of the metrics, intervals, tests and ranks: ~4.3 kB, from
 #: the tall shapes), bytes per logit entry (the float64 probabilities of both halves of every
