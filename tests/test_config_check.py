@@ -243,3 +243,45 @@ def test_file_names_in_the_config_stay_in_their_folder(cfg, edit, key):
     edit(cfg)
     problems = [p for p in check_config(cfg) if p.startswith(key + ": ")]
     assert len(problems) == 1 and ("holds '..'" in problems[0] or "absolute" in problems[0])
+
+
+@pytest.mark.parametrize(
+    "edit, words",
+    [
+        (lambda c: c["models"]["tiny_mlp"]["display"].update(name="M" * 201),
+         "models.tiny_mlp.display.name: 'MMMM"),
+        (lambda c: c["calibrators"]["ts"].update(display="T" * 300), "calibrators.ts.display: 'TTT"),
+        (lambda c: c["datasets"]["fashion_mnist"].update(display=" F"), "starts or ends with a space"),
+        (lambda c: c["calibrators"]["ts"].update(display="=1+1"), "formula"),
+        (lambda c: c["calibrators"]["hist"].update(display="T-scaling"),
+         "calibrators.ts and calibrators.hist are both displayed as 'T-scaling'"),
+        (lambda c: c["models"]["tiny_mlp_fl2"]["display"].update(loss="CE"),
+         "models.tiny_mlp and models.tiny_mlp_fl2 are both displayed as 'MLP (CE)'"),
+    ],
+)  # fmt: skip
+def test_labels_the_tables_would_refuse_fail_before_any_job(cfg, edit, words):
+    """Every display name the calibrate and aggregate steps refuse (calbench._checks.check_text:
+    length, spaces, formula characters; two entries shown alike) is refused by the config check,
+    before any job runs, in the steps' own words."""
+    edit(cfg)
+    problems = check_config(cfg)
+    assert len(problems) == 1 and words in problems[0], problems
+    if words.endswith(("MMMM", "TTT")):  # too long: the limit is named, the label cut short
+        assert "characters (at most 200)" in problems[0] and len(problems[0]) < 300
+
+
+@pytest.mark.parametrize("limit, folds, ok", [(40, 10, True), (39, 10, False), (400, 20, True)])
+def test_select_folds_against_a_dataset_s_limit(cfg, limit, folds, ok):
+    """The cross-fitted selection needs two validation samples a fold: with ``limit`` samples the
+    study's validation half is ``limit // 2``; too many folds are refused before any job."""
+    cfg["datasets"]["fashion_mnist"]["limit"] = limit
+    cfg["compare"]["select_folds"] = folds
+    problems = check_config(cfg, SCHEMA)
+    if ok:
+        assert problems == []
+    else:
+        assert problems == [
+            "compare.select_folds: 10 folds need at least 20 validation samples, but "
+            "datasets.fashion_mnist.limit: 39 gives a validation half of 19; lower "
+            "compare.select_folds or raise the limit"
+        ]

@@ -28,7 +28,7 @@ import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from calbench._checks import MAX_BINS
+from calbench._checks import MAX_BINS, MAX_TEXT, check_text
 from calbench._paths import confined
 from calbench._yaml import load_yaml_file
 from calbench.calibrators import get_calibrator
@@ -38,6 +38,7 @@ from calbench.logits_sources import is_presplit
 from calbench.metrics import METRICS
 from calbench.models import ZOOS
 from calbench.plugins import calibrator_problem, metric_problem
+from calbench.report.display import model_label
 from calbench.shift.corruptions import CORRUPTIONS
 from calbench.shift.datasets import PUBLISHED_CORRUPTIONS
 from calbench.stats.comparisons import check_verdict_metrics
@@ -271,6 +272,64 @@ def _display_problems(config: Mapping) -> list[str]:
             )
         elif any(ord(c) < 32 or ord(c) == 127 for c in text):
             problems.append(f"{key}: {text!r} holds a line break or control character; write one line")
+        elif key != "study.title":  # what the calibrate and aggregate steps refuse of a name
+            try:
+                check_text(text, f"{key}:", f"write a plain label of at most {MAX_TEXT} characters")
+            except ValueError as exc:
+                problems.append(str(exc))
+    return problems + _same_label_problems(config)
+
+
+def _same_label_problems(config: Mapping) -> list[str]:
+    """Two datasets, two calibrators or two models of one dataset displayed alike (a model as
+    :func:`calbench.report.display.model_label`): the tables would have two identical rows or
+    columns, which the aggregate step refuses (``check_display_names``), after every fit."""
+    problems = []
+    for section in ("datasets", "calibrators", "models"):
+        seen: dict[tuple, str] = {}
+        for key, entry in (config.get(section) or {}).items():
+            entry = entry if isinstance(entry, Mapping) else {}
+            display = entry.get("display")
+            if section == "models":
+                label = model_label(key, display if isinstance(display, Mapping) else None)
+                group = entry.get("dataset")
+            else:
+                if isinstance(display, Mapping):
+                    display = display.get("name")
+                label, group = str(key if display is None else display), None
+            other = seen.setdefault((group, label), key)
+            if other != key:
+                problems.append(
+                    f"{section}.{other} and {section}.{key} are both displayed as {label!r}, "
+                    "which gives two identical rows or columns; give each its own display name"
+                )
+    return problems
+
+
+def _fold_problems(config: Mapping) -> list[str]:
+    """``compare.select_folds`` against the validation halves whose size the config gives: a
+    dataset's ``limit`` of ``n`` samples gives the study split's ``n // 2``
+    (:func:`calbench.split.study_split`); the cross-fitted selection needs two a fold
+    (:func:`calbench.selection.check_folds`). Other sizes (a whole dataset, a file's own split)
+    are checked by the calibrate step when it has read its logits, before any fit."""
+    k = (config.get("compare") or {}).get("select_folds", 5)
+    if isinstance(k, bool) or not isinstance(k, int):
+        return []
+    studied = {
+        v.get("dataset")
+        for m, v in (config.get("models") or {}).items()
+        if isinstance(v, Mapping) and not (v.get("source") == "logits" and is_presplit(v))
+    }
+    problems = []
+    for d, entry in (config.get("datasets") or {}).items():
+        limit = (entry or {}).get("limit") if isinstance(entry, Mapping) else None
+        if d in studied and isinstance(limit, int) and not isinstance(limit, bool):
+            if limit // 2 < 2 * k:
+                problems.append(
+                    f"compare.select_folds: {k} folds need at least {2 * k} validation samples, "
+                    f"but datasets.{d}.limit: {limit} gives a validation half of {limit // 2}; "
+                    "lower compare.select_folds or raise the limit"
+                )
     return problems
 
 
@@ -314,6 +373,7 @@ def check_config(config: Mapping, schema: Mapping | None = None) -> list[str]:
         (strict_type_problems(config, schema) if schema is not None else [])
         + _bound_problems(config)
         + _display_problems(config)
+        + _fold_problems(config)
         + _file_name_problems(config)
         + _calibrator_problems(config)
         + _metric_problems(config)

@@ -195,6 +195,7 @@ def calibrate(
             raise ValueError(f"calibrator {key!r} (method {entry['method']!r}): {exc}") from None
 
     data = load_halves(logits_path, split_path)
+    check_folds(cmp["select_folds"], len(data["val"][1]))  # before any fit, not at the selection
     apply_names(data, dataset, model)
     meta = data["meta"]
     # every calibrator and metric sees these arrays: none may change them (calbench.isolation)

@@ -304,3 +304,36 @@ def test_reuse_dir_refits_only_what_changed_and_writes_the_same_bytes(data, tmp_
     del shrunk["calibrators"]["iso"]
     assert _calibrate(data, tmp_path / "fifth", shrunk, reuse=reuse) == 0
     assert sorted(p.name for p in reuse.iterdir()) == sorted(shrunk["calibrators"])
+
+
+def test_too_many_folds_for_the_validation_half_fail_before_any_fit(tmp_path, capsys, monkeypatch):
+    """compare.select_folds against the validation half the job has read (its size is not
+    known to the config for a whole dataset or a file's own split): refused before the first
+    calibrator is fitted, in one line, writing nothing."""
+    import calbench.evaluation
+
+    n = 30  # a validation half of 15: 8 folds need 16
+    rng = np.random.default_rng(0)
+    d = tmp_path / "in"
+    d.mkdir()
+    np.savez(d / "logits.npz", logits=rng.normal(size=(n, K)).astype(np.float32),
+             labels=rng.integers(0, K, n), order_hash="abc", model="mod", dataset="ds")  # fmt: skip
+    save_split(d / "split.npz", *study_split(n))
+    fits = []
+    real = calbench.evaluation.get_calibrator
+
+    def spy(method, **params):
+        cal = real(method, **params)
+        fit = cal.fit
+        cal.fit = lambda *a, **k: (fits.append(method), fit(*a, **k))[1]
+        return cal
+
+    monkeypatch.setattr(calbench.evaluation, "get_calibrator", spy)
+    spec = json.loads(json.dumps(SPEC))
+    spec["compare"]["select_folds"] = 8
+    out = tmp_path / "out"
+    assert _calibrate(d, out, spec) == 2
+    err = capsys.readouterr().err.strip()
+    assert "with 8 folds needs >= 16 validation samples, got 15" in err, err
+    assert len(err.splitlines()) == 1 and fits == []
+    assert sorted(p.name for p in out.rglob("*") if p.is_file()) == ["spec.json"]

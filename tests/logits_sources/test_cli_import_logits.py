@@ -192,3 +192,18 @@ def test_report_provenance_names_the_imported_file_and_its_pin(tmp_path, capsys)
         f"npz: mine.npz sha256 {sha[:12]}, {path.stat().st_size:,} bytes, local file, not pinned; "
         "sample order checked by labels only"
     )
+
+
+def test_declared_num_classes_against_the_file(tmp_path, capsys):
+    """A declared ``num_classes`` the file disagrees with is refused in one line naming both
+    numbers, and nothing is written; the file's own width passes."""
+    path, _, _ = _npz_user(tmp_path, split=False)  # 3 classes
+    out, prov = tmp_path / "o.npz", tmp_path / "o.source.json"
+    for k, rc_want in ((10, 2), (3, 0)):
+        spec = {"dataset": "d", "source": "logits", "num_classes": k,
+                "logits": {"format": "npz", "file": "mine.npz", "local_path": str(path)}}  # fmt: skip
+        rc, _, err = _run(capsys, "import-logits", "--spec", json.dumps(spec), "--out", out, "--provenance", prov)
+        assert rc == rc_want, err
+        if rc:
+            assert "3 classes" in err and "num_classes: 10" in err and err.count("\n") == 1
+            assert not out.exists() and not prov.exists()

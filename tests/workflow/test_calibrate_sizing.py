@@ -56,8 +56,32 @@ def test_threads_and_memory_follow_n_times_k(sizing, tmp_path, monkeypatch):
     assert threads == {
         "cifar10": 1, "tiny": 1, "many_samples": 1, "imagenet": sizing.CALIBRATE_MAX_THREADS
     }  # fmt: skip
-    assert mem["cifar10"] == 1022 and mem["imagenet"] == 12000
+    assert mem["cifar10"] == 1411 and mem["imagenet"] == 22470
     assert mem["cifar10"] < mem["tiny"] < mem["imagenet"]
+
+
+#: peak RSS (MB) of `calbench calibrate` with the default study's spec, one thread
+#: (perf/bench_calibrate_memory.py; K = 1000 with the matrix fits capped at 5 iterations),
+#: and the peak of the issue that found tall logits under-declared (2M x 10: 11.2 GB)
+MEASURED_PEAK_MB = {
+    (10_000, 10): 1157,
+    (50_000, 10): 1414,
+    (200_000, 10): 2498,
+    (400_000, 10): 3948,
+    (2_000_000, 10): 11_200,
+    (10_000, 100): 1362,
+    (10_000, 1000): 5682,
+    (20_000, 1000): 8612,
+}
+
+
+@pytest.mark.parametrize("shape", sorted(MEASURED_PEAK_MB))
+def test_declared_memory_covers_the_measured_peaks(sizing, shape):
+    """Tall logits (many samples, few classes) and wide ones: mem_mb follows N and N x K and
+    leaves at least 15% above every measured peak."""
+    sizing.calibrate_mem_mb.__globals__["logits_shape"] = {shape: shape}.get
+    declared = sizing.calibrate_mem_mb(None, SimpleNamespace(logits=shape))
+    assert declared >= 1.15 * MEASURED_PEAK_MB[shape], (shape, declared)
 
 
 def test_unknown_size_gives_the_defaults(sizing, tmp_path):
@@ -114,6 +138,8 @@ def test_the_rule_uses_the_sizing_functions():
         "device=calibrate_device",
         "--threads {threads} --device {params.device}",
         "OMP_NUM_THREADS=1",
+        "time_limit=calibrate_time_limit",  # the runtime resource is honoured locally too
+        " {params.time_limit}",
     ):
         assert needle in text, needle
 

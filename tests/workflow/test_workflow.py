@@ -150,6 +150,7 @@ def test_adding_a_model_plans_only_its_jobs(run, where):
     def edit(cfg):
         extra = dict(cfg["models"]["tiny_mlp"])
         extra["training"] = {**extra["training"], "seed": 1}
+        extra["display"] = {**extra["display"], "seed": 1}  # its own row in the tables
         if where == "last":
             cfg["models"]["tiny_mlp_seed1"] = extra
         else:

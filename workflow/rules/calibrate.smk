@@ -50,9 +50,12 @@ rule calibrate:
     params:
         device=calibrate_device,
         env=calibrate_env,
+        time_limit=calibrate_time_limit,
     conda:
         "../../envs/calbench.yaml"
-    # params.env: malloc keeps freed memory for reuse (helpers/sizing.smk, CALIBRATE_ENV)
+    # params.env: malloc keeps freed memory for reuse (helpers/sizing.smk, CALIBRATE_ENV);
+    # --time-limit: the runtime resource (minutes) is honoured on a local machine too: past it
+    # the job stops with one line (calbench._deadline), e.g. a plug-in calibrator that hangs
     shell:
         "OMP_NUM_THREADS=1 {params.env} calbench calibrate --logits {input.logits}"
         " --split {input.split} --spec @{input.spec}"
@@ -61,4 +64,5 @@ rule calibrate:
         " --metrics-dir results/metrics/{wildcards.dataset}/{wildcards.model}"
         " --plots-dir results/plots/{wildcards.dataset}/{wildcards.model}"
         " --compare {output.compare} --robustness {output.robustness}"
+        " {params.time_limit}"
         " --reuse-dir results/calibrate_cache/{wildcards.dataset}/{wildcards.model} > {log} 2>&1"

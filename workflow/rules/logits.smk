@@ -19,6 +19,7 @@ rule import_logits:
     input:
         lib=lib_sources("import-logits"),
         spec=model_spec,
+        local=local_logits_input,  # a replaced local file reruns the import (helpers/logits.smk)
     wildcard_constraints:
         model=IMPORTED_MODELS,
     params:

@@ -8,6 +8,7 @@ protocol is described. Heavy libraries are imported by the library functions tha
 from __future__ import annotations
 
 import argparse
+import math
 
 from calbench.cli._args import (
     add_allow_other_logits,
@@ -26,24 +27,36 @@ from calbench.cli._args import (
 
 def _cmd_calibrate(args: argparse.Namespace) -> int:
     load_named_plugins(args)  # before the library reads the registries
+    from calbench._deadline import TimeLimitExceeded, limit_text, time_limit  # lazy: cli start-up
     from calbench.evaluation import calibrate  # lazy: cli start-up
 
     spec = parse_json_arg(args.spec, "--spec")
     check_display_names(spec)
     _fit_settings(args)
-    calibrate(
-        args.logits,
-        args.split,
-        spec,
-        calibrators_dir=args.calibrators_dir,
-        metrics_dir=args.metrics_dir,
-        plots_dir=args.plots_dir,
-        compare_out=args.compare,
-        robustness_out=args.robustness,
-        dataset=args.dataset,
-        model=args.model,
-        reuse_dir=args.reuse_dir,
+    limit = args.time_limit
+    message = (
+        f"calbench calibrate: error: ran past its time limit of {limit_text(limit or 0)} "
+        "(--time-limit: the workflow passes the rule's runtime resource) and was stopped; raise "
+        "it (snakemake --set-resources calibrate:runtime=MINUTES) or leave out the calibrator "
+        "that hangs"
     )
+    try:
+        with time_limit(limit, message):
+            calibrate(
+                args.logits,
+                args.split,
+                spec,
+                calibrators_dir=args.calibrators_dir,
+                metrics_dir=args.metrics_dir,
+                plots_dir=args.plots_dir,
+                compare_out=args.compare,
+                robustness_out=args.robustness,
+                dataset=args.dataset,
+                model=args.model,
+                reuse_dir=args.reuse_dir,
+            )
+    except TimeLimitExceeded:
+        raise ValueError(message.split(": error: ", 1)[1]) from None
     return 0
 
 
@@ -159,6 +172,17 @@ def _calibrate_files(args: argparse.Namespace) -> list[tuple[str, str]]:
     return out
 
 
+def _minutes(text: str) -> float:
+    """``--time-limit``: a positive, finite number of minutes."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not (math.isfinite(value) and value > 0):
+        raise argparse.ArgumentTypeError(f"{text!r} is not a positive number of minutes")
+    return value
+
+
 def _naming(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--dataset", type=text_arg, help="dataset name for the CSV (default: from the logits file)"
@@ -204,6 +228,12 @@ def register(sub) -> None:
         "--reuse-dir",
         help="folder keeping each calibrator's files under a digest of all it depends on: an "
         "unchanged calibrator is copied from there instead of refitted",
+    )
+    p.add_argument(
+        "--time-limit",
+        type=_minutes,
+        help="wall-clock minutes the job may run (the workflow passes the rule's runtime "
+        "resource): past it the job stops with one line and writes nothing (default: no limit)",
     )
     writes(p, "--compare", "--robustness", files=_calibrate_files)
     p.set_defaults(func=_cmd_calibrate)

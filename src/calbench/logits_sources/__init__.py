@@ -126,6 +126,12 @@ def import_logits(
         use_split=presplit,
         options=lg,
     )
+    k = entry.get("num_classes")
+    if k is not None and imp.logits.shape[1] != int(k):
+        raise ValueError(
+            f"model {name}: {got['logits']} holds logits of {imp.logits.shape[1]} classes, but "
+            f"the entry declares num_classes: {k}; fix num_classes or point at the right file"
+        )
     ohash = labels_order_hash(imp.labels)
     save_logits(out, imp.logits, imp.labels, order_hash=ohash, model=name, dataset=entry["dataset"])
     summary = {

@@ -84,6 +84,35 @@ def _local_lookup(where: Path, lg: Mapping, name: str) -> tuple[Path, Path | Non
     return None
 
 
+def local_copy(
+    name: str,
+    entry: Mapping,
+    mirrors: Iterable[str | os.PathLike] = (),
+    *,
+    local_file: str | os.PathLike | None = None,
+) -> tuple[Path, Path | None, str] | None:
+    """``(file, targets or None, origin)`` of model ``name``'s local copy, as :func:`obtain`
+    reads it: ``local_file`` or ``logits.local_path`` (FileNotFoundError when the file is not
+    there), else the first of ``mirrors`` holding it; ``None`` when neither is set or holds it
+    (the file is then kept under ``resources/`` or downloaded). The workflow digests these files
+    into an input of the import (a replaced local file reruns it)."""
+    lg = check_entry(name, entry)
+    fname = lg["file"]
+    local = local_file if local_file is not None else lg.get("local_path")
+    if local:
+        found = _local_lookup(Path(local), lg, fname)
+        if found is None:
+            raise FileNotFoundError(
+                f"model {name}: {fname} not found at {local} (logits.local_path / --file)"
+            )
+        return (*found, f"local {local}")
+    for m in mirrors:
+        found = _local_lookup(Path(m), lg, fname)
+        if found is not None:
+            return (*found, f"mirror {m}")
+    return None
+
+
 def _yandex(lg: Mapping, timeout: float) -> S.YandexDisk:
     y = lg["yandex_disk"]
     return S.YandexDisk(y["public_key"], y.get("api_base"), timeout=timeout)
@@ -168,18 +197,9 @@ def obtain(
             )
         return {"logits": path, "targets": targets, "files": recs}
 
-    local = local_file if local_file is not None else lg.get("local_path")
-    if local:
-        found = _local_lookup(Path(local), lg, fname)
-        if found is None:
-            raise FileNotFoundError(
-                f"model {name}: {fname} not found at {local} (logits.local_path / --file)"
-            )
-        return done(*found, origin=f"local {local}")
-    for m in mirrors:
-        found = _local_lookup(Path(m), lg, fname)
-        if found is not None:
-            return done(*found, origin=f"mirror {m}")
+    found = local_copy(name, entry, mirrors, local_file=local_file)
+    if found is not None:
+        return done(*found)
     dest = confined(mdir, fname, f"models.{name}.logits.file", plain=True)
     tdest = mdir / TARGETS_FILE
     if dest.is_file() and (

@@ -278,7 +278,9 @@ def render_report(
         reference=reference,
         plots=_plot_files(plots),
         temperatures={_model_of(p): fitted_temperature(p) for p in ts_files or []},
-        robustness=read_robustness_rows(robustness),
+        robustness=read_robustness_rows(
+            robustness, (spec.get("protocol") or {}).get("n_bootstrap")
+        ),
     )
     # extra sections: HTML fragments escaped by the calbench step that wrote them (shift-report)
     from markupsafe import Markup
@@ -302,10 +304,11 @@ def add_arena(context: dict, paths, spec: dict) -> None:
         toc.insert(at, {"id": "arena", "title": "Implementations side by side", "children": []})
 
 
-def read_robustness_rows(paths) -> list[dict] | None:
+def read_robustness_rows(paths, n_bootstrap=None) -> list[dict] | None:
     """The rows of the ``results/robustness/...`` CSVs (:func:`calbench.stats.robustness.robustness_rows`),
     as strict as every other result file (:func:`calbench.results.read_long_csv`): every
-    rank and value a finite number, ``p_first`` blank except for the default variant."""
+    rank and value a finite number, ``p_first`` blank except for the default variant, where it
+    is blank only when the study draws no resamples (``n_bootstrap`` 0: "no intervals")."""
     if not paths:
         return None
     from calbench.stats.robustness import DEFAULT_VARIANT  # lazy: code inputs
@@ -318,7 +321,7 @@ def read_robustness_rows(paths) -> list[dict] | None:
         empty_ok=False,
     )
     for r in rows:
-        if r["variant"] == DEFAULT_VARIANT and r["p_first"] != r["p_first"]:
+        if r["variant"] == DEFAULT_VARIANT and r["p_first"] != r["p_first"] and n_bootstrap != 0:
             raise ValueError(
                 f"robustness of {r['dataset']}/{r['model']}: {r['method']} has no first-place "
                 f"probability for {DEFAULT_VARIANT}; rerun the calibrate step"

@@ -37,3 +37,52 @@ def split_source(wildcards):
     if split.is_file() and all(Path(p).stat().st_mtime <= split.stat().st_mtime for p in others):
         return ancient(logits)
     return logits
+
+
+#: digests of the local copies import_logits reads, keyed by path and the file's stat
+#: (size, mtime, ctime, inode): a DAG build hashes only files that changed since the last
+LOCAL_DIGESTS = Path(".snakemake/calbench/local_digests.json")
+
+
+def _stat_key(path):
+    st = Path(path).stat()
+    return [st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino]
+
+
+def _local_digest(path, cache):
+    """sha256 of ``path``, through ``cache`` (``{abspath: [stat key..., sha256]}``)."""
+    from calbench.io import file_digest
+
+    key, where = _stat_key(path), str(Path(path).absolute())
+    hit = cache.get(where)
+    if not (isinstance(hit, list) and hit[:-1] == key):
+        cache[where] = hit = [*key, file_digest(path)]
+    return hit[-1]
+
+
+def local_logits_input(wildcards):
+    """The local copy a ``source: logits`` model's import reads (``logits.local_path``, else a
+    ``mirrors:`` directory holding it; calbench.logits_sources.fetch.local_copy), as an input:
+    ``results/inputs/logits/{dataset}/{model}.sha256`` with the file's (and its targets.txt's)
+    SHA-256, rewritten when they change. Replacing the file, whatever its mtime, reruns exactly
+    the import and what depends on it; a file to be downloaded gives no input (its pin checks
+    it). A lookup that fails gives none either: the job reports the problem."""
+    from calbench.logits_sources.fetch import local_copy
+
+    try:
+        found = local_copy(wildcards.model, model_cfg(wildcards.model), config.get("mirrors") or [])
+    except (ValueError, OSError):
+        found = None
+    if found is None:
+        return []
+    try:
+        cache = json.loads(LOCAL_DIGESTS.read_text())
+    except (OSError, ValueError):
+        cache = {}
+    cache = cache if isinstance(cache, dict) else {}
+    files = {"logits": found[0], "targets": found[1]}
+    text = "".join(
+        f"{_local_digest(p, cache)}  {role}\n" for role, p in files.items() if p is not None
+    )
+    write_if_changed(LOCAL_DIGESTS, json.dumps(cache, sort_keys=True))
+    return write_if_changed(f"results/inputs/logits/{wildcards.dataset}/{wildcards.model}.sha256", text)

@@ -9,6 +9,7 @@
 # tolerance (docs/reproducibility.md). Snakemake evaluates these functions again once a job's
 # inputs exist, before it schedules the job. Functions only, kept apart from the rules as
 # Snakemake's linter asks.
+import math
 
 #: logit entries (N x K) up to which a calibrate job runs on one thread: calbench's scaling fits
 #: use one thread up to 2^21 entries of their validation half anyway
@@ -36,12 +37,24 @@ CALIBRATE_MIN_THREADED_CLASSES = 300
 #: fit's kernels are too small to gain from a GPU more than the ~2 s a process takes to start
 #: CUDA, and the CPU's results are bit-for-bit reproducible.
 CALIBRATE_GPU_MIN_ENTRIES = 1 << 24
-#: memory of a calibrate job: start-up (python, numpy, torch, matplotlib: ~850 MB measured on
-#: 10k x 10) plus bytes per logit entry (float64 probabilities of both halves, per-calibrator
-#: copies, and the freed blocks malloc keeps under CALIBRATE_ENV: 10.5 GB peak on 50k x 1000
-#: with the coursework's calibrators, 3.6 GB without it; ~210 bytes per entry)
-CALIBRATE_BASE_MB = 1000
-CALIBRATE_BYTES_PER_ENTRY = 220
+#: memory of a calibrate job, a model of its measured peak RSS in N (samples) and K (classes)
+#: (perf/bench_calibrate_memory.py: the default study's spec, one thread, CALIBRATE_ENV; peak MB
+#: 10k x 10: 1,157, 50k x 10: 1,414, 200k x 10: 2,498, 400k x 10: 3,948, 10k x 100: 1,362,
+#: 10k x 1000: 5,682, 20k x 1000: 8,612, the last two with M-scaling-b and Dirichlet capped
+#: at 5 LBFGS iterations): start-up (python, numpy, torch, matplotlib), bytes per sample
+#: whatever K (the per-sample values of the metrics, intervals, tests and ranks: ~4.3 kB, from
+#: the tall shapes), bytes per logit entry (the float64 probabilities of both halves of every
+#: calibrator, the cross-fitted predictions: ~290 B, from 10k and 20k x 1000) and bytes per class
+#: pair (K^2: ~1,600 B measured at K = 1000, plus the 800 B of the matrix fits' full LBFGS
+#: history, 100 pairs of K(K + 1) float32 vectors, which the capped runs leave out), times a
+#: margin. Declared / peak: 1.22 to 1.39 on those shapes. The former model, 1,000 MB + 220 B per
+#: entry, declared 0.48 to 0.78 of the tall shapes' peaks and 0.63 of 20k x 1000: jobs killed on
+#: SLURM.
+CALIBRATE_BASE_MB = 1100
+CALIBRATE_BYTES_PER_SAMPLE = 4500
+CALIBRATE_BYTES_PER_ENTRY = 300
+CALIBRATE_BYTES_PER_CLASS_PAIR = 2400
+CALIBRATE_MEM_MARGIN = 1.2
 #: environment of a calibrate job's process: glibc's malloc keeps freed memory for reuse instead
 #: of handing every large block back to the kernel (MALLOC_MMAP_MAX_=0: no block gets a mapping
 #: of its own; MALLOC_TRIM_THRESHOLD_: the heap is not trimmed), so the scaling fits' tensors of
@@ -56,6 +69,13 @@ CALIBRATE_ENV = {"MALLOC_MMAP_MAX_": "0", "MALLOC_TRIM_THRESHOLD_": str(1 << 36)
 def calibrate_env(wildcards):
     """CALIBRATE_ENV as ``NAME=value`` words for the rule's shell line."""
     return " ".join(f"{k}={v}" for k, v in CALIBRATE_ENV.items())
+
+
+def calibrate_time_limit(wildcards, resources):
+    """``--time-limit MINUTES`` of a calibrate job: its runtime resource (the rule's, or what
+    --set-resources / a profile gives it), so that a local run honours it as SLURM does: past
+    it the job stops with one line (calbench._deadline), e.g. a plug-in calibrator that hangs."""
+    return shell_args("--time-limit", resources.runtime)
 
 
 def logits_shape(path):
@@ -135,9 +155,16 @@ def calibrate_threads(wildcards, input):
 
 
 def calibrate_mem_mb(wildcards, input):
-    """Memory (MB) of a calibrate job: CALIBRATE_BASE_MB plus CALIBRATE_BYTES_PER_ENTRY per logit
-    entry; unknown size: 4000 MB (the rule's former fixed figure)."""
-    entries = logits_entries(input.logits)
-    if entries is None:
+    """Memory (MB) of a calibrate job on N x K logits: CALIBRATE_MEM_MARGIN times
+    CALIBRATE_BASE_MB plus CALIBRATE_BYTES_PER_SAMPLE per sample, CALIBRATE_BYTES_PER_ENTRY per
+    logit entry and CALIBRATE_BYTES_PER_CLASS_PAIR per K^2; unknown size: 4000 MB (the rule's
+    former fixed figure; Snakemake sizes the job again once its logits exist)."""
+    shape = logits_shape(input.logits)
+    if shape is None:
         return 4000
-    return CALIBRATE_BASE_MB + -(-entries * CALIBRATE_BYTES_PER_ENTRY // 1_000_000)
+    n, k = shape
+    extra = (
+        n * CALIBRATE_BYTES_PER_SAMPLE + n * k * CALIBRATE_BYTES_PER_ENTRY
+        + k * k * CALIBRATE_BYTES_PER_CLASS_PAIR
+    )
+    return math.ceil(CALIBRATE_MEM_MARGIN * (CALIBRATE_BASE_MB + extra / 1e6))
