@@ -38,7 +38,7 @@ from calbench.logits_sources import is_presplit
 from calbench.metrics import METRICS
 from calbench.models import ZOOS
 from calbench.plugins import calibrator_problem, metric_problem
-from calbench.report.display import model_label
+from calbench.display import model_label
 from calbench.shift.corruptions import CORRUPTIONS
 from calbench.shift.datasets import PUBLISHED_CORRUPTIONS
 from calbench.stats.comparisons import check_verdict_metrics
@@ -282,7 +282,7 @@ def _display_problems(config: Mapping) -> list[str]:
 
 def _same_label_problems(config: Mapping) -> list[str]:
     """Two datasets, two calibrators or two models of one dataset displayed alike (a model as
-    :func:`calbench.report.display.model_label`): the tables would have two identical rows or
+    :func:`calbench.display.model_label`): the tables would have two identical rows or
     columns, which the aggregate step refuses (``check_display_names``), after every fit."""
     problems = []
     for section in ("datasets", "calibrators", "models"):
