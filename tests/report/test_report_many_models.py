@@ -75,3 +75,20 @@ def test_a_study_of_80_models_renders_with_its_tests_over_models():
     html = render.render_html(TEMPLATE, ctx)
     assert f"exact signed-rank test over {N_MODELS} models" in html
     assert "net 79" in html
+
+
+def test_the_calibrated_within_finding_names_a_bounded_number_of_pairs():
+    """At 80 models the finding counts the pairs beyond the first few instead of listing them
+    all in one sentence (the section's table lists every one)."""
+    from calbench.report.render import LISTED_PAIRS
+
+    rows, robust, spec = _study(N_MODELS)
+    prov = {"config": "", "packages": {}, "logits": [], "splits": [], "datasets": []}
+    ctx = render.build_context(
+        rows=rows, compare=[], spec=spec, grids={}, provenance=prov, robustness=robust
+    )
+    text = next(i["text"] for i in ctx["findings"]["items"] if i["family"] == "calibrated")
+    n_within = int(text.split("points (upper bound of the unbiased ECE below it): ")[1].split()[0])
+    assert n_within > LISTED_PAIRS
+    assert text.count(" on net ") == LISTED_PAIRS
+    assert f"and {n_within - LISTED_PAIRS} more, listed in the section's table" in text

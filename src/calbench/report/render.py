@@ -90,6 +90,19 @@ def _add_finding(found: dict, item: dict) -> None:
     found["headlines" if item["support"] == "supported" else "anomalies"].append(item["text"])
 
 
+#: a finding names at most this many calibrator-model pairs; the rest are counted (a study of
+#: many models would otherwise list hundreds in one sentence; the table lists every one)
+LISTED_PAIRS = 8
+
+
+def _listed(names: list[str]) -> str:
+    """``names`` joined, the first :data:`LISTED_PAIRS` of them and a count of the rest."""
+    if len(names) <= LISTED_PAIRS:
+        return ", ".join(names)
+    rest = len(names) - LISTED_PAIRS
+    return ", ".join(names[:LISTED_PAIRS]) + f" and {rest} more, listed in the section's table"
+
+
 def _within_item(v: dict) -> dict:
     """The finding of the "calibrated within delta" table: how many were shown, and the
     smallest error the test halves can show."""
@@ -106,7 +119,7 @@ def _within_item(v: dict) -> dict:
     text = (
         f"Calibrated within {v['delta']} points (upper bound of the unbiased ECE below it): "
         f"{v['n_within']} of {v['n']} calibrator-model pairs"
-        + (f" ({', '.join(shown)})" if shown else "")
+        + (f" ({_listed(shown)})" if shown else "")
         + "."
     )
     if detect:
