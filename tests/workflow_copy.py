@@ -1,11 +1,13 @@
 """Shared by the end-to-end workflow tests: a scratch copy of the workflow that runs on this
 tree's library, and the job counts of a dry run. Each test keeps its own ``smk`` (their
-environments differ: fixed dates, plug-in paths, time limits)."""
+environments differ: fixed dates, plug-in paths, time limits, each built on ``workflow_env``)."""
 
 from __future__ import annotations
 
+import os
 import re
 import shutil
+import sys
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
@@ -26,6 +28,19 @@ def copy_workflow(dest: Path, config: Path | None = REPO / "config" / "test.yaml
         ignore=shutil.ignore_patterns("__pycache__"),
     )  # fmt: skip
     return dest
+
+
+def workflow_env(root: Path) -> dict[str, str]:
+    """The environment a test's Snakemake run gets: this process's, with the copy's lib/ first on
+    PYTHONPATH, no bytecode written into the copy, and this interpreter's bin/ first on PATH (the
+    ``calbench`` of the test's virtual environment). Tests add their own settings to it."""
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join([str(root / "lib"), env.get("PYTHONPATH", "")]).rstrip(
+        os.pathsep
+    )
+    env["PYTHONDONTWRITEBYTECODE"] = "1"
+    env["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), env.get("PATH", "")])
+    return env
 
 
 def job_counts(output: str) -> dict[str, int]:

@@ -6,16 +6,14 @@ published / difference)."""
 from __future__ import annotations
 
 import csv
-import os
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-from workflow_copy import copy_workflow
+from workflow_copy import copy_workflow, workflow_env
 
 h5py = pytest.importorskip("h5py")
 
@@ -42,12 +40,7 @@ report:
 
 
 def _env(root: Path) -> dict:
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join([str(root / "lib"), env.get("PYTHONPATH", "")]).rstrip(
-        os.pathsep
-    )
-    env["PYTHONDONTWRITEBYTECODE"] = "1"
-    env["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), env.get("PATH", "")])
+    env = workflow_env(root)
     return env
 
 

@@ -18,11 +18,9 @@ import csv
 import hashlib
 import io
 import json
-import os
 import pickle
 import shutil
 import subprocess
-import sys
 import tarfile
 import zipfile
 from pathlib import Path
@@ -30,6 +28,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 import yaml
+
+from workflow_copy import workflow_env
 
 REPO = Path(__file__).resolve().parents[2]
 pytestmark = [pytest.mark.slow]
@@ -47,12 +47,7 @@ def _sha256(path: Path) -> str:
 
 
 def _env(root: Path) -> dict:
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join([str(root / "lib"), env.get("PYTHONPATH", "")]).rstrip(
-        os.pathsep
-    )
-    env["PYTHONDONTWRITEBYTECODE"] = "1"
-    env["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), env.get("PATH", "")])
+    env = workflow_env(root)
     return env
 
 

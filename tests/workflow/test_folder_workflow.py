@@ -6,17 +6,15 @@ that is not logits and labels stops the workflow before any job, in one line nam
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
 import yaml
 
-from workflow_copy import copy_workflow, job_counts
+from workflow_copy import copy_workflow, job_counts, workflow_env
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -29,12 +27,7 @@ TWO_LINES = "logits_folder: my_preds\nstudy: {title: My models}\n"
 
 
 def _env(root: Path) -> dict:
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join([str(root / "lib"), env.get("PYTHONPATH", "")]).rstrip(
-        os.pathsep
-    )
-    env["PYTHONDONTWRITEBYTECODE"] = "1"
-    env["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), env.get("PATH", "")])
+    env = workflow_env(root)
     return env
 
 

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import io
 import json
-import os
 import pickle
 import shutil
 import subprocess
@@ -24,7 +23,7 @@ import numpy as np
 import pytest
 import yaml
 
-from workflow_copy import job_counts
+from workflow_copy import job_counts, workflow_env
 
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO / "tests" / "logits_sources"))
@@ -41,18 +40,15 @@ CALIBRATORS = ("uncalibrated", "ts", "hist")
 
 
 def _env(root: Path) -> dict:
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join([str(root / "lib"), env.get("PYTHONPATH", "")]).rstrip(
-        os.pathsep
-    )
-    env["PYTHONDONTWRITEBYTECODE"] = "1"
-    env["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), env.get("PATH", "")])
+    env = workflow_env(root)
     return env
 
 
 def smk(root: Path, *args) -> subprocess.CompletedProcess:
     cmd = ["snakemake", "--cores", "2", *map(str, args)]
-    return subprocess.run(cmd, cwd=root, env=_env(root), capture_output=True, text=True, timeout=900)
+    return subprocess.run(
+        cmd, cwd=root, env=_env(root), capture_output=True, text=True, timeout=900
+    )
 
 
 def planned(root: Path, *args) -> dict[str, int]:
@@ -87,8 +83,11 @@ def run(tmp_path_factory):
     shutil.copy2(REPO / "Snakefile", root / "Snakefile")
     for sub in ("workflow", "envs"):
         shutil.copytree(REPO / sub, root / sub, ignore=shutil.ignore_patterns("__pycache__"))
-    shutil.copytree(REPO / "src" / "calbench", root / "lib" / "calbench",
-                    ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copytree(
+        REPO / "src" / "calbench",
+        root / "lib" / "calbench",
+        ignore=shutil.ignore_patterns("__pycache__"),
+    )
     with FakeServices() as fake:
         fake.state.public_key = "https://disk.yandex.ru/d/9Awu1nwJOZv4Lg"
         files = {}
@@ -110,8 +109,13 @@ def run(tmp_path_factory):
         zn, yn = _data(8, 120, 5)
         npz = base / "user" / "mine.npz"
         npz.parent.mkdir()
-        np.savez(npz, logits=zn, labels=yn, val_idx=np.arange(0, 120, 3),
-                 test_idx=np.setdiff1d(np.arange(120), np.arange(0, 120, 3)))
+        np.savez(
+            npz,
+            logits=zn,
+            labels=yn,
+            val_idx=np.arange(0, 120, 3),
+            test_idx=np.setdiff1d(np.arange(120), np.arange(0, 120, 3)),
+        )
         files.update(kull=(zk, yk), npz=(zn, yn))
 
         cw = yaml.safe_load((REPO / "config" / "coursework_logits.yaml").read_text())
@@ -140,15 +144,24 @@ def run(tmp_path_factory):
                 "file": "probs_resnet110_c10_logits.p",
                 "sha256": hashlib.sha256(kull).hexdigest(),
                 "size": len(kull),
-                "github_lfs": {"repo": "markus93/NN_calibration", "ref": "5bb76132ebfd",
-                               "path": "logits/probs_resnet110_c10_logits.p",
-                               "media_base": fake.base + "/media", "api_base": fake.base},
+                "github_lfs": {
+                    "repo": "markus93/NN_calibration",
+                    "ref": "5bb76132ebfd",
+                    "path": "logits/probs_resnet110_c10_logits.p",
+                    "media_base": fake.base + "/media",
+                    "api_base": fake.base,
+                },
             },
         }
         models["my_net"] = {
             "dataset": "mine",
             "source": "logits",
-            "logits": {"format": "npz", "file": "mine.npz", "split": "file", "local_path": str(npz)},
+            "logits": {
+                "format": "npz",
+                "file": "mine.npz",
+                "split": "file",
+                "local_path": str(npz),
+            },
         }
         cfg["models"] = models
         (root / "config.yaml").write_text(yaml.safe_dump(cfg, sort_keys=False))
@@ -179,12 +192,19 @@ def test_imported_logits_equal_the_files(run):
     np.testing.assert_array_equal(d["labels"], files["npz"][1])
     # pinned on first use (no published checksum for the study's files)
     lock = json.loads((root / "resources/checksums.lock").read_text())["files"]
-    assert set(lock) == {f"logits/cifar10/{m}/{f}" for m in CW_MODELS for f in (m.split("_", 1)[1] + ".pt", "targets.txt")}
+    assert set(lock) == {
+        f"logits/cifar10/{m}/{f}"
+        for m in CW_MODELS
+        for f in (m.split("_", 1)[1] + ".pt", "targets.txt")
+    }
     prov = json.loads((root / "results/logits/cifar10/c10_resnet18.source.json").read_text())
     assert prov["files"][0]["status"] == "pinned on first use"
     prov = json.loads((root / "results/logits/c10_kull/kull_resnet110.source.json").read_text())
     assert prov["files"][0]["status"] == "published checksum"
-    assert ("GET", "/media/markus93/NN_calibration/5bb76132ebfd/logits/probs_resnet110_c10_logits.p") in run["log"]
+    assert (
+        "GET",
+        "/media/markus93/NN_calibration/5bb76132ebfd/logits/probs_resnet110_c10_logits.p",
+    ) in run["log"]
 
 
 def test_each_model_uses_its_split(run):
@@ -212,7 +232,10 @@ def test_each_model_uses_its_split(run):
     report = (root / "reports/report.html").read_text()
     assert "results/split/c10_kull/kull_resnet110.npz" in report
     assert "Imported from" in report and "pinned on first use" in report
-    assert "kull_pickle: probs_resnet110_c10_logits.p sha256" in report and "published checksum" in report
+    assert (
+        "kull_pickle: probs_resnet110_c10_logits.p sha256" in report
+        and "published checksum" in report
+    )
 
 
 def test_replication_tables_compare_with_published(run):

@@ -7,17 +7,15 @@ naming the index of the first mismatch. The imported file's order is known by it
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
 import yaml
 
-from workflow_copy import copy_workflow
+from workflow_copy import copy_workflow, workflow_env
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -28,12 +26,7 @@ if shutil.which("snakemake") is None:  # pragma: no cover
 
 
 def _env(root: Path) -> dict:
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join([str(root / "lib"), env.get("PYTHONPATH", "")]).rstrip(
-        os.pathsep
-    )
-    env["PYTHONDONTWRITEBYTECODE"] = "1"
-    env["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), env.get("PATH", "")])
+    env = workflow_env(root)
     return env
 
 
