@@ -315,24 +315,17 @@ class CalibrateSpec:
                         written += paths
                         continue
                 try:
-                    isolation.fit(cal, *data["val"])
-                    cal.set_fitted_on(meta["order_hash"], meta["logits_sha256"])
-                    save_calibrator(cal, path)
+                    _fit(cal, data, path)
                     written.append(path)
                     saved = load_checked_calibrator(path, data)
-                    probs = {}
-                    for h in dict.fromkeys([*ev.half_names, "val"]):
-                        earlier = [*probs.values(), *test_probs.values(), *val_probs.values()]
-                        probs[h] = isolation.predict(saved, data[h][0], earlier=earlier)
-                    rows = _evaluation_rows(data, probs, key, ev, jackknives=(kept := {}))
-                    test_jackknives[key] = kept.get("test", {})
+                    earlier = [*test_probs.values(), *val_probs.values()]
+                    probs = _predict(saved, data, [*ev.half_names, "val"], earlier)
                     title = str(calibrators[key].get("display") or key)
-                    draw(
-                        {key: probs["test"]}, data["test"][1], png, grid=False, title=title, **plot
-                    )
-                    written.append(png)
-                    write_long_csv(csv, rows, METRIC_COLUMNS)
-                    written.append(csv)
+                    _write_evaluation(
+                        data, probs, key, ev, csv, png, {**plot, "title": title}, written,
+                        jackknives=(kept := {}),
+                    )  # fmt: skip
+                    test_jackknives[key] = kept.get("test", {})
                 except ValueError as exc:
                     raise ValueError(
                         f"calibrator {key!r} (method {calibrators[key]['method']!r}): {exc}"
@@ -352,26 +345,17 @@ class CalibrateSpec:
                 "metrics": list(plan.compared),
             }
             found: dict = {}
-            best, selected_on = select_best(
-                makers, data["val"], plan.compared, folds=cmp["select_folds"], seed=ev.seed,
-                exclude=plan.exclude, log=log_stderr, found=found,
+
+            def selected() -> None:
+                if reuse is not None:
+                    check_unchanged("during the cross-fitted selection")  # kept only if intact
+                    reuse.keep_selection(selection, found)
+
+            rows = _comparison_rows(
+                data, test_probs, makers, plan.compared, cmp, plan.exclude, ev.level, ev.seed,
+                jackknives=test_jackknives, found=found, selected=selected,
                 known=None if reuse is None else reuse.known_selection(selection),
             )  # fmt: skip
-            if reuse is not None:
-                check_unchanged("during the cross-fitted selection")  # kept only if intact
-                reuse.keep_selection(selection, found)
-            rows = compare_rows(
-                data,
-                test_probs,
-                plan.compared,
-                list(cmp["baselines"]),
-                best=best,
-                selected_on=selected_on,
-                n_bootstrap=cmp["n_bootstrap"],
-                level=ev.level,
-                seed=ev.seed,
-                jackknives=test_jackknives,
-            )
             check_unchanged("during the selection or the comparisons")  # before any shared output
             write_long_csv(compare_out, rows, COMPARE_COLUMNS)
             written.append(Path(compare_out))
@@ -456,9 +440,40 @@ def fit_calibrator(
     recording the logits it was fitted on (order hash and file digest)."""
     cal = get_calibrator(method, **params)  # unknown params fail before the logits are read
     halves = load_halves(logits_path, split_path)
-    isolation.fit(cal, *halves["val"], name=method, allow_probabilities=allow_probabilities)
+    _fit(cal, halves, out, name=method, allow_probabilities=allow_probabilities)
+
+
+def _fit(cal, halves: dict, out, *, name: str | None = None, **fit_kwargs) -> None:
+    """One calibrator fitted on the validation half (isolated, :func:`calbench.isolation.fit`),
+    recording the logits it was fitted on, saved as JSON ``out``: ``fit-calibrator``'s and
+    :meth:`CalibrateSpec.run`'s fit."""
+    isolation.fit(cal, *halves["val"], name=name, **fit_kwargs)
     cal.set_fitted_on(halves["meta"]["order_hash"], halves["meta"]["logits_sha256"])
     save_calibrator(cal, out)
+
+
+def _predict(cal, halves: dict, names, earlier=(), label: str | None = None) -> dict:
+    """``cal``'s checked, read-only probabilities on each half of ``names`` (once each;
+    ``earlier``: the job's other outputs, which none may reuse)."""
+    probs: dict = {}
+    for half in dict.fromkeys(names):
+        others = [*probs.values(), *earlier]
+        probs[half] = isolation.predict(cal, halves[half][0], earlier=others, name=label)
+    return probs
+
+
+def _write_evaluation(
+    halves, probs, label, ev: Evaluation, csv, png, plot_options, written, jackknives=None
+) -> None:
+    """One calibrator's metric rows (:func:`_evaluation_rows`) -> ``csv`` and, unless ``png`` is
+    ``None``, its reliability diagram on the test half -> ``png`` (first), each path appended
+    to ``written`` once it is: ``evaluate``'s and :meth:`CalibrateSpec.run`'s files."""
+    rows = _evaluation_rows(halves, probs, label, ev, jackknives)
+    if png is not None:
+        draw({label: probs["test"]}, halves["test"][1], png, grid=False, **plot_options)
+        written.append(Path(png))
+    write_long_csv(csv, rows, METRIC_COLUMNS)
+    written.append(Path(csv))
 
 
 def evaluate(
@@ -506,21 +521,15 @@ def evaluate(
     cal = load_checked_calibrator(calibrator_path, data, allow_other_logits)
     label = method_name(calibrator_path, name)
     # each half calibrated once: the metrics and, with ``plot``, the test half's diagram use them
-    wanted = [*ev.half_names, *(["test"] if plot is not None else [])]
-    probs: dict = {}
-    for half in dict.fromkeys(wanted):
-        probs[half] = isolation.predict(
-            cal, data[half][0], earlier=list(probs.values()), name=label
-        )
-    rows = _evaluation_rows(data, probs, label, ev)
-    if plot is None:
-        write_long_csv(out, rows, METRIC_COLUMNS)
-        return
-    draw({label: probs["test"]}, data["test"][1], plot, grid=False, **plot_options)
+    probs = _predict(
+        cal, data, [*ev.half_names, *(["test"] if plot is not None else [])], label=label
+    )
+    written: list[Path] = []
     try:
-        write_long_csv(out, rows, METRIC_COLUMNS)
+        _write_evaluation(data, probs, label, ev, out, plot, plot_options, written)
     except BaseException:
-        Path(plot).unlink(missing_ok=True)  # no partial output: both files or neither
+        if written:  # no partial output: both files or neither
+            Path(plot).unlink(missing_ok=True)
         raise
 
 
@@ -564,22 +573,56 @@ def compare(
         cal = load_checked_calibrator(path, data, allow_other_logits)
         probs[name] = isolation.predict(cal, z, earlier=list(probs.values()), name=name)
         makers[name] = calibrator_maker(type(cal).name, cal.get_params())
+    rows = _comparison_rows(data, probs, makers, chosen, settings, exclude, level, seed)
+    write_long_csv(out, rows, COMPARE_COLUMNS)
+
+
+def _comparison_rows(
+    halves,
+    test_probs,
+    makers,
+    compared,
+    cmp,
+    exclude,
+    level,
+    seed,
+    *,
+    jackknives=None,
+    known=None,
+    found=None,
+    selected=None,
+) -> list[dict]:
+    """The "best" calibrator of each compared metric chosen by cross-fitting inside the
+    validation half (:func:`calbench.steps.select_best`, ``cmp["select_folds"]`` folds, every
+    maker but ``exclude``; ``known`` / ``found``: the reuse cache's), then ``selected()``, then
+    the paired comparisons on the test half (:func:`compare_rows`, ``cmp["baselines"]``,
+    ``cmp["n_bootstrap"]``; ``jackknives``: the metric rows'): ``compare``'s and
+    :meth:`CalibrateSpec.run`'s comparisons."""
     best, selected_on = select_best(
-        makers, data["val"], chosen, folds=select_folds, seed=seed, exclude=exclude,
+        makers,
+        halves["val"],
+        compared,
+        folds=cmp["select_folds"],
+        seed=seed,
+        exclude=exclude,
         log=log_stderr,
-    )  # fmt: skip
-    rows = compare_rows(
-        data,
-        probs,
-        chosen,
-        list(baselines),
+        known=known,
+        found=found,
+    )
+    if selected is not None:
+        selected()
+    return compare_rows(
+        halves,
+        test_probs,
+        compared,
+        list(cmp["baselines"]),
         best=best,
         selected_on=selected_on,
-        n_bootstrap=n_bootstrap,
+        n_bootstrap=cmp["n_bootstrap"],
         level=level,
         seed=seed,
+        jackknives=jackknives,
     )
-    write_long_csv(out, rows, COMPARE_COLUMNS)
 
 
 def plot_reliability(
