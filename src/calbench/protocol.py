@@ -264,12 +264,8 @@ class CalibrateSpec:
         plug-in code altered.
         """
         plan = self.check()
-        ev, cmp, plot, calibrators = (
-            plan.evaluation,
-            self.compare,
-            dict(self.plots),
-            self.calibrators,
-        )
+        ev, cmp, plot = plan.evaluation, self.compare, dict(self.plots)
+        calibrators = self.calibrators
         data = load_halves(logits_path, split_path)
         apply_names(data, dataset, model)
         meta = data["meta"]
@@ -301,17 +297,12 @@ class CalibrateSpec:
                 if reuse is not None and reuse.restore(key, paths):
                     try:
                         saved = load_checked_calibrator(path, data)
-                        for h, kept_probs in (("test", test_probs), ("val", val_probs)):
-                            kept_probs[key] = isolation.predict(
-                                saved,
-                                data[h][0],
-                                earlier=[*test_probs.values(), *val_probs.values()],
-                            )
+                        earlier = [*test_probs.values(), *val_probs.values()]
+                        kept = _predict(saved, data, ["test", "val"], earlier)
                     except (ValueError, OSError):  # a kept file that does not load: refit
-                        test_probs.pop(key, None)
-                        val_probs.pop(key, None)
                         reuse.forget(key, paths)
                     else:
+                        test_probs[key], val_probs[key] = kept["test"], kept["val"]
                         written += paths
                         continue
                 try:
@@ -418,15 +409,6 @@ def _check_keys(spec) -> None:
         )
 
 
-def _evaluation_rows(data, probs, label, ev: Evaluation, jackknives=None) -> list[dict]:
-    """:func:`calbench.steps.evaluate_rows` with the checked evaluation settings."""
-    return evaluate_rows(
-        data, probs, label, ev.metrics, half_names=ev.half_names, n_bootstrap=ev.n_bootstrap,
-        level=ev.level, seed=ev.seed, ci_halves=ev.ci_halves, ci_metrics=ev.ci_metrics,
-        jackknives=jackknives,
-    )  # fmt: skip
-
-
 # --------------------------------------------------------------------------------------------
 # the single steps by hand, file in, file out: the settings of one section each
 # --------------------------------------------------------------------------------------------
@@ -465,10 +447,15 @@ def _predict(cal, halves: dict, names, earlier=(), label: str | None = None) -> 
 def _write_evaluation(
     halves, probs, label, ev: Evaluation, csv, png, plot_options, written, jackknives=None
 ) -> None:
-    """One calibrator's metric rows (:func:`_evaluation_rows`) -> ``csv`` and, unless ``png`` is
-    ``None``, its reliability diagram on the test half -> ``png`` (first), each path appended
-    to ``written`` once it is: ``evaluate``'s and :meth:`CalibrateSpec.run`'s files."""
-    rows = _evaluation_rows(halves, probs, label, ev, jackknives)
+    """One calibrator's metric rows (:func:`calbench.steps.evaluate_rows`) -> ``csv`` and,
+    unless ``png`` is ``None``, its reliability diagram on the test half -> ``png`` (first),
+    each path appended to ``written`` once it is: ``evaluate``'s and
+    :meth:`CalibrateSpec.run`'s files."""
+    rows = evaluate_rows(
+        halves, probs, label, ev.metrics, half_names=ev.half_names, n_bootstrap=ev.n_bootstrap,
+        level=ev.level, seed=ev.seed, ci_halves=ev.ci_halves, ci_metrics=ev.ci_metrics,
+        jackknives=jackknives,
+    )  # fmt: skip
     if png is not None:
         draw({label: probs["test"]}, halves["test"][1], png, grid=False, **plot_options)
         written.append(Path(png))
