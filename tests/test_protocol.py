@@ -150,3 +150,35 @@ def test_the_spec_file_round_trips():
     spec = CalibrateSpec.from_dict(copy.deepcopy(SPEC))
     assert CalibrateSpec.from_dict(yaml.safe_load(spec.to_json())) == spec
     assert spec.to_dict() == SPEC
+
+
+@pytest.mark.slow
+def test_the_by_hand_verbs_with_their_defaults_write_what_the_default_spec_writes(tmp_path):
+    """No setting given anywhere: fit-calibrator, evaluate --plot and compare write the bytes
+    ``calibrate`` writes with the schema's default spec (before, evaluate computed every
+    registered metric and compare every verdict-eligible one)."""
+    import numpy as np
+
+    from calbench.functional import softmax
+    from calbench.protocol import compare, evaluate, fit_calibrator
+    from calbench.split import save_split, study_split
+
+    n, k = 300, 4
+    rng = np.random.default_rng(2)
+    z = (rng.normal(size=(n, k)) * 4.0).astype(np.float32)
+    y = np.array([rng.choice(k, p=row) for row in softmax(z / 3.0)], dtype=np.int64)
+    files = (tmp_path / "l.npz", tmp_path / "s.npz")
+    np.savez(files[0], logits=z, labels=y, order_hash="h", model="m", dataset="d")
+    save_split(files[1], *study_split(n))
+    spec, hand = tmp_path / "spec", tmp_path / "hand"
+    CalibrateSpec.from_dict(copy.deepcopy(SPEC)).run(
+        *files, calibrators_dir=spec, metrics_dir=spec, plots_dir=spec,
+        compare_out=spec / "compare.csv",
+    )  # fmt: skip
+    for key in SPEC["calibrators"]:
+        fit_calibrator(*files, key, {}, hand / f"{key}.json")
+        evaluate(*files, hand / f"{key}.json", hand / f"{key}.csv", plot=hand / f"{key}.png",
+                 plot_options={"title": SPEC["calibrators"][key]["display"]})  # fmt: skip
+    compare(*files, [hand / f"{key}.json" for key in SPEC["calibrators"]], hand / "compare.csv")
+    ours = {p.name: p.read_bytes() for p in hand.iterdir()}
+    assert ours == {p.name: p.read_bytes() for p in spec.iterdir() if p.name != "grid.png"}
