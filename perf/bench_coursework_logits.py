@@ -188,10 +188,11 @@ def load_config(path) -> dict:
 
 def spec_of(cfg: dict, **override) -> dict:
     """The calibrate job's spec from a validated config, as the workflow writes it
-    (:func:`calbench.calibrate_spec.calibrate_spec`); ``override``: {calibrator: extra params}."""
-    from calbench.calibrate_spec import calibrate_spec
+    (:meth:`calbench.protocol.CalibrateSpec.from_config`); ``override``: {calibrator: extra
+    params}."""
+    from calbench.protocol import CalibrateSpec
 
-    spec = calibrate_spec(cfg)
+    spec = CalibrateSpec.from_config(cfg).to_dict()
     for c, extra in override.items():
         spec["calibrators"][c]["params"] = {**spec["calibrators"][c]["params"], **extra}
     return spec
@@ -300,7 +301,7 @@ def ms_b_per_iteration(logits: Path, split: Path, iters: int) -> float:
     (one thread): two fits of ``iters`` and ``2 * iters`` iterations, differenced."""
     code = (
         "import sys, time, warnings; warnings.simplefilter('ignore')\n"
-        "from calbench.evaluation import load_halves\n"
+        "from calbench.split import load_halves\n"
         "from calbench.calibrators import get_calibrator\n"
         "z, y = load_halves(sys.argv[1], sys.argv[2])['val']\n"
         "for it in (int(sys.argv[3]), 2 * int(sys.argv[3])):\n"

@@ -38,11 +38,11 @@ passes them; ``--resamples``, ``--seed``). Per cell, ``--shown-reps`` repetition
 validation set and a test set of N samples; temperature scaling fitted on the validation set
 (the maximum-likelihood temperature, as the ``ts`` calibrator fits it); then
 
-* the metric tables: :func:`calbench.evaluation.evaluate_rows` on the model's test-set
+* the metric tables: :func:`calbench.steps.evaluate_rows` on the model's test-set
   probabilities (the registry's construction, percentile), for accuracy, NLL and Brier score and
   their registry variants (``nll_modern``, ``nll_kull``, ``brier_kull``), against
   :func:`calbench.synthetic.population_scores`;
-* the paired comparisons: :func:`calbench.evaluation.compare_rows` (paired percentile bootstrap
+* the paired comparisons: :func:`calbench.stats.comparisons.compare_rows` (paired percentile bootstrap
   of the difference), the interval of the "ts against uncalibrated" row, for NLL and Brier score:
   the model temperature-scaled at the fitted temperature against the model itself, on the same
   test labels; the population difference is that of the two prediction functions, i.e.
@@ -277,9 +277,10 @@ def _row_of(rows, metric: str, method: str) -> dict:
 
 def simulate_cell(model: SyntheticModel, n: int, reps: int, args, rng) -> dict:
     """Coverage counts and sums of one (scenario, K, N) cell of part "shown"."""
-    from calbench.evaluation import compare_rows, evaluate_rows
     from calbench.metrics import METRICS
     from calbench.stats import paired_bootstrap
+    from calbench.stats.comparisons import compare_rows
+    from calbench.steps import evaluate_rows
     from calbench.synthetic import population_scores, variant
 
     b, level, seed = args.resamples, args.level, args.seed
@@ -360,7 +361,7 @@ def shown_intervals(args, sizes, classes, gammas) -> None:
         return res[part][key] / reps
 
     print()
-    print("Metric tables (calbench.evaluation.evaluate_rows: percentile interval):")
+    print("Metric tables (calbench.steps.evaluate_rows: percentile interval):")
     print()
     head = "| scenario | K | N |"
     for m in TABLE_METRICS[:3]:
@@ -382,7 +383,7 @@ def shown_intervals(args, sizes, classes, gammas) -> None:
         print(line)
     print()
     print(
-        "Paired comparisons (calbench.evaluation.compare_rows: paired percentile interval of "
+        "Paired comparisons (calbench.stats.comparisons.compare_rows: paired percentile interval of "
         "the difference; NLL and Brier: ts against uncalibrated, true value the mean population "
         f"difference over the fitted temperatures; accuracy: a copy with {100 * args.swap:g}% "
         "of the predictions swapped against the model):"

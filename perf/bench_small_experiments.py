@@ -46,7 +46,7 @@ REPO = Path(__file__).resolve().parents[1]
 def _profile_job(argv: list[str]) -> None:
     """Run ``calbench <argv>`` with timers around fitting, metrics and diagrams; print JSON."""
     t_start = time.perf_counter()
-    from calbench import evaluation, steps
+    from calbench import protocol, steps
     from calbench.calibrators import REGISTRY
     from calbench.cli import main
 
@@ -73,11 +73,9 @@ def _profile_job(argv: list[str]) -> None:
                 wrapped = timed(klass.__dict__["fit"], "fitting")
                 wrapped._timed = True
                 klass.fit = wrapped
-    for mod in (evaluation, steps):
-        if hasattr(mod, "evaluate_rows"):
-            mod.evaluate_rows = timed(mod.evaluate_rows, "metrics")
-        if hasattr(mod, "_draw"):
-            mod._draw = timed(mod._draw, "diagrams")
+    for mod in (protocol, steps):
+        mod.evaluate_rows = timed(mod.evaluate_rows, "metrics")
+        mod.draw = timed(mod.draw, "diagrams")
     out = {"setup_s": time.perf_counter() - t_start}
     for run, args in (("cold", argv), ("warm", [a.replace("/again/", "/again2/") for a in argv])):
         for key in totals:

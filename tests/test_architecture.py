@@ -316,7 +316,7 @@ def test_the_cycle_check_finds_a_circle():
 
 #: Producers: the steps and library modules that write the result files the report reads
 PRODUCERS = (
-    "calbench.evaluation",
+    "calbench.protocol",
     "calbench.steps",
     "calbench.stats.comparisons",
     "calbench.stats.robustness",
@@ -396,10 +396,6 @@ CLEANED = (
 KNOWN_PRIVATE_IMPORTS = {
     "calbench.calibrators.odir_cv: calbench.calibrators.scaling._check_options",
     "calbench.cli: calbench.__version__",
-    "calbench.evaluation: calbench.steps._check_plot_options",
-    "calbench.evaluation: calbench.steps._draw",
-    "calbench.evaluation: calbench.steps._log",
-    "calbench.evaluation: calbench.steps._maker",
     "calbench.logits_sources.fetch: calbench.logits_sources.entry._has_service",
     "calbench.logits_sources.formats: calbench.logits_sources.torchzip._Unsupported",
     "calbench.logits_sources.formats: calbench.logits_sources.torchzip._is_zip",
@@ -485,7 +481,6 @@ KNOWN_PRIVATE_IMPORTS = {
     "calbench.plots.reliability: calbench.plots._base._root_figure",
     "calbench.plots.reliability: calbench.plots._base._setup_unit_axes",
     "calbench.plugin_inputs: calbench.plugins._PKG",
-    "calbench.shift.evaluate: calbench.steps._maker",
     "calbench.stats.intervals: calbench.stats._common._CHUNK_ENTRIES",
     "calbench.stats.intervals: calbench.stats._common._paired_inputs",
     "calbench.stats.intervals: calbench.stats._common._resolve",
@@ -518,9 +513,8 @@ def test_no_private_names_cross_a_module_boundary():
     )
 
 
-#: files whose ``noqa: F401`` lines are not re-exports of this library's names, or are being
-#: removed elsewhere (evaluation.py's re-exports of steps and comparisons)
-F401_ALLOWED = {"src/calbench/evaluation.py", "src/calbench/adapters/probmetrics.py"}
+#: files whose ``noqa: F401`` lines are not re-exports of this library's names
+F401_ALLOWED = {"src/calbench/adapters/probmetrics.py"}
 
 
 def test_no_reexport_shims():

@@ -1,41 +1,40 @@
-"""The calibrate step's spec: the slice of the workflow's configuration ``calbench calibrate`` reads.
+"""The calibrate spec's keys and every default of its settings, once (no imports: the CLI's
+parsers read them to build ``--help`` without loading the library).
 
-One builder for everyone who writes the file: the workflow (``calibrate_spec()`` in
-``workflow/rules/helpers/calibrate.smk`` writes it under ``results/specs/``) and the perf
-scripts that run the calibrate job as the rule does (``perf/bench_coursework_logits.py``). The
-keys are :data:`calbench.evaluation.CALIBRATE_SPEC`'s, which ``calbench calibrate`` checks
-(:func:`calbench.evaluation.check_calibrate_spec`); the config is the validated one (the
-schema's defaults filled in, as Snakemake's ``validate`` leaves it).
+:class:`calbench.protocol.CalibrateSpec` is the spec; the workflow's config schema
+(``workflow/schemas/config.schema.yaml``) states the same ``default:`` values, which the
+validated config carries into the spec file, the verbs ``evaluate`` and ``compare`` and their
+library functions take theirs from here, and ``tests/test_protocol.py`` checks that the schema's,
+the CLI's and the library's defaults agree.
 """
 
-from __future__ import annotations
+#: every default of the calibrate spec's ``evaluation``, ``compare`` and ``plots`` sections, in
+#: the spec file's key order (``None``: every half / metric evaluated)
+DEFAULTS = {
+    "evaluation": {
+        "metrics": (
+            "accuracy", "ece", "mce", "cwece", "ece_ub", "ece_ub_mass", "cwece_ub", "ace",
+            "ece_l2_mass", "nll", "nll_modern", "brier", "ks", "sbece", "dece", "debiased_ece",
+            "marginal_ce",
+        ),
+        "halves": ("test", "val"),
+        "n_bootstrap": 200,
+        "level": 0.95,
+        "seed": 0,
+        "ci_halves": None,
+        "ci_metrics": None,
+    },
+    "compare": {
+        "metrics": ("ece_ub", "cwece_ub", "nll", "brier"),
+        "baselines": ("uncalibrated", "ts"),
+        "n_bootstrap": 1000,
+        "select_folds": 5,
+        "select_exclude": (),
+    },
+    "plots": {"n_bins": 10, "style": "guo"},
+}  # fmt: skip
 
-import json
-from collections.abc import Mapping
-
-from calbench.evaluation import CALIBRATE_SPEC
-
-
-def calibrate_spec(config: Mapping) -> dict:
-    """The calibrate spec of a validated config: every calibrator (registry ``method``, default
-    its key; ``params``; ``display`` name, default its key), in config order, and the
-    ``evaluation``, ``compare`` and ``plots`` keys of :data:`CALIBRATE_SPEC` (an evaluation key
-    the config leaves out is ``None``: the step's default)."""
-    ev = config["evaluation"]
-    spec: dict = {
-        "calibrators": {
-            c: {"method": (e or {}).get("method", c), "params": (e or {}).get("params", {}),
-                "display": str((e or {}).get("display", c))}
-            for c, e in config["calibrators"].items()
-        },
-        "evaluation": {k: ev.get(k) for k in CALIBRATE_SPEC["evaluation"]},
-    }  # fmt: skip
-    for section in ("compare", "plots"):
-        spec[section] = {k: config[section][k] for k in CALIBRATE_SPEC[section]}
-    return spec
-
-
-def calibrate_spec_text(config: Mapping) -> str:
-    """:func:`calibrate_spec` as the text of the spec file (key order kept: the file's digest,
-    and so whether the calibrate jobs rerun, depends on it)."""
-    return json.dumps(calibrate_spec(config), sort_keys=False)
+#: keys of the ``calibrate`` spec (the JSON file the workflow writes from the config) and of its
+#: sections, in the file's order; every key is required, so a spec written by another version
+#: fails by name (``calibrators``: ``{key: {"method", "params", "display"}}``)
+CALIBRATE_SPEC = {"calibrators": None, **{s: tuple(keys) for s, keys in DEFAULTS.items()}}

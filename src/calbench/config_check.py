@@ -32,16 +32,16 @@ from calbench._checks import MAX_BINS, MAX_TEXT, check_text
 from calbench._paths import confined
 from calbench._yaml import load_yaml_file
 from calbench.calibrators import get_calibrator
-from calbench.evaluation import MAX_RESAMPLES
+from calbench.display import model_label
 from calbench.logits_sources import check_entry as check_logits_entry
 from calbench.logits_sources import is_presplit
 from calbench.metrics import METRICS
 from calbench.models import ZOOS
 from calbench.plugins import calibrator_problem, metric_problem
-from calbench.display import model_label
 from calbench.shift.corruptions import CORRUPTIONS
 from calbench.shift.datasets import PUBLISHED_CORRUPTIONS
 from calbench.stats.comparisons import check_verdict_metrics
+from calbench.steps import MAX_RESAMPLES
 from calbench.training import parse_training
 
 ROOT = Path(__file__).resolve().parent

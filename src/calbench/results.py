@@ -21,7 +21,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from calbench.io import atomic_write_text
 
 # --------------------------------------------------------------------------------------------
-# the calibrate step (calbench.evaluation, calbench.steps)
+# the calibrate step (calbench.protocol, calbench.steps)
 # --------------------------------------------------------------------------------------------
 #: Columns of the long-format metrics CSV (``results/metrics/{dataset}/{model}/{calibrator}.csv``,
 #: ``results/aggregate/metrics.csv``): one row per (calibrator, half, metric).

@@ -1,8 +1,6 @@
-"""The protocol's single steps on files, for work by hand: fit one calibrator, evaluate it,
-compare fitted calibrators, draw reliability diagrams (the verbs ``fit-calibrator``,
-``evaluate``, ``compare``, ``plot-reliability``), and the checks and pieces
-:func:`calbench.evaluation.calibrate` (the workflow's step, every calibrator of one model in one
-process) shares with them. :mod:`calbench.evaluation` re-exports every public name.
+"""The pieces of the calibration protocol (:mod:`calbench.protocol`): the checks of single
+settings, a calibrator's metric rows (:func:`evaluate_rows`), the reliability diagrams
+(:func:`draw`) and the cross-fitted choice of the "best" calibrator (:func:`select_best`).
 
 Calibrators are fitted on the validation half of a model's test-set logits
 (:func:`calbench.split.load_halves`) and evaluated on both halves (Vasilev 2021, §4-5);
@@ -18,12 +16,9 @@ import numpy as np
 
 from calbench import isolation
 from calbench._checks import check_choice, check_probs_labels
-from calbench.calibrators import get_calibrator, load_calibrator, save_calibrator
+from calbench.calibrators import get_calibrator, load_calibrator
 from calbench.metrics import METRICS, Metric, metric_values
-from calbench.results import COMPARE_COLUMNS, METRIC_COLUMNS, write_long_csv
-from calbench.split import HALVES, load_halves
-from calbench.stats.comparisons import check_verdict_metrics, compare_rows, verdict_metrics
-from calbench.stats.selection import check_folds
+from calbench.split import HALVES
 
 
 def method_name(calibrator_path, name: str | None = None) -> str:
@@ -73,18 +68,6 @@ def apply_names(halves: dict, dataset: str | None, model: str | None) -> None:
             raise ValueError(f"the logits file records no {key} name; pass --{key} NAME")
 
 
-def fit_calibrator(
-    logits_path, split_path, method: str, params: dict, out, *, allow_probabilities: bool = False
-) -> None:
-    """Fit calibrator ``method`` (hyperparameters ``params``) on the validation half; save JSON
-    recording the logits it was fitted on (order hash and file digest)."""
-    cal = get_calibrator(method, **params)  # unknown params fail before the logits are read
-    halves = load_halves(logits_path, split_path)
-    isolation.fit(cal, *halves["val"], name=method, allow_probabilities=allow_probabilities)
-    cal.set_fitted_on(halves["meta"]["order_hash"], halves["meta"]["logits_sha256"])
-    save_calibrator(cal, out)
-
-
 def load_checked_calibrator(path, halves: dict, allow_other_logits: bool = False):
     """:func:`calbench.calibrators.load_calibrator`, refusing a calibrator that records being
     fitted on other logits than ``halves`` (unless ``allow_other_logits``)."""
@@ -102,9 +85,9 @@ def evaluate_rows(
     metrics: dict,
     *,
     half_names=HALVES,
-    n_bootstrap: int = 200,
-    level: float = 0.95,
-    seed: int = 0,
+    n_bootstrap: int,
+    level: float,
+    seed: int,
     ci_halves=None,
     ci_metrics=None,
     jackknives: dict | None = None,
@@ -197,86 +180,7 @@ def _values(metrics: dict, probs, labels) -> dict[str, float]:
     return {name: isolation.checked_value(name, out[name]) for name in metrics}
 
 
-# --------------------------------------------------------------------------------------------
-# the steps, file in, file out
-# --------------------------------------------------------------------------------------------
-def evaluate(
-    logits_path,
-    split_path,
-    calibrator_path,
-    out,
-    *,
-    metrics: list[str] | None = None,
-    halves: list[str] | None = None,
-    n_bootstrap: int = 200,
-    level: float = 0.95,
-    seed: int = 0,
-    ci_halves: list[str] | None = None,
-    ci_metrics: list[str] | None = None,
-    dataset: str | None = None,
-    model: str | None = None,
-    name: str | None = None,
-    allow_other_logits: bool = False,
-    plot=None,
-    plot_options: dict | None = None,
-) -> None:
-    """Every metric of one fitted calibrator on both halves -> long-format CSV ``out``
-    (:func:`evaluate_rows`); with ``plot``, also its reliability diagram on the test half
-    (:func:`calbench.plots.reliability_diagram` with ``plot_options``: ``n_bins``, ``style``,
-    ``title``, ``dpi``), the same figure ``calbench plot-reliability`` draws. Every argument is
-    checked before anything is written."""
-    check_bootstrap(n_bootstrap, level)
-    if plot is not None and _same_file(plot, out):
-        raise ValueError(
-            f"--plot and --out both name {out}; the diagram would overwrite the CSV: give "
-            "each its own path"
-        )
-    half_names = halves or list(HALVES)
-    bad = [h for h in half_names if h not in HALVES]
-    if bad:
-        raise ValueError(f"--halves must name test and/or val, got {bad}")
-    chosen = select_metrics(metrics)
-    ci_halves = check_subset(ci_halves, half_names, "--ci-halves", "--halves")
-    ci_metrics = check_subset(ci_metrics, list(chosen), "--ci-metrics", "--metrics")
-    plot_options = dict(plot_options or {})
-    if plot is not None:
-        _check_plot_options(plot_options)
-    data = load_halves(logits_path, split_path)
-    apply_names(data, dataset, model)
-    isolation.freeze(*data["val"], *data["test"])  # no metric may change them
-    cal = load_checked_calibrator(calibrator_path, data, allow_other_logits)
-    label = method_name(calibrator_path, name)
-    # each half calibrated once: the metrics and, with ``plot``, the test half's diagram use them
-    wanted = [*half_names, *(["test"] if plot is not None else [])]
-    probs: dict = {}
-    for half in dict.fromkeys(wanted):
-        probs[half] = isolation.predict(
-            cal, data[half][0], earlier=list(probs.values()), name=label
-        )
-    rows = evaluate_rows(
-        data,
-        probs,
-        label,
-        chosen,
-        half_names=half_names,
-        n_bootstrap=n_bootstrap,
-        level=level,
-        seed=seed,
-        ci_halves=ci_halves,
-        ci_metrics=ci_metrics,
-    )
-    if plot is None:
-        write_long_csv(out, rows, METRIC_COLUMNS)
-        return
-    _draw({label: probs["test"]}, data["test"][1], plot, grid=False, **plot_options)
-    try:
-        write_long_csv(out, rows, METRIC_COLUMNS)
-    except BaseException:
-        Path(plot).unlink(missing_ok=True)  # no partial output: both files or neither
-        raise
-
-
-def _same_file(a, b) -> bool:
+def same_file(a, b) -> bool:
     """Whether paths ``a`` and ``b`` name one file (links and ``..`` resolved)."""
     pa, pb = Path(a), Path(b)
     try:
@@ -291,16 +195,17 @@ def _same_file(a, b) -> bool:
 PLOT_OPTIONS = ("n_bins", "style", "title", "dpi")
 
 
-def _check_plot_options(options: dict) -> None:
+def check_plot_options(options: dict) -> None:
     from calbench.plots import STYLES  # lazy: code inputs
 
     unknown = sorted(set(options) - set(PLOT_OPTIONS))
     if unknown:
         raise ValueError(f"unknown plot options {unknown}; choose from {list(PLOT_OPTIONS)}")
-    check_choice(options.get("style", "guo"), "style", STYLES)
+    if "style" in options:
+        check_choice(options["style"], "style", STYLES)
 
 
-def _draw(probs: dict, labels, out, *, grid: bool, n_bins=10, style="guo", title=None, dpi=100):
+def draw(probs: dict, labels, out, *, grid: bool, n_bins: int, style: str, title=None, dpi=100):
     from calbench import plots  # lazy: code inputs
 
     if grid:
@@ -311,43 +216,13 @@ def _draw(probs: dict, labels, out, *, grid: bool, n_bins=10, style="guo", title
     plots.save_figure(fig, out, dpi=dpi)
 
 
-def plot_reliability(
-    logits_path,
-    split_path,
-    calibrator_paths: list,
-    out,
-    *,
-    grid: bool = False,
-    half: str = "test",
-    allow_other_logits: bool = False,
-    **plot_options,
-) -> None:
-    """Reliability diagram of one calibrator (or, with ``grid``, one panel per calibrator) on
-    one half of a model's logits -> image ``out`` (.png, .pdf, .svg)."""
-    if half not in HALVES:
-        raise ValueError(f"--half must be test or val, got {half!r}")
-    if not grid and len(calibrator_paths) != 1:
-        raise ValueError(
-            "plot-reliability draws one calibrator per figure; pass --grid for several"
-        )
-    _check_plot_options(plot_options)
-    data = load_halves(logits_path, split_path)
-    z, y = data[half]
-    probs = {}
-    for path in calibrator_paths:
-        cal = load_checked_calibrator(path, data, allow_other_logits)
-        name = method_name(path)
-        probs[name] = isolation.predict(cal, z, earlier=list(probs.values()), name=name)
-    _draw(probs, y, out, grid=grid, **plot_options)
-
-
 def select_best(
     makers: dict,
     val: tuple,
     metrics: dict,
     *,
-    folds: int = 5,
-    seed: int = 0,
+    folds: int,
+    seed: int,
     exclude=(),
     log=None,
     known=None,
@@ -377,71 +252,12 @@ def select_best(
     return best, f"val:{folds}-fold cross-fit"
 
 
-def _log(message: str) -> None:
+def log_stderr(message: str) -> None:
     import sys
 
     print(message, file=sys.stderr)
 
 
-def compare(
-    logits_path,
-    split_path,
-    calibrator_paths: list,
-    out,
-    *,
-    metrics: list[str] | None = None,
-    baselines: list[str] = (),
-    n_bootstrap: int = 1000,
-    level: float = 0.95,
-    seed: int = 0,
-    select_folds: int = 5,
-    select_exclude: list[str] = (),
-    dataset: str | None = None,
-    model: str | None = None,
-    allow_other_logits: bool = False,
-) -> None:
-    """Paired comparisons of one model's calibrators (:func:`compare_rows`) -> CSV ``out``;
-    method names are the calibrator file stems. ``metrics`` (default: every verdict-eligible
-    metric) must be verdict-eligible. The "best" calibrator is chosen by cross-fitting
-    (:func:`select_best`, ``select_folds`` folds): each calibrator is refitted from its
-    method and hyperparameters on the validation folds."""
-    check_bootstrap(n_bootstrap, level)
-    if n_bootstrap < 1:
-        raise ValueError("--n-bootstrap must be >= 1 for compare")
-    check_folds(select_folds)
-    chosen = select_metrics(metrics if metrics is not None else verdict_metrics())
-    check_verdict_metrics(list(chosen), "--metrics")
-    data = load_halves(logits_path, split_path)
-    apply_names(data, dataset, model)
-    isolation.freeze(*data["val"], *data["test"])  # no calibrator or metric may change them
-    z, _ = data["test"]
-    probs, makers = {}, {}
-    for path in calibrator_paths:
-        name = method_name(path)
-        if name in probs:
-            raise ValueError(f"two calibrator files are named {name!r}; give each method one file")
-        cal = load_checked_calibrator(path, data, allow_other_logits)
-        probs[name] = isolation.predict(cal, z, earlier=list(probs.values()), name=name)
-        makers[name] = _maker(type(cal).name, cal.get_params())
-    check_subset(list(select_exclude), list(probs), "--select-exclude", "the calibrators")
-    best, selected_on = select_best(
-        makers, data["val"], chosen, folds=select_folds, seed=seed, exclude=select_exclude,
-        log=_log,
-    )  # fmt: skip
-    rows = compare_rows(
-        data,
-        probs,
-        chosen,
-        list(baselines),
-        best=best,
-        selected_on=selected_on,
-        n_bootstrap=n_bootstrap,
-        level=level,
-        seed=seed,
-    )
-    write_long_csv(out, rows, COMPARE_COLUMNS)
-
-
-def _maker(method: str, params: dict):
+def calibrator_maker(method: str, params: dict):
     """A function returning a fresh, unfitted calibrator ``method(**params)``."""
     return lambda: get_calibrator(method, **params)

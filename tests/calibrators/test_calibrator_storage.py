@@ -16,7 +16,7 @@ from calbench.calibrators.storage import (
     sealed_text,
     to_jsonable,
 )
-from calbench.evaluation import load_checked_calibrator
+from calbench.steps import load_checked_calibrator
 from conftest import make_problem
 
 OURS = sorted(n for n, c in REGISTRY.items() if c.__module__.startswith("calbench."))

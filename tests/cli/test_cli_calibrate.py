@@ -410,7 +410,7 @@ def test_compare_missing_baseline(data, fitted, tmp_path, capsys):
             tmp_path / "c.csv",
         ]
     )
-    assert rc == 2 and "baselines ['ts']" in capsys.readouterr().err
+    assert rc == 2 and "--baselines names 'ts'" in capsys.readouterr().err
 
 
 def _evaluate_argv(data, calibrator, out, *extra):
@@ -536,7 +536,7 @@ def test_evaluate_refuses_one_path_for_plot_and_out(data, fitted, tmp_path, exis
     """The library's ``evaluate(plot=X, out=X)`` (or the same file by another spelling; the CLI
     refuses it before calling): the CSV would replace the diagram. One line, nothing written or
     replaced."""
-    from calbench.evaluation import evaluate
+    from calbench.protocol import evaluate
 
     out = tmp_path / "m.csv"
     if existing:

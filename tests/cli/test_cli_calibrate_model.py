@@ -310,7 +310,7 @@ def test_too_many_folds_for_the_validation_half_fail_before_any_fit(tmp_path, ca
     """compare.select_folds against the validation half the job has read (its size is not
     known to the config for a whole dataset or a file's own split): refused before the first
     calibrator is fitted, in one line, writing nothing."""
-    import calbench.evaluation
+    import calbench.protocol
 
     n = 30  # a validation half of 15: 8 folds need 16
     rng = np.random.default_rng(0)
@@ -320,7 +320,7 @@ def test_too_many_folds_for_the_validation_half_fail_before_any_fit(tmp_path, ca
              labels=rng.integers(0, K, n), order_hash="abc", model="mod", dataset="ds")  # fmt: skip
     save_split(d / "split.npz", *study_split(n))
     fits = []
-    real = calbench.evaluation.get_calibrator
+    real = calbench.protocol.get_calibrator
 
     def spy(method, **params):
         cal = real(method, **params)
@@ -328,7 +328,7 @@ def test_too_many_folds_for_the_validation_half_fail_before_any_fit(tmp_path, ca
         cal.fit = lambda *a, **k: (fits.append(method), fit(*a, **k))[1]
         return cal
 
-    monkeypatch.setattr(calbench.evaluation, "get_calibrator", spy)
+    monkeypatch.setattr(calbench.protocol, "get_calibrator", spy)
     spec = json.loads(json.dumps(SPEC))
     spec["compare"]["select_folds"] = 8
     out = tmp_path / "out"

@@ -41,7 +41,7 @@ def _args(tmp_path, *extra):
 
 
 def test_a_job_past_its_limit_stops_with_one_line(tmp_path, capsys, monkeypatch):
-    import calbench.evaluation
+    from calbench.protocol import CalibrateSpec
 
     def hangs(*args, calibrators_dir, **kwargs):  # writes a file, then never returns
         (tmp_path / "c").mkdir()
@@ -56,7 +56,7 @@ def test_a_job_past_its_limit_stops_with_one_line(tmp_path, capsys, monkeypatch)
             (tmp_path / "c" / "ts.json").unlink()  # the step's own clean-up
             raise
 
-    monkeypatch.setattr(calbench.evaluation, "calibrate", hangs)
+    monkeypatch.setattr(CalibrateSpec, "run", hangs)  # the step the verb runs
     t0 = time.monotonic()
     assert _main(_args(tmp_path, "--time-limit", "0.01")) == 2  # 0.6 s
     assert time.monotonic() - t0 < 20
@@ -69,10 +69,10 @@ def test_a_job_past_its_limit_stops_with_one_line(tmp_path, capsys, monkeypatch)
 def test_a_job_within_its_limit_runs_as_without(tmp_path, capsys, monkeypatch):
     import signal
 
-    import calbench.evaluation
+    from calbench.protocol import CalibrateSpec
 
     seen = []
-    monkeypatch.setattr(calbench.evaluation, "calibrate", lambda *a, **k: seen.append(a))
+    monkeypatch.setattr(CalibrateSpec, "run", lambda *a, **k: seen.append(a))
     assert _main(_args(tmp_path, "--time-limit", "60")) == 0
     assert len(seen) == 1 and capsys.readouterr().err == ""
     assert signal.getitimer(signal.ITIMER_REAL) == (0.0, 0.0)  # the alarm is disarmed

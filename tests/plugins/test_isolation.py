@@ -144,14 +144,14 @@ def test_a_bad_plug_in_calibrator_is_one_line_naming_it_and_writes_nothing(
 
 
 def test_the_plug_ins_exception_is_kept_as_the_cause(data, tmp_path):
-    from calbench.evaluation import calibrate
     from calbench.plugins import load_plugins
+    from calbench.protocol import CalibrateSpec
 
     out = tmp_path
     load_plugins(calibrators=[_plugin("RaisesInFit")["method"]])  # as the calibrate verb does
     with pytest.raises(ValueError, match="fit raised RuntimeError") as info:
-        calibrate(data / "logits.npz", data / "split.npz", _spec(_plugin("RaisesInFit")),
-                  calibrators_dir=out / "cal", metrics_dir=out / "met", plots_dir=out / "plot",
+        CalibrateSpec.from_dict(_spec(_plugin("RaisesInFit"))).run(
+                  data / "logits.npz", data / "split.npz", calibrators_dir=out / "cal", metrics_dir=out / "met", plots_dir=out / "plot",
                   compare_out=out / "cmp.csv")  # fmt: skip
     assert isinstance(info.value.__cause__, RuntimeError)
 

@@ -235,7 +235,7 @@ def test_manifest_names_plugin_files_by_folder(plugin_env):
 
 
 def test_reuse_digest_changes_only_for_the_plugin_entry(plugin_env):
-    from calbench.evaluation import reuse_digest
+    from calbench.reuse import reuse_digest
 
     path = plugin_env()
     spec = {"calibrators": {"ts": {"method": "ts"}, "mine": {"method": "mix_uniform"}},

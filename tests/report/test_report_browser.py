@@ -73,7 +73,7 @@ METHODS = {
     "ts_sbece": "TS on SB-ECE",
 }
 METRICS = ("accuracy", "ece", "cwece", "mce", "nll", "brier")
-#: The workflow draws reliability diagrams at this dpi (calbench.evaluation's default).
+#: The workflow draws reliability diagrams at this dpi (calbench.steps.draw's default).
 RELIABILITY_DPI = 100
 #: Font sizes (points) of the texts of the figures in the report, per kind of figure.
 FONTS: dict[str, set] = {"reliability": set()}

@@ -92,7 +92,7 @@ def test_bound_from_the_registered_interval_matches_stats():
     y = (p.cumsum(1) > rng.random((3000, 1))).argmax(1)
     halves = {"test": (None, y), "meta": {"dataset": "d", "model": "m1"}}
     rows = evaluate_rows(halves, {"test": p}, "a", {VERDICT_METRIC: METRICS[VERDICT_METRIC]},
-                         half_names=["test"], n_bootstrap=10)  # fmt: skip
+                         half_names=["test"], n_bootstrap=10, level=0.95, seed=0)  # fmt: skip
     _, _, hi = ub_interval(VERDICT_METRIC, p, y, 0.95)
     assert rows[0]["ci_high"] == pytest.approx(hi)
     view = verdict_view(rows, SPEC)

@@ -160,7 +160,7 @@ def test_the_metrics_rows_jackknives_serve_the_comparisons_unchanged(monkeypatch
     for m, p in by.items():
         kept[m] = {}
         evaluate_rows(halves, {"test": p}, m, metrics, half_names=["test"], n_bootstrap=20,
-                      jackknives=kept[m])  # fmt: skip
+                      level=0.95, seed=0, jackknives=kept[m])  # fmt: skip
         kept[m] = kept[m]["test"]
     assert {m: sorted(j) for m, j in kept.items()} == dict.fromkeys(by, ["cwece_ub", "ece_ub"])
     options = {"best": {"ece_ub": "b"}, "n_bootstrap": 30, "seed": 1}

@@ -171,7 +171,7 @@ def test_calibrate_cross_fits_inside_the_validation_half_only(tmp_path, monkeypa
     """The workflow's step: every fold fit sees validation rows only, every fold prediction is
     on held-out validation rows, no test row reaches the selection."""
     from calbench.calibrators import REGISTRY
-    from calbench.evaluation import calibrate
+    from calbench.protocol import CalibrateSpec
     from calbench.split import save_split, study_split
 
     n, k = 200, 3
@@ -213,8 +213,8 @@ def test_calibrate_cross_fits_inside_the_validation_half_only(tmp_path, monkeypa
                     "n_bootstrap": 10, "select_folds": 4, "select_exclude": []},
         "plots": {"n_bins": 10, "style": "guo"},
     }  # fmt: skip
-    calibrate(tmp_path / "l.npz", tmp_path / "s.npz", json.loads(json.dumps(spec)),
-              calibrators_dir=tmp_path / "c", metrics_dir=tmp_path / "x", plots_dir=tmp_path / "p",
+    CalibrateSpec.from_dict(json.loads(json.dumps(spec))).run(
+              tmp_path / "l.npz", tmp_path / "s.npz", calibrators_dir=tmp_path / "c", metrics_dir=tmp_path / "x", plots_dir=tmp_path / "p",
               compare_out=tmp_path / "cmp.csv")  # fmt: skip
     val_rows, test_rows = frozenset(val.tolist()), frozenset(test.tolist())
     fits = {i: rows for i, what, rows in log if what == "fit"}

@@ -285,7 +285,8 @@ def test_coverage_of_the_intervals_the_report_shows():
     # NLL difference of the model temperature-scaled at T = 1.2 against the model itself
     # (compare_rows). The paired percentile interval of an ECE difference, which the
     # dataset-shift section no longer shows, misses the true difference most of the time here.
-    from calbench.evaluation import compare_rows, evaluate_rows
+    from calbench.stats.comparisons import compare_rows
+    from calbench.steps import evaluate_rows
 
     model = SyntheticModel(n_classes=10, gamma=1.6)
     truth = population_scores(model)

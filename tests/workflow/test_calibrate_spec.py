@@ -1,4 +1,4 @@
-"""The calibrate step's spec file: one builder (calbench.calibrate_spec) for the workflow's
+"""The calibrate step's spec file: one builder (calbench.protocol.CalibrateSpec) for the workflow's
 helper (workflow/rules/helpers/calibrate.smk) and the perf scripts, byte for byte."""
 
 from __future__ import annotations
@@ -10,8 +10,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from calbench.calibrate_spec import calibrate_spec, calibrate_spec_text
-from calbench.evaluation import check_calibrate_spec
+from calbench.protocol import CalibrateSpec
 
 REPO = Path(__file__).resolve().parents[2]
 HELPER = REPO / "workflow" / "rules" / "helpers" / "calibrate.smk"
@@ -44,8 +43,8 @@ SMALL_TEXT = (
 
 
 def test_known_spec_text():
-    assert calibrate_spec_text(SMALL) == SMALL_TEXT
-    assert check_calibrate_spec(json.loads(SMALL_TEXT)) == calibrate_spec(SMALL)
+    assert CalibrateSpec.from_config(SMALL).to_json() == SMALL_TEXT
+    assert CalibrateSpec.from_dict(json.loads(SMALL_TEXT)) == CalibrateSpec.from_config(SMALL)
 
 
 def test_workflow_helper_writes_the_builders_text():
@@ -62,7 +61,9 @@ def test_real_configs_give_a_valid_spec_and_the_perf_script_uses_it(config):
 
     cfg = yaml.safe_load((REPO / config).read_text())
     validate(cfg, str(SCHEMA))  # the schema's defaults, as the workflow sees the config
-    spec = check_calibrate_spec(calibrate_spec(cfg))
+    built = CalibrateSpec.from_config(cfg)
+    built.check()
+    spec = built.to_dict()
     assert list(spec["calibrators"]) == list(cfg["calibrators"])
     load = importlib.util.spec_from_file_location(
         "bench_coursework_logits", REPO / "perf" / "bench_coursework_logits.py"

@@ -5,7 +5,7 @@
 # per model, and a cluster gets one job per model instead of hundreds of one-second jobs. The
 # outputs stay one file per calibrator, so every later step reads what it always read.
 # results/calibrate_cache/ keeps each calibrator's files under a digest of everything they
-# depend on (calbench.evaluation.reuse_digest): when the spec changes (a calibrator added,
+# depend on (calbench.reuse.reuse_digest): when the spec changes (a calibrator added,
 # another's parameters edited) the job reruns but copies back every unchanged calibrator instead
 # of refitting it. It is not a declared output: Snakemake removes a job's outputs before it runs.
 

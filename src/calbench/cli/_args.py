@@ -11,6 +11,8 @@ import os
 import re
 from pathlib import Path
 
+from calbench.calibrate_spec import DEFAULTS
+
 #: Bounds of the user-controlled sizes, checked by argparse before any work starts.
 DPI_RANGE = (10, 1200)  # a 6 x 4 inch figure at 1200 dpi is 7200 x 4800 pixels
 BOOTSTRAP_RANGE = (0, 100_000)
@@ -195,10 +197,11 @@ def add_allow_other_logits(p: argparse.ArgumentParser) -> None:
 
 def add_plot_options(p: argparse.ArgumentParser) -> None:
     """``--n-bins --style --title --dpi`` of a reliability diagram."""
+    n_bins, style = DEFAULTS["plots"]["n_bins"], DEFAULTS["plots"]["style"]
     p.add_argument(
-        "--n-bins", type=n_bins_arg, default=10, help="bins (default 10, the study's diagrams)"
+        "--n-bins", type=n_bins_arg, default=n_bins, help=f"bins (default {n_bins}, the study's)"
     )
-    p.add_argument("--style", default="guo", help="guo or coursework (default guo)")
+    p.add_argument("--style", default=style, help=f"guo or coursework (default {style})")
     p.add_argument("--title", help="figure title")
     p.add_argument(
         "--dpi",

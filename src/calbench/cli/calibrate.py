@@ -1,8 +1,9 @@
 """Verbs ``calibrate`` (the workflow's step: every calibrator of one model), and the single
 steps ``fit-calibrator``, ``evaluate`` and ``compare`` for work by hand.
 
-Each verb parses its arguments and calls one function of :mod:`calbench.evaluation`, where the
-protocol is described. Heavy libraries are imported by the library functions that use them.
+Each verb parses its arguments and calls :mod:`calbench.protocol`, where the protocol is
+described; every default of the spec's settings is in :data:`calbench.calibrate_spec.DEFAULTS`.
+Heavy libraries are imported by the library functions that use them.
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ from __future__ import annotations
 import argparse
 import math
 
+from calbench.calibrate_spec import DEFAULTS
 from calbench.cli._args import (
     add_allow_other_logits,
     add_logits_split,
@@ -28,7 +30,7 @@ from calbench.cli._args import (
 def _cmd_calibrate(args: argparse.Namespace) -> int:
     load_named_plugins(args)  # before the library reads the registries
     from calbench._deadline import TimeLimitExceeded, limit_text, time_limit  # lazy: cli start-up
-    from calbench.evaluation import calibrate  # lazy: cli start-up
+    from calbench.protocol import CalibrateSpec  # lazy: cli start-up
 
     spec = parse_json_arg(args.spec, "--spec")
     check_display_names(spec)
@@ -42,10 +44,9 @@ def _cmd_calibrate(args: argparse.Namespace) -> int:
     )
     try:
         with time_limit(limit, message):
-            calibrate(
+            CalibrateSpec.from_dict(spec).run(
                 args.logits,
                 args.split,
-                spec,
                 calibrators_dir=args.calibrators_dir,
                 metrics_dir=args.metrics_dir,
                 plots_dir=args.plots_dir,
@@ -62,7 +63,7 @@ def _cmd_calibrate(args: argparse.Namespace) -> int:
 
 def _cmd_fit(args: argparse.Namespace) -> int:
     load_named_plugins(args, metrics=False)  # before the library reads the registries
-    from calbench.evaluation import fit_calibrator  # lazy: cli start-up
+    from calbench.protocol import fit_calibrator  # lazy: cli start-up
 
     params = parse_json_arg(args.params, "--params")
     _fit_settings(args)
@@ -79,7 +80,7 @@ def _cmd_fit(args: argparse.Namespace) -> int:
 
 def _cmd_evaluate(args: argparse.Namespace) -> int:
     load_named_plugins(args)  # before the library reads the registries
-    from calbench.evaluation import evaluate  # lazy: cli start-up
+    from calbench.protocol import evaluate  # lazy: cli start-up
 
     evaluate(
         args.logits,
@@ -105,7 +106,7 @@ def _cmd_evaluate(args: argparse.Namespace) -> int:
 
 def _cmd_compare(args: argparse.Namespace) -> int:
     load_named_plugins(args)  # before the library reads the registries
-    from calbench.evaluation import compare  # lazy: cli start-up
+    from calbench.protocol import compare  # lazy: cli start-up
 
     _fit_settings(args)  # the cross-fitted selection refits the calibrators
     compare(
@@ -192,10 +193,24 @@ def _naming(p: argparse.ArgumentParser) -> None:
     )
 
 
-def _bootstrap(p: argparse.ArgumentParser, n: int) -> None:
-    p.add_argument("--n-bootstrap", type=bootstrap_arg, default=n, help=f"bootstrap resamples (default {n})")
-    p.add_argument("--level", type=float, default=0.95, help="confidence level (default 0.95)")
-    p.add_argument("--seed", type=int, default=0, help="bootstrap seed (default 0)")
+def _bootstrap(p: argparse.ArgumentParser, section: str) -> None:
+    """``--n-bootstrap`` (the ``section``'s), ``--level`` and ``--seed`` (the evaluation's)."""
+    n, ev = DEFAULTS[section]["n_bootstrap"], DEFAULTS["evaluation"]
+    p.add_argument(
+        "--n-bootstrap", type=bootstrap_arg, default=n, help=f"bootstrap resamples (default {n})"
+    )
+    p.add_argument(
+        "--level", type=float, default=ev["level"], help=f"confidence level (default {ev['level']})"
+    )
+    p.add_argument(
+        "--seed", type=int, default=ev["seed"], help=f"bootstrap seed (default {ev['seed']})"
+    )
+
+
+def _listed(section: str, key: str) -> str | None:
+    """A list default of the spec as the text of its option (``None`` stays ``None``)."""
+    value = DEFAULTS[section][key]
+    return None if value is None else ",".join(value)
 
 
 def register(sub) -> None:
@@ -213,7 +228,7 @@ def register(sub) -> None:
         "--spec",
         required=True,
         help="@file.json with calibrators, evaluation, compare and plots sections "
-        "(calbench.evaluation.CALIBRATE_SPEC; the workflow writes it under results/specs/)",
+        "(calbench.calibrate_spec.CALIBRATE_SPEC; the workflow writes it under results/specs/)",
     )
     _fit_options(p)
     p.add_argument("--calibrators-dir", required=True, help="folder of the calibrator JSONs")
@@ -270,9 +285,17 @@ def register(sub) -> None:
     p.add_argument(
         "--name", type=text_arg, help="method label in the CSV (default: the calibrator file stem)"
     )
-    p.add_argument("--metrics", help="comma-separated metric names (default: all of METRICS)")
-    p.add_argument("--halves", help="comma-separated halves (default: test,val)")
-    _bootstrap(p, 200)
+    p.add_argument(
+        "--metrics",
+        default=_listed("evaluation", "metrics"),
+        help=f"comma-separated metric names (default: {_listed('evaluation', 'metrics')})",
+    )
+    p.add_argument(
+        "--halves",
+        default=_listed("evaluation", "halves"),
+        help=f"comma-separated halves (default: {_listed('evaluation', 'halves')})",
+    )
+    _bootstrap(p, "evaluation")
     p.add_argument(
         "--ci-halves", help="halves that get bootstrap intervals (default: all of --halves)"
     )
@@ -298,20 +321,30 @@ def register(sub) -> None:
     add_logits_split(p)
     _naming(p)
     p.add_argument("--calibrators", nargs="+", required=True, help="calibrator .json files")
-    p.add_argument("--baselines", default="uncalibrated,ts", help="comma-separated baselines")
     p.add_argument(
-        "--metrics",
-        help="comma-separated verdict-eligible metric names (default: all of them, e.g. "
-        "accuracy, nll, brier, ece_ub)",
+        "--baselines",
+        default=_listed("compare", "baselines"),
+        help=f"comma-separated baselines (default: {_listed('compare', 'baselines')})",
     )
     p.add_argument(
-        "--select-folds", type=int, default=5, help="folds of the cross-fitted selection (default 5)"
+        "--metrics",
+        default=_listed("compare", "metrics"),
+        help="comma-separated verdict-eligible metric names (default: "
+        f"{_listed('compare', 'metrics')})",
+    )
+    folds = DEFAULTS["compare"]["select_folds"]
+    p.add_argument(
+        "--select-folds",
+        type=int,
+        default=folds,
+        help=f"folds of the cross-fitted selection (default {folds})",
     )
     p.add_argument(
         "--select-exclude",
+        default=_listed("compare", "select_exclude"),
         help="comma-separated calibrators left out of the selection's candidates (cost)",
     )
-    _bootstrap(p, 1000)
+    _bootstrap(p, "compare")
     _fit_options(p)
     add_allow_other_logits(p)
     p.add_argument("--out", required=True, help="comparison .csv to write")

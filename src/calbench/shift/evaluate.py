@@ -146,11 +146,11 @@ def best_by_crossfit(
     :func:`calbench.stats.selection.crossfit_scores`): each calibrator is refitted from its method and
     hyperparameters on ``folds - 1`` folds and scored on the held-out one, so no calibrator is
     judged on samples it was fitted on, and no test sample (clean or corrupted) takes part."""
-    from calbench.steps import _maker, select_best  # lazy: code inputs
+    from calbench.steps import calibrator_maker, select_best  # lazy: code inputs
 
     if not compare_metrics:
         return {}
-    makers = {name: _maker(type(cal).name, cal.get_params()) for name, cal in cals.items()}
+    makers = {n: calibrator_maker(type(c).name, c.get_params()) for n, c in cals.items()}
     chosen = {m: METRICS[m] for m in compare_metrics}
     best, _ = select_best(makers, (z_val, y_val), chosen, folds=folds, seed=seed,
                           exclude=list(exclude), log=log)  # fmt: skip

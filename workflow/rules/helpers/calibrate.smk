@@ -1,6 +1,6 @@
 # Helpers of the calibrate stage (workflow/rules/calibrate.smk): functions and constants only,
 # kept apart from the rules as Snakemake's linter asks; shared helpers live in common.smk.
-from calbench.calibrate_spec import calibrate_spec_text  # the one builder (perf/ uses it too)
+from calbench.protocol import CalibrateSpec  # the one builder (perf/ uses it too)
 
 
 def per_calibrator(pattern):
@@ -9,7 +9,7 @@ def per_calibrator(pattern):
 
 
 def calibrate_spec():
-    """The calibrate step's slice of the config as a file (calbench.calibrate_spec, with the keys
-    of calbench.evaluation.CALIBRATE_SPEC): every calibrator, the evaluation, the comparisons
-    and the diagrams' settings."""
-    return spec_file("calibrate", calibrate_spec_text(config))
+    """The calibrate step's slice of the config as a file (calbench.protocol.CalibrateSpec, with
+    the keys of calbench.calibrate_spec.CALIBRATE_SPEC): every calibrator, the evaluation, the
+    comparisons and the diagrams' settings."""
+    return spec_file("calibrate", CalibrateSpec.from_config(config).to_json())
