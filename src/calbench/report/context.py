@@ -35,6 +35,7 @@ from calbench.report.overview import glossary, rank_overview
 from calbench.report.provenance import provenance_view
 from calbench.report.views import (
     compare_view,
+    comparison_families,
     metric_view,
     reference_view,
     study_view,
@@ -240,6 +241,9 @@ def build_context(
     temperature scaling; ``signed_rows`` the unbiased errors' signed values that rank them
     (:func:`calbench.stats.robustness.signed_estimates`).
     """
+    # one Holm family per model and metric, each pair once: the findings and the comparison
+    # table read the same verdicts
+    compare = comparison_families(compare)
     tables = build_tables(rows, spec)
     protocol = dict(spec.get("protocol") or {})
     level = float(protocol.get("level", 0.95))

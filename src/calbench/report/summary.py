@@ -211,13 +211,22 @@ def _diff(metric: str, x: float) -> str:
 
 def _baseline_items(compare, models, ml, cl, alpha) -> list[dict]:
     """Per (baseline, metric, calibrator): on how many models the calibrator is significantly
-    better or worse than the baseline (Holm within the family), and the median difference.
+    better or worse than the baseline (Holm over the model and metric's distinct pairs:
+    :func:`calbench.stats.comparisons.holm_family`), and the median difference. A pair two
+    baselines' questions share (a baseline against the other) is stated once, under the first.
     Supported results with the same baseline, metric, direction and count are one finding
     listing each calibrator's median difference (``size``: the median of those medians)."""
     groups: dict[tuple, list[Mapping]] = {}
+    seen: set[tuple] = set()
     for r in compare:
         fam = str(r.get("family") or "")
         if fam.startswith("vs:") and r["model"] in models:
+            # a pair asked by two baselines' questions (ts vs uncalibrated, uncalibrated vs
+            # ts) is one test with one verdict: stated once, under the first baseline
+            pair = (r.get("dataset"), r["model"], r["metric"], frozenset((r["method"], fam[3:])))
+            if pair in seen:
+                continue
+            seen.add(pair)
             groups.setdefault((fam[3:], r["metric"], r["method"]), []).append(r)
     supported: dict[tuple, list[tuple[str, float]]] = {}
     items = []
