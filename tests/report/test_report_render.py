@@ -443,7 +443,7 @@ def test_comparison_rows_print_direction_floor_and_null():
         _cmp(floor, 9 * floor, 9 * floor, direction="worse", p_floor=floor,
              null_hypothesis=NULL_HYPOTHESES["sign_flip"], difference=0.04),
         _cmp(0.001, 0.009, 0.0, direction="better", p_floor=0.0, test="jackknife_z",
-             null_hypothesis=NULL_HYPOTHESES["jackknife_z"]),
+             null_hypothesis=NULL_HYPOTHESES["jackknife_z"], method="a"),
     ]  # fmt: skip
     view = V.compare_view(rows, _spec(), 0.95)
     first, second = view["rows"]
