@@ -114,8 +114,7 @@ def walk(ctx) -> dict:
         for x in rank:
             for w in rank:
                 if x != w and all(
-                    table.get((model, entry["metric"], frozenset((x, w)))) == x
-                    for model in MODELS
+                    table.get((model, entry["metric"], frozenset((x, w)))) == x for model in MODELS
                 ):
                     assert rank[x] < rank[w], (entry["metric"], x, w)
     # robustness: the per-model winner is never significantly worse than its runner-up
