@@ -79,6 +79,10 @@ REFERENCES = {
     "Bulletin 1(6), 1945.",
     "Efron & Stein 1981": "B. Efron, C. Stein. The jackknife estimate of variance. The "
     "Annals of Statistics 9(3), 1981.",
+    "Efron 1987": "B. Efron. Better bootstrap confidence intervals. Journal of the American "
+    "Statistical Association 82(397), 1987.",
+    "Efron & Tibshirani 1993": "B. Efron, R. J. Tibshirani. An Introduction to the Bootstrap. "
+    "Chapman & Hall, 1993.",
     "Nixon et al. 2019": "J. Nixon, M. W. Dusenberry, L. Zhang, G. Jerfel, D. Tran. Measuring "
     "calibration in deep learning. CVPR Workshops 2019.",
     "Platt 1999": "J. C. Platt. Probabilistic outputs for support vector machines and "
@@ -170,6 +174,7 @@ SECTION_CITATIONS = {
     "dece_history": ("Bohdal et al. 2021",),
     "robustness": ("Nixon et al. 2019", "Kumar et al. 2019", "Wilcoxon 1945"),
     "verdicts": ("Kumar et al. 2019", "Efron & Stein 1981"),
+    "over_models": ("Efron & Tibshirani 1993", "Efron 1987"),
 }
 
 

@@ -75,6 +75,7 @@ def build_context(**kwargs) -> dict:
     sections = ["dece_history"] if (ctx.get("studies") or {}).get("dece") else []
     sections += ["robustness"] if ctx["robustness"] else []
     sections += ["verdicts"] if ctx["verdicts"] else []
+    sections += ["over_models"] if ctx.get("over_models") else []
     ctx["bibliography"], ctx["cited_for"] = bibliography(methods, metrics, labels, sections)
     # what the first screen shows: the findings by family, "To check" apart
     ctx["findings_view"] = findings_view(ctx["findings"], calibrator_labels(spec))
