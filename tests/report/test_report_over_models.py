@@ -96,7 +96,8 @@ def test_six_models_section_figures_and_the_aggregate_csvs_are_the_reports(tmp_p
     tables = _aggregate(tmp_path, 6)
     win = (tables / "win_rates.csv").read_text()
     assert win.splitlines()[0] == ",".join(WIN_RATE_COLUMNS)
-    assert base64.b64decode(view["win_csv"].split("base64,", 1)[1]).decode() == win
+    assert base64.b64decode(view["win_table"]["csv"].split("base64,", 1)[1]).decode() == win
+    assert len(view["win_table"]["rows"]) == len(win.splitlines()) - 1
     imp = (tables / "improvement.csv").read_text()
     assert imp.splitlines()[0] == ",".join(IMPROVEMENT_COLUMNS)
     got = base64.b64decode(view["table"]["csv"].split("base64,", 1)[1]).decode()

@@ -26,7 +26,7 @@ import numpy as np
 from calbench.display import spec_labels
 from calbench.report.overview import svg_data_uri
 from calbench.report.ranks import matrix, metric_name
-from calbench.report.views import csv_data_uri, table_view
+from calbench.report.views import table_view
 from calbench.results import IMPROVEMENT_COLUMNS, WIN_RATE_COLUMNS, long_csv_text
 from calbench.stats.over_models import improvement, win_rates
 
@@ -141,8 +141,8 @@ def _cell(text: str, sort: float | None = None) -> dict:
 def over_models_view(result: Mapping | None, spec: Mapping) -> dict | None:
     """The report's section of :func:`over_models_rows`'s ``result`` (``None``: no section):
     one win-rate matrix per metric and one heatmap of the improvements with their intervals
-    (:mod:`calbench.plots.compare`), the improvements as a sortable table, and both CSVs as
-    downloads (the bytes the aggregate step writes)."""
+    (:mod:`calbench.plots.compare`), the improvements and the win rates as sortable tables whose
+    CSV downloads are the bytes the aggregate step writes."""
     from calbench.plots.compare import interval_heatmap, win_rate_heatmap  # lazy: code inputs
 
     if not result:
@@ -204,11 +204,34 @@ def over_models_view(result: Mapping | None, spec: Mapping) -> dict | None:
         n_labels=2,
         csv_text=long_csv_text(gains, IMPROVEMENT_COLUMNS),
     ) if gains else None  # fmt: skip
+    win_table = table_view(
+        "win-rates",
+        "Win rates over models",
+        ["Metric", "Calibrator", "Against", "Win rate", f"{pct} interval", "Models"],
+        [
+            [
+                _cell(metric_name(r["metric"])),
+                _cell(name(r["calibrator"])),
+                _cell(name(r["against"])),
+                _cell(f"{r['win_rate']:.3f}", r["win_rate"]),
+                _cell(
+                    f"[{r['ci_low']:.3f}, {r['ci_high']:.3f}]"
+                    if np.isfinite(r["ci_low"]) and np.isfinite(r["ci_high"])
+                    else "–",
+                    r["ci_low"],
+                ),
+                _cell(str(r["n_models"]), r["n_models"]),
+            ]
+            for r in wins
+        ],
+        n_labels=3,
+        csv_text=long_csv_text(wins, WIN_RATE_COLUMNS),
+    ) if wins else None  # fmt: skip
     return {
         "n_models": result["n_models"],
+        "win_table": win_table,
         "metrics": [metric_name(x) for x in METRICS_OVER_MODELS],
         "figures": figures,
         "table": table,
-        "win_csv": csv_data_uri(long_csv_text(wins, WIN_RATE_COLUMNS)),
         "level": pct,
     }

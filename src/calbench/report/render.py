@@ -76,6 +76,7 @@ def build_context(**kwargs) -> dict:
     sections += ["robustness"] if ctx["robustness"] else []
     sections += ["verdicts"] if ctx["verdicts"] else []
     sections += ["over_models"] if ctx.get("over_models") else []
+    sections += ["proper_scores"] if (ctx["compare"] or {}).get("n_proper") else []
     ctx["bibliography"], ctx["cited_for"] = bibliography(methods, metrics, labels, sections)
     # what the first screen shows: the findings by family, "To check" apart
     ctx["findings_view"] = findings_view(ctx["findings"], calibrator_labels(spec))

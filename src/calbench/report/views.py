@@ -284,6 +284,37 @@ def comparison_families(compare: Sequence[Mapping]) -> list[dict]:
     return out
 
 
+#: the proper scores whose paired difference against uncalibrated is a change in calibration
+#: error when the calibrator's map is injective (Gruber & Buettner 2022)
+PROPER_SCORES = ("nll", "brier")
+#: the baseline of that reading: the model's own probabilities
+UNCALIBRATED = "uncalibrated"
+
+
+def proper_reading(row: Mapping, spec: Mapping) -> str:
+    """How a comparison row of a proper score (:data:`PROPER_SCORES`) between a calibrator and
+    uncalibrated reads: a proper score's difference between a recalibration and the
+    probabilities it maps is the change in (proper) calibration error when the map is injective
+    (it keeps the refinement part; Gruber & Buettner 2022), else a change in score that may
+    include refinement. Injectivity is the calibrator class's registry fact
+    (``Calibrator.injective``: every fitted instance injective); a class that does not promise
+    it is not read as a calibration-error change, since the comparison rows do not record the
+    fitted instance's own check (``is_injective()``). ``""`` for other rows."""
+    from calbench.calibrators import REGISTRY  # lazy: code inputs
+
+    pair = {row.get("method"), row.get("baseline")}
+    if row.get("metric") not in PROPER_SCORES or UNCALIBRATED not in pair or len(pair) != 2:
+        return ""
+    (other,) = pair - {UNCALIBRATED}
+    method = str(((spec.get("calibrators") or {}).get(other) or {}).get("method") or other)
+    cls = REGISTRY.get(method)
+    if cls is not None and getattr(cls, "injective", False) is True:
+        return "change in calibration error (injective map)"
+    if cls is None:
+        return "change in score: calibrator not registered, injectivity unknown"
+    return "change in score, not calibration error: map not known to be injective"
+
+
 def compare_view(compare: Sequence[Mapping], spec: Mapping, level: float) -> dict | None:
     """Paired comparisons, Holm-adjusted per model and metric (:func:`comparison_families`),
     each with its test, family size and verdict (:func:`verdict`)."""
@@ -296,7 +327,7 @@ def compare_view(compare: Sequence[Mapping], spec: Mapping, level: float) -> dic
     alpha = 1.0 - level
     rows = []
     families: dict[str, set] = {}
-    n_cannot = n_significant = 0
+    n_cannot = n_significant = n_proper = 0
     adjusted = comparison_families(compare)
     for r in adjusted:
         m = r["metric"]
@@ -318,6 +349,8 @@ def compare_view(compare: Sequence[Mapping], spec: Mapping, level: float) -> dic
             if math.isfinite(lo) and math.isfinite(hi)
             else "none"
         )
+        reads = proper_reading(r, spec)
+        n_proper += bool(reads)  # a proper score against uncalibrated
         rows.append(
             [
                 _cell(mdl.get(r["model"], r["dataset"])),
@@ -338,6 +371,7 @@ def compare_view(compare: Sequence[Mapping], spec: Mapping, level: float) -> dic
                     bad=said == "significant" and way == "worse",
                 ),
                 _cell(interval, lo * scale),
+                _cell(reads),
                 _cell(TEST_LABELS.get(r.get("test", ""), r.get("test", ""))),
                 _cell(format_p(float(r["p_value"]), floor), float(r["p_value"])),
                 _cell(f"{format_p(p_adj, m_size * floor)} (m = {m_size})", p_adj),
@@ -355,6 +389,7 @@ def compare_view(compare: Sequence[Mapping], spec: Mapping, level: float) -> dic
         "Against: value",
         "Difference",
         f"{level * 100:g}% interval",
+        "Reads as",
         "Test",
         "p",
         "p (Holm, model and metric)",
@@ -371,6 +406,7 @@ def compare_view(compare: Sequence[Mapping], spec: Mapping, level: float) -> dic
     view["figures"] = comparison_figures(adjusted, spec, alpha)
     view["n"] = len(rows)
     view["n_significant"] = n_significant
+    view["n_proper"] = n_proper
     view["n_cannot"] = n_cannot
     view["alpha"] = f"{alpha:g}"
     view["cannot_reach"] = CANNOT_REACH
