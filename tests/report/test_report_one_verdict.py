@@ -152,3 +152,24 @@ def test_an_older_file_with_a_pair_in_two_families_gets_one_verdict():
     table = walk(ctx)
     verdicts = {table[(m, "ece_ub", frozenset(("ts", "uncalibrated")))] for m in MODELS}
     assert len(verdicts) == 1
+
+
+def test_a_pair_of_baselines_is_stated_once_against_uncalibrated():
+    rows, compare, robust = _study()
+    # temperature scaling significantly better than uncalibrated on NLL on every model, and
+    # the vs:ts question listed first
+    for r in compare:
+        if r["metric"] == "nll" and {r["method"], r["baseline"]} == {"ts", "uncalibrated"}:
+            r["p_value"], r["p_holm"] = 1e-6, 1e-5
+            r["direction"] = "better" if r["method"] == "ts" else "worse"
+    compare.sort(key=lambda r: r["family"] != "vs:ts")
+    ctx = render.build_context(rows=rows, compare=compare, spec=SPEC, grids={},
+                               provenance=PROV, robustness=robust)  # fmt: skip
+    walk(ctx)
+    said = [
+        d for d in ctx["findings"]["items"]
+        if any({e["method"], e["baseline"]} == {"ts", "uncalibrated"} and e["metric"] == "nll"
+               for e in d["pairs"])
+    ]  # fmt: skip
+    assert len(said) == 1 and said[0]["family"] == "vs:uncalibrated"
+    assert "TS" in said[0]["text"] and "vs UNCALIBRATED" in said[0]["text"]

@@ -65,6 +65,7 @@ def build_context(**kwargs) -> dict:
             "direction": "",
             "size": None,
             "support": "supported" if ctx["robustness"]["robust"] else "to check",
+            "pairs": [],
         }
         _add_finding(ctx["findings"], item)
     cal_spec = spec.get("calibrators") or {}
@@ -122,6 +123,7 @@ def _within_item(v: dict) -> dict:
         "direction": "",
         "size": None,
         "support": "supported" if v["n_within"] else "to check",
+        "pairs": [],
     }
 
 

@@ -228,12 +228,16 @@ def _baseline_items(compare, models, ml, cl, alpha) -> list[dict]:
     """Per (baseline, metric, calibrator): on how many models the calibrator is significantly
     better or worse than the baseline (Holm over the model and metric's distinct pairs:
     :func:`calbench.stats.comparisons.holm_family`), and the median difference. A pair two
-    baselines' questions share (a baseline against the other) is stated once, under the first.
+    baselines' questions share (a baseline against the other) is stated once: against
+    uncalibrated when that is one of the two, else under the first baseline.
     Supported results with the same baseline, metric, direction and count are one finding
     listing each calibrator's median difference (``size``: the median of those medians)."""
     groups: dict[tuple, list[Mapping]] = {}
     seen: set[tuple] = set()
-    for r in compare:
+    # a pair shared by two baselines is stated against uncalibrated (the model's own
+    # probabilities) when that is one of them, else under the first baseline
+    ordered = sorted(compare, key=lambda r: r.get("family") != "vs:uncalibrated")
+    for r in ordered:
         fam = str(r.get("family") or "")
         if fam.startswith("vs:") and r["model"] in models:
             # a pair asked by two baselines' questions (ts vs uncalibrated, uncalibrated vs
