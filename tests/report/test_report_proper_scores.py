@@ -41,14 +41,14 @@ def _row(metric, method, baseline, family):
 
 def test_readings_of_proper_score_rows():
     ts = _row("nll", "ts", "uncalibrated", "vs:uncalibrated")
-    assert proper_reading(ts, SPEC) == "change in calibration error (injective map)"
+    assert proper_reading(ts, SPEC) == "calibration error change (injective)"
     # the mirrored row of the same pair reads the same
     back = _row("brier", "uncalibrated", "ts", "vs:ts")
-    assert proper_reading(back, SPEC) == "change in calibration error (injective map)"
+    assert proper_reading(back, SPEC) == "calibration error change (injective)"
     iso = _row("nll", "iso", "uncalibrated", "vs:uncalibrated")
-    assert proper_reading(iso, SPEC).startswith("change in score, not calibration error")
+    assert proper_reading(iso, SPEC) == "score change only (not known injective)"
     mine = _row("nll", "mine", "uncalibrated", "vs:uncalibrated")
-    assert "injectivity unknown" in proper_reading(mine, SPEC)
+    assert proper_reading(mine, SPEC) == "score change only (unregistered)"
     # not a proper score, or not against uncalibrated: no reading
     assert proper_reading(_row("ece_ub", "ts", "uncalibrated", "vs:uncalibrated"), SPEC) == ""
     assert proper_reading(_row("nll", "iso", "ts", "vs:ts"), SPEC) == ""
@@ -63,8 +63,8 @@ def test_the_comparison_table_and_text_say_it_and_cite_the_source():
     view = compare_view(compare, SPEC, 0.95)
     j = view["header"].index("Reads as")
     assert [r[j]["text"] for r in view["rows"]] == [
-        "change in calibration error (injective map)",
-        "change in score, not calibration error: map not known to be injective",
+        "calibration error change (injective)",
+        "score change only (not known injective)",
         "",
     ]
     assert view["n_proper"] == 2

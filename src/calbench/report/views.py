@@ -309,10 +309,10 @@ def proper_reading(row: Mapping, spec: Mapping) -> str:
     method = str(((spec.get("calibrators") or {}).get(other) or {}).get("method") or other)
     cls = REGISTRY.get(method)
     if cls is not None and getattr(cls, "injective", False) is True:
-        return "change in calibration error (injective map)"
+        return "calibration error change (injective)"
     if cls is None:
-        return "change in score: calibrator not registered, injectivity unknown"
-    return "change in score, not calibration error: map not known to be injective"
+        return "score change only (unregistered)"
+    return "score change only (not known injective)"
 
 
 def compare_view(compare: Sequence[Mapping], spec: Mapping, level: float) -> dict | None:
