@@ -82,6 +82,9 @@ def test_below_five_models_no_section_and_no_files(tmp_path):
     assert ctx["over_models"] is None
     assert "over-models" not in [e["id"] for e in ctx["toc"]]
     assert "Verdicts over models" not in render.render_html(TEMPLATE, ctx)
+    stale = tmp_path / "tables" / "win_rates.csv"  # left by an earlier run of more models
+    stale.parent.mkdir(parents=True)
+    stale.write_text("metric\n")
     tables = _aggregate(tmp_path, n)
     assert not (tables / "win_rates.csv").exists() and not (tables / "improvement.csv").exists()
 

@@ -140,14 +140,13 @@ def aggregate(
     for table in built["losses"]:
         written += T.write_table(table, tables_dir / f"losses_{table.metric}")
     over = study_over_models(rows, spec)  # studies of 5 models or more
-    if over is not None:
-        for name, columns in (
-            ("win_rates", WIN_RATE_COLUMNS),
-            ("improvement", IMPROVEMENT_COLUMNS),
-        ):
-            path = tables_dir / f"{name}.csv"
-            write_long_csv(path, over[name], columns)
-            written.append(str(path))
+    for name, columns in (("win_rates", WIN_RATE_COLUMNS), ("improvement", IMPROVEMENT_COLUMNS)):
+        path = tables_dir / f"{name}.csv"
+        if over is None:  # no file of an earlier, larger study left behind
+            path.unlink(missing_ok=True)
+            continue
+        write_long_csv(path, over[name], columns)
+        written.append(str(path))
     if reference_csv:
         ref = spec.get("reference") or {}
         cmp = reference_comparison(
