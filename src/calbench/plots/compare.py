@@ -1,6 +1,7 @@
 """Compact figures of many comparisons: a heatmap of paired differences against a baseline
-(:func:`difference_heatmap`) and a heatmap of average ranks across metrics
-(:func:`rank_heatmap`).
+(:func:`difference_heatmap`), a heatmap of average ranks across metrics (:func:`rank_heatmap`),
+and, over a study's models, the win-rate matrix of the calibrators (:func:`win_rate_heatmap`)
+and their improvements with intervals (:func:`interval_heatmap`).
 
 Both are laid out in inches from the measured size of their texts (as
 :mod:`calbench.plots.ranks`), so that long names never overlap a cell, and every text is at
