@@ -265,11 +265,10 @@ def comparison_families(compare: Sequence[Mapping]) -> list[dict]:
                 lead = out[first[pair_of[i]]]
                 r["p_value"] = _float(lead["p_value"])
                 r["p_holm"] = float(by_pair[pair_of[i]])
-                if "min_p_holm" in lead and math.isfinite(_float(lead.get("family_size"))):
+                floor, size = _float(lead.get("min_p_holm")), _float(lead.get("family_size"))
+                if math.isfinite(floor) and math.isfinite(size) and size > 0:
                     # the attainable floor scales with the family: m min_p
-                    r["min_p_holm"] = min(
-                        1.0, _float(lead["min_p_holm"]) * m / _float(lead["family_size"])
-                    )
+                    r["min_p_holm"] = min(1.0, floor * m / size)
                 r["family_size"] = m
             r["family_size"] = int(_float(r.get("family_size"), m))
             r["p_holm"] = _float(r["p_holm"])
