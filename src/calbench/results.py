@@ -213,6 +213,39 @@ NUMERIC_COMPARE_COLUMNS = (
 
 
 # --------------------------------------------------------------------------------------------
+# verdicts over models (calbench.report.over_models; the aggregate step writes them)
+# --------------------------------------------------------------------------------------------
+#: Columns of ``results/tables/win_rates.csv`` (studies of 5 models or more): the share of models
+#: on which ``calibrator`` is better than ``against`` on ``metric`` (ties one half), with its
+#: bootstrap interval over models.
+WIN_RATE_COLUMNS = (
+    "metric",
+    "calibrator",
+    "against",
+    "win_rate",
+    "ci_low",
+    "ci_high",
+    "n_models",
+    "level",
+    "interval",
+)
+#: Columns of ``results/tables/improvement.csv`` (studies of 5 models or more): the mean over
+#: models of ``baseline - calibrator`` on ``metric`` (positive: better), with its bootstrap
+#: interval over models.
+IMPROVEMENT_COLUMNS = (
+    "metric",
+    "calibrator",
+    "baseline",
+    "improvement",
+    "ci_low",
+    "ci_high",
+    "n_models",
+    "level",
+    "interval",
+)
+
+
+# --------------------------------------------------------------------------------------------
 # reading and writing long-format rows
 # --------------------------------------------------------------------------------------------
 def read_long_csv(

@@ -232,7 +232,7 @@ def test_report_opens_on_findings_computed_from_the_rows(tmp_path):
 def test_comparisons_show_display_names_holm_and_small_p(tmp_path):
     ctx = _context(tmp_path)
     view = ctx["compare"]
-    assert view["header"][-3:] == ["p", "p (Holm within family)", "Verdict"]
+    assert view["header"][-3:] == ["p", "p (Holm, model and metric)", "Verdict"]
     (row,) = view["rows"]
     texts = [c["text"] for c in row]
     assert "T-scaling" in texts and "Uncal" in texts and "ts" not in texts  # no slugs
@@ -272,8 +272,8 @@ def test_comparison_verdicts_and_family_sizes():
     spec = _spec()
     rows = [
         _cmp(0.001, 0.009, 0.005),
-        _cmp(0.2, 0.4, 0.005),
-        _cmp(0.5, 1.0, 0.2, family="best", size=4, test="mcnemar_exact"),
+        _cmp(0.2, 0.4, 0.005, method="a"),
+        _cmp(0.5, 1.0, 0.2, family="best", size=4, test="mcnemar_exact", method="b"),
     ]
     view = V.compare_view(rows, spec, 0.95)
     verdicts = [r[-1]["text"] for r in view["rows"]]
@@ -305,8 +305,8 @@ def test_old_comparison_rows_get_holm_per_model_and_metric():
             for k, v in _cmp(p, None, None).items()
             if k not in ("family", "family_size", "test", "n_permutations", "p_holm", "min_p_holm")
         }
-        | {"n_resamples": "1000"}
-        for p in (0.002, 0.01, 0.3)
+        | {"n_resamples": "1000", "method": f"c{k}"}
+        for k, p in enumerate((0.002, 0.01, 0.3))
     ]
     fam = V.comparison_families(old)
     np.testing.assert_allclose([r["p_holm"] for r in fam], [0.006, 0.02, 0.3])
@@ -443,7 +443,7 @@ def test_comparison_rows_print_direction_floor_and_null():
         _cmp(floor, 9 * floor, 9 * floor, direction="worse", p_floor=floor,
              null_hypothesis=NULL_HYPOTHESES["sign_flip"], difference=0.04),
         _cmp(0.001, 0.009, 0.0, direction="better", p_floor=0.0, test="jackknife_z",
-             null_hypothesis=NULL_HYPOTHESES["jackknife_z"]),
+             null_hypothesis=NULL_HYPOTHESES["jackknife_z"], method="a"),
     ]  # fmt: skip
     view = V.compare_view(rows, _spec(), 0.95)
     first, second = view["rows"]

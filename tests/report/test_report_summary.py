@@ -110,7 +110,7 @@ def test_finding_items_lead_with_supported_results_with_size_and_direction():
     ]
     items = SU.finding_items(_study(), [], MODELS, METHODS, {"b": "ResNet"}, LABELS, compare)
     assert {frozenset(d) for d in items} == {
-        frozenset({"family", "text", "direction", "size", "support"})
+        frozenset({"family", "text", "direction", "size", "support", "pairs"})
     }
     first = items[0]
     assert first["text"] == (

@@ -222,3 +222,16 @@ def test_read_long_csv_missing_columns(tmp_path):
     p.write_text("a,b\n1,2\n")
     with pytest.raises(ValueError, match="lacks columns"):
         read_long_csv([p])
+
+
+def test_report_cells_tied_for_best_are_all_bold_and_say_tie():
+    from calbench.report.views import metric_view
+
+    t = T.metric_table(_rows(), "accuracy")  # m1: iso alone best; m2: 80.00 shared by two
+    view = metric_view(t, "accuracy")
+    cells = [[c for c in row if c["sort"] is not None] for row in view["rows"]]
+    assert [[c["tie"] for c in row] for row in cells] == [
+        [False, False, False],
+        [True, True, False],
+    ]
+    assert [[c["bold"] for c in row] for row in cells] == t.bold.tolist()

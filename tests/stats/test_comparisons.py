@@ -8,7 +8,7 @@ import pytest
 
 from calbench.functional import softmax
 from calbench.metrics import METRICS, PAIRED_TESTS
-from calbench.stats import PairedTest
+from calbench.stats import PairedTest, holm
 from calbench.stats.comparisons import (
     NULL_HYPOTHESES,
     check_verdict_metrics,
@@ -181,3 +181,51 @@ def test_the_metrics_rows_jackknives_serve_the_comparisons_unchanged(monkeypatch
     assert [{k: repr(v) for k, v in r.items()} for r in shared] == [
         {k: repr(v) for k, v in r.items()} for r in fresh
     ]  # bit for bit (NaN bounds included)
+
+
+def test_a_pair_asked_by_two_questions_gets_one_test_and_one_verdict():
+    """ts vs uncalibrated (family vs:uncalibrated), uncalibrated vs ts (vs:ts) and the best pick
+    against each baseline are one Holm family per model and metric, each pair in it once."""
+    rng = np.random.default_rng(3)
+    z = rng.normal(size=(600, 4)) * 2
+    y = (softmax(z).cumsum(1) > rng.random((600, 1))).argmax(1)
+    by = {
+        "uncalibrated": softmax(2.2 * z),
+        "ts": softmax(1.1 * z),
+        "a": softmax(1.0 * z),
+        "b": softmax(0.9 * z),
+        "c": softmax(1.6 * z),
+    }
+    halves = {"test": (None, y), "meta": {"dataset": "d", "model": "m"}}
+    metrics = {m: METRICS[m] for m in ("nll", "ece_ub")}
+    rows = compare_rows(halves, by, metrics, ["uncalibrated", "ts"],
+                        best={"nll": "a", "ece_ub": "a"}, n_bootstrap=20)  # fmt: skip
+    for metric in metrics:
+        rs = [r for r in rows if r["metric"] == metric]
+        pairs = {frozenset((r["method"], r["baseline"])) for r in rs}
+        # 4 vs uncalibrated, 3 more vs ts, 2 more for the best pick
+        assert len(pairs) == 9 and len(rs) == 4 + 4 + 4
+        assert {r["family_size"] for r in rs} == {9}
+        by_pair: dict = {}
+        for r in rs:
+            by_pair.setdefault(frozenset((r["method"], r["baseline"])), []).append(r)
+        shared = {k: v for k, v in by_pair.items() if len(v) > 1}
+        assert frozenset(("ts", "uncalibrated")) in shared
+        assert frozenset(("a", "uncalibrated")) in shared
+        for twins in shared.values():
+            assert len({r["p_holm"] for r in twins}) == 1
+            assert len({r["p_value"] for r in twins}) == 1
+            signs = {
+                (r["method"], r["direction"]) if r["method"] == twins[0]["method"]
+                else (r["baseline"], {"better": "worse", "worse": "better"}.get(r["direction"],
+                                                                              r["direction"]))
+                for r in twins
+            }  # fmt: skip
+            assert len(signs) == 1
+        # Holm over the 9 distinct pairs
+        first = {}
+        for r in rs:
+            first.setdefault(frozenset((r["method"], r["baseline"])), r["p_value"])
+        expected = dict(zip(first, holm(list(first.values())), strict=True))
+        for r in rs:
+            assert r["p_holm"] == pytest.approx(expected[frozenset((r["method"], r["baseline"]))])

@@ -4,10 +4,13 @@ simulation (the full table: perf/bench_over_models.py)."""
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import pytest
 
 from calbench.stats.over_models import (
+    METHODS,
     bootstrap_mean_over_models,
     coverage,
     improvement,
@@ -128,3 +131,16 @@ def test_coverage_at_twenty_models():
         method="bca",
     )  # fmt: skip
     assert 0.90 <= gamma <= 0.99 and 0.90 <= wins <= 0.99, (gamma, wins)
+
+
+def test_equal_differences_that_round_differently_give_a_point_interval():
+    # 0.3 - 0.25 on every model: the resampled means differ from the estimate by rounding
+    # only, which must not give the bootstrap-t a zero standard error (a NaN interval)
+    scores = np.tile([0.3, 0.25, 0.1], (80, 1))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        for method in METHODS:
+            g = improvement(scores, ["u", "t", "g"], "u", method=method)
+            assert np.isfinite(g.low).all() and np.isfinite(g.high).all()
+            np.testing.assert_allclose(g.low, g.mean, rtol=0, atol=1e-12)
+            np.testing.assert_allclose(g.high, g.mean, rtol=0, atol=1e-12)

@@ -1,6 +1,7 @@
 """Compact figures of many comparisons: a heatmap of paired differences against a baseline
-(:func:`difference_heatmap`) and a heatmap of average ranks across metrics
-(:func:`rank_heatmap`).
+(:func:`difference_heatmap`), a heatmap of average ranks across metrics (:func:`rank_heatmap`),
+and, over a study's models, the win-rate matrix of the calibrators (:func:`win_rate_heatmap`)
+and their improvements with intervals (:func:`interval_heatmap`).
 
 Both are laid out in inches from the measured size of their texts (as
 :mod:`calbench.plots.ranks`), so that long names never overlap a cell, and every text is at
@@ -225,4 +226,90 @@ def rank_heatmap(
             strength = abs(v - mid) / (mid - 1)
             colors[i].append(_blend(BETTER if v < mid else WORSE, 0.8 * strength))
             cells[i].append(f"{v:.1f}")
+    return _heatmap(cells, rows, cols, title, note, colors)
+
+
+def win_rate_heatmap(
+    rate,
+    low,
+    high,
+    names: Sequence[str],
+    *,
+    title: str | None = None,
+    note: str | None = None,
+):
+    """Heatmap of win rates over models: ``rate[a, b]`` (rows: the calibrator, columns: its
+    rival) the share of models on which row ``a`` beats column ``b``, ``low``/``high`` its
+    interval. Blue above one half (the row wins more often), red below, stronger the farther
+    from one half; a cell whose interval contains one half is pale and unstarred, one whose
+    interval excludes it is in full colour with ``*``; the diagonal is grey and empty. Each
+    cell prints the rate with two decimals. Returns the Figure."""
+    labels = list(map(str, names))
+    if not labels:
+        raise ValueError("win_rate_heatmap needs at least one calibrator name")
+    n = len(labels)
+    r = _check_matrix(rate, n, n, "rate")
+    lo = _check_matrix(low, n, n, "low")
+    hi = _check_matrix(high, n, n, "high")
+    cells, colors = [], []
+    for i in range(n):
+        cells.append([])
+        colors.append([])
+        for j in range(n):
+            v = r[i, j]
+            if i == j or not math.isfinite(v):
+                cells[i].append("")
+                colors[i].append(_blend(MISSING, 1.0))
+                continue
+            clear = math.isfinite(lo[i, j]) and (lo[i, j] > 0.5 or hi[i, j] < 0.5)
+            color = BETTER if v >= 0.5 else WORSE
+            strength = 0.25 + 0.75 * min(1.0, abs(v - 0.5) * 2)
+            colors[i].append(_blend(color, strength, 1.0 if clear else PALE))
+            cells[i].append(f"{v:.2f}" + ("*" if clear else ""))
+    return _heatmap(cells, labels, labels, title, note, colors)
+
+
+def interval_heatmap(
+    mean,
+    low,
+    high,
+    row_labels: Sequence[str],
+    col_labels: Sequence[str],
+    *,
+    decimals: int = 3,
+    title: str | None = None,
+    note: str | None = None,
+):
+    """Heatmap of improvements with their intervals (rows: calibrators, columns: metrics): each
+    cell prints ``mean [low, high]``, blue when the mean is positive (an improvement), red when
+    negative, in full colour with ``*`` when the interval excludes 0, pale otherwise; NaN cells
+    are grey and empty. Returns the Figure."""
+    rows, cols = list(map(str, row_labels)), list(map(str, col_labels))
+    if not rows or not cols:
+        raise ValueError("interval_heatmap needs at least one row and one column label")
+    m = _check_matrix(mean, len(rows), len(cols), "mean")
+    lo = _check_matrix(low, len(rows), len(cols), "low")
+    hi = _check_matrix(high, len(rows), len(cols), "high")
+    finite = np.isfinite(m)
+    scale = float(np.max(np.abs(m[finite]))) if finite.any() else 1.0
+    scale = scale if scale > 0 else 1.0
+    cells, colors = [], []
+    for i in range(len(rows)):
+        cells.append([])
+        colors.append([])
+        for j in range(len(cols)):
+            v = m[i, j]
+            if not math.isfinite(v):
+                cells[i].append("")
+                colors[i].append(_blend(MISSING, 1.0))
+                continue
+            clear = math.isfinite(lo[i, j]) and (lo[i, j] > 0 or hi[i, j] < 0)
+            color = BETTER if v > 0 else WORSE
+            colors[i].append(_blend(color, 0.25 + 0.75 * abs(v) / scale, 1.0 if clear else PALE))
+            band = (
+                f" [{lo[i, j]:+.{decimals}f}, {hi[i, j]:+.{decimals}f}]"
+                if math.isfinite(lo[i, j]) and math.isfinite(hi[i, j])
+                else ""
+            )
+            cells[i].append(f"{v:+.{decimals}f}{band}" + ("*" if clear else ""))
     return _heatmap(cells, rows, cols, title, note, colors)

@@ -21,14 +21,17 @@ from calbench.calibrators.scaling import fitted_temperature
 from calbench.io import array_digest, atomic_write_text
 from calbench.report import tables as T
 from calbench.report.context import build_tables
+from calbench.report.over_models import study_over_models
 from calbench.report.provenance import package_versions, run_provenance
 from calbench.report.published import read_reference_table, reference_comparison
 from calbench.results import (
     COMPARE_COLUMNS,
+    IMPROVEMENT_COLUMNS,
     METRIC_COLUMNS,
     REFERENCE_COLUMNS,
     REFERENCE_TABLE_COLUMNS,
     ROBUSTNESS_COLUMNS,
+    WIN_RATE_COLUMNS,
     read_long_csv,
     write_long_csv,
 )
@@ -136,6 +139,14 @@ def aggregate(
         written += T.write_table(table, tables_dir / table.metric)
     for table in built["losses"]:
         written += T.write_table(table, tables_dir / f"losses_{table.metric}")
+    over = study_over_models(rows, spec)  # studies of 5 models or more
+    for name, columns in (("win_rates", WIN_RATE_COLUMNS), ("improvement", IMPROVEMENT_COLUMNS)):
+        path = tables_dir / f"{name}.csv"
+        if over is None:  # no file of an earlier, larger study left behind
+            path.unlink(missing_ok=True)
+            continue
+        write_long_csv(path, over[name], columns)
+        written.append(str(path))
     if reference_csv:
         ref = spec.get("reference") or {}
         cmp = reference_comparison(

@@ -31,10 +31,12 @@ from calbench.plots import FEW_SAMPLES
 from calbench.plots.reliability import SMOOTH_LEVEL
 from calbench.report import tables as T
 from calbench.report.figures import reliability_figures
+from calbench.report.over_models import over_models_view, study_over_models
 from calbench.report.overview import glossary, rank_overview
 from calbench.report.provenance import provenance_view
 from calbench.report.views import (
     compare_view,
+    comparison_families,
     metric_view,
     reference_view,
     study_view,
@@ -186,6 +188,8 @@ def _toc(ctx: dict, tables: dict, cl: Mapping) -> list[dict]:
         toc.append(_section("compare", "Comparisons"))
     if ctx["ranks"]:
         toc.append(_section("ranks", "Ranks"))
+    if ctx.get("over_models"):
+        toc.append(_section("over-models", "Over models"))
     figures = [{"id": f["id"], "title": f["model"]} for f in ctx["figures"]]
     toc.append(_section("diagrams", "Reliability diagrams", figures))
     toc.append(
@@ -240,6 +244,9 @@ def build_context(
     temperature scaling; ``signed_rows`` the unbiased errors' signed values that rank them
     (:func:`calbench.stats.robustness.signed_estimates`).
     """
+    # one Holm family per model and metric, each pair once: the findings and the comparison
+    # table read the same verdicts
+    compare = comparison_families(compare)
     tables = build_tables(rows, spec)
     protocol = dict(spec.get("protocol") or {})
     level = float(protocol.get("level", 0.95))
@@ -286,6 +293,8 @@ def build_context(
         "smooth_level": f"{SMOOTH_LEVEL:.0%}",
         "bibliography": {},  # filled by calbench.report.render.build_context
     }
+    # verdicts over models: studies of 5 models or more only
+    ctx["over_models"] = over_models_view(study_over_models(rows, spec), spec)
     ctx["toc"] = _toc(ctx, tables, cl)
     ctx.update(
         n_models=len(present_models),

@@ -79,6 +79,12 @@ REFERENCES = {
     "Bulletin 1(6), 1945.",
     "Efron & Stein 1981": "B. Efron, C. Stein. The jackknife estimate of variance. The "
     "Annals of Statistics 9(3), 1981.",
+    "Gruber & Buettner 2022": "S. G. Gruber, F. Buettner. Better uncertainty calibration via "
+    "proper scores for classification and beyond. NeurIPS 2022.",
+    "Efron 1987": "B. Efron. Better bootstrap confidence intervals. Journal of the American "
+    "Statistical Association 82(397), 1987.",
+    "Efron & Tibshirani 1993": "B. Efron, R. J. Tibshirani. An Introduction to the Bootstrap. "
+    "Chapman & Hall, 1993.",
     "Nixon et al. 2019": "J. Nixon, M. W. Dusenberry, L. Zhang, G. Jerfel, D. Tran. Measuring "
     "calibration in deep learning. CVPR Workshops 2019.",
     "Platt 1999": "J. C. Platt. Probabilistic outputs for support vector machines and "
@@ -170,6 +176,8 @@ SECTION_CITATIONS = {
     "dece_history": ("Bohdal et al. 2021",),
     "robustness": ("Nixon et al. 2019", "Kumar et al. 2019", "Wilcoxon 1945"),
     "verdicts": ("Kumar et al. 2019", "Efron & Stein 1981"),
+    "over_models": ("Efron & Tibshirani 1993", "Efron 1987"),
+    "proper_scores": ("Gruber & Buettner 2022",),
 }
 
 

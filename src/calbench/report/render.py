@@ -65,6 +65,7 @@ def build_context(**kwargs) -> dict:
             "direction": "",
             "size": None,
             "support": "supported" if ctx["robustness"]["robust"] else "to check",
+            "pairs": [],
         }
         _add_finding(ctx["findings"], item)
     cal_spec = spec.get("calibrators") or {}
@@ -75,6 +76,8 @@ def build_context(**kwargs) -> dict:
     sections = ["dece_history"] if (ctx.get("studies") or {}).get("dece") else []
     sections += ["robustness"] if ctx["robustness"] else []
     sections += ["verdicts"] if ctx["verdicts"] else []
+    sections += ["over_models"] if ctx.get("over_models") else []
+    sections += ["proper_scores"] if (ctx["compare"] or {}).get("n_proper") else []
     ctx["bibliography"], ctx["cited_for"] = bibliography(methods, metrics, labels, sections)
     # what the first screen shows: the findings by family, "To check" apart
     ctx["findings_view"] = findings_view(ctx["findings"], calibrator_labels(spec))
@@ -133,6 +136,7 @@ def _within_item(v: dict) -> dict:
         "direction": "",
         "size": None,
         "support": "supported" if v["n_within"] else "to check",
+        "pairs": [],
     }
 
 

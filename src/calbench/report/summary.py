@@ -209,15 +209,43 @@ def _diff(metric: str, x: float) -> str:
     return format_value(metric, x, signed=True) + unit
 
 
+def _evidence(r: Mapping, alpha: float) -> dict:
+    """What one comparison row says, for a finding's ``pairs``: the model, metric, the two
+    calibrators and ``verdict`` (``better`` / ``worse`` for ``method`` against ``baseline`` when
+    significant after Holm, else ``not significant``)."""
+    said = str(r.get("direction") or "") if _significant(r, alpha) else "not significant"
+    return {
+        "dataset": r.get("dataset"),
+        "model": r["model"],
+        "metric": r["metric"],
+        "method": r["method"],
+        "baseline": r["baseline"],
+        "verdict": said,
+    }
+
+
 def _baseline_items(compare, models, ml, cl, alpha) -> list[dict]:
     """Per (baseline, metric, calibrator): on how many models the calibrator is significantly
-    better or worse than the baseline (Holm within the family), and the median difference.
+    better or worse than the baseline (Holm over the model and metric's distinct pairs:
+    :func:`calbench.stats.comparisons.holm_family`), and the median difference. A pair two
+    baselines' questions share (a baseline against the other) is stated once: against
+    uncalibrated when that is one of the two, else under the first baseline.
     Supported results with the same baseline, metric, direction and count are one finding
     listing each calibrator's median difference (``size``: the median of those medians)."""
     groups: dict[tuple, list[Mapping]] = {}
-    for r in compare:
+    seen: set[tuple] = set()
+    # a pair shared by two baselines is stated against uncalibrated (the model's own
+    # probabilities) when that is one of them, else under the first baseline
+    ordered = sorted(compare, key=lambda r: r.get("family") != "vs:uncalibrated")
+    for r in ordered:
         fam = str(r.get("family") or "")
         if fam.startswith("vs:") and r["model"] in models:
+            # a pair asked by two baselines' questions (ts vs uncalibrated, uncalibrated vs
+            # ts) is one test with one verdict: stated once, under the first baseline
+            pair = (r.get("dataset"), r["model"], r["metric"], frozenset((r["method"], fam[3:])))
+            if pair in seen:
+                continue
+            seen.add(pair)
             groups.setdefault((fam[3:], r["metric"], r["method"]), []).append(r)
     supported: dict[tuple, list[tuple[str, float]]] = {}
     items = []
@@ -231,7 +259,7 @@ def _baseline_items(compare, models, ml, cl, alpha) -> list[dict]:
         if (better * 2 > n and not worse) or (worse * 2 > n and not better):
             way = "better" if better else "worse"
             key = (base, metric, way, max(better, worse), n)
-            supported.setdefault(key, []).append((method, size))
+            supported.setdefault(key, []).append((method, size, rs))
             continue
         items.append(
             {
@@ -242,6 +270,7 @@ def _baseline_items(compare, models, ml, cl, alpha) -> list[dict]:
                 "direction": "mixed" if better and worse else ("better" if better else "worse"),
                 "size": size,
                 "support": "to check",
+                "pairs": [_evidence(r, alpha) for r in rs],
             }
         )
     order = {m: i for i, m in enumerate(dict.fromkeys(r["metric"] for r in compare))}
@@ -253,7 +282,7 @@ def _baseline_items(compare, models, ml, cl, alpha) -> list[dict]:
             head = f"{len(members)} calibrators {verb[:-1]}"  # "lower", "raise"
         else:
             head = f"{cl(members[0][0])} {verb}"
-        sizes = [x for _, x in members]
+        sizes = [x for _, x, _ in members]
         text = (
             f"{head} {metric_name(metric)} vs {cl(base)} on {k}/{n} models (significant after "
             "Holm; median difference "
@@ -261,7 +290,7 @@ def _baseline_items(compare, models, ml, cl, alpha) -> list[dict]:
         if len(members) == 1:
             text += f"{_diff(metric, sizes[0])})."
         else:
-            text += "; ".join(f"{cl(m)} {_diff(metric, x)}" for m, x in members) + ")."
+            text += "; ".join(f"{cl(m)} {_diff(metric, x)}" for m, x, _ in members) + ")."
         lead.append(
             (
                 (order.get(metric, 0), way != "better", -k),
@@ -271,6 +300,7 @@ def _baseline_items(compare, models, ml, cl, alpha) -> list[dict]:
                     "direction": way,
                     "size": float(np.median(sizes)),
                     "support": "supported",
+                    "pairs": [_evidence(r, alpha) for _, _, rs in members for r in rs],
                 },
             )
         )
@@ -300,12 +330,13 @@ def _best_items(compare, models, ml, cl, alpha) -> list[dict]:
                     "direction": "worse",
                     "size": float(r["difference"]),
                     "support": "to check",
+                    "pairs": [_evidence(r, alpha)],
                 }
             )
         all_better = all(_significant(r, alpha) and r.get("direction") == "better" for r in rs)
-        k, n = wins.get(metric, (0, 0))
-        wins[metric] = (k + all_better, n + 1)
-    for metric, (k, n) in wins.items():
+        k, n, ev = wins.get(metric, (0, 0, []))
+        wins[metric] = (k + all_better, n + 1, ev + [_evidence(r, alpha) for r in rs])
+    for metric, (k, n, ev) in wins.items():
         if k:
             items.append(
                 {
@@ -316,6 +347,7 @@ def _best_items(compare, models, ml, cl, alpha) -> list[dict]:
                     "direction": "better",
                     "size": None,
                     "support": "supported" if k * 2 > n else "to check",
+                    "pairs": ev,
                 }
             )
     return items
@@ -344,6 +376,10 @@ def finding_items(
     * ``direction``: ``"better"``, ``"worse"``, ``"mixed"`` or ``""`` (no direction);
     * ``size``: the effect as a fraction in the metric's units (the median difference over
       models for a ``vs:`` finding, the average rank for ``ranks``), or ``None``;
+    * ``pairs`` (empty but for findings drawn from comparison rows): the verdict of each comparison
+      behind it (model, metric, ``method``, ``baseline``, ``verdict``: ``better``, ``worse`` or
+      ``not significant``), so that a check can hold every statement about a pair against the
+      comparison table;
     * ``support``: ``"supported"`` (significant on a majority of models after Holm's
       correction and never significant the other way; an Iman-Davenport test that rejects) or
       ``"to check"`` (mixed, a minority of models, or an anomaly).
@@ -366,6 +402,7 @@ def finding_items(
                 "direction": "",
                 "size": entry["methods"][0]["rank"],
                 "support": "supported" if ok else "to check",
+                "pairs": [],
             }
         )
     items += _baseline_items(compare, set(models), ml, cl, alpha)
@@ -384,7 +421,14 @@ def finding_items(
 
 
 def _plain(family: str, text: str, support: str) -> dict:
-    return {"family": family, "text": text, "direction": "", "size": None, "support": support}
+    return {
+        "family": family,
+        "text": text,
+        "direction": "",
+        "size": None,
+        "support": support,
+        "pairs": [],
+    }
 
 
 def findings(

@@ -45,7 +45,7 @@ def _cell(text, sort=None, **extra) -> dict:
     else:
         key = repr(float(sort)) if math.isfinite(float(sort)) else ""
     out = {"text": str(text), "sort": key}
-    out.update({"ci": "", "bold": False, "mark": "", "bad": False})
+    out.update({"ci": "", "bold": False, "tie": False, "mark": "", "bad": False})
     out.update(extra)
     return out
 
@@ -110,6 +110,8 @@ def metric_view(table: Table, key: str, companion: Mapping | None = None) -> dic
     rows = []
     for i in range(len(table.row_keys)):
         cells = [_cell(x) for x in table.row_labels[i]]
+        # several cells sharing the best printed value are all bold and each says "tie"
+        tie = sum(bool(b) for b in table.bold[i]) > 1
         for j in range(len(table.col_keys)):
             v, lo, hi = (float(a[i, j]) for a in (table.values, table.ci_low, table.ci_high))
             outside = math.isfinite(lo) and math.isfinite(hi) and not lo <= v <= hi
@@ -123,6 +125,7 @@ def metric_view(table: Table, key: str, companion: Mapping | None = None) -> dic
                     v * scale,
                     ci=ci,
                     bold=bool(table.bold[i, j]),
+                    tie=tie and bool(table.bold[i, j]),
                     mark="†" if outside else "",
                 )
             )
@@ -223,30 +226,51 @@ def verdict(p_holm: float, min_p_holm: float, alpha: float) -> str:
 
 
 def comparison_families(compare: Sequence[Mapping]) -> list[dict]:
-    """The comparison rows with Holm's adjustment within each family.
+    """The comparison rows with Holm's adjustment over each (dataset, model, metric)'s distinct
+    pairs (:func:`calbench.stats.comparisons.holm_family`).
 
-    Rows of ``calbench compare`` carry ``family``, ``family_size``, ``p_holm`` and
-    ``min_p_holm``; rows without them (older files) form one family per (dataset, model,
-    metric), adjusted here (Holm 1979), with the smallest attainable adjusted p-value of a
-    bootstrap p-value ``m 2 / (B + 1)``. Returns one dict per row with ``p_holm``,
-    ``min_p_holm``, ``family`` and ``family_size`` filled in.
+    Rows of ``calbench compare`` carry ``family`` (the question), ``family_size``, ``p_holm`` and
+    ``min_p_holm``, adjusted that way. Rows without an adjustment (older files) or adjusted per
+    question (older files, where a pair asked by two questions could carry two adjusted
+    p-values and two verdicts) are adjusted here (Holm 1979) over the distinct pairs, each pair's
+    first p-value standing for its rows; a bootstrap p-value without a recorded floor gets the
+    smallest attainable adjusted p-value ``m 2 / (B + 1)``. Returns one dict per row with
+    ``p_holm``, ``min_p_holm``, ``family`` and ``family_size`` filled in: every row of one pair
+    on one model and metric carries the same ``p_value`` and ``p_holm``.
     """
     from calbench import stats as S  # lazy: code inputs
 
     out = [dict(r) for r in compare]
     groups: dict[tuple, list[int]] = {}
     for i, r in enumerate(out):
-        key = (r.get("dataset"), r.get("model"), r.get("metric"), r.get("family") or "")
-        groups.setdefault(key, []).append(i)
+        groups.setdefault((r.get("dataset"), r.get("model"), r.get("metric")), []).append(i)
     for idx in groups.values():
-        m = len(idx)
-        need = any(not math.isfinite(_float(out[i].get("p_holm"))) for i in idx)
-        adjusted = S.holm([_float(out[i]["p_value"]) for i in idx]) if need else None
-        for k, i in enumerate(idx):
+        pair_of = {i: frozenset((out[i].get("method"), out[i].get("baseline"))) for i in idx}
+        first: dict[frozenset, int] = {}
+        for i in idx:
+            first.setdefault(pair_of[i], i)
+        m = len(first)
+        held: dict[frozenset, set] = {}
+        for i in idx:
+            held.setdefault(pair_of[i], set()).add(_float(out[i].get("p_holm")))
+        need = any(not math.isfinite(_float(out[i].get("p_holm"))) for i in idx) or any(
+            len(v) > 1 for v in held.values()
+        )
+        if need:
+            adjusted = S.holm([_float(out[i]["p_value"]) for i in first.values()])
+            by_pair = dict(zip(first, adjusted, strict=True))
+        for i in idx:
             r = out[i]
+            if need:
+                lead = out[first[pair_of[i]]]
+                r["p_value"] = _float(lead["p_value"])
+                r["p_holm"] = float(by_pair[pair_of[i]])
+                floor, size = _float(lead.get("min_p_holm")), _float(lead.get("family_size"))
+                if math.isfinite(floor) and math.isfinite(size) and size > 0:
+                    # the attainable floor scales with the family: m min_p
+                    r["min_p_holm"] = min(1.0, floor * m / size)
+                r["family_size"] = m
             r["family_size"] = int(_float(r.get("family_size"), m))
-            if adjusted is not None:
-                r["p_holm"] = float(adjusted[k])
             r["p_holm"] = _float(r["p_holm"])
             if not math.isfinite(_float(r.get("min_p_holm"))):
                 b = _float(r.get("n_resamples"))
@@ -259,8 +283,39 @@ def comparison_families(compare: Sequence[Mapping]) -> list[dict]:
     return out
 
 
+#: the proper scores whose paired difference against uncalibrated is a change in calibration
+#: error when the calibrator's map is injective (Gruber & Buettner 2022)
+PROPER_SCORES = ("nll", "brier")
+#: the baseline of that reading: the model's own probabilities
+UNCALIBRATED = "uncalibrated"
+
+
+def proper_reading(row: Mapping, spec: Mapping) -> str:
+    """How a comparison row of a proper score (:data:`PROPER_SCORES`) between a calibrator and
+    uncalibrated reads: a proper score's difference between a recalibration and the
+    probabilities it maps is the change in (proper) calibration error when the map is injective
+    (it keeps the refinement part; Gruber & Buettner 2022), else a change in score that may
+    include refinement. Injectivity is the calibrator class's registry fact
+    (``Calibrator.injective``: every fitted instance injective); a class that does not promise
+    it is not read as a calibration-error change, since the comparison rows do not record the
+    fitted instance's own check (``is_injective()``). ``""`` for other rows."""
+    from calbench.calibrators import REGISTRY  # lazy: code inputs
+
+    pair = {row.get("method"), row.get("baseline")}
+    if row.get("metric") not in PROPER_SCORES or UNCALIBRATED not in pair or len(pair) != 2:
+        return ""
+    (other,) = pair - {UNCALIBRATED}
+    method = str(((spec.get("calibrators") or {}).get(other) or {}).get("method") or other)
+    cls = REGISTRY.get(method)
+    if cls is not None and getattr(cls, "injective", False) is True:
+        return "calibration error change (injective)"
+    if cls is None:
+        return "score change only (unregistered)"
+    return "score change only (not known injective)"
+
+
 def compare_view(compare: Sequence[Mapping], spec: Mapping, level: float) -> dict | None:
-    """Paired comparisons, Holm-adjusted within each family (:func:`comparison_families`),
+    """Paired comparisons, Holm-adjusted per model and metric (:func:`comparison_families`),
     each with its test, family size and verdict (:func:`verdict`)."""
     from calbench.report.ranks import metric_name  # lazy: code inputs
     from calbench.report.summary import format_p  # lazy: code inputs
@@ -271,7 +326,7 @@ def compare_view(compare: Sequence[Mapping], spec: Mapping, level: float) -> dic
     alpha = 1.0 - level
     rows = []
     families: dict[str, set] = {}
-    n_cannot = n_significant = 0
+    n_cannot = n_significant = n_proper = 0
     adjusted = comparison_families(compare)
     for r in adjusted:
         m = r["metric"]
@@ -293,6 +348,8 @@ def compare_view(compare: Sequence[Mapping], spec: Mapping, level: float) -> dic
             if math.isfinite(lo) and math.isfinite(hi)
             else "none"
         )
+        reads = proper_reading(r, spec)
+        n_proper += bool(reads)  # a proper score against uncalibrated
         rows.append(
             [
                 _cell(mdl.get(r["model"], r["dataset"])),
@@ -313,6 +370,7 @@ def compare_view(compare: Sequence[Mapping], spec: Mapping, level: float) -> dic
                     bad=said == "significant" and way == "worse",
                 ),
                 _cell(interval, lo * scale),
+                _cell(reads),
                 _cell(TEST_LABELS.get(r.get("test", ""), r.get("test", ""))),
                 _cell(format_p(float(r["p_value"]), floor), float(r["p_value"])),
                 _cell(f"{format_p(p_adj, m_size * floor)} (m = {m_size})", p_adj),
@@ -323,16 +381,17 @@ def compare_view(compare: Sequence[Mapping], spec: Mapping, level: float) -> dic
         "Dataset",
         "Model",
         "Metric",
-        "Family",
+        "Question",
         "Calibrator",
         "Against",
         "Value",
         "Against: value",
         "Difference",
         f"{level * 100:g}% interval",
+        "Reads as",
         "Test",
         "p",
-        "p (Holm within family)",
+        "p (Holm, model and metric)",
         "Verdict",
     ]
     view = table_view(
@@ -346,6 +405,7 @@ def compare_view(compare: Sequence[Mapping], spec: Mapping, level: float) -> dic
     view["figures"] = comparison_figures(adjusted, spec, alpha)
     view["n"] = len(rows)
     view["n_significant"] = n_significant
+    view["n_proper"] = n_proper
     view["n_cannot"] = n_cannot
     view["alpha"] = f"{alpha:g}"
     view["cannot_reach"] = CANNOT_REACH

@@ -3,8 +3,8 @@ direction and the null hypothesis its test rejects.
 
 :func:`compare_rows` tests, per metric, every calibrator against each baseline and the
 "best" calibrator (chosen without the test half: :mod:`calbench.stats.selection`) against every other
-one, with Holm's (1979) correction within each family (:func:`calbench.stats.paired_test`,
-:func:`calbench.stats.holm`).
+one, with Holm's (1979) correction over the distinct pairs of those questions on one model and
+metric (:func:`holm_family`; :func:`calbench.stats.paired_test`, :func:`calbench.stats.holm`).
 
 Only metrics whose estimator's bias does not depend on the predictions' sharpness may carry a
 verdict (``Metric.verdicts``: accuracy, NLL, Brier score, the unbiased squared calibration
@@ -134,12 +134,25 @@ def comparison_pairs(
     For each baseline ``b``: family ``vs:b``, every other method against ``b`` (does a
     calibrator improve on no calibration, on temperature scaling?); family ``best`` (when
     ``best`` is given): the selected calibrator against every other method (is the winner
-    really better?). Holm's correction runs within each family (:func:`compare_rows`).
+    really better?). The questions share pairs; Holm's correction runs once per (dataset, model,
+    metric) over their distinct pairs (:func:`holm_family`, :func:`compare_rows`).
     """
     out = [(f"vs:{b}", m, b) for b in baselines for m in methods if m != b]
     if best is not None:
         out += [("best", best, m) for m in methods if m != best]
     return out
+
+
+def holm_family(pairs: Sequence[tuple[str, str, str]]) -> list[frozenset]:
+    """The Holm family of one (dataset, model, metric): the distinct unordered pairs of
+    :func:`comparison_pairs`, in order of first appearance.
+
+    The questions overlap (temperature scaling against uncalibrated in ``vs:uncalibrated`` and
+    uncalibrated against temperature scaling in ``vs:ts``; the best pick against each baseline
+    in ``best``); each pair is tested once and enters Holm's (1979) correction once, over the
+    union of the questions, so the family-wise error of all the verdicts on one model and metric
+    is controlled at ``alpha`` and no pair gets two verdicts."""
+    return list(dict.fromkeys(frozenset((a, b)) for _, a, b in pairs))
 
 
 def compare_rows(
@@ -170,7 +183,10 @@ def compare_rows(
     ``B = max(n_bootstrap, permutations_for(m, 1 - level))`` flips, so that ``m / (B + 1)`` is
     four times below ``alpha = 1 - level``); ``p_floor`` is the test's resolution floor
     (:func:`p_floor`), ``null_hypothesis`` the wording of its null (:data:`NULL_HYPOTHESES`);
-    ``p_holm`` is Holm's adjustment within the family of ``family_size = m`` comparisons and
+    ``family`` names the question the row answers; ``p_holm`` is Holm's adjustment over the
+    ``family_size = m`` distinct pairs of all the questions on this model and metric
+    (:func:`holm_family`: a pair asked by two questions is tested once and its rows carry the
+    same p-values and verdict, the difference mirrored) and
     ``min_p_holm`` the smallest adjusted p-value the test could reach on these samples: above
     ``alpha`` the comparison cannot be significant whatever the data. The interval of the
     difference is the paired percentile bootstrap (``n_bootstrap`` resamples, the same
@@ -202,9 +218,10 @@ def compare_rows(
         values = {m: sides.value(m) for m in methods}
         higher = bool(getattr(fn, "higher_is_better", False))
         pairs = comparison_pairs(methods, list(baselines), best.get(name))
-        sizes: dict[str, int] = {}
-        for family, _, _ in pairs:
-            sizes[family] = sizes.get(family, 0) + 1
+        # one Holm family per (model, metric): the distinct unordered pairs of all questions,
+        # each tested once, so a pair asked twice (ts vs uncalibrated, uncalibrated vs ts, the
+        # best pick vs a baseline) gets one adjusted p-value and one verdict
+        m = len(holm_family(pairs))
         # the difference gets the paired percentile interval when the metric is a mean of
         # per-sample values; other differences get none (coverage not verified): the test
         # carries the evidence
@@ -212,7 +229,6 @@ def compare_rows(
         done: dict[tuple[str, str, int], tuple] = {}
         metric_rows = []
         for family, a, b in pairs:
-            m = sizes[family]
             n_perm = max(n_bootstrap, permutations_for(m, alpha))
             key = (a, b, n_perm)
             if key not in done:
@@ -260,9 +276,11 @@ def compare_rows(
                     "null_hypothesis": null_hypothesis(t.test),
                 }
             )
-        for family in sizes:
-            members = [r for r in metric_rows if r["family"] == family]
-            for r, p in zip(members, holm([r["p_value"] for r in members]), strict=True):
-                r["p_holm"] = float(p)
+        first: dict[frozenset, float] = {}
+        for r in metric_rows:
+            first.setdefault(frozenset((r["method"], r["baseline"])), r["p_value"])
+        adjusted = dict(zip(first, holm(list(first.values())), strict=True))
+        for r in metric_rows:
+            r["p_holm"] = float(adjusted[frozenset((r["method"], r["baseline"]))])
         rows += metric_rows
     return rows

@@ -148,7 +148,9 @@ def bootstrap_mean_over_models(
             continue
         b = boot[:, j]
         b = b[~np.isnan(b)]  # a resample that drew no model with a value
-        if b.size == 0 or np.all(b == b[0]):
+        # equal values on every model: every resample's mean is the estimate (up to rounding,
+        # which would give the bootstrap-t a zero standard error)
+        if b.size == 0 or np.max(np.abs(b - est[j])) <= 1e-12 * max(1.0, abs(est[j])):
             low[j] = high[j] = est[j]
             continue
         q = (alpha, 1.0 - alpha)
