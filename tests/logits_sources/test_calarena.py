@@ -468,3 +468,16 @@ def test_parallel_jobs_download_a_shared_benchmark_once(fake, tmp_path):
         t.join()
     assert errors == []
     assert sum(p.startswith("/hfcdn/") for _, p in fake.state.log) == 1
+
+
+def test_without_h5py_the_reader_says_what_to_install(tmp_path, monkeypatch):
+    """h5py is an optional extra ([calarena]): without it the reader's error is one line naming
+    the install, not an ImportError traceback."""
+    import sys
+
+    from calbench.logits_sources.calarena import read_calarena
+
+    monkeypatch.setitem(sys.modules, "h5py", None)  # import h5py now raises ImportError
+    with pytest.raises(ValueError, match=r"needs h5py.*pip install -e '\.\[calarena\]'") as info:
+        read_calarena(tmp_path / "cv-multiclass.h5", {"group": "c10/densenet40"})
+    assert "\n" not in str(info.value)

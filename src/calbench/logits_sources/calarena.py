@@ -101,7 +101,13 @@ def read_calarena(path, options: Mapping) -> tuple[np.ndarray, np.ndarray, tuple
             f"{path}: format calarena needs logits.group, the experiment's '{{dataset}}/{{model}}' "
             f"(e.g. c10/densenet40), got {group!r}"
         )
-    import h5py
+    try:
+        import h5py
+    except ImportError:
+        raise ValueError(
+            f"{path}: reading CalArena's HDF5 files needs h5py, which is not installed; "
+            "install it with pip install -e '.[calarena]'"
+        ) from None
 
     try:
         fh = h5py.File(path, "r")
