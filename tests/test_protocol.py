@@ -47,12 +47,12 @@ def test_the_spec_defaults_are_the_schemas_and_a_config_carries_them_into_the_sp
 
 
 def _called(monkeypatch, tmp_path, verb: str, argv: list) -> dict:
-    """The keyword arguments ``calbench <argv>`` passes to ``calbench.protocol.<verb>``."""
-    from calbench import protocol
+    """The keyword arguments ``calbench <argv>`` passes to ``calbench.steps.<verb>``."""
+    from calbench import steps
     from calbench.cli import main
 
     seen: dict = {}
-    monkeypatch.setattr(protocol, verb, lambda *a, **k: seen.update(k))
+    monkeypatch.setattr(steps, verb, lambda *a, **k: seen.update(k))
     files = ["--logits", tmp_path / "l.npz", "--split", tmp_path / "s.npz"]
     assert main([str(a) for a in [argv[0], *files, *argv[1:]]]) == 0
     return seen
@@ -74,13 +74,13 @@ def test_the_cli_verbs_defaults_are_the_schemas(monkeypatch, tmp_path):
 
 
 def test_the_library_functions_defaults_are_the_schemas():
-    from calbench import protocol
+    from calbench import steps
 
     schema = _schema_defaults()
     ev, cmp = schema["evaluation"], schema["compare"]
-    evaluate = inspect.signature(protocol.evaluate).parameters
+    evaluate = inspect.signature(steps.evaluate).parameters
     assert {k: _lists(evaluate[k].default) for k in ev} == ev
-    compare = inspect.signature(protocol.compare).parameters
+    compare = inspect.signature(steps.compare).parameters
     assert {k: _lists(compare[k].default) for k in cmp} == cmp
     assert (compare["level"].default, compare["seed"].default) == (ev["level"], ev["seed"])
 
@@ -127,7 +127,7 @@ def test_the_by_hand_verbs_get_the_same_checks_named_by_their_options(tmp_path):
     """``compare`` by hand checks its baselines as the spec's check does, before reading the
     logits (it used to find a missing baseline only after the cross-fitted selection);
     ``evaluate`` by hand may evaluate the validation half alone."""
-    from calbench.protocol import compare, evaluate
+    from calbench.steps import compare, evaluate
 
     missing = (tmp_path / "missing.npz", tmp_path / "missing_split.npz")
     cals = [tmp_path / "ts.json", tmp_path / "hist.json"]
@@ -160,8 +160,8 @@ def test_the_by_hand_verbs_with_their_defaults_write_what_the_default_spec_write
     import numpy as np
 
     from calbench.functional import softmax
-    from calbench.protocol import compare, evaluate, fit_calibrator
     from calbench.split import save_split, study_split
+    from calbench.steps import compare, evaluate, fit_calibrator
 
     n, k = 300, 4
     rng = np.random.default_rng(2)

@@ -21,114 +21,47 @@ from a validated config (the workflow's spec file, :meth:`CalibrateSpec.to_json`
 :meth:`CalibrateSpec.from_dict` reads that file back, :meth:`CalibrateSpec.check` checks every
 setting before any work and :meth:`CalibrateSpec.run` is the workflow's step (``calbench
 calibrate``). The by-hand verbs (``fit-calibrator``, ``evaluate``, ``compare``:
-:func:`fit_calibrator`, :func:`evaluate`, :func:`compare`) check their settings with the same
-section checks (:func:`check_evaluation`, :func:`check_compare`) and write what ``run`` writes
-from the same inputs and settings. Heavy libraries (torch, matplotlib) are imported inside the
+:func:`calbench.steps.fit_calibrator`, :func:`calbench.steps.evaluate`,
+:func:`calbench.steps.compare`) check their settings with the same section checks
+(:func:`calbench.steps.check_evaluation`, :func:`calbench.steps.check_compare`), run the same
+steps (:func:`calbench.steps.fit_and_save`, :func:`calbench.steps.write_evaluation`, ...) and
+write what ``run`` writes from the same inputs and settings. They live in :mod:`calbench.steps`,
+not here, so that the code inputs of a verb run by hand stay its own (this module's spec class
+is one unit of :mod:`calbench._sources`, and its ``run`` draws). Heavy libraries (torch, matplotlib) are imported inside the
 functions that use them.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
 from calbench import isolation
-from calbench.calibrate_spec import CALIBRATE_SPEC, DEFAULTS
-from calbench.calibrators import get_calibrator, save_calibrator
+from calbench.calibrate_spec import CALIBRATE_SPEC
+from calbench.calibrators import get_calibrator
 from calbench.io import array_digest
-from calbench.results import COMPARE_COLUMNS, METRIC_COLUMNS, ROBUSTNESS_COLUMNS, write_long_csv
+from calbench.results import COMPARE_COLUMNS, ROBUSTNESS_COLUMNS, write_long_csv
 from calbench.reuse import Reuse
-from calbench.split import HALVES, load_halves
-from calbench.stats.comparisons import check_verdict_metrics, compare_rows
+from calbench.split import load_halves
 from calbench.stats.selection import check_folds
 from calbench.steps import (
+    Evaluation,
     apply_names,
     calibrator_maker,
-    check_bootstrap,
+    check_compare,
+    check_evaluation,
     check_plot_options,
-    check_subset,
     draw,
-    evaluate_rows,
+    fit_and_save,
     load_checked_calibrator,
-    log_stderr,
-    method_name,
-    same_file,
-    select_best,
-    select_metrics,
+    paired_rows,
+    predict_halves,
+    write_evaluation,
 )
 
 _CALIBRATOR_KEYS = {"method", "params", "display"}
-
-
-def spec_key(section: str) -> Callable[[str], str]:
-    """How the spec's errors name a key of ``section`` (``evaluation.halves``)."""
-    return lambda key: f"{section}.{key}"
-
-
-def flag(key: str) -> str:
-    """How the by-hand verbs' errors name a setting: its option (``--ci-halves``)."""
-    return "--" + key.replace("_", "-")
-
-
-_INTERVAL = ("n_bootstrap", "level", "seed")
-
-
-@dataclass(frozen=True)
-class Evaluation:
-    """The checked ``evaluation`` section: the halves, metrics and interval settings."""
-
-    half_names: list
-    metrics: dict
-    ci_halves: list
-    ci_metrics: list
-    n_bootstrap: int
-    level: float
-    seed: int
-
-
-def check_evaluation(ev: Mapping, name=None, *, need_test=True) -> Evaluation:
-    """The ``evaluation`` settings checked (one error naming the setting as ``name(key)`` says)
-    and resolved: ``halves`` (``None``: both; ``need_test``: must include test, whose
-    predictions the diagrams and comparisons use), ``metrics`` (``None``: every registered
-    one), ``ci_halves`` and ``ci_metrics`` (subsets; ``None``: all). ``name``: default
-    :func:`spec_key` (``evaluation.halves``)."""
-    name = name or spec_key("evaluation")
-    check_bootstrap(ev["n_bootstrap"], ev["level"])
-    half_names = list(ev["halves"] or HALVES)
-    bad = [h for h in half_names if h not in HALVES]
-    if need_test and (bad or "test" not in half_names):
-        raise ValueError(f"{name('halves')} must name test (and optionally val), got {half_names}")
-    if bad:
-        raise ValueError(f"{name('halves')} must name test and/or val, got {bad}")
-    chosen = select_metrics(None if ev["metrics"] is None else list(ev["metrics"]))
-    ci_halves = check_subset(ev["ci_halves"], half_names, name("ci_halves"), name("halves"))
-    ci_metrics = check_subset(ev["ci_metrics"], list(chosen), name("ci_metrics"), name("metrics"))
-    return Evaluation(half_names, chosen, ci_halves, ci_metrics, *(ev[k] for k in _INTERVAL))
-
-
-def check_compare(cmp: Mapping, level: float, calibrators: list, name=None):
-    """The ``compare`` settings checked against the compared ``calibrators`` (one error naming
-    the setting as ``name(key)`` says); returns the compared metrics (verdict-eligible ones
-    only) and the calibrators left out of the selection. ``name``: default :func:`spec_key`."""
-    name = name or spec_key("compare")
-    check_bootstrap(cmp["n_bootstrap"], level)
-    if cmp["n_bootstrap"] < 1:
-        raise ValueError(f"{name('n_bootstrap')} must be >= 1 for the comparisons, got 0")
-    compared = select_metrics(None if cmp["metrics"] is None else list(cmp["metrics"]))
-    check_verdict_metrics(list(compared), name("metrics"))
-    for base in cmp["baselines"]:
-        if base not in calibrators:
-            raise ValueError(
-                f"{name('baselines')} names {base!r}, which is not among the calibrators "
-                f"{calibrators}; add it or drop it"
-            )
-    check_folds(cmp["select_folds"])
-    exclude = check_subset(
-        list(cmp["select_exclude"] or []), calibrators, name("select_exclude"), "the calibrators"
-    )
-    return compared, exclude
 
 
 @dataclass(frozen=True)
@@ -299,7 +232,7 @@ class CalibrateSpec:
                     try:
                         saved = load_checked_calibrator(path, data)
                         earlier = [*test_probs.values(), *val_probs.values()]
-                        kept = _predict(saved, data, ["test", "val"], earlier)
+                        kept = predict_halves(saved, data, ["test", "val"], earlier)
                     except (ValueError, OSError):  # a kept file that does not load: refit
                         reuse.forget(key, paths)
                     else:
@@ -307,13 +240,13 @@ class CalibrateSpec:
                         written += paths
                         continue
                 try:
-                    _fit(cal, data, path)
+                    fit_and_save(cal, data, path)
                     written.append(path)
                     saved = load_checked_calibrator(path, data)
                     earlier = [*test_probs.values(), *val_probs.values()]
-                    probs = _predict(saved, data, [*ev.half_names, "val"], earlier)
+                    probs = predict_halves(saved, data, [*ev.half_names, "val"], earlier)
                     title = str(calibrators[key].get("display") or key)
-                    _write_evaluation(
+                    write_evaluation(
                         data, probs, key, ev, csv, png, {**plot, "title": title}, written,
                         jackknives=(kept := {}),
                     )  # fmt: skip
@@ -343,7 +276,7 @@ class CalibrateSpec:
                     check_unchanged("during the cross-fitted selection")  # kept only if intact
                     reuse.keep_selection(selection, found)
 
-            rows = _comparison_rows(
+            rows = paired_rows(
                 data, test_probs, makers, plan.compared, cmp, plan.exclude, ev.level, ev.seed,
                 jackknives=test_jackknives, found=found, selected=selected,
                 known=None if reuse is None else reuse.known_selection(selection),
@@ -408,238 +341,3 @@ def _check_keys(spec) -> None:
             "calbench.protocol.CalibrateSpec.from_config(config).to_json(), as the workflow "
             "does, or by hand with these keys)"
         )
-
-
-# --------------------------------------------------------------------------------------------
-# the single steps by hand, file in, file out: the settings of one section each
-# --------------------------------------------------------------------------------------------
-_EV, _CMP, _PLOTS = DEFAULTS["evaluation"], DEFAULTS["compare"], DEFAULTS["plots"]
-
-
-def fit_calibrator(
-    logits_path, split_path, method: str, params: dict, out, *, allow_probabilities: bool = False
-) -> None:
-    """Fit calibrator ``method`` (hyperparameters ``params``) on the validation half; save JSON
-    recording the logits it was fitted on (order hash and file digest)."""
-    cal = get_calibrator(method, **params)  # unknown params fail before the logits are read
-    halves = load_halves(logits_path, split_path)
-    _fit(cal, halves, out, name=method, allow_probabilities=allow_probabilities)
-
-
-def _fit(cal, halves: dict, out, *, name: str | None = None, **fit_kwargs) -> None:
-    """One calibrator fitted on the validation half (isolated, :func:`calbench.isolation.fit`),
-    recording the logits it was fitted on, saved as JSON ``out``: ``fit-calibrator``'s and
-    :meth:`CalibrateSpec.run`'s fit."""
-    isolation.fit(cal, *halves["val"], name=name, **fit_kwargs)
-    cal.set_fitted_on(halves["meta"]["order_hash"], halves["meta"]["logits_sha256"])
-    save_calibrator(cal, out)
-
-
-def _predict(cal, halves: dict, names, earlier=(), label: str | None = None) -> dict:
-    """``cal``'s checked, read-only probabilities on each half of ``names`` (once each;
-    ``earlier``: the job's other outputs, which none may reuse)."""
-    probs: dict = {}
-    for half in dict.fromkeys(names):
-        others = [*probs.values(), *earlier]
-        probs[half] = isolation.predict(cal, halves[half][0], earlier=others, name=label)
-    return probs
-
-
-def _write_evaluation(
-    halves, probs, label, ev: Evaluation, csv, png, plot_options, written, jackknives=None
-) -> None:
-    """One calibrator's metric rows (:func:`calbench.steps.evaluate_rows`) -> ``csv`` and,
-    unless ``png`` is ``None``, its reliability diagram on the test half -> ``png`` (first),
-    each path appended to ``written`` once it is: ``evaluate``'s and
-    :meth:`CalibrateSpec.run`'s files."""
-    rows = evaluate_rows(
-        halves, probs, label, ev.metrics, half_names=ev.half_names, n_bootstrap=ev.n_bootstrap,
-        level=ev.level, seed=ev.seed, ci_halves=ev.ci_halves, ci_metrics=ev.ci_metrics,
-        jackknives=jackknives,
-    )  # fmt: skip
-    if png is not None:
-        draw({label: probs["test"]}, halves["test"][1], png, grid=False, **plot_options)
-        written.append(Path(png))
-    write_long_csv(csv, rows, METRIC_COLUMNS)
-    written.append(Path(csv))
-
-
-def evaluate(
-    logits_path,
-    split_path,
-    calibrator_path,
-    out,
-    *,
-    metrics=_EV["metrics"],
-    halves=_EV["halves"],
-    n_bootstrap: int = _EV["n_bootstrap"],
-    level: float = _EV["level"],
-    seed: int = _EV["seed"],
-    ci_halves=_EV["ci_halves"],
-    ci_metrics=_EV["ci_metrics"],
-    dataset: str | None = None,
-    model: str | None = None,
-    name: str | None = None,
-    allow_other_logits: bool = False,
-    plot=None,
-    plot_options: dict | None = None,
-) -> None:
-    """Every metric of one fitted calibrator on both halves -> long-format CSV ``out``
-    (:func:`calbench.steps.evaluate_rows`; ``metrics`` ``None``: every registered one); with
-    ``plot``, also its reliability diagram on the test half
-    (:func:`calbench.plots.reliability_diagram` with ``plot_options``: ``n_bins``, ``style``,
-    ``title``, ``dpi``), the same figure ``calbench plot-reliability`` draws. The settings are
-    the ``evaluation`` section of :class:`CalibrateSpec`, checked as :meth:`CalibrateSpec.check`
-    checks them (:func:`check_evaluation`); every argument is checked before anything is
-    written."""
-    settings = {"metrics": metrics, "halves": halves, "n_bootstrap": n_bootstrap, "level": level,
-                "seed": seed, "ci_halves": ci_halves, "ci_metrics": ci_metrics}  # fmt: skip
-    ev = check_evaluation(settings, flag, need_test=False)
-    if plot is not None and same_file(plot, out):
-        raise ValueError(
-            f"--plot and --out both name {out}; the diagram would overwrite the CSV: give "
-            "each its own path"
-        )
-    plot_options = {**_PLOTS, **(plot_options or {})}
-    if plot is not None:
-        check_plot_options(plot_options)
-    data = load_halves(logits_path, split_path)
-    apply_names(data, dataset, model)
-    isolation.freeze(*data["val"], *data["test"])  # no metric may change them
-    cal = load_checked_calibrator(calibrator_path, data, allow_other_logits)
-    label = method_name(calibrator_path, name)
-    # each half calibrated once: the metrics and, with ``plot``, the test half's diagram use them
-    probs = _predict(
-        cal, data, [*ev.half_names, *(["test"] if plot is not None else [])], label=label
-    )
-    written: list[Path] = []
-    try:
-        _write_evaluation(data, probs, label, ev, out, plot, plot_options, written)
-    except BaseException:
-        if written:  # no partial output: both files or neither
-            Path(plot).unlink(missing_ok=True)
-        raise
-
-
-def compare(
-    logits_path,
-    split_path,
-    calibrator_paths: list,
-    out,
-    *,
-    metrics=_CMP["metrics"],
-    baselines=_CMP["baselines"],
-    n_bootstrap: int = _CMP["n_bootstrap"],
-    level: float = _EV["level"],
-    seed: int = _EV["seed"],
-    select_folds: int = _CMP["select_folds"],
-    select_exclude=_CMP["select_exclude"],
-    dataset: str | None = None,
-    model: str | None = None,
-    allow_other_logits: bool = False,
-) -> None:
-    """Paired comparisons of one model's calibrators (:func:`compare_rows`) -> CSV ``out``;
-    method names are the calibrator file stems. The settings are the ``compare`` section of
-    :class:`CalibrateSpec` (with the evaluation's ``level`` and ``seed``), checked as
-    :meth:`CalibrateSpec.check` checks them (:func:`check_compare`: verdict-eligible
-    ``metrics``, ``baselines`` among the calibrators). The "best" calibrator is chosen by
-    cross-fitting (:func:`calbench.steps.select_best`, ``select_folds`` folds): each calibrator
-    is refitted from its method and hyperparameters on the validation folds."""
-    names = [method_name(path) for path in calibrator_paths]
-    twice = sorted({n for n in names if names.count(n) > 1})
-    if twice:
-        raise ValueError(f"two calibrator files are named {twice[0]!r}; give each method one file")
-    settings = {"metrics": metrics, "baselines": baselines, "n_bootstrap": n_bootstrap,
-                "select_folds": select_folds, "select_exclude": select_exclude}  # fmt: skip
-    chosen, exclude = check_compare(settings, level, names, flag)
-    data = load_halves(logits_path, split_path)
-    apply_names(data, dataset, model)
-    isolation.freeze(*data["val"], *data["test"])  # no calibrator or metric may change them
-    z, _ = data["test"]
-    probs, makers = {}, {}
-    for path, name in zip(calibrator_paths, names, strict=True):
-        cal = load_checked_calibrator(path, data, allow_other_logits)
-        probs[name] = isolation.predict(cal, z, earlier=list(probs.values()), name=name)
-        makers[name] = calibrator_maker(type(cal).name, cal.get_params())
-    rows = _comparison_rows(data, probs, makers, chosen, settings, exclude, level, seed)
-    write_long_csv(out, rows, COMPARE_COLUMNS)
-
-
-def _comparison_rows(
-    halves,
-    test_probs,
-    makers,
-    compared,
-    cmp,
-    exclude,
-    level,
-    seed,
-    *,
-    jackknives=None,
-    known=None,
-    found=None,
-    selected=None,
-) -> list[dict]:
-    """The "best" calibrator of each compared metric chosen by cross-fitting inside the
-    validation half (:func:`calbench.steps.select_best`, ``cmp["select_folds"]`` folds, every
-    maker but ``exclude``; ``known`` / ``found``: the reuse cache's), then ``selected()``, then
-    the paired comparisons on the test half (:func:`compare_rows`, ``cmp["baselines"]``,
-    ``cmp["n_bootstrap"]``; ``jackknives``: the metric rows'): ``compare``'s and
-    :meth:`CalibrateSpec.run`'s comparisons."""
-    best, selected_on = select_best(
-        makers,
-        halves["val"],
-        compared,
-        folds=cmp["select_folds"],
-        seed=seed,
-        exclude=exclude,
-        log=log_stderr,
-        known=known,
-        found=found,
-    )
-    if selected is not None:
-        selected()
-    return compare_rows(
-        halves,
-        test_probs,
-        compared,
-        list(cmp["baselines"]),
-        best=best,
-        selected_on=selected_on,
-        n_bootstrap=cmp["n_bootstrap"],
-        level=level,
-        seed=seed,
-        jackknives=jackknives,
-    )
-
-
-def plot_reliability(
-    logits_path,
-    split_path,
-    calibrator_paths: list,
-    out,
-    *,
-    grid: bool = False,
-    half: str = "test",
-    allow_other_logits: bool = False,
-    **plot_options,
-) -> None:
-    """Reliability diagram of one calibrator (or, with ``grid``, one panel per calibrator) on
-    one half of a model's logits -> image ``out`` (.png, .pdf, .svg); ``plot_options``:
-    ``n_bins``, ``style`` (default: the spec's ``plots``), ``title``, ``dpi``."""
-    if half not in HALVES:
-        raise ValueError(f"--half must be test or val, got {half!r}")
-    if not grid and len(calibrator_paths) != 1:
-        raise ValueError(
-            "plot-reliability draws one calibrator per figure; pass --grid for several"
-        )
-    plot_options = {**_PLOTS, **plot_options}
-    check_plot_options(plot_options)
-    data = load_halves(logits_path, split_path)
-    z, y = data[half]
-    probs = {}
-    for path in calibrator_paths:
-        cal = load_checked_calibrator(path, data, allow_other_logits)
-        name = method_name(path)
-        probs[name] = isolation.predict(cal, z, earlier=list(probs.values()), name=name)
-    draw(probs, y, out, grid=grid, **plot_options)

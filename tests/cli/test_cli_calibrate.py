@@ -544,7 +544,7 @@ def test_evaluate_refuses_one_path_for_plot_and_out(data, fitted, tmp_path, exis
     """The library's ``evaluate(plot=X, out=X)`` (or the same file by another spelling; the CLI
     refuses it before calling): the CSV would replace the diagram. One line, nothing written or
     replaced."""
-    from calbench.protocol import evaluate
+    from calbench.steps import evaluate
 
     out = tmp_path / "m.csv"
     if existing:

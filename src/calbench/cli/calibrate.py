@@ -63,7 +63,7 @@ def _cmd_calibrate(args: argparse.Namespace) -> int:
 
 def _cmd_fit(args: argparse.Namespace) -> int:
     load_named_plugins(args, metrics=False)  # before the library reads the registries
-    from calbench.protocol import fit_calibrator  # lazy: cli start-up
+    from calbench.steps import fit_calibrator  # lazy: cli start-up
 
     params = parse_json_arg(args.params, "--params")
     _fit_settings(args)
@@ -80,7 +80,7 @@ def _cmd_fit(args: argparse.Namespace) -> int:
 
 def _cmd_evaluate(args: argparse.Namespace) -> int:
     load_named_plugins(args)  # before the library reads the registries
-    from calbench.protocol import evaluate  # lazy: cli start-up
+    from calbench.steps import evaluate  # lazy: cli start-up
 
     evaluate(
         args.logits,
@@ -106,7 +106,7 @@ def _cmd_evaluate(args: argparse.Namespace) -> int:
 
 def _cmd_compare(args: argparse.Namespace) -> int:
     load_named_plugins(args)  # before the library reads the registries
-    from calbench.protocol import compare  # lazy: cli start-up
+    from calbench.steps import compare  # lazy: cli start-up
 
     _fit_settings(args)  # the cross-fitted selection refits the calibrators
     compare(

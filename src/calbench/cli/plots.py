@@ -1,5 +1,5 @@
 """Verb ``plot-reliability``: reliability diagrams of fitted calibrators
-(:func:`calbench.protocol.plot_reliability`)."""
+(:func:`calbench.steps.plot_reliability`)."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ from calbench.cli._args import (
 
 def _cmd_plot(args: argparse.Namespace) -> int:
     load_named_plugins(args, metrics=False)  # before the library reads the registries
-    from calbench.protocol import plot_reliability  # lazy: cli start-up
+    from calbench.steps import plot_reliability  # lazy: cli start-up
 
     plot_reliability(
         args.logits,
