@@ -50,6 +50,8 @@ from collections.abc import Mapping
 
 import numpy as np
 
+from calbench.logits_sources.choices import choice_count
+
 SEPARATE = ("multiple_choice_separate_original", "multiple_choice_separate_calibrated")
 JOINT = "multiple_choice_joint"
 CORRECT_TAG = "correct"
@@ -182,15 +184,7 @@ def read_helm(path, options: Mapping) -> tuple[np.ndarray, np.ndarray, None]:
         )
     counts = Counter(len(it["refs"]) for it in items.values())
     want_k = options.get("choices")
-    if want_k is None:
-        if len(counts) > 1:
-            listed = ", ".join(f"{c:,} items with {k} choices" for k, c in sorted(counts.items()))
-            raise ValueError(
-                f"{path}: items have different numbers of choices ({listed}); set logits.choices "
-                f"to one of {sorted(counts)} to import the items with that many"
-            )
-        want_k = next(iter(counts))
-    want_k = int(want_k)
+    want_k = choice_count(path, counts, want_k)
     rows, labels = [], []
     for key, it in items.items():
         refs = it["refs"]

@@ -37,6 +37,8 @@ from collections.abc import Mapping
 
 import numpy as np
 
+from calbench.logits_sources.choices import choice_count
+
 #: The metric whose requests are doubled (conditional, then unconditional log-likelihoods).
 MUTUAL_INFO = "acc_mutual_info"
 
@@ -159,15 +161,7 @@ def read_lm_eval(path, options: Mapping) -> tuple[np.ndarray, np.ndarray, None]:
         lls = _loglikelihoods(sample, where)
         rows.append((doc_id, lls, sample, where))
     counts = Counter(len(lls) for _, lls, _, _ in rows)
-    if want_k is None:
-        if len(counts) > 1:
-            listed = ", ".join(f"{c:,} items with {k} choices" for k, c in sorted(counts.items()))
-            raise ValueError(
-                f"{path}: items have different numbers of choices ({listed}); set logits.choices "
-                f"to one of {sorted(counts)} to import the items with that many"
-            )
-        want_k = next(iter(counts))
-    want_k = int(want_k)
+    want_k = choice_count(path, counts, want_k)
     if want_k < 2:
         raise ValueError(f"{path}: items have {want_k} choice(s); a classifier needs at least 2")
     rows = [r for r in rows if len(r[1]) == want_k]
