@@ -138,6 +138,14 @@ def _cell(text: str, sort: float | None = None) -> dict:
             "bad": False}  # fmt: skip
 
 
+def _interval_cell(row: Mapping, fmt: str) -> dict:
+    """The cell of a row's interval ``[ci_low, ci_high]`` in ``fmt`` ("–" when either bound is
+    not finite), sorted by its lower bound."""
+    lo, hi = row["ci_low"], row["ci_high"]
+    text = f"[{lo:{fmt}}, {hi:{fmt}}]" if np.isfinite(lo) and np.isfinite(hi) else "–"
+    return _cell(text, lo)
+
+
 def over_models_view(result: Mapping | None, spec: Mapping) -> dict | None:
     """The report's section of :func:`over_models_rows`'s ``result`` (``None``: no section):
     one win-rate matrix per metric and one heatmap of the improvements with their intervals
@@ -186,12 +194,7 @@ def over_models_view(result: Mapping | None, spec: Mapping) -> dict | None:
             _cell(metric_name(r["metric"])),
             _cell(name(r["calibrator"])),
             _cell(f"{r['improvement']:+.4f}", r["improvement"]),
-            _cell(
-                f"[{r['ci_low']:+.4f}, {r['ci_high']:+.4f}]"
-                if np.isfinite(r["ci_low"]) and np.isfinite(r["ci_high"])
-                else "–",
-                r["ci_low"],
-            ),
+            _interval_cell(r, "+.4f"),
             _cell(str(r["n_models"]), r["n_models"]),
         ]
         for r in gains
@@ -214,12 +217,7 @@ def over_models_view(result: Mapping | None, spec: Mapping) -> dict | None:
                 _cell(name(r["calibrator"])),
                 _cell(name(r["against"])),
                 _cell(f"{r['win_rate']:.3f}", r["win_rate"]),
-                _cell(
-                    f"[{r['ci_low']:.3f}, {r['ci_high']:.3f}]"
-                    if np.isfinite(r["ci_low"]) and np.isfinite(r["ci_high"])
-                    else "–",
-                    r["ci_low"],
-                ),
+                _interval_cell(r, ".3f"),
                 _cell(str(r["n_models"]), r["n_models"]),
             ]
             for r in wins
