@@ -36,6 +36,14 @@ _PAD = 0.06
 _CELL_H = 0.24
 
 
+def _colour_scale(values: np.ndarray) -> float:
+    """The largest finite magnitude in ``values`` (1 when there is none, or it is 0): the value
+    a heatmap cell is drawn at full strength."""
+    finite = np.isfinite(values)
+    scale = float(np.max(np.abs(values[finite]))) if finite.any() else 1.0
+    return scale if scale > 0 else 1.0
+
+
 def _blend(color: str, strength: float, alpha: float = 1.0) -> tuple:
     """``color`` mixed with white: ``strength`` in [0, 1] of the colour, times ``alpha``."""
     from matplotlib.colors import to_rgb
@@ -174,9 +182,7 @@ def difference_heatmap(
         raise ValueError("difference_heatmap needs at least one row and one column label")
     d = _check_matrix(differences, len(rows), len(cols), "differences")
     sig = _check_matrix(significant, len(rows), len(cols), "significant").astype(bool)
-    finite = np.isfinite(d)
-    scale = float(np.max(np.abs(d[finite]))) if finite.any() else 1.0
-    scale = scale if scale > 0 else 1.0
+    scale = _colour_scale(d)
     cells, colors = [], []
     for i in range(len(rows)):
         cells.append([])
@@ -290,9 +296,7 @@ def interval_heatmap(
     m = _check_matrix(mean, len(rows), len(cols), "mean")
     lo = _check_matrix(low, len(rows), len(cols), "low")
     hi = _check_matrix(high, len(rows), len(cols), "high")
-    finite = np.isfinite(m)
-    scale = float(np.max(np.abs(m[finite]))) if finite.any() else 1.0
-    scale = scale if scale > 0 else 1.0
+    scale = _colour_scale(m)
     cells, colors = [], []
     for i in range(len(rows)):
         cells.append([])
