@@ -303,26 +303,32 @@ def _missing_requirements(obj) -> list[str]:
     return [m for m in getattr(obj, "requires", ()) if find_spec(m) is None]
 
 
+def _load_once(group: str, what: str, name, find):
+    """``find(name, key)``'s plug-in of ``group``, loaded once: a loaded one is returned as it
+    is, a failed one raises its first error again (an unknown name is not remembered)."""
+    if not isinstance(name, str):
+        raise PluginError(f"a {what} name must be a string, got {name!r:.40}")
+    key = (group, name)
+    if key in _ORIGINS:
+        return _ORIGINS[key][1]
+    if key in _FAILED:
+        raise PluginError(_FAILED[key])
+    try:
+        return find(name, key)
+    except UnknownPluginError:
+        raise
+    except PluginError as exc:
+        _FAILED[key] = str(exc)
+        raise
+
+
 # --- calibrators ----------------------------------------------------------------------------------
 def find_calibrator(name: str):
     """Load (once) and return the calibrator class ``name``: a built-in, an entry point of group
     ``calbench.calibrators`` or a ``module:Class`` reference of the project folder; one-line
     :class:`PluginError` otherwise (:class:`UnknownPluginError` for a name that is none of
     these). A built-in whose name an installed entry point also uses is refused, naming it."""
-    if not isinstance(name, str):
-        raise PluginError(f"a calibrator name must be a string, got {name!r:.40}")
-    key = (CALIBRATOR_GROUP, name)
-    if key in _ORIGINS:
-        return _ORIGINS[key][1]
-    if key in _FAILED:
-        raise PluginError(_FAILED[key])
-    try:
-        return _find_calibrator(name, key)
-    except UnknownPluginError:
-        raise
-    except PluginError as exc:
-        _FAILED[key] = str(exc)
-        raise
+    return _load_once(CALIBRATOR_GROUP, "calibrator", name, _find_calibrator)
 
 
 def _find_calibrator(name: str, key: tuple[str, str]):
@@ -517,20 +523,7 @@ def find_metric(name: str) -> Metric:
     ``calbench.metrics`` or a ``module:function`` reference of the project folder; one-line
     :class:`PluginError` otherwise (:class:`UnknownPluginError` for a name that is none of
     these). A built-in whose name an installed entry point also uses is refused, naming it."""
-    if not isinstance(name, str):
-        raise PluginError(f"a metric name must be a string, got {name!r:.40}")
-    key = (METRIC_GROUP, name)
-    if key in _ORIGINS:
-        return _ORIGINS[key][1]
-    if key in _FAILED:
-        raise PluginError(_FAILED[key])
-    try:
-        return _find_metric(name, key)
-    except UnknownPluginError:
-        raise
-    except PluginError as exc:
-        _FAILED[key] = str(exc)
-        raise
+    return _load_once(METRIC_GROUP, "metric", name, _find_metric)
 
 
 def _find_metric(name: str, key: tuple[str, str]) -> Metric:
