@@ -45,7 +45,7 @@ def _cmd_aggregate(args: argparse.Namespace) -> int:
 
 def _cmd_render(args: argparse.Namespace) -> int:
     load_named_plugins(args)  # before the library reads the registries
-    from calbench.report.build import render_report  # lazy: cli start-up
+    from calbench.report.build import ReportInputs, render_report  # lazy: cli start-up
 
     spec = parse_json_arg(args.spec, "--spec")
     check_display_names(spec)
@@ -53,14 +53,12 @@ def _cmd_render(args: argparse.Namespace) -> int:
 
     config = parse_json_arg(args.config, "--config") if args.config else None
     run_info = read_run_info(args.run_info) if args.run_info else None
-    render_report(
-        args.template,
-        args.metrics,
-        args.compare,
-        spec,
-        args.grids,
-        args.out,
+    inputs = ReportInputs(
+        metrics=args.metrics,
+        spec=spec,
+        compare=args.compare,
         config=config,
+        grids=args.grids,
         manifests=args.manifests,
         logits=args.logits,
         splits=args.splits,
@@ -68,10 +66,11 @@ def _cmd_render(args: argparse.Namespace) -> int:
         sections=args.sections,
         plots=args.plots,
         ts_files=args.ts_files,
+        run_info=run_info,
         robustness=args.robustness,
         arena=args.arena,
-        run_info=run_info,
     )
+    render_report(inputs, args.out)
     return 0
 
 
@@ -113,7 +112,6 @@ def register(sub) -> None:
     p.set_defaults(func=_cmd_aggregate)
 
     p = sub.add_parser("render-report", help="the self-contained HTML report (Jinja2)")
-    p.add_argument("--template", required=True, help="Jinja2 template (.html.j2)")
     p.add_argument("--metrics", required=True, help="aggregated metrics CSV")
     p.add_argument("--compare", help="aggregated comparison CSV")
     p.add_argument("--spec", required=True, help="study spec JSON (or @file)")
@@ -127,7 +125,7 @@ def register(sub) -> None:
         help="ours versus published numbers: the reference.csv calbench aggregate --reference wrote",
     )
     p.add_argument(
-        "--sections", nargs="*", default=[], help="HTML fragments of extra sections (shift-report)"
+        "--sections", nargs="*", default=[], help="section files of other steps (shift-report's section.json)"
     )
     p.add_argument(
         "--plots",

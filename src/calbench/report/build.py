@@ -12,9 +12,9 @@ its provenance (:func:`data_provenance`).
 
 from __future__ import annotations
 
-import html
 import json
-import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 from calbench.calibrators.scaling import fitted_temperature
@@ -24,6 +24,7 @@ from calbench.report.context import build_tables
 from calbench.report.over_models import study_over_models
 from calbench.report.provenance import package_versions, run_provenance
 from calbench.report.published import read_reference_table, reference_comparison
+from calbench.report.sections import Section
 from calbench.results import (
     COMPARE_COLUMNS,
     IMPROVEMENT_COLUMNS,
@@ -238,81 +239,94 @@ def _plot_files(paths) -> dict:
     return out
 
 
-def render_report(
-    template,
-    metrics_csv,
-    compare_csv,
-    spec: dict,
-    grids,
-    out,
-    *,
-    config=None,
-    manifests=(),
-    logits=(),
-    splits=(),
-    reference_table=None,
-    sections=(),
-    plots=(),
-    ts_files=(),
-    run_info=None,
-    robustness=(),
-    arena=(),
-) -> None:
-    """Render the HTML report to ``out``; ``reference_table`` is the ours-versus-published CSV
-    :func:`aggregate` wrote (``results/tables/reference.csv``), read rather than recomputed;
-    ``run_info`` what the workflow knows of the run
-    (:data:`calbench.report.provenance.RUN_INFO_KEYS`); ``robustness`` the per-model CSVs of
-    :mod:`calbench.stats.robustness` (the section on whether the conclusions survive other evaluation
-    choices); ``arena`` the per-model CSVs of ``calbench compare-implementations``
-    (:mod:`calbench.report.arena`: implementations of one method side by side)."""
-    from calbench.report import render  # lazy: code inputs
+@dataclass(frozen=True)
+class ReportInputs:
+    """What the report is rendered from (the ``render_report`` rule's inputs, the
+    ``render-report`` verb's options): ``metrics`` and ``compare`` the aggregated CSVs,
+    ``spec`` the study spec (:mod:`calbench.report.spec`), ``config`` the full configuration
+    (provenance), ``grids`` and ``plots`` the reliability diagrams, ``manifests``, ``logits``
+    and ``splits`` the data to hash, ``reference_table`` the ours-versus-published CSV
+    :func:`aggregate` wrote (``results/tables/reference.csv``, read rather than recomputed),
+    ``sections`` the section files of other steps (shift-report's ``section.json``),
+    ``ts_files`` the fitted temperatures, ``run_info`` what the workflow knows of the run
+    (:data:`calbench.report.provenance.RUN_INFO_KEYS`), ``robustness`` the per-model CSVs of
+    :mod:`calbench.stats.robustness` and ``arena`` the per-model CSVs of
+    ``calbench compare-implementations`` (:mod:`calbench.report.arena`)."""
 
-    rows = read_long_csv([metrics_csv])
-    comp = read_long_csv([compare_csv], required=COMPARE_COLUMNS) if compare_csv else []
+    metrics: str
+    spec: Mapping
+    compare: str | None = None
+    config: Mapping | None = None
+    grids: Sequence = ()
+    manifests: Sequence = ()
+    logits: Sequence = ()
+    splits: Sequence = ()
+    reference_table: str | None = None
+    sections: Sequence = ()
+    plots: Sequence = ()
+    ts_files: Sequence = ()
+    run_info: Mapping | None = None
+    robustness: Sequence = ()
+    arena: Sequence = ()
+
+
+def render_report(inputs: ReportInputs, out) -> None:
+    """Render the HTML report of ``inputs`` to ``out``: one context pass
+    (:func:`calbench.report.context.build_context`), one renderer
+    (:func:`calbench.report.render.render_html`)."""
+    from calbench.report import render  # lazy: code inputs
+    from calbench.report.arena import arena_context  # lazy: code inputs
+    from calbench.report.context import build_context  # lazy: code inputs
+    from calbench.report.ranks import metric_name  # lazy: code inputs
+
+    spec = inputs.spec
+    rows = read_long_csv([inputs.metrics])
+    comp = (
+        read_long_csv([inputs.compare], required=COMPARE_COLUMNS) if inputs.compare else []
+    )
     # ours versus published: computed once by aggregate (results/tables/reference.csv)
-    reference = read_reference_table(reference_table) if reference_table else None
+    reference = read_reference_table(inputs.reference_table) if inputs.reference_table else None
     import yaml
 
+    config = inputs.config
     provenance = {
-        "run": run_provenance(run_info),
+        "run": run_provenance(inputs.run_info),
         "config": yaml.safe_dump(config, sort_keys=False) if config is not None else "",
         "packages": package_versions(),
-        **data_provenance(manifests, logits, splits),
+        **data_provenance(inputs.manifests, inputs.logits, inputs.splits),
         "checksums": checksum_summary(config),
     }
-    context = render.build_context(
+    context = build_context(
         rows=rows,
         compare=comp,
         spec=spec,
-        grids={_grid_key(g): g for g in grids or []},
+        grids={_grid_key(g): g for g in inputs.grids or []},
         provenance=provenance,
         reference=reference,
-        plots=_plot_files(plots),
-        temperatures={_model_of(p): fitted_temperature(p) for p in ts_files or []},
+        plots=_plot_files(inputs.plots),
+        temperatures={_model_of(p): fitted_temperature(p) for p in inputs.ts_files or []},
         robustness=read_robustness_rows(
-            robustness, (spec.get("protocol") or {}).get("n_bootstrap")
+            inputs.robustness, (spec.get("protocol") or {}).get("n_bootstrap")
         ),
+        extra_sections=[read_section(p) for p in inputs.sections or []],
+        arena=arena_context(list(inputs.arena or []), spec.get("models"), metric_name),
     )
-    # extra sections: HTML fragments escaped by the calbench step that wrote them (shift-report)
-    from markupsafe import Markup
-
-    context["extra_sections"] = [Markup(Path(p).read_text()) for p in sections or []]
-    _add_sections_to_toc(context)
-    add_arena(context, arena, spec)
-    atomic_write_text(out, render.render_html(template, context))
+    atomic_write_text(out, render.render_html(context))
 
 
-def add_arena(context: dict, paths, spec: dict) -> None:
-    """``context["arena"]`` from the compare-implementations CSVs (``None`` without), and its
-    contents entry before the protocol, where the template puts the section."""
-    from calbench.report.arena import arena_context  # lazy: code inputs
-    from calbench.report.ranks import metric_name  # lazy: code inputs
-
-    context["arena"] = arena_context(list(paths or []), spec.get("models"), metric_name)
-    toc = context.get("toc")
-    if context["arena"] and toc is not None:
-        at = next((i for i, e in enumerate(toc) if e.get("id") == "protocol"), len(toc))
-        toc.insert(at, {"id": "arena", "title": "Implementations side by side", "children": []})
+def read_section(path) -> Section:
+    """A section another step computed (``section.json`` of shift-report:
+    ``{"id", "title", "template", "data"}``, :func:`calbench.report.shift.section_file`)."""
+    try:
+        got = json.loads(Path(path).read_text())
+        section = Section(got["id"], got["title"], got["template"], data=got["data"])
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise ValueError(
+            f"{path} is not a report section file ({exc!r}); rerun the step that wrote it"
+        ) from None
+    if not (isinstance(section.template, str) and section.template.endswith(".html.j2")):
+        raise ValueError(f"{path} names no section template; rerun the step that wrote it")
+    return section
 
 
 def read_robustness_rows(paths, n_bootstrap=None) -> list[dict] | None:
@@ -338,17 +352,3 @@ def read_robustness_rows(paths, n_bootstrap=None) -> list[dict] | None:
                 f"probability for {DEFAULT_VARIANT}; rerun the calibrate step"
             )
     return rows
-
-
-def _add_sections_to_toc(context: dict) -> None:
-    """Contents entries for the extra sections (``<section id="x"><h2>Title</h2>``), placed
-    before the protocol, where the template puts the sections."""
-    toc = context.get("toc")
-    if toc is None:
-        return
-    at = next((i for i, e in enumerate(toc) if e.get("id") == "protocol"), len(toc))
-    for text in context["extra_sections"]:
-        m = re.match(r'\s*<section id="([^"]+)">\s*<h2>([^<]*)</h2>', str(text))
-        if m:
-            toc.insert(at, {"id": m.group(1), "title": html.unescape(m.group(2)), "children": []})
-            at += 1

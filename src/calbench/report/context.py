@@ -32,8 +32,11 @@ from calbench.plots.reliability import SMOOTH_LEVEL
 from calbench.report import tables as T
 from calbench.report.figures import reliability_figures
 from calbench.report.over_models import over_models_view, study_over_models
-from calbench.report.overview import glossary, rank_overview
+from calbench.report.overview import findings_view, glossary, rank_overview
 from calbench.report.provenance import provenance_view
+from calbench.report.references import bibliography
+from calbench.report.sections import Section, contents, report_sections
+from calbench.report.verdicts import add_findings, robustness_view, verdict_view
 from calbench.report.views import (
     compare_view,
     comparison_families,
@@ -175,54 +178,6 @@ def _rank_summaries(
     return ranks, found
 
 
-def _section(id_: str, title: str, children=()) -> dict:
-    return {"id": id_, "title": title, "children": list(children)}
-
-
-def _toc(ctx: dict, tables: dict, cl: Mapping) -> list[dict]:
-    """The contents: one entry per section present, metric and by-loss tables as children."""
-    from calbench.report.ranks import metric_name  # lazy: code inputs
-
-    toc = [_section("findings", "Findings")]
-    if ctx["compare"]:
-        toc.append(_section("compare", "Comparisons"))
-    if ctx["ranks"]:
-        toc.append(_section("ranks", "Ranks"))
-    if ctx.get("over_models"):
-        toc.append(_section("over-models", "Over models"))
-    figures = [{"id": f["id"], "title": f["model"]} for f in ctx["figures"]]
-    toc.append(_section("diagrams", "Reliability diagrams", figures))
-    toc.append(
-        _section(
-            "tables",
-            "Results",
-            [
-                {"id": v["id"], "title": metric_name(t.metric)}
-                for v, t in zip(ctx["metric_tables"], tables["metrics"], strict=True)
-            ],
-        )
-    )
-    if ctx["temperatures"]:
-        toc.append(_section("temperatures", "Temperatures"))
-    if ctx["losses_tables"]:
-        methods = [(t, cl.get("uncalibrated", "uncalibrated")) for t in tables["losses"]]
-        methods += [(t, cl.get("ts", "ts")) for t in tables["losses_ts"]]
-        children = [
-            {"id": v["id"], "title": f"{metric_name(t.metric)}, {method}"}
-            for v, (t, method) in zip(ctx["losses_tables"], methods, strict=True)
-        ]
-        toc.append(_section("losses", "By training loss", children))
-    if ctx["reference"]:
-        toc.append(_section("reference", "Published numbers"))
-    studies = ctx["studies"]
-    if studies["tables"] or studies["dece"] or studies["reliability"]:
-        toc.append(_section("objectives", "Calibration during training"))
-    toc.append(_section("protocol", "Protocol"))
-    toc.append(_section("provenance", "Provenance"))
-    toc.append(_section("bibliography", "References"))
-    return toc
-
-
 def build_context(
     *,
     rows: Sequence[Mapping],
@@ -233,7 +188,9 @@ def build_context(
     reference: Sequence[Mapping] | None = None,
     plots: Mapping[str, Mapping[str, str]] | None = None,
     temperatures: Mapping[str, float] | None = None,
-    signed_rows: Sequence[Mapping] = (),
+    robustness: Sequence[Mapping] | None = None,
+    extra_sections: Sequence[Section] = (),
+    arena: Mapping | None = None,
 ) -> dict:
     """Everything the template needs, as plain data (strings, lists, dicts).
 
@@ -241,9 +198,23 @@ def build_context(
     :func:`calbench.report.published.reference_comparison`); ``plots`` maps ``dataset/model`` to
     ``{calibrator: reliability PNG}``; ``grids`` maps it to the per-model grid PNG (used when
     ``plots`` lacks the model); ``temperatures`` maps model to the fitted temperature of
-    temperature scaling; ``signed_rows`` the unbiased errors' signed values that rank them
-    (:func:`calbench.stats.robustness.signed_estimates`).
+    temperature scaling; ``robustness`` the rows of the robustness CSVs
+    (:func:`calbench.stats.robustness.robustness_rows`: the robustness section, and the unbiased
+    errors' signed values that rank them); ``extra_sections`` the sections other steps computed
+    (:class:`calbench.report.sections.Section`); ``arena`` the implementations side by side
+    (:func:`calbench.report.arena.arena_context`). ``ctx["sections"]`` lists the report's
+    sections in page order and ``ctx["toc"]`` is its contents, drawn from that list
+    (:mod:`calbench.report.sections`); the bibliography lists the works of the calibrators and
+    metrics in ``rows`` and of the sections present (:func:`calbench.report.references.bibliography`),
+    each with what it is cited for.
     """
+    from calbench.report.ranks import metric_name  # lazy: code inputs
+
+    signed_rows: Sequence[Mapping] = ()
+    if robustness:  # the unbiased errors rank on their signed values, as robustness does
+        from calbench.stats.robustness import signed_estimates  # lazy: code inputs
+
+        signed_rows = signed_estimates(robustness)
     # one Holm family per model and metric, each pair once: the findings and the comparison
     # table read the same verdicts
     compare = comparison_families(compare)
@@ -284,23 +255,40 @@ def build_context(
         "figures": reliability_figures(plots or {}, grids, rows, spec),
         "ranks": ranks,
         "rank_overview": rank_overview(ranks),
-        "findings": found,  # as summary gives them; the view: render.build_context
+        "findings": found,  # as summary gives them (the view: findings_view)
         "glossary": glossary([t.metric for t in tables["metrics"]]),
         "calibrator_glossary": calibrator_glossary(method_order, spec),
         "n_outside": n_outside,
         "provenance": {**provenance, **provenance_view(provenance)},
         "few_samples": FEW_SAMPLES,
         "smooth_level": f"{SMOOTH_LEVEL:.0%}",
-        "bibliography": {},  # filled by calbench.report.render.build_context
     }
     # verdicts over models: studies of 5 models or more only
     ctx["over_models"] = over_models_view(study_over_models(rows, spec), spec)
-    ctx["toc"] = _toc(ctx, tables, cl)
+    ctx["robustness"] = robustness_view(robustness, spec) if robustness else None
+    ctx["verdicts"] = verdict_view(rows, spec)
+    add_findings(found, ctx["verdicts"], ctx["robustness"])
+    ctx["arena"] = arena
+    ctx["sections"] = report_sections(ctx, tables, cl, extra_sections)
+    ctx["toc"] = contents(ctx["sections"])
     ctx.update(
         n_models=len(present_models),
         n_methods=len(present_methods),
         methods=[cl.get(c, c) for c in method_order],
     )
+    cal_spec = spec.get("calibrators") or {}
+    keys = list(dict.fromkeys(r["method"] for r in rows))
+    methods = {k: str((cal_spec.get(k) or {}).get("method") or k) for k in keys}
+    metrics = list(dict.fromkeys(r["metric"] for r in rows))
+    labels = {**{m: metric_name(m) for m in metrics}, **cl}
+    cited = ["dece_history"] if studies["dece"] else []
+    cited += ["robustness"] if ctx["robustness"] else []
+    cited += ["verdicts"] if ctx["verdicts"] else []
+    cited += ["over_models"] if ctx["over_models"] else []
+    cited += ["proper_scores"] if (ctx["compare"] or {}).get("n_proper") else []
+    ctx["bibliography"], ctx["cited_for"] = bibliography(methods, metrics, labels, cited)
+    # what the first screen shows: the findings by family, "To check" apart
+    ctx["findings_view"] = findings_view(found, cl)
     return ctx
 
 
