@@ -4,14 +4,12 @@ from __future__ import annotations
 
 import csv
 import json
-from pathlib import Path
 
 import numpy as np
 import pytest
 
 from calbench.split import save_split, study_split
 
-TEMPLATE = Path(__file__).resolve().parents[2] / "workflow" / "templates" / "report.html.j2"
 PNG = b"\x89PNG\r\n\x1a\n"
 
 
@@ -301,7 +299,7 @@ def test_aggregate_with_reference(study, tmp_path):
     assert row["within"] == "True"
     # render-report reads the comparison aggregate wrote (computed once)
     out = tmp_path / "report.html"
-    argv = ["render-report", "--template", TEMPLATE, "--metrics", tmp_path / "a.csv"]
+    argv = ["render-report", "--metrics", tmp_path / "a.csv"]
     argv += ["--spec", json.dumps(spec), "--reference-table", tables / "reference.csv"]
     assert _main([*argv, "--out", out]) == 0
     html = out.read_text()
@@ -335,8 +333,6 @@ def test_render_report_end_to_end(study, tmp_path, monkeypatch):
     out = tmp_path / "reports" / "report.html"
     argv = [
         "render-report",
-        "--template",
-        TEMPLATE,
         "--metrics",
         agg,
         "--compare",
@@ -369,19 +365,11 @@ def test_render_report_end_to_end(study, tmp_path, monkeypatch):
 
 
 def test_render_report_bad_template(study, tmp_path, capsys):
-    rc = _main(
-        [
-            "render-report",
-            "--template",
-            tmp_path / "none.j2",
-            "--metrics",
-            study["metrics"][0],
-            "--spec",
-            "{}",
-            "--out",
-            tmp_path / "r.html",
-        ]
-    )
+    """The template is calbench's own (package data): a ``--template`` option is refused."""
+    argv = ["render-report", "--template", tmp_path / "none.j2", "--metrics", study["metrics"][0]]
+    with pytest.raises(SystemExit) as exc:
+        _main([*argv, "--spec", "{}", "--out", tmp_path / "r.html"])
+    rc = exc.value.code
     assert rc == 2 and "template" in capsys.readouterr().err
     assert not (tmp_path / "r.html").exists()
 
@@ -401,7 +389,7 @@ def test_a_one_calibrator_study_aggregates_and_renders(study, tmp_path, only):
         [] if only == "ts" else [f"losses_ece.{e}" for e in ("csv", "html", "md", "tex")]
     )
     out = tmp_path / "report.html"
-    argv = ["render-report", "--template", TEMPLATE, "--metrics", agg, "--spec", json.dumps(spec)]
+    argv = ["render-report", "--metrics", agg, "--spec", json.dumps(spec)]
     assert _main([*argv, "--out", out]) == 0
     page = out.read_text()
     assert ("losses-ts-ece" in page) == (only == "ts")

@@ -5,14 +5,12 @@ from __future__ import annotations
 
 import json
 import re
-from pathlib import Path
 
 import numpy as np
 
 from calbench.functional import softmax
 from calbench.split import save_split, study_split
 
-TEMPLATE = Path(__file__).resolve().parents[2] / "workflow" / "templates" / "report.html.j2"
 N, K = 200, 3
 SPEC = {
     "calibrators": {
@@ -78,7 +76,7 @@ def test_report_without_intervals(tmp_path, monkeypatch):
     argv += ["--spec", json.dumps(study), "--out-csv", agg, "--out-compare", cmp]
     assert _main([*argv, "--tables-dir", tmp_path / "tables"]) == 0
     out = tmp_path / "report.html"
-    argv = ["render-report", "--template", TEMPLATE, "--metrics", agg, "--compare", cmp]
+    argv = ["render-report", "--metrics", agg, "--compare", cmp]
     argv += [
         "--spec",
         json.dumps(study),

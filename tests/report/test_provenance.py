@@ -206,8 +206,8 @@ def test_rendered_report_cites_only_listed_works(tmp_path):
     """Every author-year citation in the text of a rendered report is in its bibliography."""
     pytest.importorskip("jinja2")
     from calbench.report import render
+    from calbench.report.context import build_context
 
-    template = Path(__file__).resolve().parents[2] / "workflow" / "templates" / "report.html.j2"
     rows = []
     for m in ("a", "b", "c"):
         for c in ("uncalibrated", "ts", "hist", "iso", "ts_sbece"):
@@ -241,8 +241,8 @@ def test_rendered_report_cites_only_listed_works(tmp_path):
         "packages": {},
         "run": P.run_provenance(None, env={"SOURCE_DATE_EPOCH": "0"}),
     }
-    ctx = render.build_context(rows=rows, compare=[], spec=spec, grids={}, provenance=prov)
-    html = render.render_html(template, ctx)
+    ctx = build_context(rows=rows, compare=[], spec=spec, grids={}, provenance=prov)
+    html = render.render_html(ctx)
     body = re.sub(r"<[^>]+>", " ", html.split('id="bibliography"')[0])
     body = re.sub(r"\s+", " ", html_mod.unescape(body))
     cited = set(
@@ -269,7 +269,6 @@ def test_render_report_run_info_option(tmp_path, monkeypatch, capsys):
     pytest.importorskip("jinja2")
     from calbench.cli import main
 
-    template = Path(__file__).resolve().parents[2] / "workflow" / "templates" / "report.html.j2"
     metrics = tmp_path / "metrics.csv"
     lines = ["dataset,model,method,half,metric,value,ci_low,ci_high"]
     for m in ("a", "b"):
@@ -300,8 +299,6 @@ def test_render_report_run_info_option(tmp_path, monkeypatch, capsys):
     out = tmp_path / "report.html"
     argv = [
         "render-report",
-        "--template",
-        str(template),
         "--metrics",
         str(metrics),
         "--spec",
@@ -326,7 +323,7 @@ def test_render_report_run_info_option(tmp_path, monkeypatch, capsys):
 
 # --- provenance that travels (issue 30 item 6, issue 33 group 11) -----------------------------
 def _study(folder: Path) -> list[str]:
-    """A tiny study in ``folder`` (metrics, config, template, benchmarks, the run-info JSON
+    """A tiny study in ``folder`` (metrics, config, benchmarks, the run-info JSON
     with absolute paths, as the workflow writes it); the render-report arguments, relative."""
     metrics = folder / "results" / "metrics.csv"
     metrics.parent.mkdir(parents=True)
@@ -336,9 +333,6 @@ def _study(folder: Path) -> list[str]:
             lines.append(f"d,{m},{c},test,ece,{v + (m == 'b') * 0.01},,")
     metrics.write_text("\n".join(lines) + "\n")
     (folder / "config.yaml").write_text("study: {title: t}\n")
-    template = folder / "workflow" / "templates" / "report.html.j2"
-    template.parent.mkdir(parents=True)
-    shutil.copy(Path(__file__).resolve().parents[2] / "workflow" / "templates" / "report.html.j2", template)
     bench = folder / "benchmarks" / "calibrate" / "d"
     bench.mkdir(parents=True)
     (bench / "a.tsv").write_text("s\th:m:s\tmax_rss\n12.5\t0:00:12\t100\n")
@@ -358,7 +352,7 @@ def _study(folder: Path) -> list[str]:
         "calibrators": {"uncalibrated": {"display": "U"}, "ts": {"display": "TS"}},
         "table_metrics": ["ece"],
     }
-    return ["render-report", "--template", "workflow/templates/report.html.j2", "--metrics",
+    return ["render-report", "--metrics",
             "results/metrics.csv", "--spec", json.dumps(spec), "--run-info", "run.json",
             "--out", "reports/report.html"]  # fmt: skip
 

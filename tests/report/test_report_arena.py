@@ -7,12 +7,12 @@ from __future__ import annotations
 import re
 
 import pytest
-from test_report_render import EVIL, TEMPLATE, _context
+from test_report_render import EVIL, _context
 
 from calbench.adapters.arena import write_disagreements
 from calbench.report import render
 from calbench.report.arena import arena_context
-from calbench.report.build import add_arena
+from calbench.report.ranks import metric_name
 
 
 def _row(a, b, q, d, va=None, vb=None, method="ts"):
@@ -55,9 +55,8 @@ def test_largest_difference_per_pair_and_quantity_across_models(tmp_path):
 
 def test_no_files_no_section(tmp_path):
     assert arena_context([]) is None
-    ctx = _context(tmp_path)
-    add_arena(ctx, [], {})
-    html = render.render_html(TEMPLATE, ctx)
+    ctx = _context(tmp_path, arena=arena_context([], {}, metric_name))
+    html = render.render_html(ctx)
     assert 'id="arena"' not in html and "Implementations side by side" not in html
 
 
@@ -66,9 +65,9 @@ def test_section_renders_escaped_before_the_protocol_with_a_contents_entry(tmp_p
     rows = [_row(EVIL, "netcal.ts", "probability", 0.5, method=EVIL)]
     evil = tmp_path / "arena" / "ds" / "m3.csv"
     write_disagreements(rows, evil)
-    ctx = _context(tmp_path / "ctx")
-    add_arena(ctx, [*paths, evil], {"models": {"m1": {"display": {"name": "MLP"}}}})
-    html = render.render_html(TEMPLATE, ctx)
+    models = {"m1": {"display": {"name": "MLP"}}}
+    ctx = _context(tmp_path / "ctx", arena=arena_context([*paths, evil], models, metric_name))
+    html = render.render_html(ctx)
     assert html.index('<section id="arena">') < html.index('<h2 id="protocol">')
     nav = html.split('<nav class="toc"', 1)[1].split("</nav>", 1)[0]
     assert re.findall(r'href="#([^"]+)"', nav).index("arena") < re.findall(r'href="#([^"]+)"', nav).index("protocol")

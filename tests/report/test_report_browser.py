@@ -43,8 +43,8 @@ from calbench.plots import compare as C
 from calbench.plots import ranks as R
 from calbench.report import provenance as P
 from calbench.report import render
+from calbench.report.context import build_context
 
-TEMPLATE = Path(__file__).resolve().parents[2] / "workflow" / "templates" / "report.html.j2"
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 
 pytestmark = [pytest.mark.slow]
@@ -199,7 +199,7 @@ def _study(tmp_path: Path):
         },
         env={"SOURCE_DATE_EPOCH": "1622550896"},
     )
-    ctx = render.build_context(
+    ctx = build_context(
         rows=rows,
         compare=compare,
         spec=spec,
@@ -208,7 +208,7 @@ def _study(tmp_path: Path):
         plots=figs,
         temperatures={m: 1.5 for m in models},
     )
-    return render.render_html(TEMPLATE, ctx)
+    return render.render_html(ctx)
 
 
 CHECKS = r"""
@@ -697,7 +697,7 @@ def _default_study(tmp_path: Path) -> str:
         "datasets": [],
         "run": P.run_provenance(None, env={"SOURCE_DATE_EPOCH": "1622550896"}),
     }
-    ctx = render.build_context(
+    ctx = build_context(
         rows=rows,
         compare=compare,
         spec=spec,
@@ -706,7 +706,7 @@ def _default_study(tmp_path: Path) -> str:
         plots={f"fashion_mnist/{m}": shared for m in models},
         temperatures={m: 1.5 for m in models},
     )
-    return render.render_html(TEMPLATE, ctx)
+    return render.render_html(ctx)
 
 
 #: Closes every fold, measures the page, then clicks every sortable header of every table and

@@ -4,14 +4,12 @@ critical difference, the robustness section's signed-rank test) works for 80 mod
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import numpy as np
 
 from calbench.report import render
+from calbench.report.context import build_context
 from calbench.stats.robustness import DEFAULT_VARIANT, VARIANTS
 
-TEMPLATE = Path(__file__).resolve().parents[2] / "workflow" / "templates" / "report.html.j2"
 N_MODELS = 80
 METHODS = ("uncalibrated", "ts", "iso")
 
@@ -63,7 +61,7 @@ def _study(n_models: int):
 def test_a_study_of_80_models_renders_with_its_tests_over_models():
     rows, robust, spec = _study(N_MODELS)
     prov = {"config": "", "packages": {}, "logits": [], "splits": [], "datasets": []}
-    ctx = render.build_context(
+    ctx = build_context(
         rows=rows, compare=[], spec=spec, grids={}, provenance=prov, robustness=robust
     )
     ece = next(r for r in ctx["ranks"] if r["metric"] == "ece_ub")
@@ -72,7 +70,7 @@ def test_a_study_of_80_models_renders_with_its_tests_over_models():
     view = ctx["robustness"]
     assert f"exact signed-rank test over {N_MODELS} models" in view["sentence"]
     assert view["robust"]
-    html = render.render_html(TEMPLATE, ctx)
+    html = render.render_html(ctx)
     assert f"exact signed-rank test over {N_MODELS} models" in html
     assert "net 79" in html
 
@@ -80,11 +78,11 @@ def test_a_study_of_80_models_renders_with_its_tests_over_models():
 def test_the_calibrated_within_finding_names_a_bounded_number_of_pairs():
     """At 80 models the finding counts the pairs beyond the first few instead of listing them
     all in one sentence (the section's table lists every one)."""
-    from calbench.report.render import LISTED_PAIRS
+    from calbench.report.verdicts import LISTED_PAIRS
 
     rows, robust, spec = _study(N_MODELS)
     prov = {"config": "", "packages": {}, "logits": [], "splits": [], "datasets": []}
-    ctx = render.build_context(
+    ctx = build_context(
         rows=rows, compare=[], spec=spec, grids={}, provenance=prov, robustness=robust
     )
     text = next(i["text"] for i in ctx["findings"]["items"] if i["family"] == "calibrated")

@@ -10,7 +10,7 @@ import pytest
 
 from calbench.functional import softmax
 from calbench.metrics import METRICS
-from calbench.report import render
+from calbench.report.context import build_context
 from calbench.stats import ranks_nan_last
 from calbench.stats.robustness import (
     DEFAULT_VARIANT,
@@ -57,7 +57,7 @@ def _study():
 
 def test_ranks_and_robustness_name_the_same_best_calibrator():
     rows, robust = _study()
-    ctx = render.build_context(
+    ctx = build_context(
         rows=rows, compare=[], spec=SPEC, grids={}, provenance=PROV, robustness=robust
     )
     (ece,) = [r for r in ctx["ranks"] if r["metric"] == "ece_ub"]
@@ -73,7 +73,7 @@ def test_a_signed_value_that_does_not_clip_to_the_reported_one_is_an_error():
         if r["model"] == "m3" and r["method"] == "c":
             r["value"] += 0.01
     with pytest.raises(ValueError, match="ece_ub of m3/c: the robustness rows' signed value"):
-        render.build_context(
+        build_context(
             rows=rows, compare=[], spec=SPEC, grids={}, provenance=PROV, robustness=robust
         )
 

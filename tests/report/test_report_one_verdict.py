@@ -13,7 +13,7 @@ import numpy as np
 
 from calbench.functional import softmax
 from calbench.metrics import METRICS
-from calbench.report import render
+from calbench.report.context import build_context
 from calbench.stats import ranks_nan_last
 from calbench.stats.comparisons import compare_rows
 from calbench.stats.robustness import DEFAULT_VARIANT, VARIANTS
@@ -126,7 +126,7 @@ def walk(ctx) -> dict:
 
 def test_every_statement_about_a_pair_agrees():
     rows, compare, robust = _study()
-    ctx = render.build_context(rows=rows, compare=compare, spec=SPEC, grids={},
+    ctx = build_context(rows=rows, compare=compare, spec=SPEC, grids={},
                                provenance=PROV, robustness=robust)  # fmt: skip
     table = walk(ctx)
     # the shared pairs are there, tested once: ts vs uncalibrated and the best picks vs both
@@ -147,7 +147,7 @@ def test_an_older_file_with_a_pair_in_two_families_gets_one_verdict():
             r["direction"] = "better" if r["method"] == "ts" else "worse"
             r["difference"] = -abs(r["difference"]) if r["method"] == "ts" else abs(
                 r["difference"])  # fmt: skip
-    ctx = render.build_context(rows=rows, compare=compare, spec=SPEC, grids={},
+    ctx = build_context(rows=rows, compare=compare, spec=SPEC, grids={},
                                provenance=PROV, robustness=robust)  # fmt: skip
     table = walk(ctx)
     verdicts = {table[(m, "ece_ub", frozenset(("ts", "uncalibrated")))] for m in MODELS}
@@ -163,7 +163,7 @@ def test_a_pair_of_baselines_is_stated_once_against_uncalibrated():
             r["p_value"], r["p_holm"] = 1e-6, 1e-5
             r["direction"] = "better" if r["method"] == "ts" else "worse"
     compare.sort(key=lambda r: r["family"] != "vs:ts")
-    ctx = render.build_context(rows=rows, compare=compare, spec=SPEC, grids={},
+    ctx = build_context(rows=rows, compare=compare, spec=SPEC, grids={},
                                provenance=PROV, robustness=robust)  # fmt: skip
     walk(ctx)
     said = [

@@ -5,19 +5,18 @@ and its numbers the report's, absent from smaller studies."""
 from __future__ import annotations
 
 import base64
-from pathlib import Path
 
 import numpy as np
 import pytest
 
 from calbench.report import render
 from calbench.report.build import aggregate
+from calbench.report.context import build_context
 from calbench.report.over_models import MIN_MODELS, study_over_models
 from calbench.results import IMPROVEMENT_COLUMNS, WIN_RATE_COLUMNS, write_long_csv
 
 METHODS = ("uncalibrated", "ts", "good")
 PROV = {"config": "", "packages": {}, "logits": [], "splits": [], "datasets": []}
-TEMPLATE = Path(__file__).resolve().parents[2] / "workflow" / "templates" / "report.html.j2"
 
 
 def _spec(n):
@@ -57,7 +56,7 @@ def _rows(n):
 
 
 def _context(n):
-    return render.build_context(rows=_rows(n), compare=[], spec=_spec(n), grids={},
+    return build_context(rows=_rows(n), compare=[], spec=_spec(n), grids={},
                                 provenance=PROV)  # fmt: skip
 
 
@@ -81,7 +80,7 @@ def test_below_five_models_no_section_and_no_files(tmp_path):
     ctx = _context(n)
     assert ctx["over_models"] is None
     assert "over-models" not in [e["id"] for e in ctx["toc"]]
-    assert "Verdicts over models" not in render.render_html(TEMPLATE, ctx)
+    assert "Verdicts over models" not in render.render_html(ctx)
     stale = tmp_path / "tables" / "win_rates.csv"  # left by an earlier run of more models
     stale.parent.mkdir(parents=True)
     stale.write_text("metric\n")
@@ -105,7 +104,7 @@ def test_six_models_section_figures_and_the_aggregate_csvs_are_the_reports(tmp_p
     assert imp.splitlines()[0] == ",".join(IMPROVEMENT_COLUMNS)
     got = base64.b64decode(view["table"]["csv"].split("base64,", 1)[1]).decode()
     assert got == imp
-    html = render.render_html(TEMPLATE, ctx)
+    html = render.render_html(ctx)
     assert "Verdicts over models" in html and "Efron &amp; Tibshirani 1993" in html
 
 

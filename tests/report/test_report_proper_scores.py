@@ -4,12 +4,10 @@ as the change in calibration error when the calibrator's map is injective (Grube
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from calbench.report import render
+from calbench.report.context import build_context
 from calbench.report.views import compare_view, proper_reading
 
-TEMPLATE = Path(__file__).resolve().parents[2] / "workflow" / "templates" / "report.html.j2"
 PROV = {"config": "", "packages": {}, "logits": [], "splits": [], "datasets": []}
 SPEC = {
     "title": "Proper scores",
@@ -70,6 +68,6 @@ def test_the_comparison_table_and_text_say_it_and_cite_the_source():
     assert view["n_proper"] == 2
     rows = [{"dataset": "ds", "model": "m", "method": c, "half": "test", "metric": "nll",
              "value": 0.5, "ci_low": 0.4, "ci_high": 0.6} for c in SPEC["calibrators"]]  # fmt: skip
-    ctx = render.build_context(rows=rows, compare=compare, spec=SPEC, grids={}, provenance=PROV)
-    html = render.render_html(TEMPLATE, ctx)
+    ctx = build_context(rows=rows, compare=compare, spec=SPEC, grids={}, provenance=PROV)
+    html = render.render_html(ctx)
     assert "Gruber &amp; Buettner 2022" in html and "Gruber & Buettner 2022" in ctx["bibliography"]

@@ -6,7 +6,6 @@ import base64
 import re
 import struct
 import zlib
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -14,9 +13,8 @@ import pytest
 from calbench.display import model_label
 from calbench.io import png_data_uri
 from calbench.report import render
+from calbench.report.context import build_context
 from calbench.report.provenance import package_versions
-
-TEMPLATE = Path(__file__).resolve().parents[2] / "workflow" / "templates" / "report.html.j2"
 
 
 def tiny_png() -> bytes:
@@ -72,7 +70,7 @@ def _spec():
     }
 
 
-def _context(tmp_path, spec=None):
+def _context(tmp_path, spec=None, **more):
     png = tmp_path / "ds" / "m1" / "grid.png"
     png.parent.mkdir(parents=True)
     png.write_bytes(tiny_png())
@@ -98,24 +96,25 @@ def _context(tmp_path, spec=None):
         "splits": [],
         "datasets": [],
     }
-    return render.build_context(
+    return build_context(
         rows=_rows(),
         compare=compare,
         spec=spec or _spec(),
         grids={"ds/m1": str(png)},
         provenance=prov,
+        **more,
     )
 
 
 def test_report_escapes_names_from_the_config(tmp_path):
-    html = render.render_html(TEMPLATE, _context(tmp_path))
+    html = render.render_html(_context(tmp_path))
     assert EVIL not in html and html.count("<script>") == 1  # ours: the table sorting
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in html
     assert "Study &lt;b&gt;1&lt;/b&gt;" in html
 
 
 def test_report_bold_is_best_per_row(tmp_path):
-    html = render.render_html(TEMPLATE, _context(tmp_path))
+    html = render.render_html(_context(tmp_path))
     ece_table = re.search(
         r'<table class="metric-table" data-metric="ece" data-sortable>(.*?)</table>', html, re.S
     ).group(1)
@@ -134,7 +133,7 @@ def test_report_bold_is_best_per_row(tmp_path):
 
 
 def test_report_embeds_figures_and_is_self_contained(tmp_path):
-    html = render.render_html(TEMPLATE, _context(tmp_path))
+    html = render.render_html(_context(tmp_path))
     srcs = re.findall(r'<img [^>]*src="([^"]+)"', html)
     pngs = [s for s in srcs if s.startswith("data:image/png;base64,")]
     svgs = [s for s in srcs if s.startswith("data:image/svg+xml;base64,")]
@@ -166,14 +165,12 @@ def test_png_data_uri_refuses_other_files(tmp_path):
 
 def test_render_html_missing_template(tmp_path):
     with pytest.raises(FileNotFoundError, match="template"):
-        render.render_html(tmp_path / "nope.j2", {})
+        render.render_html({}, "nope.html.j2")
 
 
 def test_render_html_undefined_variable_is_a_value_error(tmp_path):
-    t = tmp_path / "t.html.j2"
-    t.write_text("{{ missing_name }}")
     with pytest.raises(ValueError, match="failed to render"):
-        render.render_html(t, {})
+        render.render_html({})  # the report template without its context
 
 
 def test_model_label():
@@ -211,7 +208,7 @@ def test_losses_tables_only_for_the_calibrators_a_study_has():
 # --------------------------------------------------------------------------------------------
 def test_report_opens_on_findings_computed_from_the_rows(tmp_path):
     ctx = _context(tmp_path)
-    html = render.render_html(TEMPLATE, ctx)
+    html = render.render_html(ctx)
     body = html.split("<main>", 1)[1]
     # the first section after the title is the findings summary, then the figures of the
     # evidence, the tables, and the protocol (folded)
@@ -239,7 +236,7 @@ def test_comparisons_show_display_names_holm_and_small_p(tmp_path):
     assert "ECE, % (15 bins)" in texts
     # p = 0 prints as "< 0.001", never 0.000; a row without a family is a family of 1
     assert texts[-3:-1] == ["< 0.001", "< 0.001 (m = 1)"]
-    html = render.render_html(TEMPLATE, ctx)
+    html = render.render_html(ctx)
     assert "Holm 1979" in html and "0.000<" not in html
 
 
@@ -318,7 +315,7 @@ def test_old_comparison_rows_get_holm_per_model_and_metric():
 
 
 def test_every_table_has_a_csv_link_with_its_data(tmp_path):
-    html = render.render_html(TEMPLATE, _context(tmp_path))
+    html = render.render_html(_context(tmp_path))
     links = re.findall(
         r'href="data:text/csv;charset=utf-8;base64,([^"]+)" download="([^"]+)"', html
     )
@@ -342,7 +339,7 @@ def test_constant_label_columns_are_dropped_and_named(tmp_path):
 
 
 def test_toc_links_resolve_and_page_has_viewport(tmp_path):
-    html = render.render_html(TEMPLATE, _context(tmp_path))
+    html = render.render_html(_context(tmp_path))
     assert '<meta name="viewport" content="width=device-width, initial-scale=1">' in html
     nav = html.split('<nav class="toc"', 1)[1].split("</nav>", 1)[0]
     targets = re.findall(r'href="#([^"]+)"', nav)
@@ -355,7 +352,7 @@ def test_estimates_outside_their_interval_are_marked(tmp_path):
     ctx = _context(tmp_path)
     rows = _rows()
     rows[0]["ci_low"], rows[0]["ci_high"] = 0.02, 0.04  # m1 uncalibrated ECE 0.05 above [2, 4]
-    ctx2 = render.build_context(
+    ctx2 = build_context(
         rows=rows,
         compare=[],
         spec=_spec(),
@@ -382,7 +379,7 @@ def test_reliability_default_panels_and_the_rest_folded(tmp_path):
     ]
     spec = _spec()
     spec["calibrators"].update({"hist": {"display": "Hist"}, "iso": {"display": "Iso"}})
-    out = render.build_context(
+    out = build_context(
         rows=rows,
         compare=[],
         spec=spec,
@@ -398,7 +395,7 @@ def test_reliability_default_panels_and_the_rest_folded(tmp_path):
         "Hist (lowest validation ECE)",
     ]
     assert [p["label"] for p in fig["more"]] == ["Iso"]
-    html = render.render_html(TEMPLATE, out)
+    html = render.render_html(out)
     assert "<details><summary>1 more calibrators</summary>" in html
     temps = out["temperatures"]
     assert [r[-1]["text"] for r in temps["rows"]] == ["1.500", "0.900"]
@@ -417,8 +414,8 @@ def test_manifest_flags_are_explained_and_order_hash_shown_once(tmp_path):
         {"path": f"l{i}.npz", "shape": "4x2", "content_sha256": f"c{i}", "order_hash": "samehash"}
         for i in range(3)
     ]
-    out = render.build_context(rows=_rows(), compare=[], spec=_spec(), grids={}, provenance=prov)
-    html = render.render_html(TEMPLATE, out)
+    out = build_context(rows=_rows(), compare=[], spec=_spec(), grids={}, provenance=prov)
+    html = render.render_html(out)
     assert "files / a / gz_md5_matches_torchvision" in html
     assert "recompressed" in html  # the meaning of false
     assert html.count("samehash") == 1
@@ -427,8 +424,8 @@ def test_manifest_flags_are_explained_and_order_hash_shown_once(tmp_path):
 
 def test_report_is_deterministic(tmp_path):
     # the critical-difference SVGs and CSV links included: the same inputs give the same bytes
-    a = render.render_html(TEMPLATE, _context(tmp_path / "a"))
-    b = render.render_html(TEMPLATE, _context(tmp_path / "b"))
+    a = render.render_html(_context(tmp_path / "a"))
+    b = render.render_html(_context(tmp_path / "b"))
     assert a.replace(str(tmp_path / "a"), "") == b.replace(str(tmp_path / "b"), "")
 
 
@@ -469,7 +466,7 @@ def test_bibliography_is_what_the_text_cites(tmp_path):
 
     from calbench.report.references import REFERENCES
 
-    html = render.render_html(TEMPLATE, _context(tmp_path))
+    html = render.render_html(_context(tmp_path))
     body, bib = html.split('<h2 id="bibliography"', 1)
     text = re.sub(r"<(script|style)\b.*?</\1>", " ", body, flags=re.S)
     text = re.sub(r"\s+", " ", html_mod.unescape(re.sub(r"<[^>]+>", " ", text)))
@@ -554,7 +551,7 @@ def test_set_size_printed_with_its_coverage_and_glossary_from_the_registry(tmp_p
                 )
     spec = {**_spec(), "table_metrics": ["accuracy", "ece", "aps_size"]}
     prov = {"config": "", "packages": {}, "logits": [], "splits": [], "datasets": []}
-    ctx = render.build_context(rows=rows, compare=[], spec=spec, grids={}, provenance=prov)
+    ctx = build_context(rows=rows, compare=[], spec=spec, grids={}, provenance=prov)
     (aps,) = [v for v in ctx["metric_tables"] if v["metric"] == "aps_size"]
     cells = [c for r in aps["rows"] for c in r if c.get("sort")]
     assert [c["ci"] for c in cells[:2]] == ["coverage 90.00%", "coverage 95.00%"]
@@ -575,7 +572,7 @@ def test_set_size_printed_with_its_coverage_and_glossary_from_the_registry(tmp_p
         == {"accuracy": False, "ece": True, "aps_size": True}
     )
     assert [v["descriptive"] for v in ctx["metric_tables"]] == [False, True, True]
-    html = render.render_html(TEMPLATE, ctx)
+    html = render.render_html(ctx)
     assert METRICS["aps_size"].display in html and "coverage 95.00%" in html
     # the two descriptive metric tables and the two by-loss tables of the (plug-in) ECE
     assert [v["descriptive"] for v in ctx["losses_tables"]] == [True, True]
@@ -588,15 +585,15 @@ def test_set_size_printed_with_its_coverage_and_glossary_from_the_registry(tmp_p
     monkeypatch.setitem(METRICS, "accuracy", fake)
     (line,) = overview.glossary(["accuracy"])
     assert line["descriptive"]
-    ctx = render.build_context(rows=rows, compare=[], spec=spec, grids={}, provenance=prov)
+    ctx = build_context(rows=rows, compare=[], spec=spec, grids={}, provenance=prov)
     assert [v["descriptive"] for v in ctx["metric_tables"]] == [True, True, True]
-    assert render.render_html(TEMPLATE, ctx).count('<span class="descr"') == 5
+    assert render.render_html(ctx).count('<span class="descr"') == 5
 
 
 def test_reliability_caption_states_the_code_s_threshold_and_both_bands(tmp_path):
     from calbench import plots
 
-    html = render.render_html(TEMPLATE, _context(tmp_path))
+    html = render.render_html(_context(tmp_path))
     text = re.sub(r"\s+", " ", re.sub(r"<[^>]+>", " ", html.split('id="diagrams"', 1)[1]))
     assert f"fewer than {plots.FEW_SAMPLES} samples" in text
     assert "Grey boxes" in text and "consistency band" in text
@@ -634,7 +631,7 @@ def test_first_screen_shows_finding_items_with_direction_and_to_check_apart(tmp_
         row("m2", "nll", 0.02, "worse"),
     ]
     prov = {"config": "", "packages": {}, "logits": [], "splits": [], "datasets": []}
-    ctx = render.build_context(rows=_rows(), compare=compare, spec=_spec(), grids={},
+    ctx = build_context(rows=_rows(), compare=compare, spec=_spec(), grids={},
                                provenance=prov)  # fmt: skip
     items = ctx["findings"]["items"]
     (sup,) = [d for d in items if d["family"] == "vs:uncalibrated" and d["support"] == "supported"]
@@ -644,7 +641,7 @@ def test_first_screen_shows_finding_items_with_direction_and_to_check_apart(tmp_
     assert [(f["text"], f["arrow"]) for f in fam["found"]] == [(sup["text"], "▲")]
     mixed = [d["text"] for d in items if d["direction"] == "mixed"]
     assert mixed and set(mixed) <= set(ctx["findings_view"]["to_check"])
-    html = render.render_html(TEMPLATE, ctx)
+    html = render.render_html(ctx)
     first = html.split('<section id="findings"', 1)[1].split("</section>", 1)[0]
     assert "<h3>Against Uncal</h3>" in first and 'class="better"' in first
     assert first.index(sup["text"]) < first.index("To check") < first.index(mixed[0])

@@ -1,13 +1,13 @@
 """The report's "calibrated within delta?" table: a calibrator is shown within delta only when
 the upper bound of its unbiased ECE's interval lies below delta, with no multiplicity
-adjustment (calbench.report.render.verdict_view)."""
+adjustment (calbench.report.verdicts.verdict_view)."""
 
 import math
 
 import numpy as np
 import pytest
 
-from calbench.report.render import VERDICT_METRIC, detectable_error, verdict_view
+from calbench.report.verdicts import VERDICT_METRIC, detectable_error, verdict_view
 
 SPEC = {
     "models": {"m1": {"dataset": "d", "display": {"name": "Net"}}},
