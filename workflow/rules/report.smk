@@ -57,7 +57,7 @@ rule render_report:
     input:
         metrics="results/aggregate/metrics.csv",
         compare="results/aggregate/compare.csv",
-        template=TEMPLATE,
+        templates=report_templates(),  # the package's templates (helpers/report.smk)
         grids=model_paths("results/plots/{dataset}/{model}/grid.png"),
         manifests=expand("resources/datasets/{dataset}/manifest.json", dataset=manifest_datasets()),
         logits=model_paths("results/logits/{dataset}/{model}.npz"),
@@ -79,7 +79,6 @@ rule render_report:
         reference=lambda wildcards, input: (
             shell_args("--reference-table", input.reference_table[0]) if input.reference_table else ""
         ),
-        template=lambda wildcards, input: shell_args(input.template),
     log:
         "logs/render_report/report.log",
     benchmark:
@@ -91,7 +90,7 @@ rule render_report:
     conda:
         "../../envs/calbench.yaml"
     shell:
-        "calbench render-report --template {params.template} --metrics {input.metrics}"
+        "calbench render-report --metrics {input.metrics}"
         " --compare {input.compare} --spec @{input.spec} --config @{input.config}"
         " --grids {input.grids} --manifests {input.manifests} --logits {input.logits}"
         " --splits {input.splits} {params.reference} --sections {input.sections}"

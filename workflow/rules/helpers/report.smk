@@ -1,9 +1,18 @@
 # Helpers of the report stage (workflow/rules/report.smk): functions and constants only,
 # kept apart from the rules as Snakemake's linter asks; shared helpers live in common.smk.
 REFERENCE_TABLE = "results/tables/reference.csv"  # ours versus published (report.reference)
-#: The report template, in the workflow's source tree (works with --directory elsewhere), relative
-#: to the study folder when inside it: a moved folder does not rerun render_report.
-TEMPLATE = portable_path(Path(workflow.basedir) / "workflow" / "templates" / "report.html.j2")
+#: The report's templates: package data of calbench.report (templates/), a code input of
+#: render_report as the manifest of their contents (results/code/, like lib_sources): an edited
+#: template reruns render_report, a moved folder or another install of the same files does not.
+REPORT_TEMPLATES = sorted(
+    p for p in (LIB_ROOT / "report" / "templates").rglob("*.j2") if p.is_file()
+)
+
+
+def report_templates():
+    return write_if_changed(
+        "results/code/render-report-templates.sha256", code_manifest_text(REPORT_TEMPLATES)
+    )
 from calbench.report import spec as report_specs  # the reporting steps' config slices
 from calbench.display import losses_calibrators  # the one rule for the losses tables
 
