@@ -228,10 +228,13 @@ def test_verbs_evaluate_shift_and_shift_report(study, tmp_path, capsys):
     )
     rc = main([
         "shift-report", "--metrics", str(tmp_path / "m.csv"), "--compare", str(tmp_path / "c.csv"),
-        "--spec", spec, "--out-html", str(tmp_path / "s.html"), "--out-dir", str(tmp_path / "o"),
+        "--spec", spec, "--out-section", str(tmp_path / "s.json"), "--out-dir", str(tmp_path / "o"),
     ])  # fmt: skip
     assert rc == 0
-    html = (tmp_path / "s.html").read_text()
+    from calbench.report.build import read_section
+    from calbench.report.render import render_partial
+
+    html = render_partial("sections/shift.html.j2", section=read_section(tmp_path / "s.json"))
     assert "<script>" not in html and "&lt;script&gt;" in html and "TS &amp; co" in html
     assert "Toy &lt;b&gt;set&lt;/b&gt;" in html and html.count("data:image/png;base64,") == 1
     assert len(_read(tmp_path / "o" / "mean_ece.csv")) == 3

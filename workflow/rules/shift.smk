@@ -117,7 +117,7 @@ rule evaluate_shift:
 
 rule shift_report:
     output:
-        section="results/shift/section.html",
+        section="results/shift/section.json",
         mean_ece="results/shift/mean_ece.csv",
         metrics="results/shift/metrics.csv",
         compare="results/shift/compare.csv",
@@ -143,5 +143,5 @@ rule shift_report:
         "../../envs/calbench.yaml"
     shell:
         "calbench shift-report --metrics {input.metrics} --compare {input.compare}"
-        " --manifests {input.manifests} --spec @{input.spec} --out-html {output.section}"
+        " --manifests {input.manifests} --spec @{input.spec} --out-section {output.section}"
         " --out-dir results/shift > {log} 2>&1"

@@ -125,7 +125,10 @@ def register(sub) -> None:
         help="ours versus published numbers: the reference.csv calbench aggregate --reference wrote",
     )
     p.add_argument(
-        "--sections", nargs="*", default=[], help="section files of other steps (shift-report's section.json)"
+        "--sections",
+        nargs="*",
+        default=[],
+        help="section files of other steps (shift-report's section.json)",
     )
     p.add_argument(
         "--plots",

@@ -142,7 +142,7 @@ def _cmd_report(args: argparse.Namespace) -> int:
         compare=args.compare,
         manifests=args.manifests,
         spec=parse_json_arg(args.spec, "--spec"),
-        out_html=args.out_html,
+        out_section=args.out_section,
         out_dir=args.out_dir,
     )
     return 0
@@ -219,11 +219,16 @@ def register(sub) -> None:
     p.add_argument("--compare", nargs="*", default=[], help="comparison CSVs of evaluate-shift")
     p.add_argument("--manifests", nargs="*", default=[], help="corrupted-set manifests (.json)")
     p.add_argument("--spec", required=True, help="study spec JSON (labels; or @file)")
-    p.add_argument("--out-html", required=True, help="HTML fragment to write")
+    p.add_argument(
+        "--out-section", required=True, help="the report section to write (JSON: id, title, data)"
+    )
     p.add_argument("--out-dir", required=True, help="folder for the summary CSV/Markdown tables")
     writes(
         p,
-        "--out-html",
-        files=lambda a: [("--out-dir", os.path.join(a.out_dir, f"{n}.csv")) for n in ("metrics", "compare", "mean_ece")],
+        "--out-section",
+        files=lambda a: [
+            ("--out-dir", os.path.join(a.out_dir, f"{n}.csv"))
+            for n in ("metrics", "compare", "mean_ece")
+        ],
     )
     p.set_defaults(func=_cmd_report)

@@ -281,9 +281,7 @@ def render_report(inputs: ReportInputs, out) -> None:
 
     spec = inputs.spec
     rows = read_long_csv([inputs.metrics])
-    comp = (
-        read_long_csv([inputs.compare], required=COMPARE_COLUMNS) if inputs.compare else []
-    )
+    comp = read_long_csv([inputs.compare], required=COMPARE_COLUMNS) if inputs.compare else []
     # ours versus published: computed once by aggregate (results/tables/reference.csv)
     reference = read_reference_table(inputs.reference_table) if inputs.reference_table else None
     import yaml

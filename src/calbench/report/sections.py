@@ -32,8 +32,7 @@ class Section:
 def contents(sections: Sequence[Section]) -> list[dict]:
     """The table of contents: one entry per section, in page order, with its children."""
     return [
-        {"id": s.id, "title": s.title, "children": [dict(c) for c in s.children]}
-        for s in sections
+        {"id": s.id, "title": s.title, "children": [dict(c) for c in s.children]} for s in sections
     ]
 
 

@@ -14,14 +14,14 @@ From the per-model outputs of ``evaluate-shift`` (:mod:`calbench.shift.evaluate`
   no interval (:data:`calbench.shift.evaluate.NO_INTERVAL_REASON`);
 * a plain-language summary whose every number and verb is computed from these tables.
 
-The fragment is self-contained (figures embedded as base64 PNG) and every text taken from the
-data or the configuration is HTML-escaped.
+The section is data (:func:`section_file`, written as ``section.json``; figures embedded as
+base64 PNG), rendered with the report's templates (``templates/sections/shift.html.j2``), which
+escape every text taken from the data or the configuration.
 """
 
 from __future__ import annotations
 
 import base64
-import html
 import io
 import json
 import math
@@ -45,10 +45,6 @@ from calbench.shift.evaluate import NO_INTERVAL_REASON
 from calbench.stats import spearman
 
 BOX_METRICS = ("accuracy", "ece", "nll")
-
-
-def _e(x) -> str:
-    return html.escape(str(x), quote=True)
 
 
 def _fmt(metric: str, value: float) -> str:
@@ -251,22 +247,7 @@ def findings(
     return out
 
 
-def _table_html(header, body, cls, caption: str = "") -> str:
-    head = "".join(f"<th>{_e(h)}</th>" for h in header)
-    cap = f"<caption>{_e(caption)}</caption>" if caption else ""
-    rows = "".join(
-        "<tr>" + "".join(c if c.startswith("<td") else f"<td>{_e(c)}</td>" for c in r) + "</tr>"
-        for r in body
-    )
-    return f'<table class="{cls}">{cap}<thead><tr>{head}</tr></thead><tbody>{rows}</tbody></table>'
-
-
-def _num(text: str, bold: bool = False, cls: str = "num") -> str:
-    inner = f"<b>{_e(text)}</b>" if bold else _e(text)
-    return f'<td class="{cls}">{inner}</td>'
-
-
-def _ece_table(rows, dataset: str, dl: str, methods: Sequence[str], labels: Mapping) -> str:
+def _ece_table(rows, dataset: str, dl: str, methods: Sequence[str], labels: Mapping) -> dict:
     """Mean calibration error (:func:`calibration_metric`) per calibrator and severity; the
     lowest of each column in bold."""
     cm = calibration_metric(rows)
@@ -275,121 +256,84 @@ def _ece_table(rows, dataset: str, dl: str, methods: Sequence[str], labels: Mapp
         min((v[i] for v in ece.values() if math.isfinite(v[i])), default=math.nan)
         for i in range(len(SHIFT_SEVERITY_LEVELS))
     ]
-    body = [
-        [labels[m]]
-        + [
-            _num(_fmt(cm, v), bold=math.isfinite(v) and v == col_best[i])
-            for i, v in enumerate(ece[m])
-        ]
-        for m in methods
-    ]
-    return _table_html(
-        ["Calibrator", "clean", "1", "2", "3", "4", "5"],
-        body,
-        "shift-ece",
-        f"{dl}: mean {display_spec(cm)[2]}, by severity; lowest of each column in bold",
-    )
+    return {
+        "caption": f"{dl}: mean {display_spec(cm)[2]}, by severity; lowest of each column in bold",
+        "header": ["Calibrator", "clean", "1", "2", "3", "4", "5"],
+        "rows": [
+            {
+                "label": labels[m],
+                "cells": [
+                    {"text": _fmt(cm, v), "bold": math.isfinite(v) and v == col_best[i]}
+                    for i, v in enumerate(ece[m])
+                ],
+            }
+            for m in methods
+        ],
+    }
 
 
-def _compare_details(sel, dl: str, models: Mapping, labels: Mapping, alpha: float) -> str:
-    """The paired comparison rows of one dataset, folded (``<details>``)."""
-    body = []
+def _compare_rows(sel, models: Mapping, labels: Mapping, alpha: float) -> dict:
+    """The paired comparison rows of one dataset (folded in the section)."""
+    out = []
     for r in sel:
         mdisp = (models.get(r["model"]) or {}).get("display") or {}
         name = str(mdisp.get("name") or r["model"])
         if mdisp.get("loss"):
             name += f" ({mdisp['loss']})"
         ok = _has_interval(r)
-        sig = _significant(r, alpha)
         has_p = math.isfinite(float(r["p_value"]))
         m = r["metric"]
-        body.append(
-            [
-                name,
-                "clean" if r["severity"] == 0 else str(r["severity"]),
-                m,
-                labels.get(r["method"], r["method"]),
-                labels.get(r["baseline"], r["baseline"]),
-                _num(_fmt(m, r["value"])),
-                _num(_fmt(m, r["baseline_value"])),
-                _num(_fmt(m, r["difference"]), cls="num sig" if sig else "num"),
-                _num(f"[{_fmt(m, r['ci_low'])}, {_fmt(m, r['ci_high'])}]" if ok else "none"),
-                _num(f"{float(r['p_value']):.3f}" if has_p else "–"),
-            ]
+        num = [
+            (_fmt(m, r["value"]), "num"),
+            (_fmt(m, r["baseline_value"]), "num"),
+            (_fmt(m, r["difference"]), "num sig" if _significant(r, alpha) else "num"),
+            (f"[{_fmt(m, r['ci_low'])}, {_fmt(m, r['ci_high'])}]" if ok else "none", "num"),
+            (f"{float(r['p_value']):.3f}" if has_p else "–", "num"),
+        ]
+        out.append(
+            {
+                "text": [
+                    name,
+                    "clean" if r["severity"] == 0 else str(r["severity"]),
+                    m,
+                    labels.get(r["method"], r["method"]),
+                    labels.get(r["baseline"], r["baseline"]),
+                ],
+                "num": [{"text": t, "cls": c} for t, c in num],
+            }
         )
-    header = [
-        "Model",
-        "Severity",
-        "Metric",
-        "Method",
-        "Baseline",
-        "Value",
-        "Baseline value",
-        "Difference",
-        "Interval",
-        "p",
-    ]
-    return (
-        f"<details><summary>{_e(dl)}: paired comparisons per model and severity "
-        f"({len(sel)} rows; significant differences, interval excluding 0 or p &lt; "
-        f"{alpha:g}, are highlighted)</summary>"
-        + _table_html(header, body, "shift-compare")
-        + "</details>"
-    )
+    header = ["Model", "Severity", "Metric", "Method", "Baseline", "Value", "Baseline value",
+              "Difference", "Interval", "p"]  # fmt: skip
+    return {"header": header, "rows": out, "alpha": f"{alpha:g}"}
 
 
-def _dataset_part(rows, compare, dataset: str, spec: Mapping, methods, labels, alpha) -> list[str]:
+def _dataset_part(rows, compare, dataset: str, spec: Mapping, methods, labels, alpha) -> dict:
     """One dataset's part of the section: findings, box plots, ECE table, comparisons."""
     dl = dataset_labels(spec).get(dataset, dataset)
     corr = sorted({r["corruption"] for r in rows if r["dataset"] == dataset} - {"clean"})
-    n_models = len({r["model"] for r in rows if r["dataset"] == dataset})
-    parts = [
-        f"<h3>{_e(dl)}</h3>",
-        f"<p>{n_models} models, {len(corr)} corruptions: {_e(', '.join(corr))}.</p>",
-        '<ul class="shift-findings">'
-        + "".join(
-            f"<li>{_e(s)}</li>" for s in findings(rows, compare, dataset, methods, labels, alpha)
-        )
-        + "</ul>",
-    ]
     png = box_figure(rows, dataset, methods, labels)
-    src = "data:image/png;base64," + base64.b64encode(png).decode("ascii")
-    parts.append(
-        f'<figure><img style="max-width:100%" alt="{_e(dl)}: accuracy, ECE and NLL against severity" src="{src}">'
-        "<figcaption>Accuracy, ECE and NLL against severity per calibrator.</figcaption></figure>"
-    )
-    parts.append(_ece_table(rows, dataset, dl, methods, labels))
     sel = [r for r in compare if r["dataset"] == dataset]
-    if sel:
-        parts.append(_compare_details(sel, dl, spec.get("models", {}), labels, alpha))
-    return parts
+    return {
+        "label": dl,
+        "n_models": len({r["model"] for r in rows if r["dataset"] == dataset}),
+        "n_corruptions": len(corr),
+        "corruptions": ", ".join(corr),
+        "findings": findings(rows, compare, dataset, methods, labels, alpha),
+        "figure": "data:image/png;base64," + base64.b64encode(png).decode("ascii"),
+        "ece": _ece_table(rows, dataset, dl, methods, labels),
+        "compare": _compare_rows(sel, spec.get("models", {}), labels, alpha) if sel else None,
+    }
 
 
-def _provenance_details(manifests: Sequence[Mapping]) -> str:
-    """The corrupted test sets' manifests, folded."""
-    body = [
-        [
-            str(m.get("dataset", "")),
-            str(m.get("corruption", "")),
-            str(m.get("source", "")),
-            str(m.get("n", "")),
-            f"<td><code>{_e(m.get('sha256', ''))}</code></td>",
-        ]
-        for m in manifests
-    ]
-    return (
-        "<details><summary>Corrupted test sets (provenance)</summary>"
-        + _table_html(
-            ["Dataset", "Corruption", "Source", "Images per severity", "SHA-256"],
-            body,
-            "shift-provenance",
-        )
-        + "</details>"
-    )
+#: The section's anchor and title (its entry in the report's contents).
+SECTION_ID, SECTION_TITLE = "shift", "Calibration under dataset shift"
+#: The section's partial (calbench/report/templates/sections/).
+SECTION_TEMPLATE = "shift.html.j2"
 
 
-def section_html(rows, compare, manifests: Sequence[Mapping], spec: Mapping) -> str:
-    """The report section (an HTML fragment), one part per dataset."""
+def section_view(rows, compare, manifests: Sequence[Mapping], spec: Mapping) -> dict:
+    """The section's data (rendered by ``templates/sections/shift.html.j2``), one part per
+    dataset."""
     datasets = spec.get("datasets", {})
     cal_spec = spec.get("calibrators", {})
     present = {r["method"] for r in rows}
@@ -397,42 +341,38 @@ def section_html(rows, compare, manifests: Sequence[Mapping], spec: Mapping) -> 
     cl = calibrator_labels(spec)
     labels = {c: cl.get(c, c) for c in methods}
     level = float(spec.get("level", 0.95))
-    parts = [
-        '<section id="shift">',
-        "<h2>Calibration under dataset shift</h2>",
-        "<p>Calibrators fitted on the clean validation half, evaluated unchanged on the test half "
-        "of corrupted copies of the test set (Hendrycks &amp; Dietterich 2019 corruptions, "
-        "severities 1-5; severity 0 is the clean test half). Boxes run over corruptions; each "
-        "point is a corruption's value averaged over the dataset's models (Ovadia et al. 2019). "
-        f"Paired comparisons per model and severity: {level * 100:g}% paired bootstrap "
-        "intervals over test images of the difference of the mean over the severity's "
-        "corruptions (one resample of images for every corruption) for means (accuracy, NLL, "
-        "Brier score); for the unbiased ECE (the U-statistic of the squared binned error, "
-        "Kumar, Liang &amp; Ma 2019), a test of <i>equal calibration error</i> reported by its "
-        "p-value: on clean data the study's paired test, under shift a z-test of the difference "
-        "of the mean squared errors over the corruptions with the jackknife over images (one "
-        "image left out of every corrupted copy and both methods, since the copies share their "
-        "images and labels; Efron &amp; Stein 1981: its expected variance is never too small). Its rows show "
-        "the root mean squared error over the corruptions. Plug-in ECE is shown but never "
-        "tested. &ldquo;Best&rdquo; is chosen by K-fold cross-fitting inside the clean "
-        "validation half (each calibrator refitted on K &minus; 1 folds and scored on the "
-        "held-out one on the compared metric), so no calibrator is judged on data it was fitted "
-        "on; then it is tested against TS on the test halves.</p>",
-    ]
-    if any(not _has_interval(r) for r in compare):
-        parts.append(
-            "<p><b>Differences of the unbiased ECE have no interval</b>, only a p-value: "
-            f"{_e(NO_INTERVAL_REASON)}.</p>"
-        )
-    for d in [d for d in datasets if any(r["dataset"] == d for r in rows)] + sorted(
-        {r["dataset"] for r in rows} - set(datasets)
-    ):
-        parts += _dataset_part(rows, compare, d, spec, methods, labels, 1.0 - level)
-    used = [m for m in manifests if m]
-    if used:
-        parts.append(_provenance_details(used))
-    parts.append("</section>")
-    return "\n".join(parts) + "\n"
+    order = [d for d in datasets if any(r["dataset"] == d for r in rows)]
+    order += sorted({r["dataset"] for r in rows} - set(datasets))
+    keys = ("dataset", "corruption", "source", "n", "sha256")
+    return {
+        "level": f"{level * 100:g}",
+        "no_interval": NO_INTERVAL_REASON if any(not _has_interval(r) for r in compare) else "",
+        "datasets": [
+            _dataset_part(rows, compare, d, spec, methods, labels, 1.0 - level) for d in order
+        ],
+        "provenance": [{k: str(m.get(k, "")) for k in keys} for m in manifests if m],
+    }
+
+
+def section_file(rows, compare, manifests: Sequence[Mapping], spec: Mapping) -> dict:
+    """The section as the report reads it (``section.json``: id, title, partial and data;
+    :func:`calbench.report.build.read_section`)."""
+    return {
+        "id": SECTION_ID,
+        "title": SECTION_TITLE,
+        "template": SECTION_TEMPLATE,
+        "data": section_view(rows, compare, manifests, spec),
+    }
+
+
+def section_html(rows, compare, manifests: Sequence[Mapping], spec: Mapping) -> str:
+    """The section rendered on its own (an HTML fragment), as the report shows it."""
+    from calbench.report.render import render_partial  # lazy: code inputs
+    from calbench.report.sections import Section  # lazy: code inputs
+
+    got = section_file(rows, compare, manifests, spec)
+    section = Section(got["id"], got["title"], got["template"], data=got["data"])
+    return render_partial(f"sections/{SECTION_TEMPLATE}", section=section)
 
 
 def summary_rows(rows, spec: Mapping) -> list[dict]:
@@ -455,8 +395,9 @@ def summary_rows(rows, spec: Mapping) -> list[dict]:
     return out
 
 
-def shift_report(*, metrics, compare, manifests, spec: Mapping, out_html, out_dir) -> None:
-    """Write the section fragment ``out_html`` and ``out_dir``/{metrics,compare,mean_ece}.csv."""
+def shift_report(*, metrics, compare, manifests, spec: Mapping, out_section, out_dir) -> None:
+    """Write the report section ``out_section`` (JSON, :func:`section_file`) and
+    ``out_dir``/{metrics,compare,mean_ece}.csv."""
     rows, comp = read_rows(metrics, compare)
     if not rows:
         raise ValueError("the shift metrics CSVs hold no rows; run evaluate-shift first")
@@ -470,4 +411,6 @@ def shift_report(*, metrics, compare, manifests, spec: Mapping, out_html, out_di
     write_long_csv(out_dir / "metrics.csv", rows, SHIFT_METRIC_COLUMNS)
     write_long_csv(out_dir / "compare.csv", comp, SHIFT_COMPARE_COLUMNS)
     write_long_csv(out_dir / "mean_ece.csv", summary_rows(rows, spec), SHIFT_SUMMARY_COLUMNS)
-    atomic_write_text(out_html, section_html(rows, comp, mans, spec))
+    atomic_write_text(
+        out_section, json.dumps(section_file(rows, comp, mans, spec), indent=1) + "\n"
+    )

@@ -29,12 +29,12 @@ def shift_model_paths(pattern):
 def shift_targets():
     if not shift_models():
         return []
-    return ["results/shift/section.html", "results/shift/mean_ece.csv"]
+    return ["results/shift/section.json", "results/shift/mean_ece.csv"]
 
 
 def shift_sections():
     """The report's extra section files (render_report --sections)."""
-    return ["results/shift/section.html"] if shift_models() else []
+    return ["results/shift/section.json"] if shift_models() else []
 
 
 def shift_report_spec():
