@@ -47,9 +47,7 @@ def hardware() -> dict:
     return {"cpu": cpu, "cores": os.cpu_count() or 0, "gpus": gpus}
 
 
-def wall_time(
-    benchmarks_dir: str | os.PathLike | None, env: Mapping[str, str] | None = None
-) -> dict:
+def wall_time(benchmarks_dir: str | os.PathLike | None, env: Mapping[str, str] | None = None) -> dict:
     """The run's duration from Snakemake's benchmark files (``benchmarks/<rule>/....tsv``).
 
     How it is measured: Snakemake writes one TSV per job when the job ends, holding the job's
@@ -63,9 +61,7 @@ def wall_time(
     and a reproducible report must not)."""
     env = os.environ if env is None else env
     if env.get("SOURCE_DATE_EPOCH"):
-        return {
-            "note": "left out: SOURCE_DATE_EPOCH is set (a reproducible report holds no clock readings)"
-        }
+        return {"note": "left out: SOURCE_DATE_EPOCH is set (a reproducible report holds no clock readings)"}
     if not benchmarks_dir or not Path(benchmarks_dir).is_dir():
         return {"note": "not recorded (no benchmarks/ folder)"}
     starts, ends, total = [], [], 0.0
@@ -83,11 +79,7 @@ def wall_time(
         total += seconds
     if not ends:
         return {"note": f"not recorded (no job timings in {Path(benchmarks_dir).name})"}
-    return {
-        "elapsed_s": round(max(ends) - min(starts), 1),
-        "job_s": round(total, 1),
-        "jobs": len(ends),
-    }
+    return {"elapsed_s": round(max(ends) - min(starts), 1), "job_s": round(total, 1), "jobs": len(ends)}
 
 
 def duration(seconds: float) -> str:

@@ -187,6 +187,8 @@ def comparison_figures(rows: Sequence[Mapping], spec: Mapping, alpha: float) -> 
     return out
 
 
+
+
 def _num(x) -> str:
     """A number as CSV text: ``repr`` of the float (exact, round-trips); empty when missing."""
     try:

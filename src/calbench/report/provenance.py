@@ -303,9 +303,7 @@ def run_view(run: Mapping | None) -> list[dict]:
             note = "from Snakemake's benchmark files"
         else:
             value, note = wall.get("note", ""), ""
-        rows.append(
-            {"field": "Wall time", "value": value, "code": False, "id": "run-wall", "note": note}
-        )
+        rows.append({"field": "Wall time", "value": value, "code": False, "id": "run-wall", "note": note})
     return [{"note": "", "warn": False, **r} for r in rows]
 
 
