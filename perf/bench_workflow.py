@@ -214,7 +214,7 @@ def run_study(root, cores: int | str, extra: list[str]) -> float:
 #: the scenarios in the order run and their targets (issue "real studies at real scale"),
 #: each a function of the run: see :func:`scenario_target`
 SCENARIOS = ("rebuild", "no-op", "add a model", "add a calibrator", "template edit")
-TEMPLATE = Path("src/calbench/report/templates/report.html.j2")
+TEMPLATE = Path("src/calbench/templates/report/report.html.j2")
 NEW_MODEL = """  bench_lenet5_seed1:
     dataset: fashion_mnist
     source: train

@@ -206,7 +206,7 @@ def test_renaming_a_model_reruns_only_tables_and_report(run):
 
 
 def test_template_edit_reruns_only_render_report(run):
-    restore = _edit(run / "lib" / "calbench" / "report" / "templates" / "sections" / "tables.html.j2")
+    restore = _edit(run / "lib" / "calbench" / "templates" / "report" / "sections" / "tables.html.j2")
     try:
         assert planned(run) == {"render_report": 1, "all": 1}
     finally:

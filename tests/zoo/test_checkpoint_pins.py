@@ -203,7 +203,7 @@ def test_report_provenance_lists_files_without_a_published_checksum(server, tmp_
     ]
     # the report template's provenance block shows them
     template = (
-        Path(__file__).resolve().parents[2] / "src" / "calbench" / "report" / "templates" / "sections" / "provenance.html.j2"
+        Path(__file__).resolve().parents[2] / "src" / "calbench" / "templates" / "report" / "sections" / "provenance.html.j2"
     ).read_text()
     block = re.search(r"\{% if provenance\.checksums.*?\{% endif %\}", template, re.S).group(0)
     html = (

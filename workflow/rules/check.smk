@@ -13,6 +13,7 @@ rule compare_implementations:
         split=split_file,
         params=lambda wildcards: arena_spec(),
         lib=lib_sources("compare-implementations"),
+        templates=templates_input("arena"),
     params:
         calibrators=lambda wildcards: shell_args(",".join(arena_calibrators())),
         metrics=lambda wildcards: shell_args(",".join(arena_metrics())),

@@ -37,6 +37,7 @@ rule replication_tables:
         reference=reference_input(),
         logits=model_paths("results/logits/{dataset}/{model}.npz"),
         lib=lib_sources("replication-tables"),
+        templates=templates_input("reference"),
         spec=spec_file("replication_tables", replication_spec()),
     params:
         reference=lambda wildcards, input: reference_arg(input),
@@ -104,6 +105,7 @@ rule guo_kull_tables:
         sweep_figures=guo_kull_sweeps(SWEEP_FIGURES),
         reference=portable_path(LIB_ROOT / "reference" / "guo_kull_logits.csv"),
         lib=lib_sources("guo-kull-tables"),
+        templates=templates_input("reference"),
         spec=spec_file("guo_kull_tables", guo_kull_spec()),
     params:
         summary=guo_kull_summary_args,

@@ -57,7 +57,7 @@ rule render_report:
     input:
         metrics="results/aggregate/metrics.csv",
         compare="results/aggregate/compare.csv",
-        templates=report_templates(),  # the package's templates (helpers/report.smk)
+        templates=templates_input("report"),  # calbench/templates/report (helpers/report.smk)
         grids=model_paths("results/plots/{dataset}/{model}/grid.png"),
         manifests=expand("resources/datasets/{dataset}/manifest.json", dataset=manifest_datasets()),
         logits=model_paths("results/logits/{dataset}/{model}.npz"),

@@ -10,7 +10,6 @@ the rows, :func:`write_disagreements` writes them as CSV and as an autoescaped H
 
 from __future__ import annotations
 
-import html
 import itertools
 import warnings
 from collections.abc import Mapping, Sequence
@@ -111,16 +110,14 @@ def write_disagreements(rows: Sequence[dict], csv_path, html_path=None) -> None:
     atomic_write_text(csv_path, "\n".join(lines) + "\n")
     if html_path is None:
         return
-    e = html.escape
-    out = ['<table class="arena">', "<thead><tr><th>method</th><th>implementation A</th>"
-           "<th>implementation B</th><th>quantity</th><th>largest |A - B|</th><th>A</th>"
-           "<th>B</th></tr></thead>", "<tbody>"]  # fmt: skip
-    for r in rows:
-        out.append("<tr>" + "".join(f"<td>{e(str(x))}</td>" for x in (
-            r["method"], r["a"], r["b"], r["quantity"], _fmt(r["max_abs_diff"]),
-            _fmt(r["value_a"]), _fmt(r["value_b"]))) + "</tr>")  # fmt: skip
-    out += ["</tbody>", "</table>"]
-    atomic_write_text(html_path, "\n".join(out) + "\n")
+    from calbench.pages import render  # lazy: code inputs
+
+    cells = [
+        [r["method"], r["a"], r["b"], r["quantity"], _fmt(r["max_abs_diff"]), _fmt(r["value_a"]),
+         _fmt(r["value_b"])]
+        for r in rows
+    ]  # fmt: skip
+    atomic_write_text(html_path, render("arena/disagreements.html.j2", rows=cells))
 
 
 def run_comparison(names, metrics, csv_path, html_path=None, *, logits=None, split=None,

@@ -19,7 +19,6 @@ its HTML class. Pure functions on plain rows (dicts); no pandas, no torch.
 
 from __future__ import annotations
 
-import html
 import math
 from collections.abc import Iterable, Mapping, Sequence
 
@@ -290,26 +289,32 @@ def to_markdown(tabs: Sequence[Mapping], accuracy: Sequence[Mapping], spec: Mapp
 
 
 def to_html(tabs: Sequence[Mapping], accuracy: Sequence[Mapping], spec: Mapping) -> str:
-    """A self-contained HTML page with every table; cells beyond tolerance highlighted."""
-    e = html.escape
+    """A self-contained HTML page with every table; cells beyond tolerance highlighted
+    (``templates/reference/replication.html.j2``; the tables are :mod:`calbench.table_model`'s
+    HTML writer's, every text escaped)."""
+    from markupsafe import Markup
+
+    from calbench.pages import render  # lazy: code inputs
+
     css = (
         "body{font-family:sans-serif;margin:2em}table{border-collapse:collapse;margin:1em 0}"
         "td,th{border:1px solid #ccc;padding:2px 6px;font-size:12px}td.num{text-align:right}"
         ".differs{background:#fdd}.expected{background:#ffd}.missing{color:#999}"
         "caption{font-weight:bold;text-align:left}"
     )
-    title = e(spec.get("title") or "Replication")
-    out = [
-        "<!DOCTYPE html><html><head><meta charset='utf-8'>",
-        f"<title>{title}</title><style>{css}</style></head><body>",
-        f"<h1>{title}</h1>",
-        f"<p class='tolerances'>{e(tolerance_text(spec))}</p>",
+    tables = [
+        {
+            "n_flag": sum(c["status"] == FLAGGED for r in t["rows"] for c in r["cells"]),
+            "html": Markup(G.to_html(grid(t)).rstrip("\n")),
+        }
+        for t in tabs
     ]
-    for t in tabs:
-        n_flag = sum(c["status"] == FLAGGED for r in t["rows"] for c in r["cells"])
-        out.append(f"<p>{n_flag} cell(s) beyond tolerance.</p>")
-        out.append(G.to_html(grid(t)).rstrip("\n"))
-    if accuracy:
-        out.append(G.to_html(accuracy_grid(accuracy)).rstrip("\n"))
-    out.append("</body></html>")
-    return "\n".join(out) + "\n"
+    acc = Markup(G.to_html(accuracy_grid(accuracy)).rstrip("\n")) if accuracy else ""
+    return render(
+        "reference/replication.html.j2",
+        title=spec.get("title") or "Replication",
+        css=css,
+        tolerances=tolerance_text(spec),
+        tables=tables,
+        accuracy=acc,
+    )

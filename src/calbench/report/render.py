@@ -1,67 +1,36 @@
-"""The report's one renderer: every page and partial of the report from the templates of this
-package (``calbench/report/templates``), through one Jinja2 environment.
-
-The environment autoescapes every value (names from the configuration are shown as text, never
-interpreted as HTML) and makes an undefined name an error. :func:`render_html` renders the
-report page (its sections: :mod:`calbench.report.sections`, its context:
-:mod:`calbench.report.context`), :func:`render_partial` a partial on its own (the shift
-section's fragment, :mod:`calbench.report.shift`). Every figure is embedded (base64 PNG or SVG)
-and every table carries its CSV as a ``data:`` URI, so the single file works offline.
+"""The report page: rendered through calbench's one Jinja2 environment (:mod:`calbench.pages`)
+from the templates of ``calbench/templates/report/`` (the page, ``report.html.j2``, and one
+partial per section, ``sections/``: :mod:`calbench.report.sections`), its context from
+:mod:`calbench.report.context`. The bibliography is derived from what the rendered text cites.
+Every figure is embedded (base64 PNG or SVG) and every table carries its CSV as a ``data:`` URI,
+so the single file works offline.
 """
 
 from __future__ import annotations
 
-import functools
 import re
 from collections.abc import Mapping
 
-#: The page template (a file of ``calbench/report/templates``).
-REPORT_TEMPLATE = "report.html.j2"
+from calbench.pages import render
 
-
-@functools.cache
-def environment():
-    """The Jinja2 environment of every report template (package data of calbench.report)."""
-    import jinja2
-
-    return jinja2.Environment(
-        loader=jinja2.PackageLoader("calbench.report", "templates"),
-        autoescape=True,
-        undefined=jinja2.StrictUndefined,
-        keep_trailing_newline=True,
-    )
-
-
-def _template(name: str):
-    import jinja2
-
-    try:
-        return environment().get_template(name)
-    except jinja2.TemplateNotFound:
-        raise FileNotFoundError(
-            f"report template {name} is not among calbench.report's templates; reinstall calbench"
-        ) from None
+#: The report's page template (under ``calbench/templates/``).
+REPORT_TEMPLATE = "report/report.html.j2"
 
 
 def render_partial(name: str, **data) -> str:
-    """Render the template ``name`` (e.g. ``sections/shift.html.j2``) with ``data``."""
-    import jinja2
-
-    template = _template(name)
-    try:
-        return template.render(**data)
-    except jinja2.TemplateError as exc:
-        raise ValueError(f"report template {name} failed to render: {exc}") from exc
+    """Render the report's partial ``name`` (under ``calbench/templates/report/``, e.g.
+    ``sections/shift.html.j2``) with ``data``."""
+    return render(f"report/{name}", **data)
 
 
 def render_html(context: Mapping, template: str = REPORT_TEMPLATE) -> str:
     """Render the report page ``template`` with ``context``
     (:func:`calbench.report.context.build_context`); the bibliography is then derived from what
     the rendered text cites (:func:`cited_bibliography`)."""
-    html = render_partial(template, **context)
+    html = render(template, **context)
     if "bibliography" in context:
         context = {**context, **cited_bibliography(html, context.get("cited_for") or {})}
-        html = render_partial(template, **context)
+        html = render(template, **context)
     return html
 
 

@@ -2,7 +2,8 @@
 
 :func:`report_sections` turns the report's context (:func:`calbench.report.context.build_context`)
 into the list of the sections present, in page order; the page template
-(``templates/report.html.j2``) renders each by its partial (``templates/sections/<template>``)
+(``calbench/templates/report/report.html.j2``) renders each by its partial
+(``templates/report/sections/<template>``)
 and :func:`contents` makes the table of contents from the same list, so a section can never be on
 the page and missing from the contents, or the reverse. A new section is one entry here and one
 partial there.

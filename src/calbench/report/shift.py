@@ -15,7 +15,7 @@ From the per-model outputs of ``evaluate-shift`` (:mod:`calbench.shift.evaluate`
 * a plain-language summary whose every number and verb is computed from these tables.
 
 The section is data (:func:`section_file`, written as ``section.json``; figures embedded as
-base64 PNG), rendered with the report's templates (``templates/sections/shift.html.j2``), which
+base64 PNG), rendered with the report's templates (``calbench/templates/report/sections/shift.html.j2``), which
 escape every text taken from the data or the configuration.
 """
 
@@ -327,12 +327,12 @@ def _dataset_part(rows, compare, dataset: str, spec: Mapping, methods, labels, a
 
 #: The section's anchor and title (its entry in the report's contents).
 SECTION_ID, SECTION_TITLE = "shift", "Calibration under dataset shift"
-#: The section's partial (calbench/report/templates/sections/).
+#: The section's partial (calbench/templates/report/sections/).
 SECTION_TEMPLATE = "shift.html.j2"
 
 
 def section_view(rows, compare, manifests: Sequence[Mapping], spec: Mapping) -> dict:
-    """The section's data (rendered by ``templates/sections/shift.html.j2``), one part per
+    """The section's data (rendered by ``templates/report/sections/shift.html.j2``), one part per
     dataset."""
     datasets = spec.get("datasets", {})
     cal_spec = spec.get("calibrators", {})

@@ -1,18 +1,13 @@
 # Helpers of the report stage (workflow/rules/report.smk): functions and constants only,
 # kept apart from the rules as Snakemake's linter asks; shared helpers live in common.smk.
 REFERENCE_TABLE = "results/tables/reference.csv"  # ours versus published (report.reference)
-#: The report's templates: package data of calbench.report (templates/), a code input of
-#: render_report as the manifest of their contents (results/code/, like lib_sources): an edited
-#: template reruns render_report, a moved folder or another install of the same files does not.
-REPORT_TEMPLATES = sorted(
-    p for p in (LIB_ROOT / "report" / "templates").rglob("*.j2") if p.is_file()
-)
-
-
-def report_templates():
-    return write_if_changed(
-        "results/code/render-report-templates.sha256", code_manifest_text(REPORT_TEMPLATES)
-    )
+def templates_input(kind):
+    """The templates a step renders its HTML from (package data of calbench: templates/<kind>/,
+    calbench.pages) as a code input: the manifest of their contents (results/code/, like
+    lib_sources): an edited template reruns the steps using it, a moved folder or another
+    install of the same files does not."""
+    files = sorted(p for p in (LIB_ROOT / "templates" / kind).rglob("*.j2") if p.is_file())
+    return write_if_changed(f"results/code/templates-{kind}.sha256", code_manifest_text(files))
 from calbench.report import spec as report_specs  # the reporting steps' config slices
 from calbench.display import losses_calibrators  # the one rule for the losses tables
 

@@ -3,7 +3,6 @@ HTML page (text escaped, figures embedded as data URIs)."""
 
 from __future__ import annotations
 
-import html
 import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -127,31 +126,25 @@ _CLASSES = {
 }
 
 
-def _html_table(t: Mapping) -> str:
-    e = html.escape
-    out = [
-        f"<h2>{e(t['title'])}</h2><p class='note'>{e(t['note'])}</p><table><thead><tr>"
-        + "".join(f"<th>{e(h)}</th>" for h in [*t["header"], *t["columns"]])
-        + "</tr></thead><tbody>"
-    ]
+def _html_table(t: Mapping) -> dict:
+    """One table's view for ``templates/reference/guo_kull.html.j2``."""
+    rows = []
     for r in t["rows"]:
-        tds = [f"<td>{e(str(x))}</td>" for x in r["labels"]]
+        cells = []
         for c in r["cells"]:
-            cls = _CLASSES.get(c["status"], "")
             if not c["status"]:
-                tds.append("<td></td>")
+                cells.append(None)
                 continue
             small = (
-                e(c["published"])
+                c["published"]
                 if c["status"] == REFERENCE
-                else f"{e(c['published'])} ({e(c['difference'])})"
+                else f"{c['published']} ({c['difference']})"
             )
-            tds.append(
-                f"<td class='num {cls}' title='{e(c['status'])}'>{e(c['ours'])}<br><small>{small}</small></td>"
-            )
-        out.append("<tr>" + "".join(tds) + "</tr>")
-    out.append("</tbody></table>")
-    return "\n".join(out)
+            cls = _CLASSES.get(c["status"], "")
+            cells.append({"cls": cls, "status": c["status"], "ours": c["ours"], "small": small})
+        rows.append({"labels": [str(x) for x in r["labels"]], "cells": cells})
+    return {"title": t["title"], "note": t["note"], "head": [*t["header"], *t["columns"]],
+            "rows": rows}  # fmt: skip
 
 
 def to_html(
@@ -162,42 +155,43 @@ def to_html(
     sweep: Sequence[Mapping] = (),
     figures: Mapping[str, Sequence[str | os.PathLike]] | None = None,
 ) -> str:
-    """A self-contained HTML page: every table (text escaped), the sweep summary and, per model,
-    the figures in ``figures[model]`` (PNG files, embedded as data URIs)."""
-    e = html.escape
-    title = spec.get("title") or "Guo et al. 2017 / Kull et al. 2019 on Kängsepp's logits"
-    out = [
-        "<!DOCTYPE html><html><head><meta charset='utf-8'>",
-        f"<title>{e(title)}</title><style>{_CSS}</style></head><body>",
-        f"<h1>{e(title)}</h1>",
-        f"<p>{e(spec.get('description') or '')}</p>",
-        f"<p class='tolerances'>{e(_summary_text(_counts(rows)))}</p>",
-        "<h2>Sources</h2><ul>"
-        + "".join(f"<li><b>{e(k)}</b>: {e(v)}</li>" for k, v in SOURCES.items())
-        + "</ul>",
-    ]
-    out += [_html_table(t) for t in tables]
+    """A self-contained HTML page (``templates/reference/guo_kull.html.j2``): every table (text
+    escaped), the sweep summary and, per model, the figures in ``figures[model]`` (PNG files,
+    embedded as data URIs)."""
+    from calbench.pages import render  # lazy: code inputs
+
+    sweep_view = None
     if sweep:
         summ = _sweep_summary(sweep)
-        temps = [t for t, _ in summ[0]["diagram"]] if summ else []
-        out.append(
-            "<h2>Temperature sweep (Guo et al. 2017, section 4.2): ECE, % (15 bins, test part)</h2>"
-            "<table><thead><tr><th>Model</th>"
-            + "".join(f"<th>T = {t:g}</th>" for t in temps)
-            + "<th>best T on the curve (ECE)</th><th>fitted T (ECE)</th></tr></thead><tbody>"
-        )
-        for d in summ:
-            cells = "".join(f"<td class='num'>{100 * v:.2f}</td>" for _, v in d["diagram"])
-            best = f"{d['best'][0]:.2f} ({100 * d['best'][1]:.2f})" if d["best"] else "–"
-            fit = f"{d['fitted'][0]:.3f} ({100 * d['fitted'][1]:.2f})" if d["fitted"] else "–"
-            out.append(
-                f"<tr><td>{e(d['model'])}</td>{cells}<td class='num'>{e(best)}</td>"
-                f"<td class='num'>{e(fit)}</td></tr>"
-            )
-        out.append("</tbody></table>")
-    for model, paths in (figures or {}).items():
-        out.append(f"<h3>{e(model)}</h3>")
-        for p in paths:
-            out.append(f"<img alt='{e(Path(p).stem)}: {e(model)}' src='{png_data_uri(p)}'>")
-    out.append("</body></html>")
-    return "\n".join(out) + "\n"
+        sweep_view = {
+            "temps": [f"{t:g}" for t, _ in summ[0]["diagram"]] if summ else [],
+            "rows": [
+                {
+                    "model": d["model"],
+                    "cells": [f"{100 * v:.2f}" for _, v in d["diagram"]],
+                    "best": f"{d['best'][0]:.2f} ({100 * d['best'][1]:.2f})" if d["best"] else "–",
+                    "fit": f"{d['fitted'][0]:.3f} ({100 * d['fitted'][1]:.2f})"
+                    if d["fitted"]
+                    else "–",
+                }
+                for d in summ
+            ],
+        }
+    figs = [
+        {
+            "model": model,
+            "images": [{"alt": f"{Path(p).stem}: {model}", "src": png_data_uri(p)} for p in paths],
+        }
+        for model, paths in (figures or {}).items()
+    ]
+    return render(
+        "reference/guo_kull.html.j2",
+        title=spec.get("title") or "Guo et al. 2017 / Kull et al. 2019 on Kängsepp's logits",
+        css=_CSS,
+        description=spec.get("description") or "",
+        summary=_summary_text(_counts(rows)),
+        sources=list(SOURCES.items()),
+        tables=[_html_table(t) for t in tables],
+        sweep=sweep_view,
+        figures=figs,
+    )
