@@ -121,10 +121,22 @@ def test_two_sections_of_one_id_are_refused(tmp_path):
                       extra_sections=[clash])  # fmt: skip
 
 
-def test_a_bad_section_file_is_a_one_line_error(tmp_path):
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        ('{"id": "x"}', "not a report section file"),
+        ("not json", "not a report section file"),
+        ('{"id": "x", "title": "X", "template": "../report.html.j2", "data": {}}', "not one of"),
+        ('{"id": "x", "title": "X", "template": "nope.html.j2", "data": {}}', "not one of"),
+        ('{"id": "x\\" onload=\\"", "title": "X", "template": "shift.html.j2", "data": {}}',
+         "anchor name"),
+        ('{"id": "x", "title": ["X"], "template": "shift.html.j2", "data": {}}', "not text"),
+    ],
+)  # fmt: skip
+def test_a_bad_section_file_is_a_one_line_error(tmp_path, text, message):
     bad = tmp_path / "section.json"
-    bad.write_text('{"id": "x"}')
-    with pytest.raises(ValueError, match="not a report section file") as exc:
+    bad.write_text(text)
+    with pytest.raises(ValueError, match=message) as exc:
         read_section(bad)
     assert "\n" not in str(exc.value)
 

@@ -11,8 +11,11 @@ HTML, Markdown, CSV, LaTeX).
 * :mod:`calbench.report.published`: ours versus published numbers (``reference.csv``).
 * :mod:`calbench.report.spec`: the slices of the configuration the reporting steps read.
 * :mod:`calbench.report.build`: the steps ``aggregate`` and ``render-report``.
-* :mod:`calbench.report.render`: the HTML report (context: :mod:`calbench.report.context`,
-  views: :mod:`calbench.report.views`, provenance: :mod:`calbench.report.provenance`).
+* :mod:`calbench.report.render`: the HTML report, rendered by :mod:`calbench.pages` from
+  ``calbench/templates/report/``; its context in one pass (:mod:`calbench.report.context`),
+  its sections in page order (:mod:`calbench.report.sections`; views:
+  :mod:`calbench.report.views`, :mod:`calbench.report.verdicts`, provenance:
+  :mod:`calbench.report.provenance`).
 
 Submodules are imported on demand: ``from calbench.report import tables``.
 """

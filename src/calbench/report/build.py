@@ -13,6 +13,7 @@ its provenance (:func:`data_provenance`).
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -322,9 +323,25 @@ def read_section(path) -> Section:
         raise ValueError(
             f"{path} is not a report section file ({exc!r}); rerun the step that wrote it"
         ) from None
-    if not (isinstance(section.template, str) and section.template.endswith(".html.j2")):
-        raise ValueError(f"{path} names no section template; rerun the step that wrote it")
+    partials = section_templates()
+    if section.template not in partials:
+        raise ValueError(
+            f"{path} names the section template {section.template!r}, not one of {partials}; "
+            "rerun the step that wrote it"
+        )
+    if not (isinstance(section.id, str) and re.fullmatch(r"[a-z][a-z0-9-]*", section.id)):
+        raise ValueError(f"{path}: section id {section.id!r} is not a lower-case anchor name")
+    if not isinstance(section.title, str):
+        raise ValueError(f"{path}: section title {section.title!r} is not text")
     return section
+
+
+def section_templates() -> list[str]:
+    """The section partials (files of ``calbench/templates/report/sections/``)."""
+    from calbench.pages import environment  # lazy: code inputs
+
+    prefix = "report/sections/"
+    return sorted(n[len(prefix) :] for n in environment().list_templates() if n.startswith(prefix))
 
 
 def read_robustness_rows(paths, n_bootstrap=None) -> list[dict] | None:

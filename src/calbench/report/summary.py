@@ -371,7 +371,7 @@ def finding_items(
       ``"vs:<baseline>"`` (calibrators against a baseline), ``"best"`` (the cross-fitted
       best-on-validation pick tested on the test half), ``"accuracy"``, ``"calibrated"``
       (models calibrated before calibration), ``"precision"`` (what the data cannot resolve),
-      ``"robustness"`` (added by :func:`calbench.report.render.build_context`);
+      ``"robustness"`` (added by :func:`calbench.report.context.build_context`);
     * ``text``: the sentence, with the counts and sizes behind it;
     * ``direction``: ``"better"``, ``"worse"``, ``"mixed"`` or ``""`` (no direction);
     * ``size``: the effect as a fraction in the metric's units (the median difference over
