@@ -29,7 +29,6 @@ def d(tmp_path):
              labels=rng.integers(0, K, N), order_hash="h", model="m", dataset="ds")  # fmt: skip
     save_split(tmp_path / "split.npz", *study_split(N))
     (tmp_path / "spec.json").write_text("{}")
-    (tmp_path / "t.html.j2").write_text("<html>{{ title }}</html>")
     (tmp_path / "metrics.csv").write_text("dataset,model\n")
     from calbench.cli import main
 
@@ -58,8 +57,8 @@ def _cases(d):
                       "--out-csv", d / "metrics.csv", "--tables-dir", d / "tables"],
         "aggregate tables-dir": ["aggregate", "--metrics", d / "metrics.csv", "--spec",
                                  f"@{d / 'spec.json'}", "--out-csv", d / "all.csv", "--tables-dir", d],
-        "render-report": ["render-report", "--template", d / "t.html.j2", "--metrics",
-                          d / "metrics.csv", "--spec", f"@{d / 'spec.json'}", "--out", d / "t.html.j2"],
+        "render-report": ["render-report", "--metrics", d / "metrics.csv", "--spec",
+                          f"@{d / 'spec.json'}", "--out", d / "metrics.csv"],
         "calibrate": ["calibrate", *L, *S, "--spec", f"@{d / 'spec.json'}", "--calibrators-dir",
                       d / "c", "--metrics-dir", d / "c", "--plots-dir", d / "c", "--compare",
                       d / "spec.json"],

@@ -202,9 +202,8 @@ def test_report_provenance_lists_files_without_a_published_checksum(server, tmp_
         },
     ]
     # the report template's provenance block shows them
-    template = (
-        Path(__file__).resolve().parents[2] / "src" / "calbench" / "templates" / "report" / "sections" / "provenance.html.j2"
-    ).read_text()
+    root = Path(__file__).resolve().parents[2] / "src" / "calbench" / "templates" / "report"
+    template = (root / "sections" / "provenance.html.j2").read_text()
     block = re.search(r"\{% if provenance\.checksums.*?\{% endif %\}", template, re.S).group(0)
     html = (
         jinja2.Environment(autoescape=True, undefined=jinja2.StrictUndefined)
