@@ -6,10 +6,12 @@ builds HTML by hand beyond the exact list below."""
 from __future__ import annotations
 
 import ast
+import json
 import re
 from html.parser import HTMLParser
 from pathlib import Path
 
+import numpy as np
 import pytest
 from test_report_over_models import PROV, _spec
 from test_report_over_models import _rows as _over_rows
@@ -20,9 +22,12 @@ from calbench.report import render
 from calbench.report.arena import arena_context
 from calbench.report.build import read_section
 from calbench.report.context import build_context
+from calbench.report.published import read_reference_table
 from calbench.report.ranks import metric_name
 from calbench.report.sections import Section
 from calbench.report.shift import section_file
+from calbench.results import REFERENCE_TABLE_COLUMNS, write_long_csv
+from calbench.stats.robustness import robustness_rows
 
 SRC = Path(__file__).resolve().parents[2] / "src" / "calbench"
 
@@ -56,9 +61,10 @@ class _TopLevel(HTMLParser):
 
 
 def _full_context(tmp_path):
-    """Every kind of section: comparisons, ranks, over models (6 models), "calibrated within
-    delta" (unbiased ECE with intervals), temperatures, the shift section of another step
-    (section.json) and the implementations side by side."""
+    """Every kind of section but the calibration-during-training one (test_report_studies):
+    comparisons, ranks, over models (6 models), "calibrated within delta" (unbiased ECE with
+    intervals), robustness, temperatures, the by-loss tables, published numbers, the shift
+    section of another step (section.json) and the implementations side by side."""
     n = 6
     rows = _over_rows(n)
     for i in range(n):
@@ -80,18 +86,32 @@ def _full_context(tmp_path):
         for metric in ("accuracy", "ece", "nll")
     ]  # fmt: skip
     shift = tmp_path / "section.json"
-    import json
-
     shift.write_text(json.dumps(section_file(shift_rows, [], [], _spec(n))))
+    spec = _spec(n)
+    for i, m in enumerate(spec["models"].values()):  # two training losses: the by-loss tables
+        m["display"]["loss"] = "CE" if i % 2 else "FL 3"
+    spec["losses_metrics"] = ["nll"]
+    reference = tmp_path / "reference.csv"
+    write_long_csv(reference, [dict(dataset="ds", model="m0", method="ts", metric="nll", ours=1.0,
+                                    ci_low="", ci_high="", theirs=1.1, difference=-0.1,
+                                    tolerance=0.2, within=True)], REFERENCE_TABLE_COLUMNS)  # fmt: skip
+    rng = np.random.default_rng(0)
+    robustness = []
+    for i in range(n):
+        labels = rng.integers(0, 3, 300)
+        probs = {m: rng.dirichlet(np.ones(3), 300) for m in ("uncalibrated", "ts", "good")}
+        robustness += robustness_rows(probs, labels, dataset="ds", model=f"m{i}", n_resamples=10)
     return build_context(
         rows=rows,
         compare=compare,
-        spec=_spec(n),
+        spec=spec,
         grids={},
         provenance=PROV,
+        reference=read_reference_table(reference),
         temperatures={"m0": 1.5},
+        robustness=robustness,
         extra_sections=[read_section(shift)],
-        arena=arena_context([arena], _spec(n)["models"], metric_name),
+        arena=arena_context([arena], spec["models"], metric_name),
     )
 
 
@@ -103,8 +123,9 @@ def test_contents_equal_the_pages_sections_in_order(tmp_path):
     toc = [e["id"] for e in ctx["toc"]]
     assert toc == [s.id for s in ctx["sections"]]
     assert page.top == toc
-    for wanted in ("compare", "ranks", "over-models", "verdicts", "temperatures", "shift", "arena"):
-        assert wanted in toc
+    assert toc == ["findings", "compare", "ranks", "over-models", "verdicts", "robustness",
+                   "diagrams", "tables", "temperatures", "losses", "reference", "shift", "arena",
+                   "protocol", "provenance", "bibliography"]  # fmt: skip
     assert toc.index("shift") < toc.index("arena") < toc.index("protocol")
     children = [c["id"] for e in ctx["toc"] for c in e["children"]]
     assert children and all(c in page.ids for c in children)
@@ -112,6 +133,20 @@ def test_contents_equal_the_pages_sections_in_order(tmp_path):
     nav = html.split('<nav class="toc"', 1)[1].split("</nav>", 1)[0]
     links = re.findall(r'href="#([^"]+)"', nav)
     assert [x for x in links if x not in children] == toc
+
+
+def test_the_calibration_during_training_section_is_in_the_contents_where_it_is_drawn():
+    from test_report_studies import MODELS
+    from test_report_studies import _rows as _study_rows
+
+    spec = {"title": "t", "models": MODELS, "datasets": {"fm": {"display": "Fashion-MNIST"}},
+            "calibrators": {"uncalibrated": {}, "ts": {}}, "studies": ["metacal"],
+            "protocol": {"n_bootstrap": 0}}  # fmt: skip
+    ctx = build_context(rows=_study_rows(), compare=[], spec=spec, grids={}, provenance=PROV)
+    page = _TopLevel()
+    page.feed(render.render_html(ctx))
+    toc = [e["id"] for e in ctx["toc"]]
+    assert "objectives" in toc and page.top == toc
 
 
 def test_two_sections_of_one_id_are_refused(tmp_path):
