@@ -12,7 +12,7 @@ import pytest
 from calbench.report import render
 from calbench.report.build import aggregate
 from calbench.report.context import build_context
-from calbench.report.over_models import MIN_MODELS, study_over_models
+from calbench.report.over_models import MIN_MODELS, read_over_models, study_over_models
 from calbench.results import IMPROVEMENT_COLUMNS, WIN_RATE_COLUMNS, write_long_csv
 
 METHODS = ("uncalibrated", "ts", "good")
@@ -55,9 +55,12 @@ def _rows(n):
     return rows
 
 
-def _context(n):
+def _context(tmp_path, n):
+    """The report's context as the workflow builds it: from the files aggregate wrote."""
+    tables = _aggregate(tmp_path, n)
+    over = read_over_models(tables / "win_rates.csv", tables / "improvement.csv")
     return build_context(rows=_rows(n), compare=[], spec=_spec(n), grids={},
-                                provenance=PROV)  # fmt: skip
+                         provenance=PROV, over_models=over)  # fmt: skip
 
 
 def _aggregate(tmp_path, n):
@@ -75,27 +78,29 @@ def _aggregate(tmp_path, n):
     return tables
 
 
-def test_below_five_models_no_section_and_no_files(tmp_path):
+def test_below_five_models_no_section_and_header_only_files(tmp_path):
     n = MIN_MODELS - 1
-    ctx = _context(n)
+    stale = tmp_path / "tables" / "win_rates.csv"  # left by an earlier run of more models
+    stale.parent.mkdir(parents=True)
+    stale.write_text("metric\n1\n")
+    ctx = _context(tmp_path, n)
     assert ctx["over_models"] is None
     assert "over-models" not in [e["id"] for e in ctx["toc"]]
     assert "Verdicts over models" not in render.render_html(ctx)
-    stale = tmp_path / "tables" / "win_rates.csv"  # left by an earlier run of more models
-    stale.parent.mkdir(parents=True)
-    stale.write_text("metric\n")
-    tables = _aggregate(tmp_path, n)
-    assert not (tables / "win_rates.csv").exists() and not (tables / "improvement.csv").exists()
+    # declared outputs of the aggregate rule: always written, a header alone below 5 models
+    tables = tmp_path / "tables"
+    assert (tables / "win_rates.csv").read_text() == ",".join(WIN_RATE_COLUMNS) + "\n"
+    assert (tables / "improvement.csv").read_text() == ",".join(IMPROVEMENT_COLUMNS) + "\n"
 
 
 def test_six_models_section_figures_and_the_aggregate_csvs_are_the_reports(tmp_path):
-    ctx = _context(6)
+    ctx = _context(tmp_path, 6)
     view = ctx["over_models"]
     assert view["n_models"] == 6
     assert "over-models" in [e["id"] for e in ctx["toc"]]
     assert len(view["figures"]) == 3  # a win-rate matrix per metric, the improvements
     assert all(f["figure"].startswith("data:image/svg+xml;base64,") for f in view["figures"])
-    tables = _aggregate(tmp_path, 6)
+    tables = tmp_path / "tables"
     win = (tables / "win_rates.csv").read_text()
     assert win.splitlines()[0] == ",".join(WIN_RATE_COLUMNS)
     assert base64.b64decode(view["win_table"]["csv"].split("base64,", 1)[1]).decode() == win

@@ -22,6 +22,7 @@ from calbench.report import render
 from calbench.report.arena import arena_context
 from calbench.report.build import read_section
 from calbench.report.context import build_context
+from calbench.report.over_models import study_over_models
 from calbench.report.published import read_reference_table
 from calbench.report.ranks import metric_name
 from calbench.report.sections import Section
@@ -112,6 +113,7 @@ def _full_context(tmp_path):
         robustness=robustness,
         extra_sections=[read_section(shift)],
         arena=arena_context([arena], spec["models"], metric_name),
+        over_models=study_over_models(rows, spec),
     )
 
 

@@ -5,6 +5,9 @@ rule aggregate:
     output:
         metrics="results/aggregate/metrics.csv",
         compare="results/aggregate/compare.csv",
+        # verdicts over models (a header alone below 5 models); render_report reads them
+        win_rates="results/tables/win_rates.csv",
+        improvement="results/tables/improvement.csv",
         tables=[
             report(
                 f,
@@ -74,6 +77,7 @@ rule render_report:
         config=spec_file("config", json.dumps(config, sort_keys=False)),
         run_info=run_info(),
         robustness=model_paths("results/robustness/{dataset}/{model}.csv"),
+        over_models=["results/tables/win_rates.csv", "results/tables/improvement.csv"],
         arena=arena_targets(),  # implementations side by side (workflow/rules/check.smk)
     params:
         reference=lambda wildcards, input: (
@@ -95,5 +99,6 @@ rule render_report:
         " --grids {input.grids} --manifests {input.manifests} --logits {input.logits}"
         " --splits {input.splits} {params.reference} --sections {input.sections}"
         " --plots {input.plots} --ts-files {input.ts_files} --run-info {input.run_info}"
-        " --robustness {input.robustness} --arena {input.arena}"
+        " --robustness {input.robustness} --over-models {input.over_models}"
+        " --arena {input.arena}"
         " --out {output.report} > {log} 2>&1"

@@ -69,6 +69,7 @@ def _cmd_render(args: argparse.Namespace) -> int:
         run_info=run_info,
         robustness=args.robustness,
         arena=args.arena,
+        over_models=args.over_models,
     )
     render_report(inputs, args.out)
     return 0
@@ -147,6 +148,13 @@ def register(sub) -> None:
         nargs="*",
         default=[],
         help="results/robustness/{dataset}/{model}.csv of every model (robustness section)",
+    )
+    p.add_argument(
+        "--over-models",
+        nargs=2,
+        default=None,
+        metavar=("WIN_RATES_CSV", "IMPROVEMENT_CSV"),
+        help="results/tables/win_rates.csv and improvement.csv of aggregate (verdicts over models)",
     )
     p.add_argument(
         "--arena",

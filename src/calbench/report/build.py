@@ -22,7 +22,7 @@ from calbench.calibrators.scaling import fitted_temperature
 from calbench.io import array_digest, atomic_write_text
 from calbench.report import tables as T
 from calbench.report.context import build_tables
-from calbench.report.over_models import study_over_models
+from calbench.report.over_models import read_over_models, study_over_models
 from calbench.report.provenance import package_versions, run_provenance
 from calbench.report.published import read_reference_table, reference_comparison
 from calbench.report.sections import Section
@@ -141,13 +141,10 @@ def aggregate(
         written += T.write_table(table, tables_dir / table.metric)
     for table in built["losses"]:
         written += T.write_table(table, tables_dir / f"losses_{table.metric}")
-    over = study_over_models(rows, spec)  # studies of 5 models or more
+    over = study_over_models(rows, spec)  # studies of 5 models or more; a header alone below
     for name, columns in (("win_rates", WIN_RATE_COLUMNS), ("improvement", IMPROVEMENT_COLUMNS)):
         path = tables_dir / f"{name}.csv"
-        if over is None:  # no file of an earlier, larger study left behind
-            path.unlink(missing_ok=True)
-            continue
-        write_long_csv(path, over[name], columns)
+        write_long_csv(path, over[name] if over else [], columns)
         written.append(str(path))
     if reference_csv:
         ref = spec.get("reference") or {}
@@ -251,7 +248,9 @@ class ReportInputs:
     ``sections`` the section files of other steps (shift-report's ``section.json``),
     ``ts_files`` the fitted temperatures, ``run_info`` what the workflow knows of the run
     (:data:`calbench.report.provenance.RUN_INFO_KEYS`), ``robustness`` the per-model CSVs of
-    :mod:`calbench.stats.robustness` and ``arena`` the per-model CSVs of
+    :mod:`calbench.stats.robustness`, ``over_models`` the win-rate and improvement CSVs of
+    :func:`aggregate` (:func:`calbench.report.over_models.read_over_models`) and ``arena`` the
+    per-model CSVs of
     ``calbench compare-implementations`` (:mod:`calbench.report.arena`)."""
 
     metrics: str
@@ -269,6 +268,7 @@ class ReportInputs:
     run_info: Mapping | None = None
     robustness: Sequence = ()
     arena: Sequence = ()
+    over_models: Sequence | None = None
 
 
 def render_report(inputs: ReportInputs, out) -> None:
@@ -309,6 +309,7 @@ def render_report(inputs: ReportInputs, out) -> None:
         ),
         extra_sections=[read_section(p) for p in inputs.sections or []],
         arena=arena_context(list(inputs.arena or []), spec.get("models"), metric_name),
+        over_models=read_over_models(*inputs.over_models) if inputs.over_models else None,
     )
     atomic_write_text(out, render.render_html(context))
 

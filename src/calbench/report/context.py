@@ -31,7 +31,7 @@ from calbench.plots import FEW_SAMPLES
 from calbench.plots.reliability import SMOOTH_LEVEL
 from calbench.report import tables as T
 from calbench.report.figures import reliability_figures
-from calbench.report.over_models import over_models_view, study_over_models
+from calbench.report.over_models import over_models_view
 from calbench.report.overview import findings_view, glossary, rank_overview
 from calbench.report.provenance import provenance_view
 from calbench.report.references import bibliography
@@ -191,6 +191,7 @@ def build_context(
     robustness: Sequence[Mapping] | None = None,
     extra_sections: Sequence[Section] = (),
     arena: Mapping | None = None,
+    over_models: Mapping | None = None,
 ) -> dict:
     """Everything the template needs, as plain data (strings, lists, dicts).
 
@@ -202,7 +203,9 @@ def build_context(
     (:func:`calbench.stats.robustness.robustness_rows`: the robustness section, and the unbiased
     errors' signed values that rank them); ``extra_sections`` the sections other steps computed
     (:class:`calbench.report.sections.Section`); ``arena`` the implementations side by side
-    (:func:`calbench.report.arena.arena_context`). ``ctx["sections"]`` lists the report's
+    (:func:`calbench.report.arena.arena_context`); ``over_models`` the verdicts over models the
+    aggregate step wrote (:func:`calbench.report.over_models.read_over_models`; ``None``: no
+    section). ``ctx["sections"]`` lists the report's
     sections in page order and ``ctx["toc"]`` is its contents, drawn from that list
     (:mod:`calbench.report.sections`); the bibliography lists the works of the calibrators and
     metrics in ``rows`` and of the sections present (:func:`calbench.report.references.bibliography`),
@@ -263,8 +266,8 @@ def build_context(
         "few_samples": FEW_SAMPLES,
         "smooth_level": f"{SMOOTH_LEVEL:.0%}",
     }
-    # verdicts over models: studies of 5 models or more only
-    ctx["over_models"] = over_models_view(study_over_models(rows, spec), spec)
+    # verdicts over models: read from the aggregate step's files (studies of 5 models or more)
+    ctx["over_models"] = over_models_view(over_models, spec)
     ctx["robustness"] = robustness_view(robustness, spec) if robustness else None
     ctx["verdicts"] = verdict_view(rows, spec)
     add_findings(found, ctx["verdicts"], ctx["robustness"])

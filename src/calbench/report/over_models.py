@@ -5,8 +5,9 @@ uncalibrated, each with a bootstrap interval over models (:mod:`calbench.stats.o
 :func:`over_models_rows` computes both from the aggregated metric rows (test half), in one
 place: the aggregate step writes them as ``results/tables/win_rates.csv`` and
 ``improvement.csv`` (columns :data:`calbench.results.WIN_RATE_COLUMNS`,
-:data:`calbench.results.IMPROVEMENT_COLUMNS`), and the report's section
-(:func:`over_models_view`) draws its figures and tables from the same call on the same rows.
+:data:`calbench.results.IMPROVEMENT_COLUMNS`; a header alone below :data:`MIN_MODELS` models), and
+the report's section (:func:`over_models_view`) reads those files back
+(:func:`read_over_models`): the report never computes a result.
 
 Both use the proper scores NLL and Brier score (:data:`METRICS_OVER_MODELS`): their reported
 value is the estimate every other section uses (no clipped or signed variant), and a lower
@@ -27,7 +28,7 @@ from calbench.display import spec_labels
 from calbench.report.overview import svg_data_uri
 from calbench.report.ranks import matrix, metric_name
 from calbench.report.views import table_view
-from calbench.results import IMPROVEMENT_COLUMNS, WIN_RATE_COLUMNS, long_csv_text
+from calbench.results import IMPROVEMENT_COLUMNS, WIN_RATE_COLUMNS, long_csv_text, read_long_csv
 from calbench.stats.over_models import improvement, win_rates
 
 #: the fewest models a study needs for its verdicts over models
@@ -130,6 +131,34 @@ def over_models_rows(
                 }  # fmt: skip
             )
     return {"win_rates": wins, "improvement": gains, "n_models": len(models)}
+
+
+def read_over_models(win_rates_csv, improvement_csv) -> dict | None:
+    """The rows the aggregate step wrote (:func:`over_models_rows`), read back as strictly as
+    every result file (:func:`calbench.results.read_long_csv`), or ``None`` when both files hold
+    a header alone (a study of fewer than :data:`MIN_MODELS` models: no section). ``n_models``
+    is the largest count of models behind a row (every scored model)."""
+    wins = read_long_csv(
+        [win_rates_csv],
+        WIN_RATE_COLUMNS,
+        numeric=("win_rate", "ci_low", "ci_high", "n_models", "level"),
+        blank_ok=("ci_low", "ci_high"),
+    )
+    gains = read_long_csv(
+        [improvement_csv],
+        IMPROVEMENT_COLUMNS,
+        numeric=("improvement", "ci_low", "ci_high", "n_models", "level"),
+        blank_ok=("ci_low", "ci_high"),
+    )
+    if not wins and not gains:
+        return None
+    for r in (*wins, *gains):
+        r["n_models"] = int(r["n_models"])
+    return {
+        "win_rates": wins,
+        "improvement": gains,
+        "n_models": max(r["n_models"] for r in (*wins, *gains)),
+    }
 
 
 def _cell(text: str, sort: float | None = None) -> dict:
