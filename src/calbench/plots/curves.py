@@ -16,7 +16,7 @@ from calbench._checks import (
     check_probs,
     check_probs_labels,
 )
-from calbench.metrics import calibration_error_1d
+from calbench.metrics.ece import calibration_error_1d
 from calbench.metrics.binning import DIAGRAM_BINS, ECE_BINS
 from calbench.plots._base import (
     _ACC_COLOR,

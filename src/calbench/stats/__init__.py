@@ -37,7 +37,7 @@ make the whole core a code input of those verbs (a training job rerun for an edi
 from __future__ import annotations
 
 from calbench.metrics import METRICS  # re-exported: callers read the registry through stats
-from calbench.multiplicity import benjamini_hochberg, holm, min_adjusted_p
+from calbench.stats.multiplicity import benjamini_hochberg, holm, min_adjusted_p
 from calbench.stats.common import (
     PairedTest,
     interval_method,
