@@ -9,9 +9,9 @@ import pytest
 from scipy.integrate import quad
 from scipy.special import ndtr
 
+from calbench.functional import softmax
 from calbench.metrics import caltests as C
 from calbench.stats import multiplicity as V
-from calbench.functional import softmax
 
 
 def _calibrated(n, seed, gamma=1.0):

@@ -84,4 +84,3 @@ __all__ = [
 
 # keep the helpers importable for plots and calibrators
 __all__ += ["classwise_sums", "top_label"]
-

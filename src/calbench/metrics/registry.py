@@ -243,8 +243,6 @@ _UB = {
 }
 
 
-
-
 def _calibration_test_metrics() -> list[Metric]:
     """p-values of the top-label calibration tests (:mod:`calbench.metrics.caltests`): large means no
     evidence of miscalibration. The report turns them into "calibrated at the 5% level?"
@@ -340,7 +338,9 @@ def _ub_metrics() -> list[Metric]:
         ),
         Metric(
             "cwece_ub",
-            lambda p, y, dtype=None: float(unbiased.root(unbiased.cw_ub_sq(p, y, forms.cw_bins(p)))),
+            lambda p, y, dtype=None: float(
+                unbiased.root(unbiased.cw_ub_sq(p, y, forms.cw_bins(p)))
+            ),
             weighted=lambda p, y, dtype=None: forms.root_weighted(
                 unbiased.cw_ub_weighted(p, y, forms.cw_bins(p))
             ),
@@ -351,12 +351,6 @@ def _ub_metrics() -> list[Metric]:
             **_UB,
         ),
     ]
-
-
-
-
-
-
 
 
 def _plain_metrics() -> list[Metric]:
