@@ -37,7 +37,6 @@ make the whole core a code input of those verbs (a training job rerun for an edi
 from __future__ import annotations
 
 from calbench.metrics import METRICS  # re-exported: callers read the registry through stats
-from calbench.stats.multiplicity import benjamini_hochberg, holm, min_adjusted_p
 from calbench.stats.common import (
     PairedTest,
     interval_method,
@@ -57,6 +56,7 @@ from calbench.stats.intervals import (
     paired_bootstrap,
     resample_indices,
 )
+from calbench.stats.multiplicity import benjamini_hochberg, holm, min_adjusted_p
 from calbench.stats.paired import (
     PAIRED_TEST_NAMES,
     mcnemar_exact,
