@@ -355,9 +355,10 @@ def test_no_import_runs_up_a_layer():
     """Every import of a library module, at the top or inside a function (``TYPE_CHECKING``
     blocks aside), goes to a module of its own layer or one below (docs/architecture.md,
     "Layers"); no allow-list."""
-    edges = list(_edges())
+    layer = _layer_of()  # a module in no layer: test_every_module_is_in_one_documented_layer
+    edges = [e for e in _edges() if e[0] in layer and e[1] in layer]
     assert len(edges) > 500  # the walk sees the imports
-    bad = _imports_up(_layer_of(), edges)
+    bad = _imports_up(layer, edges)
     assert not bad, "imports that run up a layer:\n" + "\n".join(bad)
 
 
