@@ -93,14 +93,10 @@ def parse_json_arg(text: str, what: str) -> dict:
         if why is not None:
             raise ValueError(f"{what} {path} is {why}; pass a JSON file")
         if path.stat().st_size > MAX_JSON_ARG_BYTES:
-            raise ValueError(
-                f"{what} {path} is larger than {MAX_JSON_ARG_BYTES} bytes; is it the right file?"
-            )
+            raise ValueError(f"{what} {path} is larger than {MAX_JSON_ARG_BYTES} bytes; is it the right file?")
         text = path.read_text()
     if len(text) > MAX_JSON_ARG_BYTES:
-        raise ValueError(
-            f"{what} is longer than {MAX_JSON_ARG_BYTES} characters; pass a smaller object"
-        )
+        raise ValueError(f"{what} is longer than {MAX_JSON_ARG_BYTES} characters; pass a smaller object")
     try:
         value = json.loads(text)
     except json.JSONDecodeError as exc:
@@ -224,13 +220,9 @@ def timeout_arg(text: str) -> float:
     try:
         value = float(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(
-            f"--timeout must be a number of seconds, got {text!r}"
-        ) from None
+        raise argparse.ArgumentTypeError(f"--timeout must be a number of seconds, got {text!r}") from None
     if not 0 < value <= 3600:
-        raise argparse.ArgumentTypeError(
-            f"--timeout = {text} is out of range; use (0, 3600] seconds"
-        )
+        raise argparse.ArgumentTypeError(f"--timeout = {text} is out of range; use (0, 3600] seconds")
     return value
 
 
@@ -367,11 +359,7 @@ def check_outputs(args: argparse.Namespace) -> None:
 
     The outputs are the options the verb declared with :func:`writes`; the inputs are every
     other option's value (``@file`` arguments included) that names an existing regular file."""
-    outputs = [
-        (flag, str(v))
-        for flag in getattr(args, "_writes", ())
-        for v in _values(getattr(args, _dest(flag), None))
-    ]
+    outputs = [(flag, str(v)) for flag in getattr(args, "_writes", ()) for v in _values(getattr(args, _dest(flag), None))]
     extra = getattr(args, "_writes_files", None)
     if extra is not None:
         outputs += [(label, str(path)) for label, path in extra(args)]

@@ -110,13 +110,7 @@ def import_logits(
     if not presplit and split_out is not None:
         raise ValueError(f"model {name} uses the study split (split: study); drop --split-out")
     got = obtain(
-        name,
-        entry,
-        resources,
-        mirrors,
-        local_file=local_file,
-        timeout=timeout,
-        strict=strict,
+        name, entry, resources, mirrors, local_file=local_file, timeout=timeout, strict=strict,
         repin=repin,
     )
     synth = (

@@ -133,9 +133,7 @@ def _check_storage_size(path, zf, member: str, storage: _Storage) -> None:
     try:
         declared = zf.getinfo(member).file_size
     except KeyError:
-        raise ValueError(
-            f"{path}: damaged torch container (no {member}); download it again"
-        ) from None
+        raise ValueError(f"{path}: damaged torch container (no {member}); download it again") from None
     want = storage.numel * np.dtype(storage.dtype).itemsize
     size = os.path.getsize(path)
     if declared > cio.MAX_NPZ_BYTES or (
