@@ -346,7 +346,7 @@ def all_verb_sources(cache=None) -> dict[str, list[str]]:
 def code_manifest_text(paths) -> str:
     """``sha256  path`` lines (``sha256sum`` format, paths relative to the calbench package's
     parent folder, sorted; a plug-in's file outside it: ``plugin:<folder>/<file>``) of the library
-    files ``paths``: the workflow's code input of a verb.
+    files ``paths``: the code manifest of a verb, its rules' input.
     The text depends on the files' content only, not on where calbench is installed."""
     lines = []
     for p in sorted(str(p) for p in paths):

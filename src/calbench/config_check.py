@@ -59,8 +59,8 @@ def _dict_keys(path: Path, name: str) -> list[str]:
 
 
 def loss_names() -> list[str]:
-    """Names of :data:`calbench.losses.LOSSES` (the ``name`` of each class listed there)."""
-    init = ROOT / "losses" / "__init__.py"
+    """Names of :data:`calbench.losses.registry.LOSSES` (the ``name`` of each class listed there)."""
+    init = ROOT / "losses" / "registry.py"
     listed: list[str] = []
     for node in ast.walk(ast.parse(init.read_text())):
         if isinstance(node, ast.DictComp) and isinstance(node.generators[0].iter, ast.Tuple):

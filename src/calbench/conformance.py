@@ -64,7 +64,7 @@ TIMING_SIZES = ((5000, 10), (5000, 100))
 #: seconds one check may run by default (the slowest built-in fit of 5,000 x 100 takes far less)
 TIMEOUT = 600.0
 #: calbench's coverage checks: near 1 - alpha by construction, their direction only orders the
-#: column (calbench.metrics.entries), so the direction check prints them instead of judging
+#: column (calbench.metrics.registry), so the direction check prints them instead of judging
 COVERAGE_CHECKS = ("lac_coverage", "aps_coverage")
 
 

@@ -24,9 +24,9 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 from calbench.plugins import (
-    _PKG,
     CALIBRATOR_GROUP,
     METRIC_GROUP,
+    PACKAGE,
     PluginError,
     find_calibrator,
     find_metric,
@@ -40,7 +40,7 @@ def plugin_object(name: str, group: str):
     """The loaded plug-in (class or :class:`Metric`) called ``name`` in ``group``, or ``None``
     for a built-in; a name that does not load raises :class:`PluginError`."""
     obj = find_calibrator(name) if group == CALIBRATOR_GROUP else find_metric(name)
-    builtin = f"{_PKG}.calibrators." if group == CALIBRATOR_GROUP else f"{_PKG}.metrics"
+    builtin = f"{PACKAGE}.calibrators." if group == CALIBRATOR_GROUP else f"{PACKAGE}.metrics"
     return None if source_module(obj).startswith(builtin) else obj
 
 
@@ -109,7 +109,7 @@ def _files_of(obj) -> list[str]:
     if mod is None or not getattr(mod, "__file__", None):
         return []
     top = module.split(".")[0]
-    if top == _PKG:
+    if top == PACKAGE:
         from calbench._sources import closure, module_file  # lazy: code inputs
 
         return sorted({str(module_file(m)) for m, _ in closure({(module, "*")})})
@@ -159,8 +159,8 @@ def _verb_runs(verb: str) -> tuple[bool, bool]:
     from calbench._sources import verb_units  # lazy: code inputs
 
     units = verb_units(verb)
-    cal = {(f"{_PKG}.{m}", f) for m, f in CALIBRATOR_UNITS}
-    met = {(f"{_PKG}.{m}", f) for m, f in METRIC_UNITS}
+    cal = {(f"{PACKAGE}.{m}", f) for m, f in CALIBRATOR_UNITS}
+    met = {(f"{PACKAGE}.{m}", f) for m, f in METRIC_UNITS}
     return bool(units & cal), bool(units & met)
 
 

@@ -59,9 +59,9 @@ from calbench.metrics import INTERVALS, METRICS, PAIRED_TESTS, Metric
 
 #: (spelt from the package name: calbench._sources counts a string naming a calbench module as
 #: that module's code)
-_PKG = __name__.split(".")[0]
-CALIBRATOR_GROUP = f"{_PKG}.calibrators"
-METRIC_GROUP = f"{_PKG}.metrics"
+PACKAGE = __name__.split(".")[0]
+CALIBRATOR_GROUP = f"{PACKAGE}.calibrators"
+METRIC_GROUP = f"{PACKAGE}.metrics"
 #: entry-point names: the registry's lower-case names, dots allowed (``netcal.ts``)
 NAME = re.compile(r"^[a-z0-9][a-z0-9_]*(\.[a-z0-9_]+)*$")
 #: metric names become file names and table keys: slugs only
@@ -115,11 +115,11 @@ def source_module(obj) -> str:
 
 
 def _builtin_calibrator(name: str) -> bool:
-    return name in REGISTRY and REGISTRY[name].__module__.startswith(f"{_PKG}.calibrators.")
+    return name in REGISTRY and REGISTRY[name].__module__.startswith(f"{PACKAGE}.calibrators.")
 
 
 def _builtin_metric(name: str) -> bool:
-    return name in METRICS and source_module(METRICS[name]).startswith(f"{_PKG}.metrics")
+    return name in METRICS and source_module(METRICS[name]).startswith(f"{PACKAGE}.metrics")
 
 
 # --- discovery ----------------------------------------------------------------------------------

@@ -180,7 +180,7 @@ GUO_KULL_SUMMARY_COLUMNS = ("model", "half", "method", "accuracy", "confidence",
 SWEEP_COLUMNS = ("model", "kind", "temperature", "ece")
 
 # --------------------------------------------------------------------------------------------
-# implementations side by side (calbench.adapters.arena; calbench.report.arena)
+# implementations side by side (calbench.arena; calbench.report.arena)
 # --------------------------------------------------------------------------------------------
 #: Columns of ``results/arena/{dataset}/{model}.csv``: per pair of implementations of a method,
 #: the largest difference in calibrated probability and in each metric.

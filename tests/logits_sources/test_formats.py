@@ -254,7 +254,7 @@ def test_pt_reader_falls_back_to_torch_for_other_containers(tmp_path):
     torch.save(torch.from_numpy(z), tmp_path / "legacy.pt", _use_new_zipfile_serialization=False)
     np.testing.assert_array_equal(F.read_torch_tensor(tmp_path / "legacy.pt"), z)
     torch.save([torch.from_numpy(z)], tmp_path / "list.pt")
-    with pytest.raises(F._Unsupported):
+    with pytest.raises(F.Unsupported):
         F.read_pt_zip(tmp_path / "list.pt")
     with pytest.raises(ValueError, match="holds a list"):
         F.read_torch_tensor(tmp_path / "list.pt")

@@ -1,4 +1,4 @@
-"""calbench.adapters.arena: implementations of one method side by side (known answers)."""
+"""calbench.arena: implementations of one method side by side (known answers)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import csv
 import numpy as np
 import pytest
 
-from calbench.adapters.arena import (
+from calbench.arena import (
     disagreements,
     implementation_groups,
     largest,

@@ -9,7 +9,7 @@ import re
 import pytest
 from test_report_render import EVIL, _context
 
-from calbench.adapters.arena import write_disagreements
+from calbench.arena import write_disagreements
 from calbench.report import render
 from calbench.report.arena import arena_context
 from calbench.report.ranks import metric_name

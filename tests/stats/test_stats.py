@@ -534,11 +534,11 @@ def test_chunked_paired_bootstrap_equals_the_loop(name, monkeypatch):
 
 
 def test_chunked_resamples_equal_one_resample_at_a_time():
-    # the values of every resample, not just the quantiles: record them through _prepare
+    # the values of every resample, not just the quantiles: record them through prepare_metric
     probs, labels = edge_probs(120, 6, 13)
     idx = np.concatenate(list(S.resample_indices(120, 50, 9)))
     for name in BATCHED:
-        _, f = S.intervals._prepare(METRICS[name], probs, labels)
+        _, f = S.intervals.prepare_metric(METRICS[name], probs, labels)
         want = [METRICS[name](probs[row], labels[row]) for row in idx]
         np.testing.assert_allclose(f(idx), want, rtol=1e-12, atol=1e-15)
 

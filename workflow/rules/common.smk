@@ -43,8 +43,8 @@ wildcard_constraints:
 
 
 # --- code inputs: the calbench library files each rule runs ---------------------------------
-# A rule's code input is results/code/<verb>.sha256, the digests of the library files its verb
-# executes, derived from the code (calbench._sources, read with ast; cached in .snakemake/), so
+# A rule's code manifest is results/code/<verb>.sha256, the digests of its code inputs (the
+# library files its verb executes), derived from the code (calbench._sources, read with ast; cached in .snakemake/), so
 # an edit reruns exactly the jobs that run the edited file (tests/workflow/test_lib_sources.py).
 from calbench._sources import all_verb_sources, code_manifest_text
 from calbench.plugin_inputs import plugin_code_inputs
@@ -66,7 +66,7 @@ def write_if_changed(path, text):
 
 
 def lib_sources(verb):
-    """The code input of ``calbench <verb>`` (the verb as typed, e.g. ``calibrate``)."""
+    """The code manifest of ``calbench <verb>`` (the verb as typed, e.g. ``calibrate``)."""
     if verb not in VERB_SOURCES:
         raise ValueError(f"lib_sources({verb!r}): calbench has no verb {verb!r}; verbs: {sorted(VERB_SOURCES)}")
     # plug-ins the config uses (another package's files, and the modules of its folder they

@@ -1,6 +1,6 @@
 """Other libraries' calibrators as calbench plug-ins, so a study runs them beside calbench's own
 (``config/arena_fmnist.yaml``) and the report compares the implementations of each method
-(:mod:`calbench.adapters.arena`).
+(:mod:`calbench.arena`).
 
 Each adapter is a :class:`calbench.calibrators.Calibrator` under a dotted name ``library.method``
 and is an entry point of group ``calbench.calibrators`` (pyproject.toml, extra ``arena`` for

@@ -41,7 +41,7 @@ import numpy as np
 
 from calbench.calibrators.base import Calibrator, Field, register
 from calbench.calibrators.precision import check_precision, softmax32
-from calbench.calibrators.scaling import MatrixScalingBias, _check_options, fit_scaling
+from calbench.calibrators.scaling import MatrixScalingBias, check_fit_options, fit_scaling
 from calbench.functional import softmax
 from calbench.metrics import nll
 
@@ -112,7 +112,7 @@ class _ODIRCrossValidated(Calibrator):
         device: str = "auto",
         precision: str = "float64",
     ) -> None:
-        _check_options(line_search, max_iter, dtype, 0.0, None)
+        check_fit_options(line_search, max_iter, dtype, 0.0, None)
         if isinstance(n_folds, bool) or not isinstance(n_folds, int) or n_folds < 2:
             raise ValueError(f"n_folds must be an integer >= 2, got {n_folds!r}")
         if isinstance(random_state, bool) or not isinstance(random_state, int) or random_state < 0:

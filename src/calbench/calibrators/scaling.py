@@ -97,7 +97,7 @@ def apply_scaling(logits, params: dict[str, Any]):
     return out
 
 
-def _check_options(line_search, max_iter, dtype, l2, odir) -> None:
+def check_fit_options(line_search, max_iter, dtype, l2, odir) -> None:
     if line_search not in _LINE_SEARCHES:
         raise ValueError(f"line_search must be None or 'strong_wolfe', got {line_search!r}")
     check_choice(dtype, "dtype", _DTYPES)
@@ -166,7 +166,7 @@ def guarded_fit_scaling(
 ) -> tuple[dict[str, np.ndarray], str | None]:  # fmt: skip
     """:func:`fit_scaling` without the warning: ``(params, note)``, ``note`` the sentence saying
     how a diverged fit was redone (``None`` when the first fit did not diverge)."""
-    _check_options(line_search, max_iter, dtype, l2, odir)
+    check_fit_options(line_search, max_iter, dtype, l2, odir)
     check_choice(l2_center, "l2_center", ("init", "zero"))
     if odir is not None and kind != "ms_b":
         raise ValueError(f"odir regularisation applies to matrix scaling (ms_b) only, not {kind!r}")
@@ -369,7 +369,7 @@ class _LogitScaling(Calibrator):
         precision: str = "float64",
         **extra: Any,
     ) -> None:
-        _check_options(line_search, max_iter, dtype, l2, extra.get("odir"))
+        check_fit_options(line_search, max_iter, dtype, l2, extra.get("odir"))
         super().__init__(
             max_iter=max_iter,
             line_search=line_search,
@@ -533,7 +533,7 @@ class MatrixScalingBias(_LogitScaling):
 
     def __init__(self, *, odir: tuple[float, float] | None = None, **kwargs: Any) -> None:
         if odir is not None:
-            _check_options(None, 1, "float32", 0.0, odir)
+            check_fit_options(None, 1, "float32", 0.0, odir)
             odir = [float(odir[0]), float(odir[1])]
         super().__init__(odir=odir, **kwargs)
 

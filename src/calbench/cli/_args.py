@@ -273,11 +273,23 @@ def add_repin(p: argparse.ArgumentParser) -> None:
     )
 
 
-def download_setup(args):
-    """``(config document, resources folder, mirror folders)`` from the download options."""
+def _check_logits_entry(name, entry) -> None:
+    from calbench import logits_sources  # lazy: pulls numpy
+
+    logits_sources.check_entry(name, entry)
+
+
+def load_model_registry(path) -> dict:
+    """The registry document of ``--config`` with every entry checked, ``source: logits`` ones
+    by :func:`calbench.logits_sources.check_entry` (numpy imported only for those)."""
     from calbench.models.pretrained import load_registry  # lazy: cli start-up
 
-    doc = load_registry(args.config)
+    return load_registry(path, {"logits": _check_logits_entry})
+
+
+def download_setup(args):
+    """``(config document, resources folder, mirror folders)`` from the download options."""
+    doc = load_model_registry(args.config)
     resources = Path(args.resources or doc.get("resources") or "resources")
     mirrors = [*args.mirror, *(doc.get("mirrors") or [])]
     return doc, resources, mirrors

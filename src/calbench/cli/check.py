@@ -80,7 +80,7 @@ def cmd_check_metric(args) -> int:
 
 def cmd_compare_implementations(args) -> int:
     load_named_plugins(args)  # before the library reads the registries
-    from calbench.adapters.arena import run_comparison  # lazy: cli start-up
+    from calbench.arena import run_comparison  # lazy: cli start-up
 
     synthetic = None
     if args.synthetic:

@@ -13,6 +13,7 @@ from calbench.cli._args import (
     add_repin,
     add_threads_arg,
     batch_size_arg,
+    load_model_registry,
     name_arg,
     set_threads,
     writes,
@@ -133,9 +134,9 @@ def cmd_import_logits(args) -> int:
         entry = parse_spec(args.spec)
         name = Path(args.out).stem
     elif args.config and args.model:
-        from calbench.models.pretrained import get_entry, load_registry  # lazy: cli start-up
+        from calbench.models.pretrained import get_entry  # lazy: cli start-up
 
-        doc = load_registry(args.config)
+        doc = load_model_registry(args.config)
         name = args.model
         entry = get_entry(doc, name)
         mirrors += list(doc.get("mirrors") or [])

@@ -140,5 +140,5 @@ def model_dir(name: str, entry: Mapping, resources="resources") -> Path:
     return Path(resources) / "logits" / entry["dataset"] / name
 
 
-def _has_service(lg: Mapping) -> bool:
+def has_service(lg: Mapping) -> bool:
     return any(lg.get(k) for k in _SERVICE_KEYS)

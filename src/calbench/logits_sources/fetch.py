@@ -17,8 +17,8 @@ from calbench.logits_sources import services as S
 from calbench.logits_sources.entry import (
     STATUS,
     TARGETS_FILE,
-    _has_service,
     check_entry,
+    has_service,
     is_presplit,
     model_dir,
 )
@@ -144,7 +144,7 @@ def obtain(
     needs_targets = fmt == "coursework"
     mdir = model_dir(name, entry, resources)
     lock_file = Lock(Path(resources) / LOCK_NAME)
-    pin = _has_service(lg)  # downloadable files without a published checksum: pin on first use
+    pin = has_service(lg)  # downloadable files without a published checksum: pin on first use
     key = lock_key(confined(mdir, fname, f"models.{name}.logits.file", plain=True), resources)
     tkey = lock_key(mdir / TARGETS_FILE, resources)
     t_sha = lg.get("targets_sha256")
@@ -206,7 +206,7 @@ def obtain(
         not needs_targets or tdest.is_file() or lg.get("targets") == "class_blocks"
     ):
         return done(dest, tdest if tdest.is_file() else None, origin="resources")
-    if not _has_service(lg):
+    if not has_service(lg):
         raise FileNotFoundError(
             f"model {name}: {fname} is not in {mdir} and the entry names no source; set "
             "logits.local_path, a mirrors: directory, yandex_disk, github_lfs, huggingface or urls"

@@ -44,7 +44,7 @@ from calbench._checks import as_numpy, check_input_file
 from calbench.logits_sources.calarena import read_calarena
 from calbench.logits_sources.helm import read_helm
 from calbench.logits_sources.lm_eval import read_lm_eval
-from calbench.logits_sources.torchzip import _is_zip, _Unsupported, read_pt_zip
+from calbench.logits_sources.torchzip import Unsupported, is_zip, read_pt_zip
 
 FORMATS = ("coursework", "kull_pickle", "npz", "calarena", "lm_eval", "helm")
 #: Formats whose files carry their own validation/test split (``split: file`` by default).
@@ -124,15 +124,15 @@ def read_torch_tensor(path) -> np.ndarray:
     (importing torch costs seconds and ~0.6 GB here, more than reading a 200 MB file); anything
     it does not handle goes to ``torch.load(weights_only=True)``. Neither runs code from the file.
     """
-    if _is_zip(path):
+    if is_zip(path):
         try:
             return _as_logits(read_pt_zip(path), path)
-        except _Unsupported:
+        except Unsupported:
             pass
     import torch
 
     try:
-        obj = torch.load(path, map_location="cpu", weights_only=True, mmap=_is_zip(path))
+        obj = torch.load(path, map_location="cpu", weights_only=True, mmap=is_zip(path))
     except Exception as exc:  # pickle errors, truncated zip, objects weights_only refuses
         first = (str(exc).splitlines() or [""])[0][:160]
         raise ValueError(

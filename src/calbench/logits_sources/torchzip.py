@@ -19,7 +19,7 @@ import numpy as np
 from calbench import io as cio
 
 
-class _Unsupported(Exception):
+class Unsupported(Exception):
     """Not a plain tensor in torch's zip container: leave it to torch.load(weights_only=True)."""
 
 
@@ -44,7 +44,7 @@ class _TensorRef:
 
 def _rebuild_tensor_v2(storage, offset, size, stride, requires_grad, hooks, metadata=None):
     if not isinstance(storage, _Storage) or hooks:
-        raise _Unsupported("not a plain tensor")
+        raise Unsupported("not a plain tensor")
     return _TensorRef(storage, int(offset), tuple(size), tuple(stride))
 
 
@@ -59,14 +59,14 @@ class _PtUnpickler(pickle.Unpickler):
             return collections.OrderedDict
         if module == "torch" and name in _STORAGES:
             return name
-        raise _Unsupported(f"global {module}.{name}")
+        raise Unsupported(f"global {module}.{name}")
 
     def persistent_load(self, pid):
         if not (isinstance(pid, tuple) and len(pid) == 5 and pid[0] == "storage"):
-            raise _Unsupported("storage record")
+            raise Unsupported("storage record")
         _, kind, key, _location, numel = pid
         if kind not in _STORAGES:
-            raise _Unsupported(f"storage {kind}")
+            raise Unsupported(f"storage {kind}")
         return _Storage(str(key), _STORAGES[kind], int(numel))
 
 
@@ -74,29 +74,29 @@ def read_pt_zip(path) -> np.ndarray:
     """The tensor in a torch zip container (``<name>/data.pkl`` + ``<name>/data/<key>``) as numpy,
     without torch: :class:`_PtUnpickler` resolves nothing but the tensor record, the storage's raw
     little-endian bytes are read (CRC-checked) and viewed with the record's shape and strides.
-    Raises :class:`_Unsupported` for anything else (other containers, dtypes, several tensors)."""
+    Raises :class:`Unsupported` for anything else (other containers, dtypes, several tensors)."""
     try:
         zf = zipfile.ZipFile(path)
     except zipfile.BadZipFile:
-        raise _Unsupported("not a zip") from None
+        raise Unsupported("not a zip") from None
     with zf:
         pkls = [n for n in zf.namelist() if n.endswith("/data.pkl") and n.count("/") == 1]
         if len(pkls) != 1:
-            raise _Unsupported("no single data.pkl")
+            raise Unsupported("no single data.pkl")
         prefix = pkls[0][: -len("data.pkl")]
         if prefix + "byteorder" in zf.namelist():
             if zf.read(prefix + "byteorder").strip() != b"little":
-                raise _Unsupported("big-endian")
+                raise Unsupported("big-endian")
         if zf.getinfo(pkls[0]).file_size > _MAX_PICKLE_BYTES:  # a tensor record is ~300 bytes
-            raise _Unsupported("data.pkl too large for one tensor record")
+            raise Unsupported("data.pkl too large for one tensor record")
         try:
             ref = _PtUnpickler(io.BytesIO(zf.read(pkls[0]))).load()
-        except _Unsupported:
+        except Unsupported:
             raise
         except Exception as exc:  # a damaged data.pkl
-            raise _Unsupported(str(exc)) from None
+            raise Unsupported(str(exc)) from None
         if not isinstance(ref, _TensorRef) or len(ref.size) != 2:
-            raise _Unsupported("not a 2-D tensor")
+            raise Unsupported("not a 2-D tensor")
         member = prefix + "data/" + ref.storage.key
         _check_storage_size(path, zf, member, ref.storage)
         try:
@@ -108,7 +108,7 @@ def read_pt_zip(path) -> np.ndarray:
     flat = np.frombuffer(raw, dtype=ref.storage.dtype)
     (n, k), (s0, s1), off = ref.size, ref.stride, ref.offset
     if flat.size != ref.storage.numel or min(n, k, s0, s1, off) < 0:
-        raise _Unsupported("inconsistent storage")
+        raise Unsupported("inconsistent storage")
     if off + (n - 1) * s0 + (k - 1) * s1 >= flat.size:
         raise ValueError(f"{path}: tensor record points past its storage; download it again")
     if (s0, s1) == (k, 1):
@@ -150,6 +150,6 @@ def _check_storage_size(path, zf, member: str, storage: _Storage) -> None:
         )
 
 
-def _is_zip(path) -> bool:
+def is_zip(path) -> bool:
     with open(path, "rb") as fh:
         return fh.read(4) == b"PK\x03\x04"

@@ -34,10 +34,6 @@ The interleaved training of Karandikar et al. 2021 appendix B is :class:`Interle
 
 from __future__ import annotations
 
-import inspect
-
-from torch import nn
-
 from calbench.losses._base import Loss, check_logits_targets
 from calbench.losses.avuc import AvUCGSLoss, AvUCLoss, SoftAvUCLoss
 from calbench.losses.classification import (
@@ -47,67 +43,11 @@ from calbench.losses.classification import (
     FocalLoss,
     LabelSmoothingLoss,
 )
-from calbench.losses.combined import CombinedLoss, build_loss, combined
+from calbench.losses.combined import CombinedLoss
 from calbench.losses.interleaved import InterleavedObjective, epoch_phases, interleaved_split
 from calbench.losses.mmce import MMCELoss, MMCEWeightedLoss, mmce_term, mmce_weighted_term
+from calbench.losses.registry import LOSSES, build_loss, combined, get_loss
 from calbench.losses.soft import DECELoss, SBECELoss
-
-#: Registry ``{name: loss class}``; build instances with :func:`get_loss`.
-LOSSES: dict[str, type[nn.Module]] = {
-    cls.name: cls
-    for cls in (
-        CrossEntropyLoss,
-        FocalLoss,
-        FLSD53Loss,
-        LabelSmoothingLoss,
-        BrierLoss,
-        MMCELoss,
-        MMCEWeightedLoss,
-        AvUCLoss,
-        AvUCGSLoss,
-        SBECELoss,
-        SoftAvUCLoss,
-        DECELoss,
-    )
-}
-
-
-def get_loss(name: str, *, secondary=None, **kwargs) -> nn.Module:
-    """Build the loss registered as ``name`` with keyword arguments ``kwargs``.
-
-    ``secondary`` (optional) adds a secondary objective: a dict
-    ``{"name": str, "beta": float (default 1), "kwargs": dict (optional)}`` or a loss module
-    (then ``beta`` is 1); the result is a :class:`CombinedLoss` computing
-    ``primary + beta * secondary`` (Karandikar et al. 2021, section 5.1).
-    """
-    if not isinstance(name, str) or name not in LOSSES:
-        raise ValueError(f"unknown loss {name!r}; choose one of {sorted(LOSSES)}")
-    cls = LOSSES[name]
-    params = inspect.signature(cls.__init__).parameters
-    accepted = [p for p in params if p != "self"]
-    unknown = sorted(set(kwargs) - set(accepted))
-    if unknown:
-        raise ValueError(
-            f"loss {name!r} does not take {unknown}; accepted keyword arguments: {accepted or 'none'}"
-        )
-    primary = cls(**kwargs)
-    if secondary is None:
-        return primary
-    if isinstance(secondary, nn.Module):
-        return CombinedLoss(primary, secondary, 1.0)
-    if not isinstance(secondary, dict) or "name" not in secondary:
-        raise ValueError(
-            "secondary must be {'name': ..., 'beta': ..., 'kwargs': {...}} or a loss module, "
-            f"got {secondary!r}"
-        )
-    extra = set(secondary) - {"name", "beta", "kwargs"}
-    if extra:
-        raise ValueError(
-            f"secondary has unknown keys {sorted(extra)}; allowed keys are name, beta, kwargs"
-        )
-    sec = get_loss(secondary["name"], **dict(secondary.get("kwargs") or {}))
-    return CombinedLoss(primary, sec, secondary.get("beta", 1.0))
-
 
 __all__ = [
     "LOSSES",

@@ -40,30 +40,3 @@ class CombinedLoss(Loss):
 
     def extra_repr(self) -> str:
         return f"beta={self.beta}"
-
-
-def build_loss(spec, what: str = "loss") -> nn.Module:
-    """Return ``spec`` as a loss module: a module as is, a registry name, or a
-    ``{"name": ..., "kwargs": {...}}`` dict (built with :func:`calbench.losses.get_loss`)."""
-    from calbench.losses import get_loss  # lazy: import cycle
-
-    if isinstance(spec, nn.Module):
-        return spec
-    if isinstance(spec, str):
-        return get_loss(spec)
-    if isinstance(spec, dict) and "name" in spec:
-        extra = set(spec) - {"name", "kwargs"}
-        if extra:
-            raise ValueError(
-                f"{what} spec has unknown keys {sorted(extra)}; use {{'name': ..., 'kwargs': {{...}}}}"
-            )
-        return get_loss(spec["name"], **dict(spec.get("kwargs") or {}))
-    raise ValueError(
-        f"{what} must be a loss module, a loss name or {{'name': ..., 'kwargs': {{...}}}}, got {spec!r}"
-    )
-
-
-def combined(primary, secondary, beta: float = 1.0) -> CombinedLoss:
-    """Build ``primary + beta * secondary``; each part is a loss module, a registry name, or a
-    ``{"name": ..., "kwargs": {...}}`` dict."""
-    return CombinedLoss(build_loss(primary, "primary"), build_loss(secondary, "secondary"), beta)

@@ -26,7 +26,7 @@ from torch import Tensor, nn
 
 from calbench._checks import check_choice
 from calbench.losses._base import check_fraction, check_logits_targets, check_nonneg
-from calbench.losses.combined import build_loss
+from calbench.losses.registry import build_loss
 
 PHASES = ("primary", "secondary")
 

@@ -29,7 +29,7 @@ from calbench.metrics.binning import (
 NORMS = ("l1", "l2", "max")
 
 
-def _check_power(p) -> float:
+def check_power(p) -> float:
     if isinstance(p, bool) or not isinstance(p, int | float | np.integer | np.floating):
         raise ValueError(f"p must be a number >= 1, got {p!r}")
     if not np.isfinite(p) or p < 1:
@@ -251,7 +251,7 @@ def marginal_ce(
     """
     probs_, y = check_probs_labels(probs, labels)
     n_bins = check_n_bins(n_bins)
-    power = _check_power(p)
+    power = check_power(p)
     check_choice(binning, "binning", BINNINGS)
     if debiased and power != 2:
         raise ValueError(f"debiased=True is defined for p=2 only, got p={p!r}; use p=2")

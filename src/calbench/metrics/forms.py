@@ -1,6 +1,7 @@
 """How the registry's metrics are computed beyond ``core``: per-sample decompositions
 (``stats``), bootstrap forms (``weighted``: a chunk of resamples from per-sample
-multiplicities) and sign-flip forms (``linear``: bin sums linear in the per-sample weights)."""
+multiplicities), sign-flip forms (``linear``: bin sums linear in the per-sample weights), and
+the ``core`` / ``joint`` of the whole-set metrics (:func:`plain`, :func:`plain_joint`)."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from functools import partial
 
 import numpy as np
 
+from calbench.metrics import unbiased
 from calbench.metrics.binning import (
     ECE_BINS,
     fixed_bins_weighted,
@@ -33,23 +35,23 @@ from calbench.metrics.scoring import brier_per_sample
 from calbench.metrics.soft import soft_accuracy
 
 
-def _mean(x: np.ndarray) -> float:
+def mean(x: np.ndarray) -> float:
     return float(np.mean(x))
 
 
-def _top(p, y, dtype=None):
+def top(p, y, dtype=None):
     return top_label(p, y)
 
 
-def _correct(p, y, dtype=None):
+def correct(p, y, dtype=None):
     return ((np.argmax(p, axis=1) == y).astype(np.float64),)
 
 
-def _dece_stats(p, y, dtype=None):
+def dece_stats(p, y, dtype=None):
     return top_label(p, y)[0], soft_accuracy(p, y, 100.0)
 
 
-def _width_weighted(norm: str, n_bins: int = ECE_BINS):
+def width_weighted(norm: str, n_bins: int = ECE_BINS):
     """``weighted`` form of the equal-width top-label error ``norm`` (ECE, MCE)."""
 
     def weighted(p, y, dtype=None):
@@ -76,7 +78,7 @@ def _fixed_sums(ids, x, target, size: int, n: int, rows=None):
     return sums
 
 
-def _width_linear(norm: str, n_bins: int = ECE_BINS):
+def width_linear(norm: str, n_bins: int = ECE_BINS):
     """``linear`` form of the equal-width top-label error ``norm`` (ECE, MCE)."""
 
     def linear(p, y, dtype=None):
@@ -96,7 +98,7 @@ def _kull_reduce(count, sum_x, sum_t, total, norm):
     return np.sum(gap * count, axis=-1) / total
 
 
-def _kull_weighted(norm: str):
+def kull_weighted(norm: str):
     """``weighted`` form of Kull et al.'s (lo, hi] top-label ECE / MCE: the membership of every
     bin is fixed by the confidences (a confidence on a float bound may be in two bins or none,
     as in :func:`calbench.metrics.kull._confidence_gaps`)."""
@@ -125,7 +127,7 @@ def _kull_members(conf):
     return np.concatenate(rows), np.concatenate(ids), len(upper)
 
 
-def _kull_linear(norm: str):
+def kull_linear(norm: str):
     """``linear`` form of Kull et al.'s (lo, hi] top-label ECE / MCE."""
 
     def linear(p, y, dtype=None):
@@ -137,44 +139,77 @@ def _kull_linear(norm: str):
     return linear
 
 
-def _cwece_weighted(p, y, dtype=None):
+def cwece_weighted(p, y, dtype=None):
     sums = classwise_binner(p, y, ECE_BINS)
     return lambda weights=None: classwise_from_sums(*sums(weights))
 
 
-def _marginal_weighted(p, y, dtype=None):
+def marginal_weighted(p, y, dtype=None):
     sums = classwise_binner(p, y, ECE_BINS)
     return lambda weights=None: marginal_from_sums(*sums(weights), 2.0)
 
 
-def _cwece_core(p, y, dtype=None):
+def cwece_core(p, y, dtype=None):
     return classwise_value(p, y, ECE_BINS)
 
 
-def _marginal_core(p, y, dtype=None):
+def marginal_core(p, y, dtype=None):
     return marginal_value(p, y, 15, 2.0)
 
 
-def _cwece_kull_core(p, y, dtype=None):
+def cwece_kull_core(p, y, dtype=None):
     return cwece_kull_from_sums(*kull_classwise_binner(p, y)())
 
 
-def _cwece_kull_weighted(p, y, dtype=None):
+def cwece_kull_weighted(p, y, dtype=None):
     sums = kull_classwise_binner(p, y)
     return lambda weights=None: cwece_kull_from_sums(*sums(weights))
 
 
-def _brier_kull_stats(p, y, dtype=None):
+def brier_kull_stats(p, y, dtype=None):
     return (brier_per_sample(p, y) / p.shape[1],)
 
 
-def _cwece_linear(p, y, dtype=None):
+def cwece_linear(p, y, dtype=None):
     return classwise_binner(p, y, ECE_BINS), classwise_from_sums
 
 
-def _marginal_linear(p, y, dtype=None):
+def marginal_linear(p, y, dtype=None):
     return classwise_binner(p, y, ECE_BINS), partial(marginal_from_sums, power=2.0)
 
 
-def _cwece_kull_linear(p, y, dtype=None):
+def cwece_kull_linear(p, y, dtype=None):
     return kull_classwise_binner(p, y), cwece_kull_from_sums
+
+
+def plain(fn):
+    """``core`` of a metric computed by a function of validated ``(probs, labels)``."""
+
+    def core(p, y, dtype=None):
+        return float(fn(p, y))
+
+    return core
+
+
+def plain_joint(fn):
+    """``joint`` of metrics computed together by a function of validated ``(probs, labels)``."""
+
+    def joint(p, y, dtype=None):
+        return fn(p, y)
+
+    return joint
+
+
+def cw_bins(p) -> int:
+    """Bins per class of ``cwece_ub``: 15, fewer when thin (:func:`unbiased.classwise_bins`)."""
+    return unbiased.classwise_bins(p.shape[0], p.shape[1], ECE_BINS)
+
+
+def root_weighted(g):
+    """``weighted`` form reporting ``sqrt(max(T, 0))`` of a ``weighted`` form of ``T``."""
+
+    def h(weights=None):
+        out = unbiased.root(g(weights))
+        return float(out) if np.ndim(out) == 0 else out
+
+    return h

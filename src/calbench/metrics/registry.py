@@ -1,16 +1,35 @@
-"""The facts of a metric: the :class:`Metric` entry every consumer reads (display, scale,
-direction, interval, paired test, reference, whether verdicts may be drawn from it) and the
-names of the interval constructions and paired tests a metric may declare."""
+"""The metric registry: every built-in metric and its facts, in one place.
+
+:class:`Metric` is the entry every consumer reads (display, scale, direction, interval, paired
+test, reference, whether verdicts may be drawn from it); :data:`INTERVALS` and
+:data:`PAIRED_TESTS` name the interval constructions and paired tests a metric may declare;
+:data:`METRICS` maps each name the workflow reports to its entry, with the study's defaults
+(Vasilev, MSU 2021: 15 equal-width bins, NLL with scikit-learn <= 1.0 clipping) and the seed
+papers' extra metrics. The kernels stay in their modules (:mod:`calbench.metrics.ece`,
+``kull``, ``unbiased``, ``caltests``, ...); the per-sample, bootstrap and sign-flip forms the
+entries carry are :mod:`calbench.metrics.forms`.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import KW_ONLY, dataclass
+from functools import partial
 
 import numpy as np
 
 from calbench._checks import check_probs_labels
+from calbench.metrics import caltests, conformal, forms, refinement, selective, unbiased
+from calbench.metrics.binning import ECE_BINS, top_label
+from calbench.metrics.ece import calibration_error_1d, debiased_from_values, ks_from_values
+from calbench.metrics.kull import ece_kull_from_values, mce_kull_from_values
+from calbench.metrics.scoring import brier_per_sample, nll_per_sample
+from calbench.metrics.smooth import smooth_ece_from_values
+from calbench.metrics.soft import dece_from_values, sb_ece_from_values
+from calbench.metrics.sweep import ece_sweep_from_values
 
+#: Interval constructions a metric may name (:mod:`calbench.stats`): ``"percentile"`` (Davison
+#: & Hinkley 1997, eq. 5.18), ``"basic"`` (eq. 5.6; Kumar, Liang & Ma 2019) and ``"upper"`` (the
 #: one-sided basic bound ``[0, 2 t - q_alpha]``, an upper confidence bound that includes 0) and
 #: ``"jackknife"`` (the unbiased squared errors ``*_ub``: the normal interval ``T +- z se_jack`` of
 #: the unclipped U-statistic, clipped at 0 and square-rooted, :func:`calbench.stats.ub_interval`).
@@ -187,3 +206,586 @@ def _decomposed(
         return float(reduce(*stats(p, y, dtype)))
 
     return Metric(name, core, stats, reduce, is_mean, percent, weighted, **facts)
+
+
+_MAX_GAP = (
+    "the largest bin gap is a non-smooth extreme whose bootstrap is inconsistent: its basic "
+    "intervals covered the population value 32-64% of the time (perf/bench_coverage.py)"
+)
+_TOP_LABEL = (
+    "no bootstrap interval covered the population ECE in 90-99% of simulated test sets in "
+    "every scenario: the basic interval 48-97% (it excludes a true 0 half the time), the "
+    "one-sided upper bound 84.5-98%, the percentile interval 0-97% (perf/bench_coverage.py)"
+)
+_CLASSWISE = (
+    "no bootstrap interval covered the population classwise error in 90-99% of simulated test "
+    "sets: the basic interval 0-90.5% (its plug-in bias exceeds the error for nearly calibrated "
+    "models and for 100 classes), the one-sided upper bound 89-100% (perf/bench_coverage.py)"
+)
+_UNVERIFIED = (
+    "its coverage is not verified: perf/bench_coverage.py knows the population value of ECE, "
+    "classwise ECE and MCE only, and the bootstrap of a biased plug-in error may miss it"
+)
+_ERROR = {"higher_is_better": False, "paired_test": "sign_flip", "verdicts": False}
+_SCORE_MEAN = {
+    "higher_is_better": False,
+    "paired_test": "paired_t",
+    "interval": "percentile",
+    "verdicts": True,
+}
+_UB = {
+    "higher_is_better": False,
+    "paired_test": "jackknife_z",
+    "interval": "jackknife",
+    "verdicts": True,
+    "scale": 100.0,
+    "decimals": 2,
+}
+
+
+def _calibration_test_metrics() -> list[Metric]:
+    """p-values of the top-label calibration tests (:mod:`calbench.metrics.caltests`): large means no
+    evidence of miscalibration. The report turns them into "calibrated at the 5% level?"
+    verdicts with Holm's correction (analytic p-values: full resolution)."""
+
+    def core(name):
+        def f(p, y, dtype=None):
+            return float(caltests.calibration_tests(p, y)[name].p_value)
+
+        return f
+
+    tests = {"spiegelhalter_p": "spiegelhalter", "ks_cal_p": "ks", "kuiper_cal_p": "kuiper"}
+
+    def joint(p, y, dtype=None):  # the three tests share one call
+        done = caltests.calibration_tests(p, y)
+        return {metric: float(done[test].p_value) for metric, test in tests.items()}
+
+    facts = {
+        "scale": 1.0,
+        "decimals": 4,
+        "higher_is_better": True,
+        "interval": None,
+        "no_interval_reason": "a p-value of a test, not an estimate",
+        "paired_test": "sign_flip",
+        "verdicts": False,
+        "joint": joint,
+    }
+    return [
+        Metric(
+            "spiegelhalter_p",
+            core("spiegelhalter"),
+            display="Spiegelhalter Z test, p",
+            reference="Spiegelhalter 1986 (Z test of the Brier score)",
+            **facts,
+        ),
+        Metric(
+            "ks_cal_p",
+            core("ks"),
+            display="KS calibration test, p",
+            reference="Gupta et al. 2021, eq. 8; Arrieta-Ibarra et al. 2022 (cumulative differences)",
+            **facts,
+        ),
+        Metric(
+            "kuiper_cal_p",
+            core("kuiper"),
+            display="Kuiper calibration test, p",
+            reference="Arrieta-Ibarra et al. 2022 (Kuiper range of the cumulative differences)",
+            **facts,
+        ),
+    ]
+
+
+def _ub_metrics() -> list[Metric]:
+    """The unbiased binned squared calibration errors of :mod:`calbench.metrics.unbiased`,
+    reported as ``sqrt(max(T, 0))`` with jackknife intervals and tests of the unclipped ``T``."""
+    ref = (
+        "Kumar, Liang & Ma 2019, sec. 5; Sun, Chaudhari, Barnett & Dobriban 2024 "
+        "(per-bin U-statistic of the squared binned error)"
+    )
+
+    def top(binning):
+        def stats(p, y, dtype=None):
+            return top_label(p, y)
+
+        def jack(p, y, dtype=None):
+            return unbiased.ub_top_jackknife(*top_label(p, y), ECE_BINS, binning)
+
+        return stats, jack
+
+    w_stats, w_jack = top("width")
+    m_stats, m_jack = top("mass")
+    return [
+        _decomposed(
+            "ece_ub",
+            w_stats,
+            partial(unbiased.ub_from_values, n_bins=ECE_BINS, binning="width"),
+            weighted=lambda p, y, dtype=None: forms.root_weighted(
+                unbiased.ub_top_weighted(*top_label(p, y), ECE_BINS)
+            ),
+            jackknife=w_jack,
+            display="Unbiased ECE, % (l2, 15 bins)",
+            reference=ref + ", top-label, 15 equal-width bins",
+            **_UB,
+        ),
+        _decomposed(
+            "ece_ub_mass",
+            m_stats,
+            partial(unbiased.ub_from_values, n_bins=ECE_BINS, binning="mass"),
+            jackknife=m_jack,
+            display="Unbiased ECE, % (l2, 15 equal-mass bins)",
+            reference=ref + ", top-label, 15 equal-mass bins",
+            **_UB,
+        ),
+        Metric(
+            "cwece_ub",
+            lambda p, y, dtype=None: float(
+                unbiased.root(unbiased.cw_ub_sq(p, y, forms.cw_bins(p)))
+            ),
+            weighted=lambda p, y, dtype=None: forms.root_weighted(
+                unbiased.cw_ub_weighted(p, y, forms.cw_bins(p))
+            ),
+            jackknife=lambda p, y, dtype=None: unbiased.cw_ub_jackknife(p, y, forms.cw_bins(p)),
+            display="Unbiased classwise ECE, % (l2, up to 15 bins)",
+            reference=ref
+            + ", classwise (one-vs-rest, mean over classes), min(15, N / (2 K)) equal-width bins",
+            **_UB,
+        ),
+    ]
+
+
+def _plain_metrics() -> list[Metric]:
+    """Metrics that are functions of the whole evaluated set (no per-sample decomposition):
+    the calibration / refinement split of log-loss and Brier score (Berta et al. 2025),
+    selective prediction (Geifman & El-Yaniv 2017) and split-conformal sets (Sadinle et al.
+    2019; Romano et al. 2020). None has a verified interval; compared by the sign-flip test."""
+    unverified = {
+        "interval": None,
+        "no_interval_reason": _UNVERIFIED,
+        "paired_test": "sign_flip",
+        "verdicts": False,
+    }
+    split = "Berta, Holzmueller, Jordan & Bach 2025, eq. 4 (TS-mix refit, as probmetrics)"
+    # the four split metrics share one temperature fit, the four conformal ones their scores
+    refit = {"joint": forms.plain_joint(refinement.split_values)}
+    sets = {"joint": forms.plain_joint(conformal.conformal_values)}
+    return [
+        Metric(
+            "calib_err_logloss",
+            forms.plain(refinement.calib_err_logloss),
+            display="Calibration error of NLL",
+            scale=1.0,
+            decimals=4,
+            higher_is_better=False,
+            reference=split,
+            **unverified,
+            **refit,
+        ),
+        Metric(
+            "refinement_logloss",
+            forms.plain(refinement.refinement_logloss),
+            display="Refinement error of NLL",
+            scale=1.0,
+            decimals=4,
+            higher_is_better=False,
+            reference=split,
+            **unverified,
+            **refit,
+        ),
+        Metric(
+            "calib_err_brier",
+            forms.plain(refinement.calib_err_brier),
+            display="Calibration error of Brier",
+            scale=1.0,
+            decimals=4,
+            higher_is_better=False,
+            reference=split,
+            **unverified,
+            **refit,
+        ),
+        Metric(
+            "refinement_brier",
+            forms.plain(refinement.refinement_brier),
+            display="Refinement error of Brier",
+            scale=1.0,
+            decimals=4,
+            higher_is_better=False,
+            reference=split,
+            **unverified,
+            **refit,
+        ),
+        Metric(
+            "aurc",
+            forms.plain(selective.aurc),
+            display="AURC",
+            scale=1.0,
+            decimals=4,
+            higher_is_better=False,
+            reference="Geifman & El-Yaniv 2017, sec. 2 (area under the risk-coverage curve)",
+            **unverified,
+        ),
+        Metric(
+            "acc_at_90",
+            forms.plain(selective.acc_at_90),
+            display="Accuracy at 90% coverage, %",
+            scale=100.0,
+            decimals=2,
+            higher_is_better=True,
+            reference="Geifman & El-Yaniv 2017, sec. 2 (selective accuracy)",
+            **unverified,
+        ),
+        Metric(
+            "lac_size",
+            forms.plain(conformal.lac_size),
+            display="LAC set size (90% coverage)",
+            scale=1.0,
+            decimals=3,
+            higher_is_better=False,
+            reference="Sadinle, Lei & Wasserman 2019 (LAC sets, split-conformal)",
+            **unverified,
+            **sets,
+        ),
+        Metric(
+            "aps_size",
+            forms.plain(conformal.aps_size),
+            display="APS set size (90% coverage)",
+            scale=1.0,
+            decimals=3,
+            higher_is_better=False,
+            reference="Romano, Sesia & Candes 2020 (APS sets, split-conformal)",
+            **unverified,
+            **sets,
+        ),
+        # coverage is a check (near 0.9 by construction), not a score: ranked by closeness to
+        # nothing; higher_is_better only orders the column
+        *_calibration_test_metrics(),
+        Metric(
+            "lac_coverage",
+            forms.plain(conformal.lac_coverage),
+            display="LAC coverage, %",
+            scale=100.0,
+            decimals=2,
+            higher_is_better=True,
+            reference="Sadinle, Lei & Wasserman 2019 (empirical coverage)",
+            **unverified,
+            **sets,
+        ),
+        Metric(
+            "aps_coverage",
+            forms.plain(conformal.aps_coverage),
+            display="APS coverage, %",
+            scale=100.0,
+            decimals=2,
+            higher_is_better=True,
+            reference="Romano, Sesia & Candes 2020 (empirical coverage)",
+            **unverified,
+            **sets,
+        ),
+    ]
+
+
+METRICS: dict[str, Metric] = {
+    m.name: m
+    for m in [
+        _decomposed(
+            "accuracy",
+            forms.correct,
+            forms.mean,
+            is_mean=True,
+            display="Accuracy, %",
+            scale=100.0,
+            decimals=2,
+            higher_is_better=True,
+            interval="percentile",
+            paired_test="mcnemar_exact",
+            verdicts=True,
+            reference="top-1 accuracy; paired test of McNemar 1947 (Dietterich 1998)",
+        ),
+        _decomposed(
+            "ece",
+            forms.top,
+            partial(calibration_error_1d, n_bins=ECE_BINS, norm="l1"),
+            weighted=forms.width_weighted("l1"),
+            linear=forms.width_linear("l1"),
+            display="ECE, % (15 bins)",
+            scale=100.0,
+            decimals=2,
+            interval=None,
+            no_interval_reason=_TOP_LABEL,
+            reference="Naeini, Cooper & Hauskrecht 2015; Guo et al. 2017, eq. 3",
+            **_ERROR,
+        ),
+        _decomposed(
+            "mce",
+            forms.top,
+            partial(calibration_error_1d, n_bins=ECE_BINS, norm="max"),
+            weighted=forms.width_weighted("max"),
+            linear=forms.width_linear("max"),
+            display="MCE, % (15 bins)",
+            scale=100.0,
+            decimals=2,
+            interval=None,
+            no_interval_reason=_MAX_GAP,
+            reference="Naeini, Cooper & Hauskrecht 2015; Guo et al. 2017, eq. 4",
+            **_ERROR,
+        ),
+        Metric(
+            "cwece",
+            forms.cwece_core,
+            weighted=forms.cwece_weighted,
+            linear=forms.cwece_linear,
+            display="Classwise ECE, % (15 bins)",
+            scale=100.0,
+            decimals=3,
+            interval=None,
+            no_interval_reason=_CLASSWISE,
+            reference="Kull et al. 2019, eq. 8 (classwise ECE, mean over classes)",
+            **_ERROR,
+        ),
+        _decomposed(
+            "ace",
+            forms.top,
+            partial(calibration_error_1d, n_bins=ECE_BINS, binning="mass"),
+            display="Adaptive ECE, % (15 equal-mass bins)",
+            scale=100.0,
+            decimals=2,
+            interval=None,
+            no_interval_reason=_UNVERIFIED,
+            reference="Nixon, Dusenberry, Zhang, Jerfel & Tran 2019 (adaptive calibration error)",
+            **_ERROR,
+        ),
+        _decomposed(
+            "ece_l2_mass",
+            forms.top,
+            partial(calibration_error_1d, n_bins=ECE_BINS, norm="l2", binning="mass"),
+            display="L2 ECE, % (equal-mass bins)",
+            scale=100.0,
+            decimals=2,
+            interval=None,
+            no_interval_reason=_UNVERIFIED,
+            reference="Kumar, Liang & Ma 2019, sec. 2 (l2 calibration error)",
+            **_ERROR,
+        ),
+        _decomposed(
+            "nll",
+            lambda p, y, dtype=None: (nll_per_sample(p, y, "study"),),
+            forms.mean,
+            is_mean=True,
+            display="NLL",
+            scale=1.0,
+            decimals=3,
+            reference="negative log-likelihood, Guo et al. 2017, sec. 2 (scikit-learn <= 1.0 clip)",
+            **_SCORE_MEAN,
+        ),
+        _decomposed(
+            "nll_modern",
+            lambda p, y, dtype=None: (nll_per_sample(p, y, "modern", dtype),),
+            forms.mean,
+            is_mean=True,
+            display="NLL (unclipped)",
+            scale=1.0,
+            decimals=3,
+            reference="negative log-likelihood, Guo et al. 2017, sec. 2 (machine-epsilon clip)",
+            **_SCORE_MEAN,
+        ),
+        _decomposed(
+            "brier",
+            lambda p, y, dtype=None: (brier_per_sample(p, y),),
+            forms.mean,
+            is_mean=True,
+            display="Brier score",
+            scale=1.0,
+            decimals=3,
+            reference="Brier 1950 (sum over classes)",
+            **_SCORE_MEAN,
+        ),
+        _decomposed(
+            "ks",
+            forms.top,
+            ks_from_values,
+            display="KS error, %",
+            scale=100.0,
+            decimals=2,
+            interval=None,
+            no_interval_reason=_UNVERIFIED,
+            reference="Gupta, Rahimi, Ajanthan, Mensink, Sminchisescu & Hartley 2021, eq. 7",
+            **_ERROR,
+        ),
+        _decomposed(
+            "sbece",
+            forms.top,
+            sb_ece_from_values,
+            display="SB-ECE, %",
+            scale=100.0,
+            decimals=2,
+            interval=None,
+            no_interval_reason=_UNVERIFIED,
+            reference="Karandikar, Cain, Tran, Lakshminarayanan, Shlens, Mozer & Roelofs 2021",
+            **_ERROR,
+        ),
+        _decomposed(
+            "dece",
+            forms.dece_stats,
+            dece_from_values,
+            display="DECE, %",
+            scale=100.0,
+            decimals=2,
+            interval=None,
+            no_interval_reason=_UNVERIFIED,
+            reference="Bohdal, Yang & Hospedales 2021 (differentiable ECE)",
+            **_ERROR,
+        ),
+        _decomposed(
+            "debiased_ece",
+            forms.top,
+            partial(debiased_from_values, n_bins=ECE_BINS),
+            display="Debiased ECE, %",
+            scale=100.0,
+            decimals=2,
+            interval=None,
+            no_interval_reason=_UNVERIFIED,
+            reference="Kumar, Liang & Ma 2019, Theorem 5.4 (debiased l2 error)",
+            **_ERROR,
+        ),
+        Metric(
+            "marginal_ce",
+            forms.marginal_core,
+            weighted=forms.marginal_weighted,
+            linear=forms.marginal_linear,
+            display="Marginal CE, %",
+            scale=100.0,
+            decimals=2,
+            interval=None,
+            no_interval_reason=_CLASSWISE,
+            reference="Kumar, Liang & Ma 2019, sec. 2 (marginal l2 calibration error)",
+            **_ERROR,
+        ),
+        _decomposed(
+            "ece_sweep",
+            forms.top,
+            ece_sweep_from_values,
+            display="Mean-sweep CE, % (l2, equal-mass)",
+            scale=100.0,
+            decimals=2,
+            interval=None,
+            no_interval_reason=_UNVERIFIED,
+            reference="Roelofs, Cain, Shlens & Mozer 2022, sec. 4 (ECE_sweep)",
+            **_ERROR,
+        ),
+        _decomposed(
+            "smece",
+            forms.top,
+            smooth_ece_from_values,
+            display="Smooth ECE, %",
+            scale=100.0,
+            decimals=2,
+            interval=None,
+            no_interval_reason=_UNVERIFIED,
+            reference="Blasiok & Nakkiran 2023 (smooth ECE, reflected Gaussian kernel)",
+            **_ERROR,
+        ),
+        # unbiased squared calibration errors (calbench.metrics.unbiased)
+        *_ub_metrics(),
+        # Kull et al. 2019's conventions (calbench.metrics.kull)
+        _decomposed(
+            "ece_kull",
+            forms.top,
+            ece_kull_from_values,
+            weighted=forms.kull_weighted("l1"),
+            linear=forms.kull_linear("l1"),
+            display="ECE (Kull et al. bins)",
+            scale=1.0,
+            decimals=4,
+            interval=None,
+            no_interval_reason=_TOP_LABEL,
+            reference="Kull et al. 2019, supplementary (their (lo, hi] bins)",
+            **_ERROR,
+        ),
+        _decomposed(
+            "mce_kull",
+            forms.top,
+            mce_kull_from_values,
+            weighted=forms.kull_weighted("max"),
+            linear=forms.kull_linear("max"),
+            display="MCE (Kull et al. bins)",
+            scale=1.0,
+            decimals=4,
+            interval=None,
+            no_interval_reason=_MAX_GAP,
+            reference="Kull et al. 2019, supplementary (their (lo, hi] bins)",
+            **_ERROR,
+        ),
+        Metric(
+            "cwece_kull",
+            forms.cwece_kull_core,
+            weighted=forms.cwece_kull_weighted,
+            linear=forms.cwece_kull_linear,
+            display="Classwise ECE (Kull et al., sum over classes)",
+            scale=1.0,
+            decimals=4,
+            interval=None,
+            no_interval_reason=_CLASSWISE,
+            reference="Kull et al. 2019, eq. 8 (summed over classes, their binning)",
+            **_ERROR,
+        ),
+        _decomposed(
+            "brier_kull",
+            forms.brier_kull_stats,
+            forms.mean,
+            is_mean=True,
+            display="Brier score / K (Kull et al.)",
+            scale=1.0,
+            decimals=4,
+            reference="Brier 1950 divided by K, as Kull et al. 2019 report it",
+            **_SCORE_MEAN,
+        ),
+        _decomposed(
+            "nll_kull",
+            lambda p, y, dtype=None: (nll_per_sample(p, y, "study"),),
+            forms.mean,
+            is_mean=True,
+            display="NLL (Kull et al.)",
+            scale=1.0,
+            decimals=4,
+            reference="negative log-likelihood as Kull et al. 2019 report it",
+            **_SCORE_MEAN,
+        ),
+        # calibration / refinement split, selective prediction, conformal sets
+        # (calbench.metrics.refinement, .selective, .conformal)
+        *_plain_metrics(),
+    ]
+}
+
+#: Metrics printed multiplied by 100 (``scale == 100``: accuracy and the calibration errors).
+STUDY_PERCENT = frozenset(name for name, m in METRICS.items() if m.percent)
+
+
+def compute_metrics(probs, labels, names: Iterable[str] | None = None) -> dict[str, float]:
+    """Evaluate several :data:`METRICS` (all by default) validating the input only once."""
+    names = list(METRICS) if names is None else list(names)
+    unknown = [n for n in names if n not in METRICS]
+    if unknown:
+        raise ValueError(f"unknown metric names {unknown}; choose from {sorted(METRICS)}")
+    dtype = getattr(probs, "dtype", None)
+    p, y = check_probs_labels(probs, labels)
+    return metric_values({n: METRICS[n] for n in names}, p, y, dtype)
+
+
+def metric_values(metrics: Mapping[str, Metric], p, y, dtype=None) -> dict[str, float]:
+    """``{key: metric value}`` of several :class:`Metric` entries on one validated set ``(p, y)``
+    (``dtype``: the caller's input dtype, as in ``Metric.core``), each value equal to
+    ``metric(probs, labels)``: every per-sample decomposition (``Metric.stats``) and every joint
+    computation (``Metric.joint``) runs once for all the metrics sharing it."""
+    shared: dict = {}
+    out = {}
+    for key, m in metrics.items():
+        if m.joint is not None:
+            if m.joint not in shared:
+                shared[m.joint] = m.joint(p, y, dtype)
+            out[key] = float(shared[m.joint][m.name])
+        elif m.stats is None:
+            out[key] = m.core(p, y, dtype)
+        else:
+            if m.stats not in shared:
+                shared[m.stats] = m.stats(p, y, dtype)
+            out[key] = float(m.reduce(*shared[m.stats]))
+    return out

@@ -38,7 +38,7 @@ import numpy as np
 
 from calbench._checks import check_choice, check_n_bins, check_probs_labels
 from calbench.metrics.binning import ECE_BINS, top_label
-from calbench.metrics.ece import _check_power
+from calbench.metrics.ece import check_power
 
 #: Default SB-ECE temperature: membership of the neighbouring bin centre is exp(-1/(M^2 T)),
 #: ~0.012 for M = 15 -- close to hard binning while keeping useful gradients.
@@ -61,7 +61,7 @@ def _sb_options(n_bins, temperature, p, form) -> tuple[int, float, float, str]:
     return (
         check_n_bins(n_bins),
         _check_positive(temperature, "temperature"),
-        _check_power(p),
+        check_power(p),
         check_choice(form, "form", SB_FORMS),
     )
 

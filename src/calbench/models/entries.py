@@ -25,8 +25,14 @@ SOURCES = ("checkpoint", "torchhub", "timm")
 _REQUIRED = ("dataset", "source", "num_classes")
 
 
-def load_registry(path: str | os.PathLike) -> dict:
-    """Read a registry YAML (``models:`` mapping) and check every entry; return the whole document."""
+def load_registry(path: str | os.PathLike, entry_checks: Mapping | None = None) -> dict:
+    """Read a registry YAML (``models:`` mapping) and check every entry; return the whole document.
+
+    An entry whose ``source`` is a key of ``entry_checks`` (``{source: check(name, entry)}``, the
+    caller's: ``source: logits`` is :func:`calbench.logits_sources.check_entry`, a layer this
+    package does not import) is checked by that function; a ``source: train`` entry needs nothing
+    fetched; every other entry is one of :data:`SOURCES` (:func:`check_entry`), so a source with
+    no check given is refused, never passed unchecked."""
     from calbench._yaml import load_yaml  # lazy: code inputs
 
     path = Path(path)
@@ -40,10 +46,8 @@ def load_registry(path: str | os.PathLike) -> dict:
         raise ValueError(f"{path} has no 'models:' mapping; add one entry per model")
     for name, entry in models.items():
         source = (entry or {}).get("source")
-        if source == "logits":  # a logits file, not a network (calbench.logits_sources)
-            from calbench import logits_sources  # lazy: pulls numpy
-
-            logits_sources.check_entry(name, entry)
+        if source in (entry_checks or {}):
+            entry_checks[source](name, entry)
         elif source != "train":  # trained by the workflow: nothing to fetch
             check_entry(name, entry)
     return doc

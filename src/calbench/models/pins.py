@@ -134,12 +134,18 @@ def fetch_pinned(
     return target, "first-use"
 
 
-def checksum_provenance(config: Mapping) -> dict:
+def checksum_provenance(config: Mapping, planners: Mapping | None = None) -> dict:
     """How every downloaded file of ``config`` (a workflow configuration or registry) is
     trusted, for the report: ``{"published": n, "files": [{"model", "file", "status",
     "sha256"}]}`` where ``files`` lists those *without* a published checksum, status ``pinned on
     first use`` (SHA-256 recorded in ``<resources>/checksums.lock``) or ``not pinned`` (not yet
-    fetched, or a local file read as it is)."""
+    fetched, or a local file read as it is).
+
+    The files of an entry whose ``source`` is a key of ``planners`` (``{source: plan(name, entry,
+    resources) -> [{"dest", "pin"}]}``, the caller's: ``source: logits`` is
+    :func:`calbench.logits_sources.plan_files`, a layer this package does not import) are that
+    function's; an entry of another source that is neither this package's nor ``train`` is a
+    one-line error, never left out."""
     resources = Path(config.get("resources") or "resources")
     lock = Lock(resources / LOCK_NAME)
     published, files = 0, []
@@ -163,11 +169,14 @@ def checksum_provenance(config: Mapping) -> dict:
         entry = entry or {}
         source = entry.get("source")
         ckpt = entry.get("checkpoint") or {}
-        if source == "logits":
-            from calbench.logits_sources import plan_files  # lazy: pulls numpy
-
-            for f in plan_files(name, entry, resources):
+        if source in (planners or {}):
+            for f in planners[source](name, entry, resources):
                 add(name, Path(f["dest"]), "published" if f["pin"] == "pinned" else None)
+        elif source not in (*SOURCES, "train"):
+            raise ValueError(
+                f"model {name}: no file planner for source {source!r}; pass "
+                f"planners={{{source!r}: ...}} (source logits: calbench.logits_sources.plan_files)"
+            )
         elif source in SOURCES and ckpt:
             if ckpt.get("archive_member"):
                 add(name, archive_path(entry, resources, name), ckpt.get("sha256"))

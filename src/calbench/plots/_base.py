@@ -17,23 +17,23 @@ STYLES = ("guo", "coursework")
 
 # Colours: Guo et al. fig. 1 (blue outputs, red gap); the study's fig. 1b (red conf, blue acc,
 # green weight).
-_OUTPUT_COLOR = "#1f4e9c"
-_GAP_COLOR = "#d62728"
-_CONF_COLOR = "#d62728"
-_ACC_COLOR = "#1f77b4"
-_WEIGHT_COLOR = "#2ca02c"
-_DIAG_COLOR = "0.45"
+OUTPUT_COLOR = "#1f4e9c"
+GAP_COLOR = "#d62728"
+CONF_COLOR = "#d62728"
+ACC_COLOR = "#1f77b4"
+WEIGHT_COLOR = "#2ca02c"
+DIAG_COLOR = "0.45"
 
 #: Interior points at which calibration maps are evaluated (x = 0 and 1 have infinite logits).
-_MAP_EPS = 1e-6
+MAP_EPS = 1e-6
 #: Bins with fewer samples are drawn faded and hatched with their count (reliability diagrams;
 #: ``min_count`` overrides it): a bin of a few samples says little about calibration.
 FEW_SAMPLES = 20
 #: Probability range of the consistency bands (Broecker & Smith 2007): 5% to 95%.
 BAND_QUANTILES = (0.05, 0.95)
 #: Colours of the consistency band and of the smoothed reliability curve.
-_BAND_COLOR = "0.35"
-_SMOOTH_COLOR = "#e08214"
+BAND_COLOR = "0.35"
+SMOOTH_COLOR = "#e08214"
 #: Smallest font size (points) of any text in the diagrams: 10 px at the default 100 dpi.
 MIN_FONT_PT = 7.5
 
@@ -43,20 +43,20 @@ def format_ece(value: float) -> str:
     return f"ECE = {100.0 * float(value):.2f}%"
 
 
-def _new_figure(figsize: tuple[float, float]):
+def bare_figure(figsize: tuple[float, float]):
     from matplotlib.figure import Figure
 
     return Figure(figsize=figsize, layout="constrained")
 
 
-def _root_figure(ax):
+def root_figure(ax):
     try:
         return ax.get_figure(root=True)
     except TypeError:  # matplotlib < 3.10: a SubFigure's ``.figure`` is the root figure
         return ax.figure.figure
 
 
-def _check_ax(ax, what: str = "ax"):
+def check_ax(ax, what: str = "ax"):
     if ax is None:  # nothing to check: matplotlib is imported where the figure is made
         return None
     from matplotlib.axes import Axes
@@ -69,17 +69,17 @@ def _check_ax(ax, what: str = "ax"):
     return ax
 
 
-def _check_style(style) -> str:
+def check_style(style) -> str:
     return check_choice(style, "style", STYLES)
 
 
-def _check_title(title) -> str | None:
+def check_title(title) -> str | None:
     if title is not None and not isinstance(title, str):
         raise ValueError(f"title must be a string or None, got {type(title).__name__}")
     return title
 
 
-def _check_mapping(d, what: str) -> Mapping:
+def check_mapping(d, what: str) -> Mapping:
     if not isinstance(d, Mapping) or len(d) == 0:
         raise ValueError(
             f"{what} must be a non-empty dict {{name: array}}, got "
@@ -91,7 +91,7 @@ def _check_mapping(d, what: str) -> Mapping:
     return d
 
 
-def _check_class_index(class_index, k: int) -> int:
+def check_class_index(class_index, k: int) -> int:
     if (
         isinstance(class_index, bool)
         or not isinstance(class_index, int | np.integer)
@@ -101,7 +101,9 @@ def _check_class_index(class_index, k: int) -> int:
     return int(class_index)
 
 
-def _bins(probs, labels, n_bins: int, class_index: int | None = None, binning: str = "width"):
+def diagram_bins(
+    probs, labels, n_bins: int, class_index: int | None = None, binning: str = "width"
+):
     """Reliability bins; for equal-mass bins the first (reported from 0) starts at the data's minimum.
 
     The metrics report the lower edge of the first equal-mass bin as 0; drawn as is, that bar
@@ -118,7 +120,7 @@ def _bins(probs, labels, n_bins: int, class_index: int | None = None, binning: s
     return b
 
 
-def _ece(
+def diagram_ece(
     probs, labels, n_bins: int, class_index: int | None = None, binning: str = "width"
 ) -> float:
     """ECE of the diagram's binning: top-label ECE, or the one-vs-rest ECE of one class.
@@ -128,13 +130,13 @@ def _ece(
     """
     if class_index is None:
         return float(ece(probs, labels, n_bins=n_bins, binning=binning))
-    b = _bins(probs, labels, n_bins, class_index, binning)
+    b = diagram_bins(probs, labels, n_bins, class_index, binning)
     count = np.asarray(b.count, dtype=np.float64)
     gap = np.abs(np.asarray(b.accuracy, dtype=np.float64) - np.asarray(b.confidence, np.float64))
     return float(np.sum(count / count.sum() * gap))
 
 
-def _bin_arrays(b):
+def bin_arrays(b):
     edges = np.asarray(b.edges, dtype=np.float64)
     conf = np.asarray(b.confidence, dtype=np.float64)
     acc = np.asarray(b.accuracy, dtype=np.float64)
@@ -144,16 +146,16 @@ def _bin_arrays(b):
     return left, width, conf, acc, count
 
 
-def _setup_unit_axes(ax, xlabel: str, ylabel: str) -> None:
+def setup_unit_axes(ax, xlabel: str, ylabel: str) -> None:
     ax.set_xlim(0.0, 1.0)
     ax.set_ylim(0.0, 1.0)
     ax.set_aspect("auto")
     ax.set_xlabel(xlabel)
     ax.set_ylabel(ylabel)
-    ax.plot([0, 1], [0, 1], ls="--", color=_DIAG_COLOR, lw=1.2, label="Perfect calibration")
+    ax.plot([0, 1], [0, 1], ls="--", color=DIAG_COLOR, lw=1.2, label="Perfect calibration")
 
 
-def _bars(ax, *args, **kwargs):
+def draw_bars(ax, *args, **kwargs):
     """``ax.bar(*args, **kwargs)`` on an axes whose limits are fixed (set by the caller before or
     after the bars): matplotlib grows the axes' data limits by every rectangle's extent, which
     nothing reads while the limits are fixed, at about a quarter of the cost of drawing a bar
@@ -170,7 +172,7 @@ def _no_limits(patch) -> None:
     return None
 
 
-def _corner_text(ax, text: str) -> None:
+def corner_text(ax, text: str) -> None:
     """ECE in the upper-left corner (the legend goes beneath it)."""
     ax.text(
         0.03,
@@ -184,12 +186,12 @@ def _corner_text(ax, text: str) -> None:
     )
 
 
-def _legend(ax, below_text: bool, fontsize: int = 9) -> None:
+def draw_legend(ax, below_text: bool, fontsize: int = 9) -> None:
     anchor = (0.0, 0.89) if below_text else (0.0, 1.0)
     ax.legend(loc="upper left", bbox_to_anchor=anchor, fontsize=fontsize, framealpha=0.9)
 
 
-def _check_binning(binning) -> str:
+def check_binning(binning) -> str:
     return check_choice(binning, "binning", ("width", "mass"))
 
 
@@ -235,19 +237,19 @@ def _binomial_cdf(n: int, p: float) -> np.ndarray:
     return cdf
 
 
-def _check_min_count(min_count) -> int:
+def check_min_count(min_count) -> int:
     if isinstance(min_count, bool) or not isinstance(min_count, int | np.integer) or min_count < 1:
         raise ValueError(f"min_count must be an integer >= 1, got {min_count!r}")
     return int(min_count)
 
 
-def _check_flag(value, name: str) -> bool:
+def check_flag(value, name: str) -> bool:
     if not isinstance(value, bool):
         raise ValueError(f"{name} must be True or False, got {value!r}")
     return value
 
 
-def _pairs(probs, labels, class_index: int | None):
+def diagram_pairs(probs, labels, class_index: int | None):
     """The diagram's (prediction, outcome) pairs: top-label confidence and correctness, or
     column ``class_index`` and ``labels == class_index``."""
     if class_index is None:

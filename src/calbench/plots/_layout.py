@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from calbench.plots._base import _GAP_COLOR, _root_figure
+from calbench.plots._base import GAP_COLOR, root_figure
 
 #: Margins and gaps in inches, for matplotlib's default 10-point tick and axis labels:
 #: ``left`` holds a y label and the widest y tick label ("100" of the histograms), ``bottom`` an
@@ -171,10 +171,10 @@ def figure_legend(ax, mean_acc, mean_conf) -> None:
     if mean_acc is not None:
         handles += [
             Line2D([], [], color="black", ls="--", lw=1.5),
-            Line2D([], [], color=_GAP_COLOR, ls=":", lw=2.0),
+            Line2D([], [], color=GAP_COLOR, ls=":", lw=2.0),
         ]
         labels += ["Accuracy (histogram)", "Avg. confidence"]
-    fig = _root_figure(ax)
+    fig = root_figure(ax)
     fig.legend(
         handles,
         labels,

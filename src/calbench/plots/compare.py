@@ -21,7 +21,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from calbench.plots._layout import new_figure
-from calbench.plots.ranks import _text_size
+from calbench.plots.ranks import text_size
 
 #: Size of every text of these figures, in points (10.7 CSS px at natural size).
 FONT_PT = 8.0
@@ -65,15 +65,15 @@ def _heatmap(cells, row_labels, col_labels, title, note, colors):
     """A grid of labelled cells: ``cells[i][j]`` is the text of a cell, ``colors[i][j]`` its
     RGB; rows labelled on the left, columns above (rotated when wider than a cell)."""
     size = FONT_PT
-    text_h = _text_size("Ag(", size)[1]
-    cell_w = max([0.5] + [_text_size(c, size)[0] + 0.1 for row in cells for c in row if c])
-    row_w = max(_text_size(r, size)[0] for r in row_labels)
-    col_w = max(_text_size(c, size)[0] for c in col_labels)
+    text_h = text_size("Ag(", size)[1]
+    cell_w = max([0.5] + [text_size(c, size)[0] + 0.1 for row in cells for c in row if c])
+    row_w = max(text_size(r, size)[0] for r in row_labels)
+    col_w = max(text_size(c, size)[0] for c in col_labels)
     rotate = col_w > cell_w - 0.04
     head_h = (col_w * math.sin(math.radians(45)) + text_h if rotate else text_h) + 0.08
-    title_w, title_h = _text_size(title, size + 1) if title else (0.0, 0.0)
+    title_w, title_h = text_size(title, size + 1) if title else (0.0, 0.0)
     notes = note.split("\n") if note else []
-    note_w = max((_text_size(n, size)[0] for n in notes), default=0.0)
+    note_w = max((text_size(n, size)[0] for n in notes), default=0.0)
     note_h = len(notes) * (text_h + 0.04)
     x0 = _PAD + row_w + 0.08
     grid_w = cell_w * len(col_labels)

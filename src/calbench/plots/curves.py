@@ -16,24 +16,24 @@ from calbench._checks import (
     check_probs,
     check_probs_labels,
 )
-from calbench.metrics import calibration_error_1d
 from calbench.metrics.binning import DIAGRAM_BINS, ECE_BINS
+from calbench.metrics.ece import calibration_error_1d
 from calbench.plots._base import (
-    _ACC_COLOR,
-    _DIAG_COLOR,
-    _GAP_COLOR,
-    _MAP_EPS,
-    _bin_arrays,
-    _bins,
-    _check_ax,
-    _check_binning,
-    _check_mapping,
-    _check_title,
-    _ece,
-    _new_figure,
-    _root_figure,
-    _setup_unit_axes,
+    ACC_COLOR,
+    DIAG_COLOR,
+    GAP_COLOR,
+    MAP_EPS,
+    bare_figure,
+    bin_arrays,
+    check_ax,
+    check_binning,
+    check_mapping,
+    check_title,
+    diagram_bins,
+    diagram_ece,
     format_ece,
+    root_figure,
+    setup_unit_axes,
 )
 
 
@@ -51,11 +51,11 @@ def reliability_curve(
     (``{name: probs (N, K)}``, all against the same ``labels``): a line through the non-empty
     bins with a marker at each, the diagonal, and each method's ECE (same bins) in the legend.
     """
-    _check_mapping(probs_by_name, "probs_by_name")
+    check_mapping(probs_by_name, "probs_by_name")
     n_bins = check_n_bins(n_bins)
-    binning = _check_binning(binning)
-    title = _check_title(title)
-    ax = _check_ax(ax)
+    binning = check_binning(binning)
+    title = check_title(title)
+    ax = check_ax(ax)
     checked = {}
     for name, probs in probs_by_name.items():
         try:
@@ -63,15 +63,15 @@ def reliability_curve(
         except ValueError as exc:
             raise ValueError(f"method {name!r}: {exc}") from None
     if ax is None:
-        fig = _new_figure((5.0, 4.8))
+        fig = bare_figure((5.0, 4.8))
         ax = fig.add_subplot()
     else:
-        fig = _root_figure(ax)
-    _setup_unit_axes(ax, "Confidence", "Accuracy")
+        fig = root_figure(ax)
+    setup_unit_axes(ax, "Confidence", "Accuracy")
     markers = "osD^vP*Xh<>p"
     for i, (name, (p, y)) in enumerate(checked.items()):
-        b = _bins(p, y, n_bins, binning=binning)
-        _, _, conf, acc, count = _bin_arrays(b)
+        b = diagram_bins(p, y, n_bins, binning=binning)
+        _, _, conf, acc, count = bin_arrays(b)
         keep = count > 0
         ax.plot(
             conf[keep],
@@ -79,7 +79,7 @@ def reliability_curve(
             marker=markers[i % len(markers)],
             ms=5,
             lw=1.5,
-            label=f"{name} ({format_ece(_ece(p, y, n_bins, binning=binning))})",
+            label=f"{name} ({format_ece(diagram_ece(p, y, n_bins, binning=binning))})",
         )
     ax.set_aspect("equal")
     ax.legend(loc="upper left", fontsize=8, framealpha=0.9)
@@ -104,8 +104,8 @@ def ece_vs_temperature(logits, labels, temperatures, n_bins: int = ECE_BINS, tit
     """
     z, y = check_logits_labels(logits, labels)
     n_bins = check_n_bins(n_bins)
-    title = _check_title(title)
-    ax = _check_ax(ax)
+    title = check_title(title)
+    ax = check_ax(ax)
     t = np.asarray(temperatures)
     if t.dtype == object or not (
         np.issubdtype(t.dtype, np.floating) or np.issubdtype(t.dtype, np.integer)
@@ -133,22 +133,22 @@ def ece_vs_temperature(logits, labels, temperatures, n_bins: int = ECE_BINS, tit
     best = int(np.argmin(values))
 
     if ax is None:
-        fig = _new_figure((5.0, 3.8))
+        fig = bare_figure((5.0, 3.8))
         ax = fig.add_subplot()
     else:
-        fig = _root_figure(ax)
-    ax.plot(t, 100.0 * values, marker="o", ms=3.5, lw=1.5, color=_ACC_COLOR, label="ECE")
+        fig = root_figure(ax)
+    ax.plot(t, 100.0 * values, marker="o", ms=3.5, lw=1.5, color=ACC_COLOR, label="ECE")
     ax.plot(
         [t[best]],
         [100.0 * values[best]],
         marker="*",
         ms=14,
         ls="none",
-        color=_GAP_COLOR,
+        color=GAP_COLOR,
         label=f"min: T = {t[best]:.3g}, {format_ece(values[best])}",
     )
     if t.min() <= 1.0 <= t.max():
-        ax.axvline(1.0, color=_DIAG_COLOR, ls=":", lw=1.0, label="T = 1 (uncalibrated)")
+        ax.axvline(1.0, color=DIAG_COLOR, ls=":", lw=1.0, label="T = 1 (uncalibrated)")
     ax.set_xlabel("Temperature T")
     ax.set_ylabel(f"ECE, % ({n_bins} bins)")
     ax.set_ylim(bottom=0.0)
@@ -228,29 +228,29 @@ def binary_calibration_map(
     """
     p = _binary_probs(scores)
     y = check_labels(labels, p.shape[0], 2)
-    _check_mapping(calibrators, "calibrators")
+    check_mapping(calibrators, "calibrators")
     n_bins = check_n_bins(n_bins)
     if isinstance(n_points, bool) or not isinstance(n_points, int | np.integer) or n_points < 2:
         raise ValueError(f"n_points must be an integer >= 2, got {n_points!r}")
-    title = _check_title(title)
-    ax = _check_ax(ax)
+    title = check_title(title)
+    ax = check_ax(ax)
 
-    x = np.linspace(_MAP_EPS, 1.0 - _MAP_EPS, int(n_points))
+    x = np.linspace(MAP_EPS, 1.0 - MAP_EPS, int(n_points))
     logits = np.stack([np.zeros_like(x), np.log(x) - np.log1p(-x)], axis=1)
     curves = {name: _map_values(name, cal, logits) for name, cal in calibrators.items()}
 
     if ax is None:
-        fig = _new_figure((5.0, 4.8))
+        fig = bare_figure((5.0, 4.8))
         ax = fig.add_subplot()
     else:
-        fig = _root_figure(ax)
+        fig = root_figure(ax)
     ax.set_xlim(0.0, 1.0)
     ax.set_ylim(-0.02, 1.02)
-    ax.plot([0, 1], [0, 1], ls="--", color=_DIAG_COLOR, lw=1.2, label="Identity (uncalibrated)")
+    ax.plot([0, 1], [0, 1], ls="--", color=DIAG_COLOR, lw=1.2, label="Identity (uncalibrated)")
     for name, values in curves.items():
         ax.plot(x, values, lw=1.8, label=name)
-    b = _bins(p, y, n_bins, class_index=1)
-    _, _, conf, acc, count = _bin_arrays(b)
+    b = diagram_bins(p, y, n_bins, class_index=1)
+    _, _, conf, acc, count = bin_arrays(b)
     keep = count > 0
     weight = count[keep] / count.sum()
     ax.scatter(

@@ -12,12 +12,12 @@ from calbench._checks import check_n_bins, check_probs_labels
 from calbench.metrics.binning import DIAGRAM_BINS
 from calbench.plots._base import (
     FEW_SAMPLES,
-    _bins,
-    _check_binning,
-    _check_mapping,
-    _check_style,
-    _check_title,
-    _ece,
+    check_binning,
+    check_mapping,
+    check_style,
+    check_title,
+    diagram_bins,
+    diagram_ece,
     format_ece,
 )
 from calbench.plots._layout import (
@@ -29,7 +29,7 @@ from calbench.plots._layout import (
     title_space,
     title_tokens,
 )
-from calbench.plots.reliability import _check_layers, _draw_coursework, _draw_guo, _layers
+from calbench.plots.reliability import check_layers, diagram_layers, draw_coursework, draw_guo
 
 #: Title suffix and frame of the highlighted panel (e.g. the calibrator best on validation).
 HIGHLIGHT_MARK = "[best on val.]"
@@ -67,12 +67,12 @@ def reliability_grid(
     green; no panel moves. ``bands``, ``smooth`` and ``min_count`` as in
     :func:`reliability_diagram` (each panel ``_PANEL_W`` = 3.9 in, 390 px at 100 dpi).
     """
-    _check_mapping(probs_by_method, "probs_by_method")
+    check_mapping(probs_by_method, "probs_by_method")
     n_bins = check_n_bins(n_bins)
-    style = _check_style(style)
-    binning = _check_binning(binning)
-    title = _check_title(title)
-    bands, smooth, min_count = _check_layers(bands, smooth, min_count)
+    style = check_style(style)
+    binning = check_binning(binning)
+    title = check_title(title)
+    bands, smooth, min_count = check_layers(bands, smooth, min_count)
     if highlight is not None and highlight not in probs_by_method:
         raise ValueError(
             f"highlight must name a panel, one of {list(probs_by_method)}, got {highlight!r}"
@@ -95,14 +95,14 @@ def reliability_grid(
     panels, title_heights, first = [], [], None
     for i, (name, (p, y)) in enumerate(checked.items()):
         c = i % ncols
-        b = _bins(p, y, n_bins, binning=binning)
-        ece_value = _ece(p, y, n_bins, binning=binning)
-        layers = _layers(p, y, b, None, bands, smooth, min_count)
+        b = diagram_bins(p, y, n_bins, binning=binning)
+        ece_value = diagram_ece(p, y, n_bins, binning=binning)
+        layers = diagram_layers(p, y, b, None, bands, smooth, min_count)
         ax = fig.add_axes((0.0, 0.0, 1.0, 1.0), sharey=first)
         hist_ax = None
         if style == "guo":
             hist_ax = fig.add_axes((0.0, 0.0, 1.0, 1.0), sharex=ax)
-            _draw_guo(
+            draw_guo(
                 ax,
                 hist_ax,
                 b,
@@ -114,7 +114,7 @@ def reliability_grid(
                 layers=layers,
             )
         else:
-            _draw_coursework(
+            draw_coursework(
                 ax,
                 b,
                 ece_value,

@@ -17,7 +17,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 
-from calbench.plots._base import _check_mapping, _check_title
+from calbench.plots._base import check_mapping, check_title
 
 #: Size of every text of the diagram, in points (13.3 CSS px at the figure's natural size).
 FONT_PT = 10.0
@@ -35,7 +35,7 @@ _BAR_OVERHANG = 0.04
 _MIN_AXIS = 2.4
 
 
-def _text_size(text: str, size: float) -> tuple[float, float]:
+def text_size(text: str, size: float) -> tuple[float, float]:
     """Width and height (ascent plus descent) of ``text`` at ``size`` points, in inches."""
     from matplotlib.font_manager import FontProperties
     from matplotlib.textpath import TextToPath
@@ -82,8 +82,8 @@ def critical_difference_diagram(
     """
     from matplotlib.figure import Figure
 
-    _check_mapping(average_ranks, "average_ranks")
-    title = _check_title(title)
+    check_mapping(average_ranks, "average_ranks")
+    title = check_title(title)
     items = sorted(((float(r), str(m)) for m, r in average_ranks.items()), key=lambda t: t[0])
     if not all(math.isfinite(r) for r, _ in items):
         raise ValueError("average_ranks must map method names to finite ranks")
@@ -104,13 +104,13 @@ def critical_difference_diagram(
     right = items[half:]  # worst half: row 0 holds the worst
 
     size = FONT_PT
-    tick_w = max(_text_size(str(t), size)[0] for t in range(lo, hi + 1))
+    tick_w = max(text_size(str(t), size)[0] for t in range(lo, hi + 1))
     unit = max(0.3 if hi - lo <= 10 else 0.26, tick_w + 0.1)
     axis_w = max(_MIN_AXIS, unit * (hi - lo))
     unit = axis_w / (hi - lo)
-    text_h = _text_size("Ag(", size)[1]
-    left_w = max(_text_size(n, size)[0] for _, n in left)
-    right_w = max((_text_size(n, size)[0] for _, n in right), default=0.0)
+    text_h = text_size("Ag(", size)[1]
+    left_w = max(text_size(n, size)[0] for _, n in left)
+    right_w = max((text_size(n, size)[0] for _, n in right), default=0.0)
     x0 = _PAD + left_w + _GAP + _STUB  # axis start
     x1 = x0 + axis_w
     width = x1 + _STUB + _GAP + right_w + _PAD
@@ -120,9 +120,9 @@ def critical_difference_diagram(
         heading = (title or "").strip()
         if n_models is not None:
             heading = f"{heading} (average ranks over {n_models} models)".strip()
-    title_w = _text_size(heading, size + 1)[0] if heading else 0.0
+    title_w = text_size(heading, size + 1)[0] if heading else 0.0
     cd_text = f"CD = {cd:.2f}"
-    cd_w = _text_size(cd_text, size)[0]
+    cd_w = text_size(cd_text, size)[0]
     width = max(width, title_w + 2 * _PAD, x0 + cd_w / 2 + _PAD)
 
     def x(r: float) -> float:
@@ -133,7 +133,7 @@ def critical_difference_diagram(
     texts = []  # (x, y, text, ha, va, size)
     if heading:
         texts.append((width / 2, y, heading, "center", "top", size + 1))
-        y += _text_size(heading, size + 1)[1] + 0.12
+        y += text_size(heading, size + 1)[1] + 0.12
     cd_centre = min(max(x(lo + cd / 2), _PAD + cd_w / 2), width - _PAD - cd_w / 2)
     texts.append((cd_centre, y, cd_text, "center", "top", size))
     y += text_h + 0.06

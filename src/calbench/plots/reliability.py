@@ -13,32 +13,32 @@ from calbench.io import array_digest
 from calbench.metrics.binning import DIAGRAM_BINS
 from calbench.metrics.smooth import smooth_reliability
 from calbench.plots._base import (
-    _ACC_COLOR,
-    _BAND_COLOR,
-    _CONF_COLOR,
-    _GAP_COLOR,
-    _OUTPUT_COLOR,
-    _SMOOTH_COLOR,
-    _WEIGHT_COLOR,
+    ACC_COLOR,
+    BAND_COLOR,
+    CONF_COLOR,
     FEW_SAMPLES,
-    _bars,
-    _bin_arrays,
-    _bins,
-    _check_ax,
-    _check_binning,
-    _check_class_index,
-    _check_flag,
-    _check_min_count,
-    _check_style,
-    _check_title,
-    _corner_text,
-    _ece,
-    _legend,
-    _pairs,
-    _root_figure,
-    _setup_unit_axes,
+    GAP_COLOR,
+    OUTPUT_COLOR,
+    SMOOTH_COLOR,
+    WEIGHT_COLOR,
+    bin_arrays,
+    check_ax,
+    check_binning,
+    check_class_index,
+    check_flag,
+    check_min_count,
+    check_style,
+    check_title,
     consistency_band,
+    corner_text,
+    diagram_bins,
+    diagram_ece,
+    diagram_pairs,
+    draw_bars,
+    draw_legend,
     format_ece,
+    root_figure,
+    setup_unit_axes,
 )
 from calbench.plots._layout import (
     COUNT_GID,
@@ -80,14 +80,14 @@ class Layers:
     min_count: int
 
 
-def _layers(p, y, b, class_index, bands, smooth, min_count) -> Layers:
+def diagram_layers(p, y, b, class_index, bands, smooth, min_count) -> Layers:
     """Consistency bands of the bins ``b`` and the smoothed curve of the diagram's pairs."""
     band = None
     if bands:
         band = consistency_band(b.confidence, b.count)
     curve = None
     if smooth:
-        f, outcome = _pairs(p, y, class_index)
+        f, outcome = diagram_pairs(p, y, class_index)
         curve = _smooth_curve(f, outcome)
     return Layers(band, curve, min_count)
 
@@ -115,8 +115,8 @@ def _smooth_curve(f, outcome):
     return _CURVES[key]
 
 
-def _check_layers(bands, smooth, min_count) -> tuple[bool, bool, int]:
-    return _check_flag(bands, "bands"), _check_flag(smooth, "smooth"), _check_min_count(min_count)
+def check_layers(bands, smooth, min_count) -> tuple[bool, bool, int]:
+    return check_flag(bands, "bands"), check_flag(smooth, "smooth"), check_min_count(min_count)
 
 
 def _draw_band(ax, x, width, band, keep):
@@ -125,15 +125,15 @@ def _draw_band(ax, x, width, band, keep):
     from matplotlib.colors import to_rgba
 
     lo, hi = (np.asarray(a)[keep] for a in band)
-    boxes = _bars(
+    boxes = draw_bars(
         ax,
         x,
         hi - lo,
         bottom=lo,
         width=width,
         align="edge",
-        facecolor=to_rgba(_BAND_COLOR, 0.3),
-        edgecolor=_BAND_COLOR,
+        facecolor=to_rgba(BAND_COLOR, 0.3),
+        edgecolor=BAND_COLOR,
         linewidth=0.8,
         label=BAND_LABEL,
         zorder=4,
@@ -153,13 +153,13 @@ def _draw_smooth(ax, curve, min_count: int) -> None:
             np.where(ok_band, curve.lower, np.nan),
             np.where(ok_band, curve.upper, np.nan),
             where=ok_band,
-            color=_SMOOTH_COLOR,
+            color=SMOOTH_COLOR,
             alpha=0.3,
             linewidth=0,
             zorder=5,
             gid=SMOOTH_BAND_GID,
         )
-    ax.plot(curve.t, mean, color=_SMOOTH_COLOR, lw=1.8, label=SMOOTH_LABEL, zorder=6)
+    ax.plot(curve.t, mean, color=SMOOTH_COLOR, lw=1.8, label=SMOOTH_LABEL, zorder=6)
 
 
 def _mark_sparse_bins(ax, bars, left, width, acc, count, min_count, faded=()) -> None:
@@ -190,35 +190,35 @@ def _mark_sparse_bins(ax, bars, left, width, acc, count, min_count, faded=()) ->
                 handle.set_hatch(None)
 
 
-def _draw_guo(
+def draw_guo(
     ax, hist_ax, b, ece_value, *, ylabel, ece_in_corner, hist_lines, legend=True, layers=None
 ):
     layers = layers or Layers(None, None, FEW_SAMPLES)
-    left, width, conf, acc, count = _bin_arrays(b)
+    left, width, conf, acc, count = bin_arrays(b)
     keep = count > 0
-    _setup_unit_axes(ax, "" if hist_ax is not None else "Confidence", ylabel)
-    outputs = _bars(
+    setup_unit_axes(ax, "" if hist_ax is not None else "Confidence", ylabel)
+    outputs = draw_bars(
         ax,
         left[keep],
         acc[keep],
         width=width[keep],
         align="edge",
-        color=_OUTPUT_COLOR,
+        color=OUTPUT_COLOR,
         edgecolor="black",
         linewidth=0.6,
         label="Outputs",
         zorder=2,
     )
-    gap = _bars(
+    gap = draw_bars(
         ax,
         left[keep],
         conf[keep] - acc[keep],
         bottom=acc[keep],
         width=width[keep],
         align="edge",
-        color=_GAP_COLOR,
+        color=GAP_COLOR,
         alpha=0.3,
-        edgecolor=_GAP_COLOR,
+        edgecolor=GAP_COLOR,
         hatch="//",
         linewidth=0.6,
         label="Gap",
@@ -239,22 +239,22 @@ def _draw_guo(
     if legend == "figure":  # below the axes; the histogram's lines join it below
         pass
     elif legend:
-        _legend(ax, ece_in_corner)  # before fading: the legend keys keep the full colour
+        draw_legend(ax, ece_in_corner)  # before fading: the legend keys keep the full colour
     _mark_sparse_bins(
         ax, outputs, left[keep], width[keep], acc[keep], count[keep], layers.min_count, faded
     )
     if ece_in_corner:
-        _corner_text(ax, format_ece(ece_value))
+        corner_text(ax, format_ece(ece_value))
     if hist_ax is None:
         return
     n = count.sum()
-    _bars(
+    draw_bars(
         hist_ax,
         left[keep],
         100.0 * count[keep] / n,
         width=width[keep],
         align="edge",
-        color=_OUTPUT_COLOR,
+        color=OUTPUT_COLOR,
         edgecolor="black",
         linewidth=0.6,
         label="% of samples",
@@ -268,7 +268,7 @@ def _draw_guo(
         mean_acc = float(np.sum(acc * count) / n)
         mean_conf = float(np.sum(conf * count) / n)
         hist_ax.axvline(mean_acc, color="black", ls="--", lw=1.5, label="Accuracy")
-        hist_ax.axvline(mean_conf, color=_GAP_COLOR, ls=":", lw=2.0, label="Avg. confidence")
+        hist_ax.axvline(mean_conf, color=GAP_COLOR, ls=":", lw=2.0, label="Avg. confidence")
         if legend and legend != "figure":
             hist_ax.legend(
                 handles=hist_ax.lines[-2:], loc="best", fontsize=8, framealpha=0.9, borderpad=0.3
@@ -276,24 +276,24 @@ def _draw_guo(
     ax.tick_params(labelbottom=False)
 
 
-def _draw_coursework(
+def draw_coursework(
     ax, b, ece_value, *, ylabel, ece_in_corner, acc_label, legend=True, layers=None
 ):
     layers = layers or Layers(None, None, FEW_SAMPLES)
-    left, width, conf, acc, count = _bin_arrays(b)
+    left, width, conf, acc, count = bin_arrays(b)
     keep = count > 0
-    _setup_unit_axes(ax, "Confidence", ylabel)
+    setup_unit_axes(ax, "Confidence", ylabel)
     w = width[keep] / 3.0
     x = left[keep]
     weight = count[keep] / count.sum()
     drawn = []
     for offset, values, color, label in (
-        (0, conf[keep], _CONF_COLOR, "Confidence"),
-        (1, acc[keep], _ACC_COLOR, acc_label),
-        (2, weight, _WEIGHT_COLOR, "Bin weight"),
+        (0, conf[keep], CONF_COLOR, "Confidence"),
+        (1, acc[keep], ACC_COLOR, acc_label),
+        (2, weight, WEIGHT_COLOR, "Bin weight"),
     ):
         drawn.append(
-            _bars(
+            draw_bars(
                 ax,
                 x + offset * w,
                 values,
@@ -332,12 +332,12 @@ def _diagram(probs, labels, n_bins, style, title, ax, class_index, binning, opti
     ``options`` = ``(bands, smooth, min_count)``."""
     p, y = check_probs_labels(probs, labels)
     n_bins = check_n_bins(n_bins)
-    bands, smooth, min_count = _check_layers(*options)
-    style = _check_style(style)
-    binning = _check_binning(binning)
-    title = _check_title(title)
+    bands, smooth, min_count = check_layers(*options)
+    style = check_style(style)
+    binning = check_binning(binning)
+    title = check_title(title)
     if class_index is not None:
-        class_index = _check_class_index(class_index, p.shape[1])
+        class_index = check_class_index(class_index, p.shape[1])
     hist_ax = None
     if isinstance(ax, tuple | list):
         if style != "guo" or len(ax) != 2:
@@ -345,12 +345,12 @@ def _diagram(probs, labels, n_bins, style, title, ax, class_index, binning, opti
                 "ax may be a pair (diagram_ax, histogram_ax) only for style='guo'; "
                 "pass a single Axes otherwise"
             )
-        ax, hist_ax = _check_ax(ax[0]), _check_ax(ax[1], "histogram axes")
+        ax, hist_ax = check_ax(ax[0]), check_ax(ax[1], "histogram axes")
     else:
-        ax = _check_ax(ax)
-    b = _bins(p, y, n_bins, class_index, binning)
-    ece_value = _ece(p, y, n_bins, class_index, binning)
-    layers = _layers(p, y, b, class_index, bands, smooth, min_count)
+        ax = check_ax(ax)
+    b = diagram_bins(p, y, n_bins, class_index, binning)
+    ece_value = diagram_ece(p, y, n_bins, class_index, binning)
+    layers = diagram_layers(p, y, b, class_index, bands, smooth, min_count)
 
     own_figure = ax is None
     if own_figure:
@@ -359,7 +359,7 @@ def _diagram(probs, labels, n_bins, style, title, ax, class_index, binning, opti
         if style == "guo":
             hist_ax = fig.add_axes((0.0, 0.0, 1.0, 1.0), sharex=ax)
     else:
-        fig = _root_figure(ax)
+        fig = root_figure(ax)
         if style == "guo" and hist_ax is None:
             from mpl_toolkits.axes_grid1 import make_axes_locatable
 
@@ -370,7 +370,7 @@ def _diagram(probs, labels, n_bins, style, title, ax, class_index, binning, opti
     legend = "figure" if own_figure else True
     if style == "guo":
         ylabel = "Accuracy" if class_index is None else f"Frequency of class {class_index}"
-        _draw_guo(
+        draw_guo(
             ax,
             hist_ax,
             b,
@@ -386,7 +386,7 @@ def _diagram(probs, labels, n_bins, style, title, ax, class_index, binning, opti
             ("accuracy", "Accuracy") if class_index is None else ("frequency", "Positive frequency")
         )
         ylabel = f"Confidence, {what}, bin weight"
-        _draw_coursework(
+        draw_coursework(
             ax,
             b,
             ece_value,
@@ -492,7 +492,7 @@ def classwise_reliability_diagram(
     ``min_count`` as there, on the pairs ``(probs[:, j], labels == j)``.
     """
     p = check_probs(probs)
-    class_index = _check_class_index(class_index, p.shape[1])
+    class_index = check_class_index(class_index, p.shape[1])
     if title is None:
         title = f"Class {class_index} vs rest"
     options = (bands, smooth, min_count)

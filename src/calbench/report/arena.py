@@ -1,5 +1,5 @@
 """The report's "Implementations side by side" section: the per-model CSVs of ``calbench
-compare-implementations`` (:mod:`calbench.adapters.arena`, ``results/arena/{dataset}/
+compare-implementations`` (:mod:`calbench.arena`, ``results/arena/{dataset}/
 {model}.csv``) aggregated across models into one table, per pair of implementations of a
 method, of the largest difference in calibrated probability and in each metric, with the model
 where it occurs; the per-model rows kept for a folded detail. Plain data: the template escapes

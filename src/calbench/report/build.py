@@ -210,9 +210,11 @@ def data_provenance(manifests, logits, splits) -> dict:
 
 def checksum_summary(config) -> dict:
     """Downloads without a published checksum (pinned on first use or not pinned)."""
+    from calbench.logits_sources import plan_files  # lazy: code inputs
     from calbench.models.pretrained import checksum_provenance  # lazy: code inputs
 
-    return checksum_provenance(config) if config else {"published": 0, "files": []}
+    planners = {"logits": plan_files}
+    return checksum_provenance(config, planners) if config else {"published": 0, "files": []}
 
 
 def _grid_key(path) -> str:

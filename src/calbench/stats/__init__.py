@@ -16,8 +16,8 @@ The core, every name re-exported here (``from calbench.stats import X``; numpy o
   calibrator's share (validation, per-sample values, jackknife, resampled values) computed once;
 * :mod:`calbench.stats.ranks`: ranks, average ranks, Friedman and Nemenyi (Demšar 2006),
   Spearman's correlation;
-* :mod:`calbench.multiplicity` (re-exported): Holm, Benjamini-Hochberg, the smallest adjusted
-  p-value.
+* :mod:`calbench.stats.multiplicity`: Holm, Benjamini-Hochberg, the smallest adjusted p-value
+  (re-exported), and calibration verdicts over many calibration tests' p-values.
 
 The study-level modules, imported by their own name (not re-exported):
 
@@ -26,18 +26,14 @@ The study-level modules, imported by their own name (not re-exported):
 * :mod:`calbench.stats.robustness`: rankings under other evaluation choices, and the robust
   winner over models.
 
-Two statistics modules stay outside the package, :mod:`calbench.caltests` (Spiegelhalter's Z,
-KS and Kuiper calibration tests) and :mod:`calbench.multiplicity`, which it uses: the metric
-registry reaches the calibration tests, so every verb that loads the registry (training too)
-executes them, and importing any module of this package runs this file, whose imports would
-make the whole core a code input of those verbs (a training job rerun for an edit of
-``intervals.py``).
+The calibration tests' statistics and p-values are metrics of the registry, so their kernels
+are :mod:`calbench.metrics.caltests` (the registry is below this package and imports nothing
+of it); their Holm / BH verdicts are :mod:`calbench.stats.multiplicity`.
 """
 
 from __future__ import annotations
 
 from calbench.metrics import METRICS  # re-exported: callers read the registry through stats
-from calbench.multiplicity import benjamini_hochberg, holm, min_adjusted_p
 from calbench.stats.common import (
     PairedTest,
     interval_method,
@@ -57,6 +53,7 @@ from calbench.stats.intervals import (
     paired_bootstrap,
     resample_indices,
 )
+from calbench.stats.multiplicity import benjamini_hochberg, holm, min_adjusted_p
 from calbench.stats.paired import (
     PAIRED_TEST_NAMES,
     mcnemar_exact,

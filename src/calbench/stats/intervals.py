@@ -121,7 +121,7 @@ class PairedBootstrap:
     method: str = "percentile"
 
 
-def _check_options(n_resamples, level, seed) -> tuple[int, float, int]:
+def check_bootstrap_options(n_resamples, level, seed) -> tuple[int, float, int]:
     if (
         isinstance(n_resamples, bool)
         or not isinstance(n_resamples, int | np.integer)
@@ -154,7 +154,7 @@ def multiplicities(idx: np.ndarray, n: int) -> np.ndarray:
     return counts.reshape(r, n).astype(np.float64)
 
 
-def _prepare(metric, probs, labels, checked: tuple | None = None):
+def prepare_metric(metric, probs, labels, checked: tuple | None = None):
     """Return ``(estimate, f)`` where ``f(idx_chunk) -> values`` evaluates resamples.
 
     Metrics with a ``weighted`` form evaluate a whole chunk from its multiplicities in one call
@@ -213,7 +213,7 @@ def _interval(values: np.ndarray, level: float) -> tuple[float, float]:
     return float(lo), float(hi)
 
 
-def _check_method(method, metric) -> str:
+def check_interval_method(method, metric) -> str:
     if method is None:
         method = interval_method(metric)
         if method is None:
@@ -245,12 +245,12 @@ def bootstrap_ci(
     an interval raises). Deterministic for a given ``seed``
     (:func:`interval_from_values`).
     """
-    n_resamples, level, seed = _check_options(n_resamples, level, seed)
+    n_resamples, level, seed = check_bootstrap_options(n_resamples, level, seed)
     if method is not None:
-        method = _check_method(method, metric)
+        method = check_interval_method(method, metric)
     else:
         check_probs_labels(probs, labels)  # bad input is reported before a missing interval
-        method = _check_method(method, metric)
+        method = check_interval_method(method, metric)
     if method == "jackknife":
         est, lo, hi = ub_interval(metric, probs, labels, level)
         return BootstrapCI(est, lo, hi, level, 0, "jackknife", est)
@@ -275,12 +275,12 @@ def bootstrap_cis(
     :func:`calbench.stats.ub_jackknife` of every ``jackknife`` metric by key (one given there
     already is used), for the paired tests of the same set
     (:class:`calbench.stats.sides.PairedSides`)."""
-    n_resamples, level, seed = _check_options(n_resamples, level, seed)
+    n_resamples, level, seed = check_bootstrap_options(n_resamples, level, seed)
     p, y = check_probs_labels(probs, labels)
     out: dict = {}
     prepared = {}
     for key, metric in metrics.items():
-        method = _check_method(None, metric)
+        method = check_interval_method(None, metric)
         if method == "jackknife":
             if jackknives is not None and key not in jackknives:
                 jackknives[key] = ub_jackknife(metric, probs, labels)
@@ -288,7 +288,7 @@ def bootstrap_cis(
             est, lo, hi = ub_interval(metric, probs, labels, level, ustat=u)
             out[key] = BootstrapCI(est, lo, hi, level, 0, "jackknife", est)
         else:
-            prepared[key] = (method, *_prepare(resolve_metric(metric), probs, labels, (p, y)))
+            prepared[key] = (method, *prepare_metric(resolve_metric(metric), probs, labels, (p, y)))
     values: dict = {key: [] for key in prepared}
     n = y.shape[0]
     for idx in resample_indices(n, n_resamples, seed) if prepared else ():
@@ -311,8 +311,8 @@ def bootstrap_values(
     :func:`bootstrap_ci` (same indices for the same seed), to build several intervals from one
     set of resamples (:func:`interval_from_values`)."""
     metric = resolve_metric(metric)
-    n_resamples, _, seed = _check_options(n_resamples, 0.95, seed)
-    estimate, f = _prepare(metric, probs, labels)
+    n_resamples, _, seed = check_bootstrap_options(n_resamples, 0.95, seed)
+    estimate, f = prepare_metric(metric, probs, labels)
     n = np.shape(labels)[0]
     values = np.concatenate([f(idx) for idx in resample_indices(n, n_resamples, seed)])
     return estimate, values
@@ -366,11 +366,11 @@ def paired_bootstrap(
     """
     metric_arg = metric
     metric = resolve_metric(metric)
-    n_resamples, level, seed = _check_options(n_resamples, level, seed)
+    n_resamples, level, seed = check_bootstrap_options(n_resamples, level, seed)
     pa, pb, y = paired_inputs(probs_a, probs_b, labels)
-    method = _check_method(method, metric_arg)
-    est_a, fa = _prepare(metric, probs_a, labels, (pa, y))
-    est_b, fb = _prepare(metric, probs_b, labels, (pb, y))
+    method = check_interval_method(method, metric_arg)
+    est_a, fa = prepare_metric(metric, probs_a, labels, (pa, y))
+    est_b, fb = prepare_metric(metric, probs_b, labels, (pb, y))
     shared = getattr(fa, "uses_weights", False) and getattr(fb, "uses_weights", False)
     diffs = []
     for idx in resample_indices(pa.shape[0], n_resamples, seed):

@@ -23,11 +23,11 @@ from calbench._checks import check_labels, check_probs
 from calbench.stats.common import PairedTest, registry_entry, resolve_metric
 from calbench.stats.intervals import (
     PairedBootstrap,
-    _check_method,
-    _check_options,
-    _prepare,
+    check_bootstrap_options,
+    check_interval_method,
     multiplicities,
     paired_result,
+    prepare_metric,
     resample_indices,
 )
 from calbench.stats.paired import paired_test, per_sample_test
@@ -130,8 +130,10 @@ class PairedSides:
     ) -> PairedBootstrap:
         """:func:`calbench.stats.paired_bootstrap` of ``a`` against ``b``: each side's resampled
         values over the resamples of ``seed`` computed once per calibrator."""
-        n_resamples, level, seed = _check_options(n_resamples, level, seed)
-        method = _check_method(method, self._entry if self._entry is not None else self.metric)
+        n_resamples, level, seed = check_bootstrap_options(n_resamples, level, seed)
+        method = check_interval_method(
+            method, self._entry if self._entry is not None else self.metric
+        )
         est_a, va = self._resampled(a, n_resamples, seed)
         est_b, vb = self._resampled(b, n_resamples, seed)
         return paired_result(est_a - est_b, va - vb, level, method)
@@ -139,7 +141,7 @@ class PairedSides:
     def _resampled(self, name: str, n_resamples: int, seed: int):
         def compute():
             p, y = self._probs[name], self.labels
-            estimate, f = _prepare(self.metric, self._given[name], y, (p, y))
+            estimate, f = prepare_metric(self.metric, self._given[name], y, (p, y))
             n = p.shape[0]
             weights = getattr(f, "uses_weights", False)
             values = [

@@ -5,10 +5,10 @@
 def arena_calibrators():
     """``{method: params}`` of the configured calibrators whose method is implemented twice or
     more among them (calbench's own and adapters whose ``same_as`` names it:
-    calbench.adapters.arena.implementation_groups), in config order; the first entry of a
+    calbench.arena.implementation_groups), in config order; the first entry of a
     method gives its hyperparameters. Empty when the config has no such pair, e.g. the default
     config: then no comparison runs and the report has no arena section."""
-    from calbench.adapters.arena import implementation_groups
+    from calbench.arena import implementation_groups
 
     params = {}
     for c, entry in config["calibrators"].items():

@@ -1,4 +1,4 @@
-"""Tests of calbench.caltests: hand-computed statistics, the null distributions against their
+"""Tests of calbench.metrics.caltests (and the verdicts of calbench.stats.multiplicity): hand-computed statistics, the null distributions against their
 known moments and their second series, agreement with MAPIE's implementations on identical
 inputs, the type-I error on perfectly calibrated data, and the Holm / BH verdicts."""
 
@@ -9,8 +9,9 @@ import pytest
 from scipy.integrate import quad
 from scipy.special import ndtr
 
-from calbench import caltests as C
 from calbench.functional import softmax
+from calbench.metrics import caltests as C
+from calbench.stats import multiplicity as V
 
 
 def _calibrated(n, seed, gamma=1.0):
@@ -194,18 +195,18 @@ def test_miscalibration_is_detected():
 def test_verdicts_holm_hand_example():
     # m = 4 sorted p-values 0.001, 0.013, 0.02, 0.5 -> Holm: 0.004, 0.039, 0.04, 0.5
     p = {("a", "ts"): 0.02, ("a", "iso"): 0.5, ("b", "ts"): 0.001, ("b", "iso"): 0.013}
-    v = C.calibration_verdicts(p)
+    v = V.calibration_verdicts(p)
     assert [round(v[k].adjusted, 12) for k in p] == [0.04, 0.5, 0.004, 0.039]
     assert [v[k].calibrated for k in p] == [False, True, False, False]
     assert v[("a", "ts")].p_value == 0.02
     # BH: 0.004, 0.026, 0.02667, 0.5 -> the same decisions at 5%, a different adjustment
-    bh = C.calibration_verdicts(p, method="bh")
+    bh = V.calibration_verdicts(p, method="bh")
     np.testing.assert_allclose(
         [bh[k].adjusted for k in p], [0.08 / 3, 0.5, 0.004, 0.026], rtol=1e-12
     )
     # at alpha = 0.03 Holm keeps 0.013 (adjusted 0.039) calibrated, BH rejects it (0.026)
-    assert C.calibration_verdicts(p, alpha=0.03)[("b", "iso")].calibrated
-    assert not C.calibration_verdicts(p, alpha=0.03, method="bh")[("b", "iso")].calibrated
+    assert V.calibration_verdicts(p, alpha=0.03)[("b", "iso")].calibrated
+    assert not V.calibration_verdicts(p, alpha=0.03, method="bh")[("b", "iso")].calibrated
 
 
 def test_verdicts_agree_with_statsmodels_style_reference():
@@ -214,9 +215,9 @@ def test_verdicts_agree_with_statsmodels_style_reference():
 
     rng = np.random.default_rng(0)
     p = rng.random(30) ** 3
-    v = C.calibration_verdicts({i: float(x) for i, x in enumerate(p)})
+    v = V.calibration_verdicts({i: float(x) for i, x in enumerate(p)})
     np.testing.assert_allclose([v[i].adjusted for i in range(30)], holm(p))
-    bh = C.benjamini_hochberg(p)
+    bh = V.benjamini_hochberg(p)
     order = np.argsort(p)
     assert np.all(np.diff(bh[order]) >= 0) and np.all(bh >= p)
     # BH by its definition: the largest i with p_(i) <= i alpha / m is rejected with all below
@@ -230,10 +231,10 @@ def test_verdicts_agree_with_statsmodels_style_reference():
 @pytest.mark.parametrize(
     "call,match",
     [
-        (lambda: C.calibration_verdicts({}), "non-empty"),
-        (lambda: C.calibration_verdicts({"a": 1.5}), r"\[0, 1\]"),
-        (lambda: C.calibration_verdicts({"a": 0.5}, alpha=5), "alpha"),
-        (lambda: C.calibration_verdicts({"a": 0.5}, method="bonf"), "method"),
+        (lambda: V.calibration_verdicts({}), "non-empty"),
+        (lambda: V.calibration_verdicts({"a": 1.5}), r"\[0, 1\]"),
+        (lambda: V.calibration_verdicts({"a": 0.5}, alpha=5), "alpha"),
+        (lambda: V.calibration_verdicts({"a": 0.5}, method="bonf"), "method"),
         (lambda: C.ks_test_1d([0.0, 1.0], [0, 1]), "null variance"),
         (lambda: C.spiegelhalter_test_1d([0.5, 0.5], [0, 1]), "null variance"),
         (lambda: C.kuiper_test_1d([0.2, 0.3], [0, 2]), "0 or 1"),

@@ -1,5 +1,5 @@
-"""Hypothesis tests of calibration with analytic p-values, and "calibrated at the 5% level?"
-verdicts for many (model, calibrator) pairs.
+"""Hypothesis tests of calibration with analytic p-values: the kernels of the registry's
+calibration-test metrics.
 
 Every test takes predictions ``f_i`` in [0, 1] and outcomes ``y_i`` in {0, 1} under the null
 hypothesis of perfect calibration, ``P(y_i = 1 | f_i) = f_i``; for multiclass probabilities the
@@ -31,29 +31,24 @@ Ramdas 2022, "Top-label calibration"), for two-class probabilities optionally th
   equal predictions (the order within a run is arbitrary, and no ordering of it is preferred).
   The range includes ``C_0 = 0``, the start of the path.
 
-:func:`calibration_verdicts` turns many p-values into decisions with Holm's step-down
-correction (Holm 1979): the p-values of one model's calibrators share that model's test set and
-are dependent in an unknown way, and Holm controls the family-wise error at ``alpha`` under
-any dependence (Benjamini-Hochberg's FDR control needs positive dependence; it is offered as
-``method="bh"``). Every verdict is read on its own in the report, which is what family-wise
-control protects. The analytic p-values resolve far below any ``alpha / m``.
+The p-values are the registry's ``spiegelhalter_p``, ``ks_cal_p`` and ``kuiper_cal_p``
+(:mod:`calbench.metrics.registry`); "calibrated at level alpha?" verdicts over many of them,
+with Holm's or Benjamini-Hochberg's adjustment, are
+:func:`calbench.stats.multiplicity.calibration_verdicts`. scipy is imported inside the
+functions that evaluate a normal tail, so ``import calbench.metrics`` does not load it.
 """
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Mapping
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.special import ndtr
 
 from calbench._checks import check_binary_pairs, check_choice, check_probs_labels
 from calbench.metrics.binning import top_label
-from calbench.multiplicity import benjamini_hochberg, holm
 
 TARGETS = ("top", "binary")
 ALTERNATIVES = ("two-sided", "greater", "less")
-CORRECTIONS = ("holm", "bh")
 
 
 @dataclass(frozen=True)
@@ -103,6 +98,8 @@ def sup_abs_brownian_sf(x: float) -> float:
     minus the theta series ``(4 / pi) sum_{k>=0} (-1)^k / (2k + 1) exp(-(2k + 1)^2 pi^2 / (8 x^2))``
     (Feller 1971, vol. II, sec. X.5); each converges in a few terms on its side of x = 1.
     """
+    from scipy.special import ndtr
+
     x = float(x)
     if x <= 0.0:
         return 1.0
@@ -124,6 +121,8 @@ def brownian_range_sf(x: float) -> float:
     ``sum_{k>=0} (8 / x^2 + 2 / (k + 1/2)^2 / pi^2) exp(-2 (k + 1/2)^2 pi^2 / x^2)`` (Tygert 2022,
     eq. for the range); each converges in a few terms on its side of x = 2.
     """
+    from scipy.special import ndtr
+
     x = float(x)
     if x <= 0.0:
         return 1.0
@@ -173,6 +172,8 @@ def spiegelhalter_test_1d(f, y, alternative: str = "two-sided") -> CalibrationTe
     """Spiegelhalter's Z test (Spiegelhalter 1986): ``Z`` as in the module docstring against
     N(0, 1); ``alternative``: ``"two-sided"`` ``2 Phi(-|Z|)``, ``"greater"`` ``Phi(-Z)``,
     ``"less"`` ``Phi(Z)``."""
+    from scipy.special import ndtr
+
     alternative = check_choice(alternative, "alternative", ALTERNATIVES)
     f, y = _check_1d(f, y)
     w = 1.0 - 2.0 * f
@@ -208,43 +209,4 @@ def calibration_tests(probs, labels, *, target: str = "top") -> dict[str, Calibr
     f, y = _pairs(probs, labels, target)
     return {
         t.name: t for t in (spiegelhalter_test_1d(f, y), ks_test_1d(f, y), kuiper_test_1d(f, y))
-    }
-
-
-# --------------------------------------------------------------------------------------------
-# many tests at once
-# --------------------------------------------------------------------------------------------
-@dataclass(frozen=True)
-class Verdict:
-    """One pair's raw and adjusted p-value and whether calibration is kept at level ``alpha``
-    (``calibrated``: the adjusted p-value exceeds ``alpha``, i.e. the test does not reject)."""
-
-    p_value: float
-    adjusted: float
-    calibrated: bool
-
-
-def calibration_verdicts(
-    p_values: Mapping[Hashable, float], alpha: float = 0.05, method: str = "holm"
-) -> dict[Hashable, Verdict]:
-    """ "Calibrated at level ``alpha``?" for many p-values keyed by e.g. ``(model, calibrator)``.
-
-    The p-values are adjusted jointly, Holm's step-down (default, family-wise error at
-    ``alpha`` under any dependence; see the module docstring for why) or Benjamini-Hochberg
-    (``method="bh"``, false discovery rate); a pair is *calibrated* when its adjusted p-value
-    exceeds ``alpha`` (no evidence of miscalibration, not proof of calibration).
-    """
-    method = check_choice(method, "method", CORRECTIONS)
-    if isinstance(alpha, bool) or not isinstance(alpha, float | int) or not 0.0 < alpha < 1.0:
-        raise ValueError(f"alpha must be a number in (0, 1), got {alpha!r}")
-    if not isinstance(p_values, Mapping) or not p_values:
-        raise ValueError("p_values must be a non-empty dict {(model, calibrator): p-value}")
-    keys = list(p_values)
-    p = np.array([p_values[k] for k in keys], dtype=np.float64)
-    if not np.all(np.isfinite(p)) or np.any((p < 0.0) | (p > 1.0)):
-        raise ValueError("p-values must be finite numbers in [0, 1]; drop the pairs without a test")
-    adjusted = holm(p) if method == "holm" else benjamini_hochberg(p)
-    return {
-        k: Verdict(float(p[i]), float(adjusted[i]), bool(adjusted[i] > alpha))
-        for i, k in enumerate(keys)
     }
