@@ -6,7 +6,7 @@ shown as text, never interpreted as HTML) and makes an undefined name an error. 
 (``templates/report/``: :mod:`calbench.report.render`), the replication pages
 (``templates/reference/``: :mod:`calbench.reference.ours_vs_published`,
 :mod:`calbench.reference.guo_kull.render`) and the implementations table
-(``templates/arena/``: :mod:`calbench.adapters.arena`) all render here. It sits in the library
+(``templates/arena/``: :mod:`calbench.arena`) all render here. It sits in the library
 layer so that the steps writing those pages, which may not import the report, use the same
 environment (docs/architecture.md).
 """

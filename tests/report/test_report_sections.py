@@ -16,7 +16,7 @@ import pytest
 from test_report_over_models import PROV, _spec
 from test_report_over_models import _rows as _over_rows
 
-from calbench.adapters.arena import write_disagreements
+from calbench.arena import write_disagreements
 from calbench.pages import environment
 from calbench.report import render
 from calbench.report.arena import arena_context

@@ -93,7 +93,9 @@ def fetch_pinned(
                     "if the source really changed)"
                 ) from None
             raise
-        source = ", ".join(fetch_kwargs.get("urls") or ()) or str(fetch_kwargs.get("filename") or "")
+        source = ", ".join(fetch_kwargs.get("urls") or ()) or str(
+            fetch_kwargs.get("filename") or ""
+        )
         return fetched, lock.check(key, fetched, published=pin, source=source)
     # first use, or a re-pin on purpose: where does the file come from?
     name = fetch_kwargs.get("filename") or target.name
@@ -103,7 +105,10 @@ def fetch_pinned(
     if local is None:
         for mirror in fetch_kwargs.get("mirrors") or ():
             candidate = confined(
-                Path(mirror).expanduser(), name, fetch_kwargs.get("name_key", "filename"), plain=True
+                Path(mirror).expanduser(),
+                name,
+                fetch_kwargs.get("name_key", "filename"),
+                plain=True,
             )
             if candidate.is_file():
                 local = candidate
@@ -120,9 +125,7 @@ def fetch_pinned(
                 shutil.copyfile(local, tmp)
         origin = f"local {local}" + (" (re-pinned on purpose)" if repin else " (checked)")
     else:
-        fetched, origin = fetch_origin(
-            target, **{**fetch_kwargs, "mirrors": ()}, unpinned=True
-        )
+        fetched, origin = fetch_origin(target, **{**fetch_kwargs, "mirrors": ()}, unpinned=True)
     old = lock.get(key)
     entry = lock.record(key, target, origin, replace=repin)
     if old is not None and old["sha256"] != entry["sha256"]:
@@ -172,7 +175,7 @@ def checksum_provenance(config: Mapping, planners: Mapping | None = None) -> dic
         if source in (planners or {}):
             for f in planners[source](name, entry, resources):
                 add(name, Path(f["dest"]), "published" if f["pin"] == "pinned" else None)
-        elif source not in (*SOURCES, "train"):
+        elif source not in (None, *SOURCES, "train"):  # None: an entry naming no download
             raise ValueError(
                 f"model {name}: no file planner for source {source!r}; pass "
                 f"planners={{{source!r}: ...}} (source logits: calbench.logits_sources.plan_files)"
