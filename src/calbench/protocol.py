@@ -44,6 +44,7 @@ from calbench.calibrators import get_calibrator
 from calbench.io import array_digest
 from calbench.results import (
     COMPARE_COLUMNS,
+    METRIC_COLUMNS,
     PARTITION_COLUMNS,
     ROBUSTNESS_COLUMNS,
     write_long_csv,
@@ -360,12 +361,11 @@ class CalibrateSpec:
         the partitions -> that CSV (``PARTITION_COLUMNS``). The grid and the robustness ranks
         use the first partition's out-of-fold predictions of all ``N`` samples. The reuse
         cache is not used (every calibrator is refitted)."""
-        from calbench.crossfit import (  # lazy: code inputs of the holdout scheme
+        from calbench.crossfit import (  # lazy: code inputs
             crossfit_predict,
             fold_assignments,
             nested_bests,
         )
-        from calbench.results import METRIC_COLUMNS  # lazy: only this scheme writes it here
 
         ev, scheme, cmp, plot = plan.evaluation, plan.scheme, self.compare, dict(self.plots)
         apply_names(data, dataset, model)
