@@ -62,6 +62,14 @@ OOF_HALF = "oof"
 #: The halves whose rows are a study's headline results: the test half (``holdout``) or the
 #: out-of-fold predictions (``crossfit``); a model's rows hold one of them, never both.
 HEADLINE_HALVES = ("test", OOF_HALF)
+
+
+def headline_half(rows: Iterable[Mapping]) -> str:
+    """The headline half of a study's metric rows: :data:`OOF_HALF` when any row has it (a
+    cross-fitted study), else ``test``."""
+    return OOF_HALF if any(r.get("half") == OOF_HALF for r in rows) else "test"
+
+
 #: Columns of ``results/partitions/{dataset}/{model}.csv`` (cross-fitted studies;
 #: :func:`calbench.steps.crossfit_compare_rows`): per comparison row, its spread over the
 #: ``n_partitions`` repeated partitions into ``folds`` folds: the share of partitions in which

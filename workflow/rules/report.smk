@@ -75,6 +75,7 @@ rule render_report:
         run_info=run_info(),
         robustness=model_paths("results/robustness/{dataset}/{model}.csv"),
         arena=arena_targets(),  # implementations side by side (workflow/rules/check.smk)
+        partitions=model_paths("results/partitions/{dataset}/{model}.csv") if CROSSFIT else [],
     params:
         reference=lambda wildcards, input: (
             shell_args("--reference-table", input.reference_table[0]) if input.reference_table else ""
@@ -97,4 +98,4 @@ rule render_report:
         " --splits {input.splits} {params.reference} --sections {input.sections}"
         " --plots {input.plots} --ts-files {input.ts_files} --run-info {input.run_info}"
         " --robustness {input.robustness} --arena {input.arena}"
-        " --out {output.report} > {log} 2>&1"
+        " --partitions {input.partitions} --out {output.report} > {log} 2>&1"

@@ -70,6 +70,7 @@ def _cmd_render(args: argparse.Namespace) -> int:
         ts_files=args.ts_files,
         robustness=args.robustness,
         arena=args.arena,
+        partitions=args.partitions,
         run_info=run_info,
     )
     return 0
@@ -146,6 +147,13 @@ def register(sub) -> None:
         nargs="*",
         default=[],
         help="results/robustness/{dataset}/{model}.csv of every model (robustness section)",
+    )
+    p.add_argument(
+        "--partitions",
+        nargs="*",
+        default=[],
+        help="results/partitions/{dataset}/{model}.csv of every model of a cross-fitted study "
+        "(spread over partitions section)",
     )
     p.add_argument(
         "--arena",

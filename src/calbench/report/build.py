@@ -257,6 +257,7 @@ def render_report(
     run_info=None,
     robustness=(),
     arena=(),
+    partitions=(),
 ) -> None:
     """Render the HTML report to ``out``; ``reference_table`` is the ours-versus-published CSV
     :func:`aggregate` wrote (``results/tables/reference.csv``), read rather than recomputed;
@@ -266,6 +267,7 @@ def render_report(
     choices); ``arena`` the per-model CSVs of ``calbench compare-implementations``
     (:mod:`calbench.report.arena`: implementations of one method side by side)."""
     from calbench.report import render  # lazy: code inputs
+    from calbench.report.partitions import add_partitions  # lazy: code inputs
 
     rows = read_long_csv([metrics_csv])
     comp = read_long_csv([compare_csv], required=COMPARE_COLUMNS) if compare_csv else []
@@ -299,6 +301,7 @@ def render_report(
     context["extra_sections"] = [Markup(Path(p).read_text()) for p in sections or []]
     _add_sections_to_toc(context)
     add_arena(context, arena, spec)
+    add_partitions(context, partitions, spec)  # cross-fitted studies: the partitions' spread
     atomic_write_text(out, render.render_html(template, context))
 
 

@@ -42,6 +42,7 @@ from calbench.report.views import (
     study_view,
     temperature_view,
 )
+from calbench.results import HEADLINE_HALVES, headline_half
 
 
 def build_tables(rows: Sequence[Mapping], spec: Mapping) -> dict:
@@ -63,12 +64,14 @@ def build_tables(rows: Sequence[Mapping], spec: Mapping) -> dict:
     method_labels = calibrator_labels(spec)
     available = {r["metric"] for r in rows}
     metric_names = [m for m in spec.get("table_metrics") or sorted(available) if m in available]
+    half = headline_half(rows)  # test, or oof for a cross-fitted study
     out = {"metrics": [], "losses": []}
     for metric in metric_names:
         out["metrics"].append(
             T.metric_table(
                 rows,
                 metric,
+                half=half,
                 models=model_order,
                 methods=method_order,
                 model_labels=labels,
@@ -88,6 +91,7 @@ def build_tables(rows: Sequence[Mapping], spec: Mapping) -> dict:
                             rows,
                             metric,
                             displays,
+                            half=half,
                             dataset_labels=dl,
                             method_label=method_labels.get("uncalibrated", "uncalibrated"),
                         )
@@ -99,6 +103,7 @@ def build_tables(rows: Sequence[Mapping], spec: Mapping) -> dict:
                             metric,
                             displays,
                             method="ts",
+                            half=half,
                             dataset_labels=dl,
                             method_label=method_labels.get("ts", "ts"),
                         )
@@ -116,7 +121,7 @@ def _coverage_of(rows: Sequence[Mapping], metric: str) -> tuple[str, dict] | Non
     got = {
         (r["model"], r["method"]): f"{format_value(cov, float(r['value']))}%"
         for r in rows
-        if r["metric"] == cov and r.get("half", "test") == "test"
+        if r["metric"] == cov and r.get("half", "test") in HEADLINE_HALVES
     }
     return ("coverage", got) if got else None
 

@@ -33,6 +33,7 @@ from calbench.display import (
 from calbench.report import context as _context
 from calbench.report.overview import findings_view
 from calbench.report.references import bibliography
+from calbench.results import HEADLINE_HALVES
 
 
 def build_context(**kwargs) -> dict:
@@ -180,7 +181,7 @@ def verdict_view(rows, spec: Mapping) -> dict | None:
         r
         for r in rows
         if r["metric"] == VERDICT_METRIC
-        and r.get("half", "test") == "test"
+        and r.get("half", "test") in HEADLINE_HALVES
         and math.isfinite(float(r.get("ci_high", math.nan)))
     ]
     if not rated:
