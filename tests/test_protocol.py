@@ -341,3 +341,29 @@ def test_crossfit_predicts_every_sample_once_per_repeat_by_a_calibrator_that_nev
         (r["metric"], r["family"], r["method"], r["baseline"]) for r in cmp
     ]
     assert {r["n_partitions"] for r in parts} == {"2"}
+
+
+def test_a_failing_cross_fit_is_one_line_naming_the_calibrator_and_leaves_no_output(
+    tmp_path, monkeypatch
+):
+    """A calibrator that fails inside the cross-fit (not on the full fit) fails the step with
+    one line naming it, as the holdout scheme's fits do, and every file written so far goes."""
+    from calbench import protocol
+
+    class Broken:
+        def fit(self, x, labels):
+            raise RuntimeError("boom\nsecond line")
+
+        def predict_proba(self, x):  # pragma: no cover - never fitted
+            raise AssertionError
+
+    real = protocol.calibrator_maker
+    monkeypatch.setattr(
+        protocol, "calibrator_maker", lambda m, p: (lambda: Broken()) if m == "ts" else real(m, p)
+    )
+    files = _files(tmp_path)
+    out = tmp_path / "out"
+    with pytest.raises(ValueError, match=r"calibrator 'ts' \(method 'ts'\).*boom") as info:
+        _run(_crossfit_spec(), files, out)
+    assert "\n" not in str(info.value)
+    assert [p for p in out.rglob("*") if p.is_file()] == []

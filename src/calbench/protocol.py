@@ -65,6 +65,7 @@ from calbench.steps import (
     crossfit_evaluate_rows,
     draw,
     fit_and_save,
+    isolated_maker,
     load_checked_calibrator,
     paired_rows,
     pooled_samples,
@@ -378,7 +379,7 @@ class CalibrateSpec:
         assignment = fold_assignments(y, scheme.folds, scheme.repeats, ev.seed)
         cal_dir, met_dir, plot_dir = (Path(d) for d in dirs)
         makers = {
-            key: calibrator_maker(e["method"], e.get("params") or {})
+            key: isolated_maker(calibrator_maker(e["method"], e.get("params") or {}), key)
             for key, e in self.calibrators.items()
         }
         written: list[Path] = []

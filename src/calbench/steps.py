@@ -613,6 +613,28 @@ def check_scheme(ev: Mapping, name=None) -> Scheme:
     return Scheme(scheme, folds, repeats)
 
 
+class _Isolated:
+    """A calibrator whose fit and predictions run isolated (:func:`calbench.isolation.fit`,
+    :func:`calbench.isolation.predict`: copies in, checked read-only probabilities out, a
+    plug-in's failure one line naming ``name``)."""
+
+    def __init__(self, cal, name: str):
+        self.cal, self.name = cal, name
+
+    def fit(self, logits, labels):
+        isolation.fit(self.cal, logits, labels, name=self.name)
+        return self
+
+    def predict_proba(self, logits):
+        return isolation.predict(self.cal, logits, name=self.name)
+
+
+def isolated_maker(make: Callable[[], object], name: str) -> Callable[[], object]:
+    """``make`` (a function returning a fresh calibrator) whose calibrators fit and predict
+    isolated, as the holdout scheme's do: the cross-fit's fits."""
+    return lambda: _Isolated(make(), name)
+
+
 def pooled_samples(halves: dict, folds: int, name=None) -> tuple[np.ndarray, np.ndarray]:
     """Every labelled sample of ``halves``, the validation half then the test half (read-only),
     checked to hold at least ``folds`` samples of every class present (each stratified fold
