@@ -421,7 +421,7 @@ class CalibrateSpec:
             )
             rows, parts = crossfit_compare_rows(
                 meta, y, oof, assignment, plan.compared, cmp["baselines"], ev.level, nested,
-                selected_on,
+                selected_on, n_permutations=cmp["n_bootstrap"], seed=ev.seed,
             )  # fmt: skip
             if array_digest(z, y) != inputs:
                 raise ValueError(

@@ -73,7 +73,8 @@ def headline_half(rows: Iterable[Mapping]) -> str:
 #: Columns of ``results/partitions/{dataset}/{model}.csv`` (cross-fitted studies;
 #: :func:`calbench.steps.crossfit_compare_rows`): per comparison row, its spread over the
 #: ``n_partitions`` repeated partitions into ``folds`` folds: the share of partitions in which
-#: the difference is significant (corrected t on that partition's folds, Holm over the family),
+#: the difference is significant (the holdout scheme's paired test of the metric on that
+#: partition's out-of-fold predictions of all samples, Holm over the family),
 #: the between- and within-partition variance of the difference
 #: (:func:`calbench.stats.resampled.variance_split`; ``within`` blank for metrics that are not
 #: means of per-sample values), and the first-place shares over partitions of ``method`` and of

@@ -18,7 +18,7 @@ import numpy as np
 
 from calbench import isolation
 from calbench._checks import check_choice, check_probs_labels
-from calbench.calibrate_spec import DEFAULTS
+from calbench.calibrate_spec import DEFAULTS, SCHEMES
 from calbench.calibrators import get_calibrator, load_calibrator, save_calibrator
 from calbench.metrics import METRICS, Metric, metric_values
 from calbench.results import COMPARE_COLUMNS, METRIC_COLUMNS, OOF_HALF, write_long_csv
@@ -597,7 +597,6 @@ class Scheme:
 def check_scheme(ev: Mapping, name=None) -> Scheme:
     """The ``evaluation`` section's ``scheme``, ``folds`` and ``repeats`` checked (one error
     naming the setting as ``name(key)`` says; default :func:`spec_key`)."""
-    from calbench.calibrate_spec import SCHEMES  # lazy: code inputs
     from calbench.crossfit import MAX_REPEATS  # lazy: code inputs
     from calbench.stats.selection import MAX_FOLDS  # lazy: code inputs
 
@@ -695,6 +694,9 @@ def crossfit_compare_rows(
     level: float,
     nested: Mapping | None = None,
     selected_on: str = "",
+    *,
+    n_permutations: int = DEFAULTS["compare"]["n_bootstrap"],
+    seed: int = 0,
 ) -> tuple[list[dict], list[dict]]:
     """The cross-fitted paired comparisons (rows of ``COMPARE_COLUMNS``, ``half``
     :data:`OOF`) and their spread over partitions (rows of ``PARTITION_COLUMNS``).
@@ -711,20 +713,29 @@ def crossfit_compare_rows(
     the ``R F`` fold-level differences of the metric, Nadeau & Bengio 2003's correction for the
     overlap of training parts); metrics that are means of per-sample values (NLL, Brier score,
     accuracy) get its t interval (``interval = "corrected_t"``), others none. Per partition,
-    the same test on that partition's ``F`` fold differences, Holm-adjusted over the family,
-    gives whether the difference is significant there (``significant_share``); the partition
+    the holdout scheme's test of the metric (:meth:`calbench.stats.PairedSides.test`: paired t,
+    McNemar, the jackknife z of the unbiased errors, or a sign-flip test with at least
+    ``n_permutations`` flips, ``seed``) on that partition's pooled out-of-fold predictions of all
+    ``N`` samples, Holm-adjusted over the family, says whether the difference is significant
+    there (``significant_share``: the share of partitions in which a holdout-style verdict on
+    all samples holds; the test holds the fits fixed); the partition
     rows add each pair's between- and within-partition variance
     (:func:`calbench.stats.resampled.variance_split`, per-sample metrics; other metrics: the
     between part only) and the calibrators' shares of first places
     (:func:`calbench.stats.resampled.winner_share`)."""
     from scipy.special import stdtrit  # lazy: heavy
 
-    from calbench.stats import holm, interval_method  # lazy: code inputs
-    from calbench.stats.comparisons import (
+    from calbench.stats import (  # lazy: code inputs
+        PairedSides,
+        holm,
+        interval_method,
+        permutations_for,
+    )
+    from calbench.stats.comparisons import (  # lazy: code inputs
         comparison_pairs,
         direction,
         null_hypothesis,
-    )  # lazy: code inputs
+    )
     from calbench.stats.resampled import (  # lazy: code inputs
         corrected_repeated_cv_t,
         variance_split,
@@ -767,6 +778,13 @@ def crossfit_compare_rows(
             # a unanimous pick's nested predictions are its own out-of-fold ones (same fits)
             return f"best:{name}" if family == "best" and not unanimous else method
 
+        per_rep = [
+            PairedSides(fn, {s: p[r] for s, p in sides.items()}, labels) for r in range(n_rep)
+        ]
+        n_perm = max(
+            n_permutations,
+            permutations_for(len({frozenset((side_of(f, x), y)) for f, x, y in pairs}), alpha),
+        )
         done: dict = {}
         for family, m_a, m_b in pairs:
             s_a = side_of(family, m_a)
@@ -774,7 +792,10 @@ def crossfit_compare_rows(
             if key in done:
                 continue
             d = by_fold[s_a][:, :, j] - by_fold[m_b][:, :, j]
-            parts = [corrected_repeated_cv_t(d[r : r + 1]).p_value for r in range(n_rep)]
+            parts = [
+                float(per_rep[r].test(s_a, m_b, n_permutations=n_perm, seed=seed).p_value)
+                for r in range(n_rep)
+            ]
             done[key] = (corrected_repeated_cv_t(d), parts, (s_a, m_b), _fold_var(d))
         keys = list(done)
         size = len(keys)
