@@ -119,6 +119,10 @@ def test_the_spread_over_partitions_is_shown_near_the_top(tmp_path):
     )
     assert "<b>Cross-fitted.</b>" in body and "fitted on 4/5 of the data" in body
     assert "Bates, Hastie &amp; Tibshirani 2023" in body
+    assert "calibrators, cross-fitted (every sample out of fold);" in body
+    bib = body.split('id="bibliography"', 1)[1]
+    for key in ("Bates et al. 2023", "Nadeau &amp; Bengio 2003", "Bouckaert &amp; Frank 2004"):
+        assert f"<dt>{key}</dt>" in bib  # the protocol's citations are listed
 
 
 def test_no_spread_section_for_a_holdout_study_or_a_single_partition():
