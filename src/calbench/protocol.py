@@ -4,7 +4,9 @@ The protocol is the study's (Vasilev 2021, §4-5): calibrators are fitted on the
 a model's test-set logits (:func:`calbench.split.load_halves`) and applied to both halves; every
 metric of the spec is reported on the test half (and, to show a calibrator's over-fit, on the
 validation half), with the bootstrap confidence interval its registry entry names
-(``Metric.interval``, :func:`calbench.stats.bootstrap_ci`).
+(``Metric.interval``, :func:`calbench.stats.bootstrap_ci`). That is the ``holdout`` scheme, the default;
+``evaluation.scheme: crossfit`` pools both halves and predicts every sample out of fold
+(:meth:`CalibrateSpec._run_crossfit`; docs/statistics.md, "Cross-fitted evaluation").
 :func:`calbench.stats.comparisons.compare_rows` tests, on the *test* half, every calibrator against
 each baseline and the "best" calibrator against every other one, each family with Holm's
 correction; "best" is chosen by K-fold cross-fitting inside the *validation* half
@@ -182,6 +184,10 @@ class CalibrateSpec:
         partitions_out=None,
     ) -> list[Path]:
         """Every calibrator of the spec on one model, in one process: the workflow's step.
+
+        This is the ``holdout`` scheme; with ``evaluation.scheme: crossfit`` every labelled
+        sample is predicted out of fold instead (:meth:`_run_crossfit`, whose partitions file
+        goes to ``partitions_out``; ``reuse_dir`` is then not used).
 
         For each entry ``key`` of ``calibrators`` (in order): fit ``method`` with ``params`` on
         the validation half (:func:`fit_calibrator`'s protocol) -> ``calibrators_dir/key.json``;
