@@ -82,6 +82,14 @@ def test_shipped_configs_pass(path):
             "unknown metric 'ecce'",
         ),
         (
+            lambda c: (
+                c.update(shift={"corruptions": ["gaussian_noise"]}),
+                c["evaluation"].update(scheme="crossfit"),
+            ),
+            "shift",
+            "on which evaluation.scheme crossfit fits them",
+        ),
+        (
             lambda c: c["compare"].update(metrics=["ece", "nll"]),
             "compare.metrics",
             "'ece' is a plug-in estimate whose bias depends on the predictions' sharpness, so no "

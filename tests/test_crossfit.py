@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 
 from calbench.calibrators import get_calibrator
-from calbench.crossfit import crossfit_predict, fold_assignments, nested_best
-from calbench.metrics import nll
+from calbench.crossfit import crossfit_predict, fold_assignments, nested_best, nested_bests
+from calbench.metrics import brier, nll
 
 
 def _problem(n=60, k=3, seed=0):
@@ -212,6 +212,31 @@ def test_nested_best_reuses_the_candidates_out_of_fold_predictions():
     # with oof, the only fits are the inner cross-fits' (3 candidates x 3 inner folds x 8 splits)
     assert sum(e[1] == "fit" for e in Frequencies.log) == 3 * 3 * 8
     assert set(reused.share()) <= set(makers) and sum(reused.share().values()) == pytest.approx(1)
+
+
+def test_nested_bests_picks_each_metrics_best_with_one_inner_cross_fit():
+    """Several metrics at the cost of one: the same picks and predictions as nested_best per
+    metric, with each outer fold's inner cross-fit run once for all of them."""
+    z, y = _problem(n=80)
+    makers = _makers()
+    a = fold_assignments(y, 4, 2, 0)
+    oof = {m: crossfit_predict(make, z, y, assignment=a) for m, make in makers.items()}
+    single = {
+        name: nested_best(makers, z, y, fn, assignment=a, inner_folds=3, oof=oof)
+        for name, fn in (("nll", nll), ("brier", brier))
+    }
+    Frequencies.log = []
+    both = nested_bests(
+        makers, z, y, {"nll": nll, "brier": brier}, assignment=a, inner_folds=3, oof=oof
+    )
+    assert sum(e[1] == "fit" for e in Frequencies.log) == 3 * 3 * 8  # not twice that
+    for name, one in single.items():
+        assert both[name].picks == one.picks
+        np.testing.assert_array_equal(both[name].probs, one.probs)
+    excluded = nested_bests(
+        makers, z, y, {"nll": nll}, assignment=a, inner_folds=3, exclude=["freq", "half"]
+    )
+    assert excluded["nll"].share() == {"uniform": 1.0}
 
 
 def test_real_calibrators_cross_fit():

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from calbench.calibrate_spec import CALIBRATE_SPEC, DEFAULTS
+from calbench.calibrate_spec import CALIBRATE_SPEC, DEFAULTS, SCHEME_KEYS
 from calbench.protocol import CalibrateSpec
 
 REPO = Path(__file__).resolve().parents[1]
@@ -42,8 +42,14 @@ def test_the_spec_defaults_are_the_schemas_and_a_config_carries_them_into_the_sp
     for section in SECTIONS:
         cfg.pop(section, None)
     validate(cfg, str(SCHEMA))  # fills the schema's defaults, as the workflow's config
-    spec = CalibrateSpec.from_config(cfg).to_dict()
-    assert {s: spec[s] for s in SECTIONS} == _lists(DEFAULTS)
+    spec = CalibrateSpec.from_config(cfg)
+    assert {s: getattr(spec, s) for s in SECTIONS} == _lists(DEFAULTS)
+    assert DEFAULTS["evaluation"]["scheme"] == "holdout"  # the replication configs' scheme
+
+
+def _by_hand(section: dict) -> dict:
+    """A section's settings the by-hand verbs take (not the scheme: they run one step)."""
+    return {k: v for k, v in section.items() if k not in SCHEME_KEYS}
 
 
 def _called(monkeypatch, tmp_path, verb: str, argv: list) -> dict:
@@ -60,7 +66,7 @@ def _called(monkeypatch, tmp_path, verb: str, argv: list) -> dict:
 
 def test_the_cli_verbs_defaults_are_the_schemas(monkeypatch, tmp_path):
     schema = _schema_defaults()
-    ev, cmp = schema["evaluation"], schema["compare"]
+    ev, cmp = _by_hand(schema["evaluation"]), schema["compare"]
     got = _called(monkeypatch, tmp_path, "evaluate",
                   ["evaluate", "--calibrator", tmp_path / "ts.json", "--out", tmp_path / "m.csv",
                    "--plot", tmp_path / "ts.png"])  # fmt: skip
@@ -77,7 +83,7 @@ def test_the_library_functions_defaults_are_the_schemas():
     from calbench import steps
 
     schema = _schema_defaults()
-    ev, cmp = schema["evaluation"], schema["compare"]
+    ev, cmp = _by_hand(schema["evaluation"]), schema["compare"]
     evaluate = inspect.signature(steps.evaluate).parameters
     assert {k: _lists(evaluate[k].default) for k in ev} == ev
     compare = inspect.signature(steps.compare).parameters
@@ -108,6 +114,13 @@ SPEC = {
         (lambda s: s["plots"].update(style="nope"), "style"),
         (lambda s: s["calibrators"]["ts"].update(params={"nope": 1}), "calibrator 'ts'"),
         (lambda s: s["compare"].pop("select_folds"), "compare: missing key 'select_folds'"),
+        (lambda s: s["evaluation"].update(scheme="kfold"),
+         r"evaluation.scheme must be one of \['holdout', 'crossfit'\], got 'kfold'"),
+        (lambda s: s["evaluation"].update(scheme="crossfit", folds=1),
+         r"evaluation.folds must be an integer in \[2, 20\] \(e.g. 5\), got 1"),
+        (lambda s: s["evaluation"].update(scheme="crossfit", repeats=0),
+         r"evaluation.repeats must be an integer in \[1, 1000\] \(e.g. 3\), got 0"),
+        (lambda s: s["evaluation"].update(repeats=True), "evaluation.repeats must be an integer"),
     ],
 )  # fmt: skip
 def test_one_check_names_the_specs_setting_before_any_work(tmp_path, edit, message):
@@ -149,7 +162,33 @@ def test_the_by_hand_verbs_get_the_same_checks_named_by_their_options(tmp_path):
 def test_the_spec_file_round_trips():
     spec = CalibrateSpec.from_dict(copy.deepcopy(SPEC))
     assert CalibrateSpec.from_dict(yaml.safe_load(spec.to_json())) == spec
-    assert spec.to_dict() == SPEC
+    assert spec.to_dict() == {**SPEC, "evaluation": _by_hand(SPEC["evaluation"])}
+    crossfit = copy.deepcopy(SPEC)
+    crossfit["evaluation"].update(scheme="crossfit", folds=4, repeats=2)
+    spec = CalibrateSpec.from_dict(crossfit)
+    assert spec.to_dict() == crossfit
+    assert CalibrateSpec.from_dict(yaml.safe_load(spec.to_json())) == spec
+
+
+#: the spec file's ``evaluation`` keys before the evaluation scheme existed
+_HOLDOUT_KEYS = ["metrics", "halves", "n_bootstrap", "level", "seed", "ci_halves", "ci_metrics"]
+
+
+def test_a_holdout_specs_file_is_unchanged_by_the_scheme():
+    """A holdout config's spec file has the keys (and so the digest) it had before the scheme
+    existed: nothing reruns; a spec file without the scheme's keys reads as holdout."""
+    cfg = yaml.safe_load((REPO / "config" / "test.yaml").read_text())
+    from snakemake.utils import validate
+
+    validate(cfg, str(SCHEMA))
+    text = CalibrateSpec.from_config(cfg).to_json()
+    assert list(yaml.safe_load(text)["evaluation"]) == _HOLDOUT_KEYS
+    old = yaml.safe_load(text)
+    assert CalibrateSpec.from_dict(old).evaluation["scheme"] == "holdout"
+    cfg["evaluation"] = {**cfg.get("evaluation", {}), "scheme": "crossfit", "repeats": 2}
+    crossfit = yaml.safe_load(CalibrateSpec.from_config(cfg).to_json())["evaluation"]
+    assert list(crossfit) == [*_HOLDOUT_KEYS, *SCHEME_KEYS]
+    assert (crossfit["scheme"], crossfit["folds"], crossfit["repeats"]) == ("crossfit", 5, 2)
 
 
 @pytest.mark.slow
@@ -182,3 +221,149 @@ def test_the_by_hand_verbs_with_their_defaults_write_what_the_default_spec_write
     compare(*files, [hand / f"{key}.json" for key in SPEC["calibrators"]], hand / "compare.csv")
     ours = {p.name: p.read_bytes() for p in hand.iterdir()}
     assert ours == {p.name: p.read_bytes() for p in spec.iterdir() if p.name != "grid.png"}
+
+
+def _files(tmp_path, n=120, k=3, seed=2, rare=None):
+    """A model's logits and split on disk (``rare``: that many samples of class ``k - 1``)."""
+    import numpy as np
+
+    from calbench.functional import softmax
+    from calbench.split import save_split, study_split
+
+    rng = np.random.default_rng(seed)
+    z = rng.normal(size=(n, k)) * 3.0
+    y = np.array([rng.choice(k, p=row) for row in softmax(z / 2.0)], dtype=np.int64)
+    if rare is not None:
+        y[y == k - 1] = 0
+        y[:rare] = k - 1
+    files = (tmp_path / "l.npz", tmp_path / "s.npz")
+    np.savez(files[0], logits=z, labels=y, order_hash="h", model="m", dataset="d")
+    save_split(files[1], *study_split(n))
+    return files
+
+
+def _crossfit_spec(folds=3, repeats=2) -> dict:
+    spec = copy.deepcopy(SPEC)
+    spec["evaluation"].update(
+        scheme="crossfit", folds=folds, repeats=repeats, n_bootstrap=20,
+        metrics=["accuracy", "nll", "ece_ub"],
+    )  # fmt: skip
+    spec["compare"].update(metrics=["nll", "ece_ub"], select_folds=3)
+    return spec
+
+
+def _run(spec, files, out, **kw):
+    return CalibrateSpec.from_dict(spec).run(
+        *files, calibrators_dir=out, metrics_dir=out, plots_dir=out,
+        compare_out=out / "compare.csv", **kw,
+    )  # fmt: skip
+
+
+def test_folds_above_the_smallest_class_count_is_a_one_line_error(tmp_path):
+    files = _files(tmp_path, rare=2)
+    with pytest.raises(ValueError, match=r"evaluation.folds = 3 exceeds the smallest class's count "
+                       r"\(2 labelled samples of class 2\); lower evaluation.folds") as info:  # fmt: skip
+        _run(_crossfit_spec(), files, tmp_path / "out")
+    assert "\n" not in str(info.value)
+    assert not (tmp_path / "out").exists()
+
+
+def test_crossfit_predicts_every_sample_once_per_repeat_by_a_calibrator_that_never_saw_it(
+    tmp_path, monkeypatch
+):
+    """Every calibrator the cross-fit builds is wrapped to record the samples it is fitted on
+    and predicts: no prediction of a sample it was fitted on, and in each repeat each sample is
+    predicted once by one of the outer fits; the rows are over all N samples, the saved
+    calibrator is the one fitted on all N, the nested best's rows carry their selection."""
+    import numpy as np
+
+    from calbench import protocol
+    from calbench.calibrators import get_calibrator, load_calibrator
+    from calbench.crossfit import crossfit_predict, fold_assignments
+    from calbench.results import COMPARE_COLUMNS, PARTITION_COLUMNS, read_long_csv
+    from calbench.split import load_halves
+
+    files = _files(tmp_path)
+    data = load_halves(*files)
+    z = np.concatenate([data["val"][0], data["test"][0]])
+    y = np.concatenate([data["val"][1], data["test"][1]])
+    index = {row.tobytes(): i for i, row in enumerate(z)}
+    log: list = []
+
+    class Recording:
+        def __init__(self, inner):
+            self.inner = inner
+
+        def fit(self, x, labels):
+            self.seen = frozenset(index[row.tobytes()] for row in x)
+            self.inner.fit(x, labels)
+            return self
+
+        def predict_proba(self, x):
+            rows = frozenset(index[row.tobytes()] for row in x)
+            log.append((self.inner.name, self.seen, rows))
+            return self.inner.predict_proba(x)
+
+    real = protocol.calibrator_maker
+    monkeypatch.setattr(protocol, "calibrator_maker", lambda m, p: lambda: Recording(real(m, p)()))
+    out = tmp_path / "out"
+    spec = _crossfit_spec()
+    _run(spec, files, out, partitions_out=out / "parts.csv", robustness_out=out / "rob.csv")
+    assert log and all(not seen & rows for _, seen, rows in log)
+    a = fold_assignments(y, 3, 2, 0)
+    folds = {frozenset(np.flatnonzero(a[r] == f).tolist()): r for r in range(2) for f in range(3)}
+    for method in ("uncalibrated", "ts"):
+        outer = [rows for m, seen, rows in log if m == method and rows in folds]
+        assert sorted(folds[rows] for rows in outer) == [0, 0, 0, 1, 1, 1]
+        for r in range(2):  # each repeat's outer folds cover the N samples once
+            assert sorted(i for rows in outer if folds[rows] == r for i in rows) == list(
+                range(len(y))
+            )
+    rows = read_long_csv([out / "ts.csv", out / "uncalibrated.csv"])
+    assert {r["half"] for r in rows} == {"oof"}
+    acc = next(r for r in rows if r["method"] == "uncalibrated" and r["metric"] == "accuracy")
+    assert acc["value"] == pytest.approx(np.mean(z.argmax(axis=1) == y))  # over all N samples
+    ts_nll = next(r for r in rows if r["method"] == "ts" and r["metric"] == "nll")
+    oof = crossfit_predict(lambda: get_calibrator("ts"), z, y, assignment=a)
+    want = np.mean([-np.mean(np.log(p[np.arange(len(y)), y])) for p in oof])
+    assert ts_nll["value"] == pytest.approx(want, rel=1e-9)
+    assert ts_nll["ci_low"] < ts_nll["ci_high"]
+    saved = load_calibrator(out / "ts.json")
+    full = get_calibrator("ts").fit(z, y)
+    np.testing.assert_allclose(saved.predict_proba(z), full.predict_proba(z), rtol=1e-6)
+    cmp = read_long_csv([out / "compare.csv"], COMPARE_COLUMNS, numeric=())
+    assert {r["half"] for r in cmp} == {"oof"}
+    assert {r["test"] for r in cmp} == {"corrected_repeated_cv_t"}
+    best = [r for r in cmp if r["family"] == "best"]
+    assert best and all(r["selected_on"].startswith("nested 3-fold x2") for r in best)
+    parts = read_long_csv([out / "parts.csv"], PARTITION_COLUMNS, numeric=())
+    assert [(r["metric"], r["family"], r["method"], r["baseline"]) for r in parts] == [
+        (r["metric"], r["family"], r["method"], r["baseline"]) for r in cmp
+    ]
+    assert {r["n_partitions"] for r in parts} == {"2"}
+
+
+def test_a_failing_cross_fit_is_one_line_naming_the_calibrator_and_leaves_no_output(
+    tmp_path, monkeypatch
+):
+    """A calibrator that fails inside the cross-fit (not on the full fit) fails the step with
+    one line naming it, as the holdout scheme's fits do, and every file written so far goes."""
+    from calbench import protocol
+
+    class Broken:
+        def fit(self, x, labels):
+            raise RuntimeError("boom\nsecond line")
+
+        def predict_proba(self, x):  # pragma: no cover - never fitted
+            raise AssertionError
+
+    real = protocol.calibrator_maker
+    monkeypatch.setattr(
+        protocol, "calibrator_maker", lambda m, p: (lambda: Broken()) if m == "ts" else real(m, p)
+    )
+    files = _files(tmp_path)
+    out = tmp_path / "out"
+    with pytest.raises(ValueError, match=r"calibrator 'ts' \(method 'ts'\).*boom") as info:
+        _run(_crossfit_spec(), files, out)
+    assert "\n" not in str(info.value)
+    assert [p for p in out.rglob("*") if p.is_file()] == []

@@ -23,6 +23,9 @@ DEFAULTS = {
         "seed": 0,
         "ci_halves": None,
         "ci_metrics": None,
+        "scheme": "holdout",
+        "folds": 5,
+        "repeats": 3,
     },
     "compare": {
         "metrics": ("ece_ub", "cwece_ub", "nll", "brier"),
@@ -38,3 +41,11 @@ DEFAULTS = {
 #: sections, in the file's order; every key is required, so a spec written by another version
 #: fails by name (``calibrators``: ``{key: {"method", "params", "display"}}``)
 CALIBRATE_SPEC = {"calibrators": None, **{s: tuple(keys) for s, keys in DEFAULTS.items()}}
+
+#: the evaluation schemes: ``holdout`` (fit on the validation half, report the test half) and
+#: ``crossfit`` (every labelled sample predicted out of fold, ``folds`` x ``repeats``)
+SCHEMES = ("holdout", "crossfit")
+#: the ``evaluation`` keys of the scheme: written to the spec file only for ``crossfit`` (a
+#: ``holdout`` spec's file, and so its digest and whether its jobs rerun, is what it was before
+#: the scheme existed); a spec file without them is ``holdout`` with these keys' defaults
+SCHEME_KEYS = ("scheme", "folds", "repeats")

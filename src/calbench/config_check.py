@@ -488,6 +488,12 @@ def _shift_problems(config: Mapping) -> list[str]:
     if not cfg:
         return []
     problems = []
+    if (config.get("evaluation") or {}).get("scheme") == "crossfit":
+        problems.append(
+            "shift: the shift stage evaluates the saved calibrators on corrupted copies of the "
+            "test half, on which evaluation.scheme crossfit fits them (every labelled sample); "
+            "use evaluation.scheme: holdout for a shift study"
+        )
     for m in cfg.get("models") or []:
         if m not in config["models"]:
             problems.append(f"shift.models: {m!r} is not a key of models")

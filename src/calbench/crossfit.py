@@ -224,12 +224,46 @@ def nested_best(
     (lower is better unless ``higher_is_better``; ties: the first in ``makers``' order; a
     candidate whose inner fit fails is not one) predicts fold ``f``. ``oof`` maps candidates to
     their :func:`crossfit_predict` output with the same outer folds; the pick's prediction is
-    then read from it instead of refitted.
+    then read from it instead of refitted. :func:`nested_bests` does this for several metrics
+    with one inner cross-fit per outer fold.
     """
-    if not makers:
-        raise ValueError("nested_best needs at least one candidate calibrator in makers")
     if not callable(metric):
         raise ValueError(f"metric must be a callable f(probs, labels) -> float, got {metric!r}")
+    return nested_bests(
+        makers, logits, labels, {"score": metric}, higher={"score": higher_is_better},
+        folds=folds, repeats=repeats, seed=seed, stratified=stratified,
+        inner_folds=inner_folds, assignment=assignment, oof=oof,
+    )["score"]  # fmt: skip
+
+
+def nested_bests(
+    makers: Mapping[str, Callable[[], object]],
+    logits,
+    labels,
+    metrics: Mapping[str, Callable],
+    *,
+    higher: Mapping[str, bool] | None = None,
+    folds: int = 5,
+    repeats: int = 1,
+    seed: int = 0,
+    stratified: bool = True,
+    inner_folds: int = 5,
+    assignment=None,
+    oof: Mapping[str, np.ndarray] | None = None,
+    exclude=(),
+) -> dict[str, NestedBest]:
+    """:func:`nested_best` for every metric of ``metrics`` (name -> ``f(probs, labels)``;
+    ``higher``: name -> whether higher is better, default lower) at the cost of one: each outer
+    fold's inner cross-fit scores every candidate on every metric at once. ``exclude``: names
+    that are not candidates (:func:`calbench.stats.selection.crossfit_scores`' argument)."""
+    if not makers:
+        raise ValueError("nested_best needs at least one candidate calibrator in makers")
+    bad = [m for m, fn in metrics.items() if not callable(fn)]
+    if not metrics or bad:
+        raise ValueError(
+            f"metrics must map names to callables f(probs, labels) -> float, got {bad or metrics}"
+        )
+    higher = dict(higher or {})
     z, y = check_logits_labels(logits, labels)
     if assignment is None:
         assignment = fold_assignments(y, folds, repeats, seed, stratified=stratified)
@@ -242,31 +276,40 @@ def nested_best(
                 f"oof[{name!r}] has shape {np.shape(p)}, not {want}; pass crossfit_predict's "
                 "output for the same folds"
             )
-    probs = np.empty(want, dtype=np.float64)
-    picks: list[list[str]] = []
+    probs = {m: np.empty(want, dtype=np.float64) for m in metrics}
+    picks: dict[str, list[list[str]]] = {m: [] for m in metrics}
+    fitted: dict = {}  # (repeat, fold, candidate) -> its prediction of the fold, fitted once
     last: list = []
     for r, row in enumerate(a):
-        picks.append([])
+        for m in metrics:
+            picks[m].append([])
         for f in range(int(row.max()) + 1):
             held = row == f
             train = ~held
             found = crossfit_scores(
-                makers, z[train], y[train], {"score": metric}, k=inner_folds,
-                seed=inner_seed(seed, r, f),
+                makers, z[train], y[train], metrics, k=inner_folds,
+                seed=inner_seed(seed, r, f), exclude=exclude,
             )  # fmt: skip
             if not found.candidates:
                 why = "; ".join(f"{m}: {w}" for m, w in found.excluded.items())
                 raise ValueError(f"repeat {r}, fold {f}: no candidate could be fitted ({why})")
-            best = found.best("score", higher_is_better)
-            if math.isnan(found.scores["score"][best]):
-                raise ValueError(
-                    f"repeat {r}, fold {f}: every candidate's inner score is NaN; check the metric"
-                )
-            picks[r].append(best)
-            if oof is not None and best in oof:
-                probs[r, held] = np.asarray(oof[best], dtype=np.float64)[r, held]
-            else:
-                probs[r, held] = _fit_predict(
-                    makers[best], z, y, train, held, last, f"repeat {r}, fold {f} ({best})"
-                )
-    return NestedBest(picks=picks, probs=probs, assignment=a, inner_folds=inner_folds)
+            for m in metrics:
+                best = found.best(m, bool(higher.get(m, False)))
+                if math.isnan(found.scores[m][best]):
+                    raise ValueError(
+                        f"repeat {r}, fold {f}: every candidate's inner score is NaN; check the "
+                        "metric"
+                    )
+                picks[m][r].append(best)
+                if oof is not None and best in oof:
+                    probs[m][r, held] = np.asarray(oof[best], dtype=np.float64)[r, held]
+                else:
+                    if (r, f, best) not in fitted:
+                        fitted[r, f, best] = _fit_predict(
+                            makers[best], z, y, train, held, last, f"repeat {r}, fold {f} ({best})"
+                        )
+                    probs[m][r, held] = fitted[r, f, best]
+    return {
+        m: NestedBest(picks=picks[m], probs=probs[m], assignment=a, inner_folds=inner_folds)
+        for m in metrics
+    }

@@ -4,7 +4,9 @@ The protocol is the study's (Vasilev 2021, §4-5): calibrators are fitted on the
 a model's test-set logits (:func:`calbench.split.load_halves`) and applied to both halves; every
 metric of the spec is reported on the test half (and, to show a calibrator's over-fit, on the
 validation half), with the bootstrap confidence interval its registry entry names
-(``Metric.interval``, :func:`calbench.stats.bootstrap_ci`).
+(``Metric.interval``, :func:`calbench.stats.bootstrap_ci`). That is the ``holdout`` scheme, the default;
+``evaluation.scheme: crossfit`` pools both halves and predicts every sample out of fold
+(:meth:`CalibrateSpec._run_crossfit`; docs/statistics.md, "Cross-fitted evaluation").
 :func:`calbench.stats.comparisons.compare_rows` tests, on the *test* half, every calibrator against
 each baseline and the "best" calibrator against every other one, each family with Holm's
 correction; "best" is chosen by K-fold cross-fitting inside the *validation* half
@@ -39,24 +41,36 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from calbench import isolation
-from calbench.calibrate_spec import CALIBRATE_SPEC
+from calbench.calibrate_spec import CALIBRATE_SPEC, DEFAULTS, SCHEME_KEYS
 from calbench.calibrators import get_calibrator
 from calbench.io import array_digest
-from calbench.results import COMPARE_COLUMNS, ROBUSTNESS_COLUMNS, write_long_csv
+from calbench.results import (
+    COMPARE_COLUMNS,
+    METRIC_COLUMNS,
+    PARTITION_COLUMNS,
+    ROBUSTNESS_COLUMNS,
+    write_long_csv,
+)
 from calbench.reuse import Reuse
 from calbench.split import load_halves
 from calbench.stats.selection import check_folds
 from calbench.steps import (
     Evaluation,
+    Scheme,
     apply_names,
     calibrator_maker,
     check_compare,
     check_evaluation,
     check_plot_options,
+    check_scheme,
+    crossfit_compare_rows,
+    crossfit_evaluate_rows,
     draw,
     fit_and_save,
+    isolated_maker,
     load_checked_calibrator,
     paired_rows,
+    pooled_samples,
     predict_halves,
     write_evaluation,
 )
@@ -70,6 +84,7 @@ class Plan:
     calibrators left out of the selection and each calibrator, constructed."""
 
     evaluation: Evaluation
+    scheme: Scheme
     compared: dict
     exclude: list
     fitters: dict
@@ -100,7 +115,10 @@ class CalibrateSpec:
                     "display": str((e or {}).get("display", c))}
                 for c, e in config["calibrators"].items()
             },
-            evaluation={k: ev.get(k) for k in CALIBRATE_SPEC["evaluation"]},
+            evaluation={
+                k: ev.get(k, DEFAULTS["evaluation"][k] if k in SCHEME_KEYS else None)
+                for k in CALIBRATE_SPEC["evaluation"]
+            },
             **{s: {k: config[s][k] for k in CALIBRATE_SPEC[s]} for s in ("compare", "plots")},
         )  # fmt: skip
 
@@ -109,10 +127,20 @@ class CalibrateSpec:
         """The spec of a spec file's JSON object, its keys checked (one error naming every
         missing or unknown one)."""
         _check_keys(spec)
-        return cls(**{section: spec[section] for section in CALIBRATE_SPEC})
+        ev = {**{k: DEFAULTS["evaluation"][k] for k in SCHEME_KEYS}, **spec["evaluation"]}
+        ev = {k: ev[k] for k in CALIBRATE_SPEC["evaluation"]}
+        return cls(
+            **{section: spec[section] for section in CALIBRATE_SPEC if section != "evaluation"},
+            evaluation=ev,
+        )
 
     def to_dict(self) -> dict:
-        return {section: getattr(self, section) for section in CALIBRATE_SPEC}
+        """The spec file's object; the scheme's keys (:data:`SCHEME_KEYS`) only for a
+        cross-fitted spec, so that a holdout spec's file is what it was before they existed."""
+        out = {section: getattr(self, section) for section in CALIBRATE_SPEC}
+        if self.evaluation.get("scheme", "holdout") == "holdout":
+            out["evaluation"] = {k: v for k, v in self.evaluation.items() if k not in SCHEME_KEYS}
+        return out
 
     def to_json(self) -> str:
         """The text of the spec file (key order kept: the file's digest, and so whether the
@@ -126,6 +154,7 @@ class CalibrateSpec:
         the calibrator)."""
         _check_keys(self.to_dict())
         ev = check_evaluation(self.evaluation)
+        scheme = check_scheme(self.evaluation)
         keys = list(self.calibrators)
         compared, exclude = check_compare(self.compare, ev.level, keys)
         check_plot_options(self.plots)
@@ -137,7 +166,7 @@ class CalibrateSpec:
                 raise ValueError(
                     f"calibrator {key!r} (method {entry['method']!r}): {exc}"
                 ) from None
-        return Plan(ev, compared, exclude, fitters)
+        return Plan(ev, scheme, compared, exclude, fitters)
 
     def run(
         self,
@@ -152,8 +181,13 @@ class CalibrateSpec:
         dataset: str | None = None,
         model: str | None = None,
         reuse_dir=None,
+        partitions_out=None,
     ) -> list[Path]:
         """Every calibrator of the spec on one model, in one process: the workflow's step.
+
+        This is the ``holdout`` scheme; with ``evaluation.scheme: crossfit`` every labelled
+        sample is predicted out of fold instead (:meth:`_run_crossfit`, whose partitions file
+        goes to ``partitions_out``; ``reuse_dir`` is then not used).
 
         For each entry ``key`` of ``calibrators`` (in order): fit ``method`` with ``params`` on
         the validation half (:func:`fit_calibrator`'s protocol) -> ``calibrators_dir/key.json``;
@@ -200,6 +234,12 @@ class CalibrateSpec:
         ev, cmp, plot = plan.evaluation, self.compare, dict(self.plots)
         calibrators = self.calibrators
         data = load_halves(logits_path, split_path)
+        if plan.scheme.name == "crossfit":
+            return self._run_crossfit(
+                plan, data, dirs=(calibrators_dir, metrics_dir, plots_dir),
+                compare_out=compare_out, robustness_out=robustness_out,
+                partitions_out=partitions_out, dataset=dataset, model=model,
+            )  # fmt: skip
         check_folds(cmp["select_folds"], len(data["val"][1]))  # before any fit, not at selection
         apply_names(data, dataset, model)
         meta = data["meta"]
@@ -308,6 +348,116 @@ class CalibrateSpec:
             raise
         return written
 
+    def _run_crossfit(
+        self, plan, data, *, dirs, compare_out, robustness_out, partitions_out, dataset, model
+    ) -> list[Path]:
+        """:meth:`run` with ``evaluation.scheme: crossfit``: every labelled sample (the
+        validation half, then the test half) predicted out of fold.
+
+        The ``N`` samples get ``repeats`` stratified partitions into ``folds`` folds
+        (:func:`calbench.crossfit.fold_assignments`, seed ``evaluation.seed``); each calibrator
+        is fitted on every fold but one and predicts the held-out one
+        (:func:`calbench.crossfit.crossfit_predict`). Its metric rows (``half`` ``oof``,
+        :func:`calbench.steps.crossfit_evaluate_rows`) and its diagram (the first partition's
+        out-of-fold predictions) are computed from those; the calibrator saved as JSON (what the
+        temperatures, the by-hand verbs and later steps read) is the one fitted on all ``N``.
+        The "best" of each compared metric is chosen inside each training part
+        (:func:`calbench.crossfit.nested_bests`, ``compare.select_folds`` inner folds), and the
+        comparisons use the corrected repeated cross-validation t-test
+        (:func:`calbench.steps.crossfit_compare_rows`); with ``partitions_out`` their spread over
+        the partitions -> that CSV (``PARTITION_COLUMNS``). The grid and the robustness ranks
+        use the first partition's out-of-fold predictions of all ``N`` samples. The reuse
+        cache is not used (every calibrator is refitted)."""
+        from calbench.crossfit import (  # lazy: code inputs
+            crossfit_predict,
+            fold_assignments,
+            nested_bests,
+        )
+
+        ev, scheme, cmp, plot = plan.evaluation, plan.scheme, self.compare, dict(self.plots)
+        apply_names(data, dataset, model)
+        meta = data["meta"]
+        isolation.freeze(*data["val"], *data["test"])
+        z, y = pooled_samples(data, scheme.folds)
+        # the inner cross-fit runs on a training part, (folds - 1) / folds of the samples
+        check_folds(cmp["select_folds"], len(y) - -(-len(y) // scheme.folds))
+        inputs = array_digest(z, y)
+        assignment = fold_assignments(y, scheme.folds, scheme.repeats, ev.seed)
+        cal_dir, met_dir, plot_dir = (Path(d) for d in dirs)
+        makers = {
+            key: isolated_maker(calibrator_maker(e["method"], e.get("params") or {}), key)
+            for key, e in self.calibrators.items()
+        }
+        written: list[Path] = []
+        try:
+            oof: dict = {}
+            for key, cal in plan.fitters.items():
+                entry = self.calibrators[key]
+                path, csv, png = (
+                    cal_dir / f"{key}.json",
+                    met_dir / f"{key}.csv",
+                    plot_dir / f"{key}.png",
+                )
+                try:
+                    fit_and_save(cal, {"val": (z, y), "meta": meta}, path)
+                    written.append(path)
+                    load_checked_calibrator(
+                        path, data
+                    )  # the saved file loads as later steps load it
+                    oof[key] = crossfit_predict(makers[key], z, y, assignment=assignment)
+                    isolation.freeze(oof[key])
+                    rows = crossfit_evaluate_rows(meta, y, oof[key], key, ev)
+                    title = str(entry.get("display") or key)
+                    draw({key: oof[key][0]}, y, png, grid=False, **{**plot, "title": title})
+                    written.append(png)
+                    write_long_csv(csv, rows, METRIC_COLUMNS)
+                    written.append(csv)
+                except ValueError as exc:
+                    raise ValueError(
+                        f"calibrator {key!r} (method {entry['method']!r}): {exc}"
+                    ) from exc.__cause__
+            higher = {n: bool(getattr(fn, "higher_is_better", False)) for n, fn in plan.compared.items()}  # fmt: skip
+            nested = nested_bests(
+                makers, z, y, plan.compared, higher=higher, seed=ev.seed, assignment=assignment,
+                inner_folds=cmp["select_folds"], oof=oof, exclude=plan.exclude,
+            )  # fmt: skip
+            selected_on = (
+                f"nested {scheme.folds}-fold x{scheme.repeats} cross-fit "
+                f"(inner {cmp['select_folds']}-fold)"
+            )
+            rows, parts = crossfit_compare_rows(
+                meta, y, oof, assignment, plan.compared, cmp["baselines"], ev.level, nested,
+                selected_on, n_permutations=cmp["n_bootstrap"], seed=ev.seed,
+            )  # fmt: skip
+            if array_digest(z, y) != inputs:
+                raise ValueError(
+                    "the logits or labels changed during the cross-fit (plug-in code wrote into "
+                    "read-only arrays); fix the plug-in, whose changes void every later result"
+                )
+            write_long_csv(compare_out, rows, COMPARE_COLUMNS)
+            written.append(Path(compare_out))
+            if partitions_out is not None:
+                write_long_csv(partitions_out, parts, PARTITION_COLUMNS)
+                written.append(Path(partitions_out))
+            first = {key: p[0] for key, p in oof.items()}
+            grid = plot_dir / "grid.png"
+            draw(first, y, grid, grid=True, **plot)
+            written.append(grid)
+            if robustness_out is not None:
+                from calbench.stats.robustness import robustness_rows  # lazy: code inputs
+
+                rows = robustness_rows(
+                    first, y, dataset=meta["dataset"], model=meta["model"],
+                    n_resamples=ev.n_bootstrap, seed=ev.seed,
+                )  # fmt: skip
+                write_long_csv(robustness_out, rows, ROBUSTNESS_COLUMNS)
+                written.append(Path(robustness_out))
+        except BaseException:
+            for path in written:
+                path.unlink(missing_ok=True)
+            raise
+        return written
+
 
 def _check_keys(spec) -> None:
     """The spec's sections and keys checked for missing and unknown ones (one error naming
@@ -320,7 +470,10 @@ def _check_keys(spec) -> None:
             problems.append(f"missing section {section!r}")
         elif keys is not None:
             have = set(spec[section])
-            problems += [f"{section}: missing key {k!r}" for k in keys if k not in have]
+            optional = SCHEME_KEYS if section == "evaluation" else ()
+            problems += [
+                f"{section}: missing key {k!r}" for k in keys if k not in have and k not in optional
+            ]
             problems += [f"{section}: unknown key {k!r}" for k in sorted(have - set(keys))]
     problems += [f"unknown section {k!r}" for k in sorted(set(spec) - set(CALIBRATE_SPEC))]
     cals = spec.get("calibrators")

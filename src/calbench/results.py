@@ -56,6 +56,47 @@ COMPARE_COLUMNS = (
     "p_floor",
     "null_hypothesis",
 )
+#: The ``half`` of the rows of a cross-fitted study (``evaluation.scheme: crossfit``): the pooled
+#: out-of-fold predictions of every labelled sample; such a study has no test or val rows.
+OOF_HALF = "oof"
+#: The halves whose rows are a study's headline results: the test half (``holdout``) or the
+#: out-of-fold predictions (``crossfit``); a model's rows hold one of them, never both.
+HEADLINE_HALVES = ("test", OOF_HALF)
+
+
+def headline_half(rows: Iterable[Mapping]) -> str:
+    """The headline half of a study's metric rows: :data:`OOF_HALF` when any row has it (a
+    cross-fitted study), else ``test``."""
+    return OOF_HALF if any(r.get("half") == OOF_HALF for r in rows) else "test"
+
+
+#: Columns of ``results/partitions/{dataset}/{model}.csv`` (cross-fitted studies;
+#: :func:`calbench.steps.crossfit_compare_rows`): per comparison row, its spread over the
+#: ``n_partitions`` repeated partitions into ``folds`` folds: the share of partitions in which
+#: the difference is significant (the holdout scheme's paired test of the metric on that
+#: partition's out-of-fold predictions of all samples, Holm over the family),
+#: the between- and within-partition variance of the difference
+#: (:func:`calbench.stats.resampled.variance_split`; ``within`` blank for metrics that are not
+#: means of per-sample values), and the first-place shares over partitions of ``method`` and of
+#: the metric's ``winner`` (:func:`calbench.stats.resampled.winner_share`).
+PARTITION_COLUMNS = (
+    "dataset",
+    "model",
+    "metric",
+    "family",
+    "method",
+    "baseline",
+    "difference",
+    "n_partitions",
+    "folds",
+    "significant_share",
+    "between",
+    "within",
+    "between_share",
+    "first_share",
+    "winner",
+    "winner_share",
+)
 #: Columns of ``results/robustness/{dataset}/{model}.csv``
 #: (:func:`calbench.stats.robustness.robustness_rows`).
 ROBUSTNESS_COLUMNS = (

@@ -18,10 +18,10 @@ import numpy as np
 
 from calbench import isolation
 from calbench._checks import check_choice, check_probs_labels
-from calbench.calibrate_spec import DEFAULTS
+from calbench.calibrate_spec import DEFAULTS, SCHEMES
 from calbench.calibrators import get_calibrator, load_calibrator, save_calibrator
 from calbench.metrics import METRICS, Metric, metric_values
-from calbench.results import COMPARE_COLUMNS, METRIC_COLUMNS, write_long_csv
+from calbench.results import COMPARE_COLUMNS, METRIC_COLUMNS, OOF_HALF, write_long_csv
 from calbench.split import HALVES, load_halves
 from calbench.stats.comparisons import check_verdict_metrics, compare_rows
 from calbench.stats.selection import check_folds
@@ -574,3 +574,295 @@ def plot_reliability(
         name = method_name(path)
         probs[name] = isolation.predict(cal, z, earlier=list(probs.values()), name=name)
     draw(probs, y, out, grid=grid, **plot_options)
+
+
+# --------------------------------------------------------------------------------------------
+# the cross-fitted scheme (evaluation.scheme: crossfit; docs/statistics.md "Cross-fitted
+# evaluation"): every labelled sample predicted out of fold, folds x repeats
+# --------------------------------------------------------------------------------------------
+#: the ``half`` of the cross-fitted rows: the pooled out-of-fold predictions of all samples
+OOF = OOF_HALF
+
+
+@dataclass(frozen=True)
+class Scheme:
+    """The checked evaluation scheme: ``name`` (``holdout`` or ``crossfit``), ``folds`` and
+    ``repeats`` (used by ``crossfit`` only)."""
+
+    name: str
+    folds: int
+    repeats: int
+
+
+def check_scheme(ev: Mapping, name=None) -> Scheme:
+    """The ``evaluation`` section's ``scheme``, ``folds`` and ``repeats`` checked (one error
+    naming the setting as ``name(key)`` says; default :func:`spec_key`)."""
+    from calbench.crossfit import MAX_REPEATS  # lazy: code inputs
+    from calbench.stats.selection import MAX_FOLDS  # lazy: code inputs
+
+    name = name or spec_key("evaluation")
+    scheme, folds, repeats = (ev.get(k, _EV[k]) for k in ("scheme", "folds", "repeats"))
+    if scheme not in SCHEMES:
+        raise ValueError(f"{name('scheme')} must be one of {list(SCHEMES)}, got {scheme!r}")
+    for key, value, low, high in (("folds", folds, 2, MAX_FOLDS), ("repeats", repeats, 1, MAX_REPEATS)):  # fmt: skip
+        if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+            raise ValueError(
+                f"{name(key)} must be an integer in [{low}, {high}] (e.g. {_EV[key]}), got {value!r}"
+            )
+    return Scheme(scheme, folds, repeats)
+
+
+class _Isolated:
+    """A calibrator whose fit and predictions run isolated (:func:`calbench.isolation.fit`,
+    :func:`calbench.isolation.predict`: copies in, checked read-only probabilities out, a
+    plug-in's failure one line naming ``name``)."""
+
+    def __init__(self, cal, name: str):
+        self.cal, self.name = cal, name
+
+    def fit(self, logits, labels):
+        isolation.fit(self.cal, logits, labels, name=self.name)
+        return self
+
+    def predict_proba(self, logits):
+        return isolation.predict(self.cal, logits, name=self.name)
+
+
+def isolated_maker(make: Callable[[], object], name: str) -> Callable[[], object]:
+    """``make`` (a function returning a fresh calibrator) whose calibrators fit and predict
+    isolated, as the holdout scheme's do: the cross-fit's fits."""
+    return lambda: _Isolated(make(), name)
+
+
+def pooled_samples(halves: dict, folds: int, name=None) -> tuple[np.ndarray, np.ndarray]:
+    """Every labelled sample of ``halves``, the validation half then the test half (read-only),
+    checked to hold at least ``folds`` samples of every class present (each stratified fold
+    then holds every class)."""
+    name = name or spec_key("evaluation")
+    z = np.concatenate([halves["val"][0], halves["test"][0]])
+    y = np.concatenate([halves["val"][1], halves["test"][1]])
+    isolation.freeze(z, y)
+    classes, counts = np.unique(y, return_counts=True)
+    if counts.min() < folds:
+        c = int(classes[np.argmin(counts)])
+        raise ValueError(
+            f"{name('folds')} = {folds} exceeds the smallest class's count ({counts.min()} "
+            f"labelled samples of class {c}); lower {name('folds')} to at most {counts.min()} "
+            f"or use {name('scheme')}: holdout"
+        )
+    return z, y
+
+
+def crossfit_evaluate_rows(meta: dict, labels, oof, method: str, ev: Evaluation) -> list[dict]:
+    """One calibrator's cross-fitted metric rows (``half`` :data:`OOF`): each metric's value is
+    the mean over the ``R`` partitions of the metric on that partition's pooled out-of-fold
+    predictions ``oof[r]`` of all ``N`` samples; its interval is the bootstrap interval
+    (:func:`evaluate_rows`: ``n_bootstrap`` resamples of the ``N`` samples) of the first
+    partition's predictions, computed when ``ci_halves`` names the test half (the holdout
+    scheme's reported half). The interval holds the fits fixed (Bates, Hastie & Tibshirani 2023:
+    it does not include the fits' variation; the partitions file shows the between-partition
+    part)."""
+    ci = "test" in ev.ci_halves
+    data = {OOF: (None, labels), "meta": meta}
+    rows = evaluate_rows(
+        data, {OOF: oof[0]}, method, ev.metrics, half_names=[OOF],
+        n_bootstrap=ev.n_bootstrap if ci else 0, level=ev.level, seed=ev.seed,
+        ci_halves=[OOF], ci_metrics=ev.ci_metrics,
+    )  # fmt: skip
+    if len(oof) > 1:
+        later = [_values(ev.metrics, p, labels) for p in oof[1:]]
+        for row in rows:
+            row["value"] = float(np.mean([row["value"], *(v[row["metric"]] for v in later)]))
+    return rows
+
+
+def _per_sample(fn, probs, labels):
+    """The per-sample values whose mean is metric ``fn`` (a registry mean: NLL, Brier score,
+    accuracy), else ``None``."""
+    if not (getattr(fn, "is_mean", False) and getattr(fn, "stats", None) is not None):
+        return None
+    return np.asarray(fn.stats(probs, labels, probs.dtype)[0], dtype=np.float64)
+
+
+def crossfit_compare_rows(
+    meta: dict,
+    labels,
+    oof: Mapping[str, np.ndarray],
+    assignment,
+    compared: dict,
+    baselines,
+    level: float,
+    nested: Mapping | None = None,
+    selected_on: str = "",
+    *,
+    n_permutations: int = DEFAULTS["compare"]["n_bootstrap"],
+    seed: int = 0,
+) -> tuple[list[dict], list[dict]]:
+    """The cross-fitted paired comparisons (rows of ``COMPARE_COLUMNS``, ``half``
+    :data:`OOF`) and their spread over partitions (rows of ``PARTITION_COLUMNS``).
+
+    ``oof``: calibrator -> out-of-fold probabilities ``(R, N, K)`` on the outer folds
+    ``assignment`` ``(R, N)``; ``nested``: metric -> :class:`calbench.crossfit.NestedBest` (the
+    "best" chosen inside each training part). The families are the holdout scheme's
+    (:func:`calbench.stats.comparisons.comparison_pairs`, one Holm family per metric); the
+    ``best`` family's row names the calibrator picked on most folds and its values are the
+    nested selection's predictions (each fold predicted by its own pick, chosen without it).
+    ``value``, ``baseline_value``: means over partitions of the metric on each partition's
+    pooled predictions, ``difference`` their difference. The test is Bouckaert & Frank 2004's
+    corrected repeated cross-validation t-test (:func:`calbench.stats.resampled.corrected_repeated_cv_t`:
+    the ``R F`` fold-level differences of the metric, Nadeau & Bengio 2003's correction for the
+    overlap of training parts); metrics that are means of per-sample values (NLL, Brier score,
+    accuracy) get its t interval (``interval = "corrected_t"``), others none. Per partition,
+    the holdout scheme's test of the metric (:meth:`calbench.stats.PairedSides.test`: paired t,
+    McNemar, the jackknife z of the unbiased errors, or a sign-flip test with at least
+    ``n_permutations`` flips, ``seed``) on that partition's pooled out-of-fold predictions of all
+    ``N`` samples, Holm-adjusted over the family, says whether the difference is significant
+    there (``significant_share``: the share of partitions in which a holdout-style verdict on
+    all samples holds; the test holds the fits fixed); the partition
+    rows add each pair's between- and within-partition variance
+    (:func:`calbench.stats.resampled.variance_split`, per-sample metrics; other metrics: the
+    between part only) and the calibrators' shares of first places
+    (:func:`calbench.stats.resampled.winner_share`)."""
+    from scipy.special import stdtrit  # lazy: heavy
+
+    from calbench.stats import (  # lazy: code inputs
+        PairedSides,
+        holm,
+        interval_method,
+        permutations_for,
+    )
+    from calbench.stats.comparisons import (  # lazy: code inputs
+        comparison_pairs,
+        direction,
+        null_hypothesis,
+    )
+    from calbench.stats.resampled import (  # lazy: code inputs
+        corrected_repeated_cv_t,
+        variance_split,
+        winner_share,
+    )
+
+    a = np.asarray(assignment)
+    n_rep, n_folds = a.shape[0], int(a.max()) + 1
+    masks = [[a[r] == f for f in range(n_folds)] for r in range(n_rep)]
+    methods = list(oof)
+    nested = dict(nested or {})
+    sides = dict(oof)
+    for m, nb in nested.items():
+        sides[f"best:{m}"] = nb.probs
+    pooled, by_fold = {}, {}  # side -> (R, metrics) and (R, F, metrics) metric values
+    names = list(compared)
+    for side, p in sides.items():
+        pooled[side] = np.array([[_values(compared, p[r], labels)[n] for n in names] for r in range(n_rep)])  # fmt: skip
+        by_fold[side] = np.array(
+            [[[_values(compared, p[r][k], labels[k])[n] for n in names] for k in masks[r]]
+             for r in range(n_rep)]
+        )  # fmt: skip
+    alpha = 1.0 - level
+    rows, part_rows = [], []
+    for j, (name, fn) in enumerate(compared.items()):
+        higher = bool(getattr(fn, "higher_is_better", False))
+        nb = nested.get(name)
+        pick, unanimous = None, True
+        if nb is not None:
+            flat = [p for row in nb.picks for p in row]
+            pick = max(dict.fromkeys(flat), key=flat.count)  # ties: the first picked
+            unanimous = flat.count(pick) == len(flat)
+        firsts = winner_share(
+            np.column_stack([pooled[m][:, j] for m in methods]), methods, higher_is_better=higher
+        )
+        winner = max(firsts, key=firsts.get)
+        pairs = comparison_pairs(methods, list(baselines), pick)
+
+        def side_of(family, method, name=name, unanimous=unanimous):
+            # a unanimous pick's nested predictions are its own out-of-fold ones (same fits)
+            return f"best:{name}" if family == "best" and not unanimous else method
+
+        per_rep = [
+            PairedSides(fn, {s: p[r] for s, p in sides.items()}, labels) for r in range(n_rep)
+        ]
+        n_perm = max(
+            n_permutations,
+            permutations_for(len({frozenset((side_of(f, x), y)) for f, x, y in pairs}), alpha),
+        )
+        done: dict = {}
+        for family, m_a, m_b in pairs:
+            s_a = side_of(family, m_a)
+            key = frozenset((s_a, m_b))
+            if key in done:
+                continue
+            d = by_fold[s_a][:, :, j] - by_fold[m_b][:, :, j]
+            parts = [
+                float(per_rep[r].test(s_a, m_b, n_permutations=n_perm, seed=seed).p_value)
+                for r in range(n_rep)
+            ]
+            done[key] = (corrected_repeated_cv_t(d), parts, (s_a, m_b), _fold_var(d))
+        keys = list(done)
+        size = len(keys)
+        adjusted = dict(zip(keys, holm([done[k][0].p_value for k in keys]), strict=True))
+        per_part = [
+            dict(zip(keys, holm([done[k][1][r] for k in keys]), strict=True)) for r in range(n_rep)
+        ]
+        percentile = interval_method(fn) == "percentile"
+        per_sample = getattr(fn, "is_mean", False) and getattr(fn, "stats", None) is not None
+        for family, m_a, m_b in pairs:
+            s_a = side_of(family, m_a)
+            key = frozenset((s_a, m_b))
+            t, _, tested, fold_var = done[key]
+            sign = 1.0 if tested == (s_a, m_b) else -1.0  # a reversed pair: the same test
+            value = float(pooled[s_a][:, j].mean())
+            base = float(pooled[m_b][:, j].mean())
+            diff = value - base
+            lo = hi = float("nan")
+            if percentile:
+                var = (1.0 / t.n_runs + t.correction) * fold_var
+                half = float(stdtrit(t.df, 1.0 - alpha / 2.0)) * float(np.sqrt(var))
+                centre = sign * t.difference
+                lo, hi = centre - half, centre + half
+            rows.append(
+                {
+                    "dataset": meta["dataset"], "model": meta["model"], "half": OOF,
+                    "metric": name, "method": m_a, "baseline": m_b, "value": value,
+                    "baseline_value": base, "difference": diff, "ci_low": lo, "ci_high": hi,
+                    "p_value": float(t.p_value), "n_resamples": 0,
+                    "interval": "corrected_t" if percentile else "none",
+                    "selected_on": selected_on if family == "best" else "",
+                    "family": family, "family_size": size, "test": t.test, "n_permutations": 0,
+                    "p_holm": float(adjusted[key]), "min_p_holm": 0.0, "alpha": alpha,
+                    "direction": direction(diff, higher), "p_floor": 0.0,
+                    "null_hypothesis": null_hypothesis(t.test),
+                }
+            )  # fmt: skip
+            if per_sample and n_rep > 1:
+                split = variance_split(
+                    np.array(
+                        [
+                            _per_sample(fn, sides[s_a][r], labels)
+                            - _per_sample(fn, sides[m_b][r], labels)
+                            for r in range(n_rep)
+                        ]
+                    )  # fmt: skip
+                )
+                between, within = split.between, split.within
+            else:
+                diffs = pooled[s_a][:, j] - pooled[m_b][:, j]
+                between = float(diffs.var(ddof=1)) if n_rep > 1 else float("nan")
+                within = float("nan")
+            total = between + within
+            part_rows.append(
+                {
+                    "dataset": meta["dataset"], "model": meta["model"], "metric": name,
+                    "family": family, "method": m_a, "baseline": m_b, "difference": diff,
+                    "n_partitions": n_rep, "folds": n_folds,
+                    "significant_share": float(np.mean([per_part[r][key] < alpha for r in range(n_rep)])),
+                    "between": between, "within": within,
+                    "between_share": between / total if total > 0 else float("nan"),
+                    "first_share": firsts.get(m_a, 0.0), "winner": winner,
+                    "winner_share": firsts[winner],
+                }
+            )  # fmt: skip
+    return rows, part_rows
+
+
+def _fold_var(d) -> float:
+    return float(np.var(np.ravel(d), ddof=1))

@@ -9,6 +9,8 @@
 # another's parameters edited) the job reruns but copies back every unchanged calibrator instead
 # of refitting it. It is not a declared output: Snakemake removes a job's outputs before it runs.
 
+CROSSFIT = config["evaluation"].get("scheme", "holdout") == "crossfit"
+
 
 rule calibrate:
     output:
@@ -27,6 +29,8 @@ rule calibrate:
         compare="results/compare/{dataset}/{model}.csv",
         grid="results/plots/{dataset}/{model}/grid.png",
         robustness="results/robustness/{dataset}/{model}.csv",
+        # evaluation.scheme crossfit: each comparison's spread over the partitions
+        **({"partitions": "results/partitions/{dataset}/{model}.csv"} if CROSSFIT else {}),
     input:
         logits="results/logits/{dataset}/{model}.npz",
         split=split_file,
@@ -51,6 +55,9 @@ rule calibrate:
         device=calibrate_device,
         env=calibrate_env,
         time_limit=calibrate_time_limit,
+        partitions=lambda wildcards, output: (
+            f"--partitions {output.partitions}" if CROSSFIT else ""
+        ),
     conda:
         "../../envs/calbench.yaml"
     # params.env: malloc keeps freed memory for reuse (helpers/sizing.smk, CALIBRATE_ENV);
@@ -64,5 +71,5 @@ rule calibrate:
         " --metrics-dir results/metrics/{wildcards.dataset}/{wildcards.model}"
         " --plots-dir results/plots/{wildcards.dataset}/{wildcards.model}"
         " --compare {output.compare} --robustness {output.robustness}"
-        " {params.time_limit}"
+        " {params.time_limit} {params.partitions}"
         " --reuse-dir results/calibrate_cache/{wildcards.dataset}/{wildcards.model} > {log} 2>&1"

@@ -79,6 +79,7 @@ rule render_report:
         robustness=model_paths("results/robustness/{dataset}/{model}.csv"),
         over_models=["results/tables/win_rates.csv", "results/tables/improvement.csv"],
         arena=arena_targets(),  # implementations side by side (workflow/rules/check.smk)
+        partitions=model_paths("results/partitions/{dataset}/{model}.csv") if CROSSFIT else [],
     params:
         reference=lambda wildcards, input: (
             shell_args("--reference-table", input.reference_table[0]) if input.reference_table else ""
@@ -100,5 +101,5 @@ rule render_report:
         " --splits {input.splits} {params.reference} --sections {input.sections}"
         " --plots {input.plots} --ts-files {input.ts_files} --run-info {input.run_info}"
         " --robustness {input.robustness} --over-models {input.over_models}"
-        " --arena {input.arena}"
+        " --arena {input.arena} --partitions {input.partitions}"
         " --out {output.report} > {log} 2>&1"

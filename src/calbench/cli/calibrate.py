@@ -55,6 +55,7 @@ def _cmd_calibrate(args: argparse.Namespace) -> int:
                 dataset=args.dataset,
                 model=args.model,
                 reuse_dir=args.reuse_dir,
+                partitions_out=args.partitions,
             )
     except TimeLimitExceeded:
         raise ValueError(message.split(": error: ", 1)[1]) from None
@@ -240,6 +241,11 @@ def register(sub) -> None:
         help="also write the calibrators' ranks under other ECE variants to this .csv",
     )
     p.add_argument(
+        "--partitions",
+        help="evaluation.scheme crossfit: also write each comparison's spread over the "
+        "repeated partitions to this .csv",
+    )
+    p.add_argument(
         "--reuse-dir",
         help="folder keeping each calibrator's files under a digest of all it depends on: an "
         "unchanged calibrator is copied from there instead of refitted",
@@ -250,7 +256,7 @@ def register(sub) -> None:
         help="wall-clock minutes the job may run (the workflow passes the rule's runtime "
         "resource): past it the job stops with one line and writes nothing (default: no limit)",
     )
-    writes(p, "--compare", "--robustness", files=_calibrate_files)
+    writes(p, "--compare", "--robustness", "--partitions", files=_calibrate_files)
     p.set_defaults(func=_cmd_calibrate)
 
     p = sub.add_parser(

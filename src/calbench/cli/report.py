@@ -70,6 +70,7 @@ def _cmd_render(args: argparse.Namespace) -> int:
         robustness=args.robustness,
         arena=args.arena,
         over_models=args.over_models,
+        partitions=args.partitions,
     )
     render_report(inputs, args.out)
     return 0
@@ -155,6 +156,13 @@ def register(sub) -> None:
         default=None,
         metavar=("WIN_RATES_CSV", "IMPROVEMENT_CSV"),
         help="results/tables/win_rates.csv and improvement.csv of aggregate (verdicts over models)",
+    )
+    p.add_argument(
+        "--partitions",
+        nargs="*",
+        default=[],
+        help="results/partitions/{dataset}/{model}.csv of every model of a cross-fitted study "
+        "(spread over partitions section)",
     )
     p.add_argument(
         "--arena",

@@ -251,9 +251,10 @@ class ReportInputs:
     ``ts_files`` the fitted temperatures, ``run_info`` what the workflow knows of the run
     (:data:`calbench.report.provenance.RUN_INFO_KEYS`), ``robustness`` the per-model CSVs of
     :mod:`calbench.stats.robustness`, ``over_models`` the win-rate and improvement CSVs of
-    :func:`aggregate` (:func:`calbench.report.over_models.read_over_models`) and ``arena`` the
-    per-model CSVs of
-    ``calbench compare-implementations`` (:mod:`calbench.report.arena`)."""
+    :func:`aggregate` (:func:`calbench.report.over_models.read_over_models`), ``arena`` the
+    per-model CSVs of ``calbench compare-implementations`` (:mod:`calbench.report.arena`) and
+    ``partitions`` the per-model partition CSVs of a cross-fitted study
+    (:mod:`calbench.report.partitions`)."""
 
     metrics: str
     spec: Mapping
@@ -271,6 +272,7 @@ class ReportInputs:
     robustness: Sequence = ()
     arena: Sequence = ()
     over_models: Sequence | None = None
+    partitions: Sequence = ()
 
 
 def render_report(inputs: ReportInputs, out) -> None:
@@ -280,6 +282,7 @@ def render_report(inputs: ReportInputs, out) -> None:
     from calbench.report import render  # lazy: code inputs
     from calbench.report.arena import arena_context  # lazy: code inputs
     from calbench.report.context import build_context  # lazy: code inputs
+    from calbench.report.partitions import partitions_view, read_partition_rows  # lazy: code inputs
     from calbench.report.ranks import metric_name  # lazy: code inputs
 
     spec = inputs.spec
@@ -312,6 +315,7 @@ def render_report(inputs: ReportInputs, out) -> None:
         extra_sections=[read_section(p) for p in inputs.sections or []],
         arena=arena_context(list(inputs.arena or []), spec.get("models"), metric_name),
         over_models=read_over_models(*inputs.over_models) if inputs.over_models else None,
+        partitions=partitions_view(read_partition_rows(inputs.partitions or []), spec),
     )
     atomic_write_text(out, render.render_html(context))
 

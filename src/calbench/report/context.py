@@ -45,6 +45,7 @@ from calbench.report.views import (
     study_view,
     temperature_view,
 )
+from calbench.results import HEADLINE_HALVES, headline_half
 
 
 def build_tables(rows: Sequence[Mapping], spec: Mapping) -> dict:
@@ -66,12 +67,14 @@ def build_tables(rows: Sequence[Mapping], spec: Mapping) -> dict:
     method_labels = calibrator_labels(spec)
     available = {r["metric"] for r in rows}
     metric_names = [m for m in spec.get("table_metrics") or sorted(available) if m in available]
+    half = headline_half(rows)  # test, or oof for a cross-fitted study
     out = {"metrics": [], "losses": []}
     for metric in metric_names:
         out["metrics"].append(
             T.metric_table(
                 rows,
                 metric,
+                half=half,
                 models=model_order,
                 methods=method_order,
                 model_labels=labels,
@@ -91,6 +94,7 @@ def build_tables(rows: Sequence[Mapping], spec: Mapping) -> dict:
                             rows,
                             metric,
                             displays,
+                            half=half,
                             dataset_labels=dl,
                             method_label=method_labels.get("uncalibrated", "uncalibrated"),
                         )
@@ -102,6 +106,7 @@ def build_tables(rows: Sequence[Mapping], spec: Mapping) -> dict:
                             metric,
                             displays,
                             method="ts",
+                            half=half,
                             dataset_labels=dl,
                             method_label=method_labels.get("ts", "ts"),
                         )
@@ -119,7 +124,7 @@ def _coverage_of(rows: Sequence[Mapping], metric: str) -> tuple[str, dict] | Non
     got = {
         (r["model"], r["method"]): f"{format_value(cov, float(r['value']))}%"
         for r in rows
-        if r["metric"] == cov and r.get("half", "test") == "test"
+        if r["metric"] == cov and r.get("half", "test") in HEADLINE_HALVES
     }
     return ("coverage", got) if got else None
 
@@ -192,6 +197,7 @@ def build_context(
     extra_sections: Sequence[Section] = (),
     arena: Mapping | None = None,
     over_models: Mapping | None = None,
+    partitions: Mapping | None = None,
 ) -> dict:
     """Everything the template needs, as plain data (strings, lists, dicts).
 
@@ -205,7 +211,8 @@ def build_context(
     (:class:`calbench.report.sections.Section`); ``arena`` the implementations side by side
     (:func:`calbench.report.arena.arena_context`); ``over_models`` the verdicts over models the
     aggregate step wrote (:func:`calbench.report.over_models.read_over_models`; ``None``: no
-    section). ``ctx["sections"]`` lists the report's
+    section); ``partitions`` the spread of a cross-fitted study's verdicts over its partitions
+    (:func:`calbench.report.partitions.partitions_view`; ``None``: no section). ``ctx["sections"]`` lists the report's
     sections in page order and ``ctx["toc"]`` is its contents, drawn from that list
     (:mod:`calbench.report.sections`); the bibliography lists the works of the calibrators and
     metrics in ``rows`` and of the sections present (:func:`calbench.report.references.bibliography`),
@@ -268,6 +275,7 @@ def build_context(
     }
     # verdicts over models: read from the aggregate step's files (studies of 5 models or more)
     ctx["over_models"] = over_models_view(over_models, spec)
+    ctx["partitions"] = partitions
     ctx["robustness"] = robustness_view(robustness, spec) if robustness else None
     ctx["verdicts"] = verdict_view(rows, spec)
     add_findings(found, ctx["verdicts"], ctx["robustness"])

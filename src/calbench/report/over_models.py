@@ -28,7 +28,13 @@ from calbench.display import spec_labels
 from calbench.report.overview import svg_data_uri
 from calbench.report.ranks import matrix, metric_name
 from calbench.report.views import table_view
-from calbench.results import IMPROVEMENT_COLUMNS, WIN_RATE_COLUMNS, long_csv_text, read_long_csv
+from calbench.results import (
+    HEADLINE_HALVES,
+    IMPROVEMENT_COLUMNS,
+    WIN_RATE_COLUMNS,
+    long_csv_text,
+    read_long_csv,
+)
 from calbench.stats.over_models import improvement, win_rates
 
 #: the fewest models a study needs for its verdicts over models
@@ -47,7 +53,7 @@ def scored_models(rows: Sequence[Mapping], models: Sequence[str]) -> list[str]:
     have = {
         r["model"]
         for r in rows
-        if r["metric"] in METRICS_OVER_MODELS and r.get("half", "test") == "test"
+        if r["metric"] in METRICS_OVER_MODELS and r.get("half", "test") in HEADLINE_HALVES
     }
     return [m for m in models if m in have]
 

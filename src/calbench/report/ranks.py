@@ -18,6 +18,7 @@ from calbench import plots
 from calbench import stats as S
 from calbench.display import HIGHER_IS_BETTER, best_mask, display_spec
 from calbench.metrics import METRICS
+from calbench.results import HEADLINE_HALVES
 
 #: Significance level of the Iman-Davenport (Friedman) test and the Nemenyi critical difference.
 ALPHA = 0.05
@@ -36,7 +37,7 @@ def matrix(
     pos_c = {c: j for j, c in enumerate(methods)}
     out = np.full((len(models), len(methods)), np.nan)
     for r in rows:
-        if r["metric"] != metric or r.get("half", "test") != "test":
+        if r["metric"] != metric or r.get("half", "test") not in HEADLINE_HALVES:
             continue
         i, j = pos_m.get(r["model"]), pos_c.get(r["method"])
         if i is not None and j is not None:

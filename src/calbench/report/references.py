@@ -19,8 +19,13 @@ from calbench.metrics import METRICS
 
 #: Author-year key (as the report's text cites it) -> the full reference.
 REFERENCES = {
+    "Bates et al. 2023": "S. Bates, T. Hastie, R. Tibshirani. Cross-validation: what does it "
+    "estimate and how well does it do it? Journal of the American Statistical Association "
+    "119(546), 2024 (online 2023).",
     "Bohdal et al. 2021": "O. Bohdal, Y. Yang, T. Hospedales. Meta-calibration: learning of "
     "model calibration using differentiable expected calibration error. arXiv:2106.09613, 2021.",
+    "Bouckaert & Frank 2004": "R. R. Bouckaert, E. Frank. Evaluating the replicability of "
+    "significance tests for comparing learning algorithms. PAKDD 2004.",
     "Brier 1950": "G. W. Brier. Verification of forecasts expressed in terms of probability. "
     "Monthly Weather Review 78(1), 1950.",
     "Davison & Hinkley 1997": "A. C. Davison, D. V. Hinkley. Bootstrap Methods and their "
@@ -85,6 +90,8 @@ REFERENCES = {
     "Statistical Association 82(397), 1987.",
     "Efron & Tibshirani 1993": "B. Efron, R. J. Tibshirani. An Introduction to the Bootstrap. "
     "Chapman & Hall, 1993.",
+    "Nadeau & Bengio 2003": "C. Nadeau, Y. Bengio. Inference for the generalization error. "
+    "Machine Learning 52(3), 2003.",
     "Nixon et al. 2019": "J. Nixon, M. W. Dusenberry, L. Zhang, G. Jerfel, D. Tran. Measuring "
     "calibration in deep learning. CVPR Workshops 2019.",
     "Platt 1999": "J. C. Platt. Probabilistic outputs for support vector machines and "

@@ -47,6 +47,8 @@ def report_sections(
     from calbench.report.ranks import metric_name  # lazy: code inputs
 
     out = [Section("findings", "Findings", "findings.html.j2")]
+    if ctx.get("partitions"):  # a cross-fitted study of several partitions
+        out.append(Section("partitions", "Spread over partitions", "partitions.html.j2"))
     if ctx["compare"]:
         out.append(Section("compare", "Comparisons", "compare.html.j2"))
     if ctx["ranks"]:

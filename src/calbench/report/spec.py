@@ -17,6 +17,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from calbench.metrics.binning import ECE_BINS
+from calbench.report.partitions import scheme_protocol
 
 
 def _calibrators(config: Mapping) -> dict:
@@ -45,6 +46,7 @@ def study_spec(config: Mapping) -> dict:
             "n_bootstrap": ev["n_bootstrap"],
             "level": ev["level"],
             "calibrated_within": ev.get("calibrated_within", 0.01),
+            **scheme_protocol(ev),
         },
         "datasets": _datasets(config),
         "models": {

@@ -32,6 +32,7 @@ from calbench.report.ranks import (
     matrix,
     metric_name,
 )
+from calbench.results import HEADLINE_HALVES
 from calbench.stats import interval_method
 
 #: A calibrator that changes test accuracy by more than this many percentage points is flagged.
@@ -140,7 +141,7 @@ def _calibrated_already(rows, models, ml, delta: float = CALIBRATED_ECE) -> list
         if (
             r["metric"] == CAL_METRIC
             and r["method"] == "uncalibrated"
-            and r.get("half", "test") == "test"
+            and r.get("half", "test") in HEADLINE_HALVES
             and r["model"] in models
             and math.isfinite(float(r.get("ci_high", math.nan)))
             and float(r["ci_high"]) < delta
@@ -178,7 +179,7 @@ def _precision_anomalies(rows, ranks, models, methods) -> list[str]:
     outside = [
         r
         for r in rows
-        if r.get("half", "test") == "test"
+        if r.get("half", "test") in HEADLINE_HALVES
         and math.isfinite(float(r.get("ci_low", math.nan)))
         and not float(r["ci_low"]) <= float(r["value"]) <= float(r["ci_high"])
     ]
@@ -464,7 +465,11 @@ def _overlapping_best(rows, metric, models, methods) -> tuple[int, int] | None:
         return None
     vals = {}
     for r in rows:
-        if r["metric"] == metric and r.get("half", "test") == "test" and r["method"] in methods:
+        if (
+            r["metric"] == metric
+            and r.get("half", "test") in HEADLINE_HALVES
+            and r["method"] in methods
+        ):
             lo, hi = float(r.get("ci_low", math.nan)), float(r.get("ci_high", math.nan))
             if math.isfinite(lo) and math.isfinite(hi):
                 vals.setdefault(r["model"], []).append((float(r["value"]), lo, hi))

@@ -11,6 +11,7 @@ import math
 from collections.abc import Mapping
 
 from calbench.display import calibrator_labels, display_spec, format_value, spec_labels
+from calbench.results import HEADLINE_HALVES
 
 
 def add_findings(found: dict, verdicts: dict | None, robustness: dict | None) -> None:
@@ -127,7 +128,7 @@ def verdict_view(rows, spec: Mapping) -> dict | None:
         r
         for r in rows
         if r["metric"] == VERDICT_METRIC
-        and r.get("half", "test") == "test"
+        and r.get("half", "test") in HEADLINE_HALVES
         and math.isfinite(float(r.get("ci_high", math.nan)))
     ]
     if not rated:

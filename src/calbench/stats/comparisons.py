@@ -53,6 +53,10 @@ NULL_HYPOTHESES = {
         "calibration error)"
     ),
     "jackknife_z": "equal population binned squared calibration error (unbiased estimate)",
+    "corrected_repeated_cv_t": (
+        "equal expected score of the two calibrators when fitted on (F - 1) / F of the samples "
+        "(over fits and test samples; cross-fitted)"
+    ),
 }
 
 
