@@ -162,7 +162,7 @@ def test_over_models_the_exact_signed_rank_test_decides():
 def test_more_than_twenty_models_get_a_test_and_the_report_names_it():
     """25 and 80 models: the exact test (it was an error beyond 20); 450 models: the normal
     approximation, named in the report's sentence."""
-    from calbench.report.render import robustness_view
+    from calbench.report.verdicts import robustness_view
 
     first = {DEFAULT_VARIANT: {"a": 1.0, "b": 2.0}, "ece_ub_w10": {"a": 1.0, "b": 2.0}}
     spec = {"calibrators": {"a": {"display": "A"}, "b": {}}}
@@ -236,7 +236,7 @@ def test_written_rows_read_back_and_bad_files_are_named(probs, tmp_path):
 
 
 def test_report_view_says_robust_or_names_the_flip(probs):
-    from calbench.report.render import robustness_view
+    from calbench.report.verdicts import robustness_view
 
     by, y = probs
     spec = {"calibrators": {"good": {"display": "Good"}, "over": {}, "under": {}}}
@@ -261,7 +261,7 @@ def test_report_view_says_robust_or_names_the_flip(probs):
 
 
 def test_report_view_says_when_the_data_cannot_separate_the_two():
-    from calbench.report.render import robustness_view
+    from calbench.report.verdicts import robustness_view
 
     first = {DEFAULT_VARIANT: {"a": 1.0, "b": 2.0}, "ece_ub_w10": {"a": 1.0, "b": 2.0}}
     rows = []
