@@ -1,7 +1,7 @@
 """Atomic file output, so an interrupted step never leaves a partial file behind, and hashing: the
 one module of calbench that calls :mod:`hashlib` (:func:`file_digest`, :func:`array_digest`,
 :func:`bytes_digest`, :func:`hasher`); every digest elsewhere (code inputs, specs, splits, kept
-calibrators, plug-ins) goes through these (tests/test_io.py lists the modules not yet moved)."""
+calibrators, plug-ins, downloads, checkpoints) goes through these (tests/test_io.py)."""
 
 from __future__ import annotations
 
