@@ -21,23 +21,19 @@ def split_inputs(wildcards):
     the split job reads the labels and order from the data (calbench.split.split_dataset).
     Adding, retraining or re-caching a model leaves the split as it is; a changed limit
     rebuilds it. A dataset of imported files only (source: logits) has no data but its files:
-    its split is made from its first such model's file, an input marked ancient() beside what
-    decides that file's content (the model's spec, the local copy's digest, the import code),
-    so re-writing the same file rebuilds nothing and a changed file rebuilds the split.
-    Pre-split models (logits.split: file) bring their own split and are not counted."""
+    its split is made from its first such model's file, a plain input (no ancient(): Snakemake 9
+    leaves a job out of the plan when the producer of an ancient() input reruns, so a changed
+    file would leave a stale split for one run). Re-importing that file reruns the split and the
+    dataset's calibrate jobs, which restore every calibrator from results/calibrate_cache/ when
+    N and the labels are unchanged (the split's bytes then are too). Pre-split models
+    (logits.split: file) bring their own split and are not counted."""
     models = [m for m in models_of(wildcards.dataset) if not presplit(m)]
     if any(model_cfg(m)["source"] != "logits" for m in models):
         return {
             "manifest": f"resources/datasets/{wildcards.dataset}/manifest.json",
             "dataset": dataset_spec(wildcards),
         }
-    first = SimpleNamespace(dataset=wildcards.dataset, model=models[0])
-    return {
-        "logits": ancient(f"results/logits/{wildcards.dataset}/{models[0]}.npz"),
-        "model": model_spec(first),
-        "local": local_logits_input(first),
-        "import_lib": lib_sources("import-logits"),
-    }
+    return {"logits": f"results/logits/{wildcards.dataset}/{models[0]}.npz"}
 
 
 def split_args(wildcards, input):
