@@ -40,10 +40,11 @@ def split_args(wildcards, input):
     """The split verb's source: the dataset read from its folder, or the imported file."""
     if "logits" in input.keys():
         return shell_args("--logits", input.logits)
-    return shell_args(
+    source = shell_args(
         "--dataset", wildcards.dataset, "--data-root", data_root(wildcards.dataset),
-        "--dataset-spec", "@" + input.dataset,
-    ) + " " + limit_arg(wildcards)
+        "--dataset-spec", f"@{input.dataset}",
+    )
+    return f"{source} {limit_arg(wildcards)}"
 
 
 #: digests of the local copies import_logits reads, keyed by path and the file's stat
