@@ -109,20 +109,44 @@ def test_save_split_writes_indices_and_digests(tmp_path):
     assert [p.name for p in out.parent.iterdir()] == ["split.npz"]
 
 
-def test_the_split_records_the_logits_it_was_made_from(tmp_path):
+def test_a_datasets_split_is_its_n_labels_and_order_not_a_models(tmp_path, monkeypatch):
+    """The workflow's split of a dataset it reads comes from the dataset (its test labels and
+    sample order, first ``limit`` samples), not from any model's logits: the study split of N,
+    with the order hash and labels every model's logits are then checked against."""
+    import calbench.data as data
     from calbench.logits import save_logits
-    from calbench.split import split_logits_files, split_made_from
+    from calbench.split import load_halves, split_dataset
 
-    assert split_made_from(tmp_path / "absent.npz") is None
     rng = np.random.default_rng(0)
-    path = tmp_path / "m.npz"
-    save_logits(path, rng.normal(size=(10, 3)).astype(np.float32), rng.integers(0, 3, 10),
-                order_hash="h", model="m", dataset="d")  # fmt: skip
+    images = rng.integers(0, 256, (12, 1, 2, 2), dtype=np.uint8)
+    labels = rng.integers(0, 3, 12)
+
+    class Fake:
+        def load_split(self, root, split):
+            assert (root, split) == (tmp_path, "test")
+            return images, labels
+
+    monkeypatch.setattr(data, "get_dataset", lambda name, options=None: Fake())
     out = tmp_path / "split.npz"
-    split_logits_files([path], out)
-    assert split_made_from(out) == str(path)
-    (tmp_path / "bad.npz").write_bytes(b"not a zip")
-    assert split_made_from(tmp_path / "bad.npz") is None
+    s = split_dataset("fake", tmp_path, out, limit=10)
+    assert s["n"] == 10
+    val, test = study_split(10)
+    with np.load(out) as z:
+        np.testing.assert_array_equal(z["val_idx"], val)
+        np.testing.assert_array_equal(z["test_idx"], test)
+        np.testing.assert_array_equal(z["labels"], labels[:10])
+        assert str(z["order_hash"]) == data.order_hash(images[:10], labels[:10])
+        assert "made_from" not in z.files  # no model's file is named: none was read
+    # a model's logits of those samples in that order are read with it; of others, refused
+    good, bad = tmp_path / "good.npz", tmp_path / "bad.npz"
+    z = rng.normal(size=(10, 3)).astype(np.float32)
+    save_logits(good, z, labels[:10], order_hash=data.order_hash(images[:10], labels[:10]),
+                model="good", dataset="fake")  # fmt: skip
+    save_logits(bad, z, labels[1:11], order_hash=data.order_hash(images[1:11], labels[1:11]),
+                model="bad", dataset="fake")  # fmt: skip
+    assert len(load_halves(good, out)["test"][1]) == 5
+    with pytest.raises(ValueError, match="another order"):
+        load_halves(bad, out)
 
 
 # --- every split read is checked to partition the samples (issue 33, group 3) -----------------

@@ -1,4 +1,7 @@
-"""Atomic file output and hashing, so an interrupted step never leaves a partial file behind."""
+"""Atomic file output, so an interrupted step never leaves a partial file behind, and hashing: the
+one module of calbench that calls :mod:`hashlib` (:func:`file_digest`, :func:`array_digest`,
+:func:`bytes_digest`, :func:`hasher`); every digest elsewhere (code inputs, specs, splits, kept
+calibrators, plug-ins, downloads, checkpoints) goes through these (tests/test_io.py)."""
 
 from __future__ import annotations
 
@@ -126,7 +129,9 @@ def check_npz_sizes(path, what: str, fix: str, max_bytes: int = MAX_NPZ_BYTES) -
                     )
     except (zipfile.BadZipFile, OSError, EOFError) as exc:
         reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-        raise ValueError(f"cannot read {what} {path}: damaged or truncated ({reason}); {fix}") from None
+        raise ValueError(
+            f"cannot read {what} {path}: damaged or truncated ({reason}); {fix}"
+        ) from None
     except ValueError as exc:
         if str(exc).startswith((f"{what} {path}", f"cannot read {what}")):
             raise
@@ -180,6 +185,19 @@ def file_digest(path: str | os.PathLike, algorithm: str = "sha256", chunk: int =
         while block := fh.read(chunk):
             h.update(block)
     return h.hexdigest()
+
+
+def bytes_digest(data: bytes | str, algorithm: str = "sha256") -> str:
+    """Hex digest of ``data`` (a ``str``: of its UTF-8 bytes)."""
+    h = hashlib.new(algorithm)
+    h.update(data.encode() if isinstance(data, str) else data)
+    return h.hexdigest()
+
+
+def hasher(algorithm: str = "sha256"):
+    """A fresh hashlib object (``update`` / ``hexdigest``), for a digest fed in pieces: a stream
+    being downloaded, many files in turn."""
+    return hashlib.new(algorithm)
 
 
 def array_digest(*arrays) -> str:

@@ -18,11 +18,11 @@ from __future__ import annotations
 
 import ast
 import functools
-import hashlib
 import sys
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
+from calbench.io import hasher
 from calbench.plugins import (
     CALIBRATOR_GROUP,
     METRIC_GROUP,
@@ -185,7 +185,7 @@ def code_digest(calibrators: Iterable[str] = (), metrics: Iterable[str] = ()) ->
     )
     if not files:
         return ""
-    h = hashlib.sha256()
+    h = hasher()
     for f in sorted(files):
         h.update(Path(f).name.encode() + b"\0" + Path(f).read_bytes() + b"\0")
     return h.hexdigest()

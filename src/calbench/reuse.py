@@ -23,7 +23,6 @@ settings, or one that fails its seal, is ignored and the calibrator refitted on 
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import shutil
@@ -32,7 +31,7 @@ import tempfile
 from pathlib import Path
 
 from calbench._device import chosen_device
-from calbench.io import atomic_write_bytes, atomic_write_text, file_digest
+from calbench.io import atomic_write_bytes, atomic_write_text, bytes_digest, file_digest, hasher
 from calbench.metrics import METRICS
 from calbench.plugin_inputs import code_digest as plugin_code_digest
 
@@ -55,7 +54,7 @@ def code_digest() -> str:
     from importlib import metadata
 
     root = Path(__file__).resolve().parent
-    h = hashlib.sha256()
+    h = hasher()
     for path in sorted(root.rglob("*.py")):
         h.update(path.relative_to(root).as_posix().encode() + b"\0" + path.read_bytes() + b"\0")
     for name in NUMERIC_LIBRARIES:
@@ -92,7 +91,7 @@ def reuse_digest(key: str, spec: dict, meta: dict, split_digest: str, code_diges
     if plugins:
         record["plugins"] = plugins
     text = json.dumps(record, sort_keys=True, default=str)
-    return hashlib.sha256(text.encode()).hexdigest()[:32]
+    return bytes_digest(text)[:32]
 
 
 def _content_problem(name: str, data: bytes) -> str | None:
@@ -148,7 +147,7 @@ class Reuse:
                 return f"{name} is missing"
             except OSError as exc:
                 return f"{name} is unreadable ({exc.strerror or exc})"
-            if not isinstance(want, str) or hashlib.sha256(data).hexdigest() != want:
+            if not isinstance(want, str) or bytes_digest(data) != want:
                 return f"{name} does not match its digest in {MANIFEST} (edited)"
             problem = _content_problem(name, data)
             if problem:
@@ -258,4 +257,4 @@ def _selection_settings(settings: dict):
 def _seal(settings, result) -> str:
     """SHA-256 of a selection record's content (floats written by repr: exact round trip)."""
     text = json.dumps({"settings": settings, "result": result}, sort_keys=True)
-    return hashlib.sha256(text.encode()).hexdigest()
+    return bytes_digest(text)

@@ -11,14 +11,13 @@ of a dataset gets the same indices.
 
 from __future__ import annotations
 
-import hashlib
 import math
 from pathlib import Path
 
 import numpy as np
 
 from calbench._checks import check_input_file
-from calbench.io import atomic_path, check_npz_sizes, file_digest, read_npz
+from calbench.io import atomic_path, bytes_digest, file_digest, read_npz
 
 #: the two halves of a model's test-set logits: calibrators are fitted on val, reported on test
 HALVES = ("test", "val")
@@ -77,7 +76,7 @@ def study_split(n: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
 
 def index_sha256(idx: np.ndarray) -> str:
     """SHA-256 of indices as int64 little-endian bytes, in the order given."""
-    return hashlib.sha256(np.asarray(idx).astype("<i8").tobytes()).hexdigest()
+    return bytes_digest(np.asarray(idx).astype("<i8").tobytes())
 
 
 def split_digests(val_idx: np.ndarray, test_idx: np.ndarray) -> dict[str, str]:
@@ -121,7 +120,9 @@ def check_logits_files_agree(metas: list[dict]) -> int:
     return int(ref["n"])
 
 
-def save_split(path, val_idx: np.ndarray, test_idx: np.ndarray, *, labels=None, **extra) -> dict[str, str]:
+def save_split(
+    path, val_idx: np.ndarray, test_idx: np.ndarray, *, labels=None, **extra
+) -> dict[str, str]:
     """Write the split ``.npz`` (``val_idx``, ``test_idx``, both digests, extras) atomically,
     after checking the halves partition the samples (:func:`check_partition`). With ``labels``
     (of the logits it splits), also ``labels_sha256``, which :func:`load_split` compares with
@@ -204,7 +205,11 @@ def load_split(
     if "val_idx" not in data or "test_idx" not in data:
         raise ValueError(f"{path} lacks val_idx/test_idx; regenerate it with calbench split")
     val, test = check_partition(
-        data["val_idx"], data["test_idx"], n, path, "rebuild the split from these logits (calbench split)"
+        data["val_idx"],
+        data["test_idx"],
+        n,
+        path,
+        "rebuild the split from these logits (calbench split)",
     )
     split_hash = str(data["order_hash"]) if "order_hash" in data else ""
     which = f"logits file {logits_path}" if logits_path is not None else "the logits"
@@ -270,11 +275,10 @@ def load_halves(logits_path, split_path) -> dict:
 
 
 def split_logits_files(logits_paths, out, seed: int = 0) -> dict:
-    """Step ``split``: the study split of a dataset whose models' logits are ``logits_paths``
-    (they must agree: same N, labels and sample order, :func:`check_logits_files_agree`), saved to
-    ``out`` with the logits' order hash and the first logits path (``made_from``, which the
-    workflow reads back with :func:`split_made_from`). Returns ``{"n", "val", "test",
-    **digests}``."""
+    """Step ``split`` of a dataset whose models' logits all come from files (no dataset to read,
+    :func:`split_dataset`): the study split of ``logits_paths`` (they must agree: same N, labels
+    and sample order, :func:`check_logits_files_agree`), saved to ``out`` with the logits' order
+    hash and labels. Returns ``{"n", "val", "test", **digests}``."""
     from calbench.logits import load_logits  # lazy: code inputs
 
     metas = []
@@ -288,29 +292,57 @@ def split_logits_files(logits_paths, out, seed: int = 0) -> dict:
                 "order_hash": d["order_hash"],
             }
         )
-    n = check_logits_files_agree(metas)
+    check_logits_files_agree(metas)
+    return _save_study_split(out, metas[0]["labels"], metas[0]["order_hash"], seed)
+
+
+#: a preset for the streamed datasets' ``stream_split``, which needs one to build its image
+#: transform; :func:`dataset_order` reads the samples' identities and labels only, never an image
+_ORDER_ONLY_PRESET = {"preprocessing": "cifar10_huy"}
+
+
+def dataset_order(
+    dataset: str, data_root, *, options: dict | None = None, limit: int | None = None
+) -> tuple[np.ndarray, str]:
+    """``(labels int64, order_hash)`` of the first ``limit`` samples of ``dataset``'s test split
+    under ``data_root`` (``options``: the dataset entry's overrides of its pinned files), as
+    :func:`calbench.logits.cache_logits` records them for every model of the dataset: the
+    dataset's own labels and sample order, which no model's logits are needed for."""
+    from calbench.data import get_dataset, ids_order_hash, order_hash  # lazy: code inputs
+
+    if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 1):
+        raise ValueError(f"limit must be an integer >= 1, got {limit!r}")
+    data = get_dataset(dataset, options)
+    if getattr(data, "STREAMING", False):
+        stream = data.stream_split(data_root, "test", _ORDER_ONLY_PRESET)
+        ids, labels = list(stream.ids)[:limit], list(stream.labels)[:limit]
+        labels = np.asarray(labels, dtype=np.int64)
+        return labels, ids_order_hash(ids, labels)
+    images, labels = data.load_split(data_root, "test")
+    if limit is not None:
+        images, labels = images[:limit], labels[:limit]
+    ohash = order_hash(images, labels)
+    labels = labels.numpy() if hasattr(labels, "numpy") else np.asarray(labels)
+    return labels.astype(np.int64), ohash
+
+
+def split_dataset(
+    dataset: str, data_root, out, *, options: dict | None = None, limit=None, seed: int = 0
+) -> dict:
+    """Step ``split`` of a dataset the workflow reads (its models' logits computed by
+    ``cache-logits``): the study split of its N samples, saved to ``out`` with the dataset's
+    labels and order hash (:func:`dataset_order`), against which every model's logits are
+    checked when read with it (:func:`load_split`). A function of the dataset entry (and its
+    ``limit``) only: adding, retraining or re-caching a model leaves it as it is. Returns
+    ``{"n", "val", "test", **digests}``."""
+    labels, ohash = dataset_order(dataset, data_root, options=options, limit=limit)
+    return _save_study_split(out, labels, ohash, seed)
+
+
+def _save_study_split(out, labels, ohash: str, seed: int) -> dict:
+    n = int(np.asarray(labels).shape[0])
     val, test = study_split(n, seed=seed)
     digests = save_split(
-        out,
-        val,
-        test,
-        order_hash=np.str_(metas[0]["order_hash"]),
-        n=np.int64(n),
-        seed=np.int64(seed),
-        made_from=np.str_(str(logits_paths[0])),
-        labels=metas[0]["labels"],
+        out, val, test, order_hash=np.str_(ohash), n=np.int64(n), seed=np.int64(seed), labels=labels
     )
     return {"n": n, "val": len(val), "test": len(test), **digests}
-
-
-def split_made_from(path) -> str | None:
-    """The logits path a split file records it was made from (``made_from``), or ``None`` when
-    the file is absent, unreadable or older than that field. The workflow keeps giving the split
-    step that same input, so adding a model before the dataset's first one does not rebuild the
-    split (and every step after it)."""
-    try:
-        check_npz_sizes(path, "split file", "rebuild it")
-        with np.load(path, allow_pickle=False) as data:
-            return str(data["made_from"]) if "made_from" in data.files else None
-    except (OSError, ValueError, KeyError):
-        return None

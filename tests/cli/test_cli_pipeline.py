@@ -182,7 +182,17 @@ def _pipeline(root, tmp_path, capsys):
         assert str(z["test_order_sha256"]) == d["test_order_sha256"]
         with np.load(logits_files[0], allow_pickle=False) as lz:
             assert str(z["order_hash"]) == str(lz["order_hash"])
+    # the workflow's split: the same, from the dataset itself (its labels and order), no logits
+    own = res / "split" / "fashion_mnist" / "own.npz"
+    argv = ["split", "--dataset", "fashion_mnist", "--data-root", str(root), "--limit", "301"]
+    assert main([*argv, "--out", str(own)]) == 0
+    with np.load(split, allow_pickle=False) as a, np.load(own, allow_pickle=False) as b:
+        assert a.files == b.files
+        for key in a.files:
+            np.testing.assert_array_equal(a[key], b[key])
     capsys.readouterr()
+    bad = ["split", "--logits", str(logits_files[0]), "--limit", "301", "--out", str(own) + "x"]
+    assert "go with --dataset, not --logits" in _fails(capsys, bad, str(own) + "x")
 
     # a logits file of other samples (different --limit) cannot share the split
     spec = json.dumps(_spec("lenet5"))

@@ -1,6 +1,7 @@
 """A folder of predictions is a study: a two-line config (``logits_folder:`` and a title) plans
 the whole workflow, every calibrator of the default study included; with the calibrators
-restricted (a third line, to keep the test short) it runs to the report; a file in the folder
+restricted (a third line, to keep the test short) it runs to the report, and again in one run
+when the files are replaced by files of another N (the split rebuilt); a file in the folder
 that is not logits and labels stops the workflow before any job, in one line naming it."""
 
 from __future__ import annotations
@@ -80,6 +81,17 @@ def test_folder_study_runs_to_the_report(study):
     assert cals == ["iso.json", "ts.json", "uncalibrated.json"]
     logits = np.load(study / "results/logits/my_preds/mlp.npz")
     np.testing.assert_array_equal(logits["labels"], np.load(study / "my_preds/mlp.npz")["labels"])
+    # the folder's files replaced by files of another N: one run re-imports them and rebuilds
+    # the split (made from the first file, as a dataset of files has no data of its own)
+    rng = np.random.default_rng(1)
+    y = rng.integers(0, 3, 200)
+    for name in ("ResNet-50", "mlp"):
+        z = rng.normal(size=(200, 3)) + 1.5 * np.eye(3)[y]
+        np.savez(study / "my_preds" / f"{name}.npz", logits=z.astype(np.float32), labels=y)
+    res = smk(study, "--configfile", "study.yaml")
+    assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
+    with np.load(study / "results/split/my_preds/split.npz") as split:
+        assert int(split["n"]) == 200
 
 
 def test_a_file_that_is_not_logits_stops_the_workflow(study):

@@ -1,8 +1,8 @@
 """The tiny study (config/test.yaml) moved, copied and edited (issue 33 groups 11-12, issue 30
 item 6): a moved folder plans nothing (render_report included); the same study in two folders
 gives byte-identical reports with SOURCE_DATE_EPOCH set, with no absolute path of the machine;
-a changed ``datasets.*.limit`` succeeds in one run (the split is rebuilt after the logits) and
-retrains nothing.
+a changed ``datasets.*.limit`` succeeds in one run (the split, made from the dataset's entry, is
+rebuilt) and retrains nothing.
 """
 
 from __future__ import annotations
@@ -63,7 +63,7 @@ def test_moved_copied_and_limit_changed(tmp_path):
     for where in (str(tmp_path), "alice", "bob", str(REPO)):
         assert where not in html, where
     assert 'id="run-hardware"' in html and "left out: SOURCE_DATE_EPOCH is set" in html
-    # a changed limit: one run succeeds, the split is rebuilt after the logits, nothing retrains
+    # a changed limit: one run succeeds, the split is rebuilt, nothing retrains
     cfg = yaml.safe_load((copy / "config.yaml").read_text())
     cfg["datasets"]["fashion_mnist"]["limit"] = 300
     (copy / "config.yaml").write_text(yaml.safe_dump(cfg, sort_keys=False))

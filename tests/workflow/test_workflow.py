@@ -144,8 +144,8 @@ def _with_config(run, edit, name):
 
 @pytest.mark.parametrize("where", ["last", "first"])
 def test_adding_a_model_plans_only_its_jobs(run, where):
-    """Wherever the new entry goes: in front of the dataset's first model, the split (made from
-    that model's logits) is kept, not rebuilt with every step after it."""
+    """Wherever the new entry goes: in front of the dataset's first model too, the split (the
+    dataset's own, made from no model's logits) is kept, not rebuilt with every step after it."""
 
     def edit(cfg):
         extra = dict(cfg["models"]["tiny_mlp"])
@@ -194,6 +194,44 @@ def test_editing_one_model_reruns_only_that_model(run):
     }
 
 
+def test_the_split_is_the_datasets_own(run):
+    """The split depends on the dataset's N and labels only: retraining the model listed first
+    (whose logits the split was once made from, an ancient() input only while the split was
+    newer than its code input) or touching its logits rebuilds no split and reruns no other
+    model's job; a changed limit rebuilds it (tests/workflow/
+    test_moved_and_stale.py runs that to the end)."""
+
+    def retrain(cfg):
+        cfg["models"]["tiny_mlp"]["training"]["lr"] = 0.01
+
+    def limit(cfg):
+        cfg["datasets"]["fashion_mnist"]["limit"] = 300
+
+    first = yaml.safe_load((run / "config.yaml").read_text())["models"]
+    assert next(iter(first)) == "tiny_mlp"
+    # an edit of split.py seen by a dry run, then undone: the code input is written twice (same
+    # content, newer file); no file time decides what the split is made from
+    restore = _edit(run / "lib" / "calbench" / "split.py")
+    try:
+        assert planned(run).get("split") == 1
+    finally:
+        restore()
+    assert planned(run) == {}
+    assert planned(run, *_with_config(run, retrain, "retrain_first.yaml")) == {
+        "train_model": 1,
+        "cache_logits": 1,
+        "calibrate": 1,
+        "aggregate": 1,
+        "render_report": 1,
+        "all": 1,
+    }
+    logits = run / "results" / "logits" / "fashion_mnist" / "tiny_mlp.npz"
+    os.utime(logits, (time.time() + 5, time.time() + 5))
+    assert planned(run) == {}
+    plan = planned(run, *_with_config(run, limit, "limit.yaml"))
+    assert plan.get("split") == 1 and "train_model" not in plan, plan
+
+
 def test_renaming_a_model_reruns_only_tables_and_report(run):
     def edit(cfg):
         cfg["models"]["tiny_mlp"]["display"]["name"] = "Perceptron"
@@ -240,11 +278,6 @@ def test_library_edit_reruns_exactly_the_jobs_that_run_it(run, module):
     in_dag = set(planned(run, "--forceall"))  # rules of other studies are not in this DAG
     rules = [r for r in _rules_running(module) if r in in_dag]
     expected = planned(run, "--forcerun", *rules) if rules else {}
-    if "split" in rules:
-        # Snakemake 9 leaves the forced split job out when train_model is forced with it (its
-        # logits input is ancient()); an edit of a module split runs reruns it through its code
-        # input, as it should (`--forcerun split cache_logits` alone plans it)
-        expected.setdefault("split", 1)
     restore = _edit(run / "lib" / "calbench" / module)
     try:
         got = planned(run)

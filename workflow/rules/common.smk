@@ -47,6 +47,7 @@ wildcard_constraints:
 # library files its verb executes), derived from the code (calbench._sources, read with ast; cached in .snakemake/), so
 # an edit reruns exactly the jobs that run the edited file (tests/workflow/test_lib_sources.py).
 from calbench._sources import all_verb_sources, code_manifest_text
+from calbench.io import bytes_digest
 from calbench.plugin_inputs import plugin_code_inputs
 
 LIB_ROOT = Path(importlib.util.find_spec("calbench").submodule_search_locations[0])
@@ -80,9 +81,7 @@ def spec_file(name, text):
     """``results/specs/<name>-<sha256 prefix>.json`` holding ``text``: a step reads its slice of
     the config from a file (``--spec <path>`` / ``@<path>``), never from a command-line blob. A
     changed slice is a new input file, so exactly the steps reading it rerun."""
-    import hashlib
-
-    digest = hashlib.sha256(text.encode()).hexdigest()[:16]
+    digest = bytes_digest(text)[:16]
     return write_if_changed(f"results/specs/{name}-{digest}.json", text)
 
 

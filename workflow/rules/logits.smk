@@ -1,5 +1,5 @@
 # Logits: every model's test-set logits, from its network (cache_logits) or from a file, and the
-# study's validation/test split of a dataset's logits (split).
+# study's validation/test split of a dataset (split).
 #
 # Models whose logits come from a file (source: logits): download or find the published /
 # user-supplied file, verify it, and write the same results/logits/{dataset}/{model}.npz that
@@ -90,9 +90,10 @@ rule split:
     output:
         split="results/split/{dataset}/split.npz",
     input:
-        logits=split_source,
+        unpack(split_inputs),  # the dataset's own, no model's logits (helpers/logits.smk)
         lib=lib_sources("split"),
-        dataset=dataset_spec,  # a changed dataset entry (e.g. limit) rebuilds the split
+    params:
+        source=split_args,
     log:
         "logs/split/{dataset}.log",
     benchmark:
@@ -104,4 +105,4 @@ rule split:
     conda:
         "../../envs/calbench.yaml"
     shell:
-        "calbench split --logits {input.logits} --out {output.split} > {log} 2>&1"
+        "calbench split {params.source} --out {output.split} > {log} 2>&1"

@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import base64
 import binascii
-import hashlib
 import json
 import math
 import os
@@ -36,7 +35,7 @@ from typing import Any
 import numpy as np
 
 from calbench._checks import json_depth_exceeds
-from calbench.io import atomic_write_text
+from calbench.io import atomic_write_text, bytes_digest
 
 #: Arrays of at most this many entries are written as number lists, larger ones as base64.
 SMALL_ARRAY = 16
@@ -160,7 +159,7 @@ def canonical_digest(doc: dict) -> str:
     """SHA-256 of ``doc``'s canonical JSON (sorted keys, no whitespace), ``sha256`` left out."""
     body = {k: v for k, v in doc.items() if k != DIGEST_KEY}
     text = json.dumps(body, sort_keys=True, separators=(",", ":"), allow_nan=True)
-    return hashlib.sha256(text.encode()).hexdigest()
+    return bytes_digest(text)
 
 
 def sealed_text(doc: dict, *, allow_nan: bool = False) -> str:

@@ -43,13 +43,27 @@ def register(sub) -> None:
     writes(p, "--out")
     p.set_defaults(func=cmd_cache_logits)
 
-    p = sub.add_parser("split", help="the study's validation/test split of a dataset's logits")
-    p.add_argument(
+    p = sub.add_parser("split", help="the study's validation/test split of a dataset")
+    src = p.add_mutually_exclusive_group(required=True)
+    src.add_argument(
+        "--dataset",
+        type=name_arg,
+        default=None,
+        help="the dataset to split, read from --data-root (its labels and sample order)",
+    )
+    src.add_argument(
         "--logits",
         action="append",
-        required=True,
         metavar="NPZ",
-        help="logits file of a model of the dataset (repeatable; all must agree)",
+        help="or: logits file of a model of the dataset (repeatable; all must agree), for a "
+        "dataset of imported files only",
+    )
+    p.add_argument("--data-root", default=None, help="the dataset's folder (with --dataset)")
+    p.add_argument("--limit", type=int, default=None, help="keep only the first N test samples")
+    p.add_argument(
+        "--dataset-spec",
+        default=None,
+        help="the dataset's config entry as JSON (overrides of its pinned files, e.g. path)",
     )
     p.add_argument("--out", required=True, help="split file, results/split/{dataset}/split.npz")
     p.add_argument("--seed", type=int, default=0, help="RandomState seed (the study: 0)")
@@ -111,9 +125,31 @@ def cmd_cache_logits(args) -> int:
 
 
 def cmd_split(args) -> int:
-    from calbench.split import split_logits_files  # lazy: cli start-up
+    from calbench.split import split_dataset, split_logits_files  # lazy: cli start-up
 
-    s = split_logits_files(args.logits, args.out, seed=args.seed)
+    if args.logits:
+        if args.data_root or args.limit is not None or args.dataset_spec:
+            raise ValueError(
+                "--data-root, --limit and --dataset-spec go with --dataset, not --logits"
+            )
+        s = split_logits_files(args.logits, args.out, seed=args.seed)
+    else:
+        if not args.data_root:
+            raise ValueError("--dataset needs --data-root (the dataset's folder)")
+        options = None
+        if args.dataset_spec:
+            from calbench.data.prepare import dataset_options  # lazy: cli start-up
+            from calbench.models import parse_spec  # lazy: cli start-up
+
+            options = dataset_options(parse_spec(args.dataset_spec))
+        s = split_dataset(
+            args.dataset,
+            args.data_root,
+            args.out,
+            options=options,
+            limit=args.limit,
+            seed=args.seed,
+        )
     print(
         f"{args.out}: {s['val']} validation / {s['test']} test of {s['n']}; "
         f"val {s['val_sorted_sha256'][:16]} test {s['test_order_sha256'][:16]}"

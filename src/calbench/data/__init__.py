@@ -8,11 +8,10 @@ starts fast. Adding a dataset is one such subclass and one entry here.
 
 from __future__ import annotations
 
-import hashlib
 import importlib
 
 from calbench.data.base import Dataset
-from calbench.io import array_digest
+from calbench.io import array_digest, hasher
 
 #: dataset name (config slug) -> ``"module:attribute"`` of its :class:`Dataset` instance
 DATASETS: dict[str, str] = {
@@ -42,7 +41,7 @@ def ids_order_hash(ids, labels) -> str:
     and labels, for streamed datasets whose images are never held at once."""
     import numpy as np
 
-    h = hashlib.sha256()
+    h = hasher()
     for i in ids:
         h.update(str(i).encode() + b"\n")
     h.update(np.asarray(labels, dtype=np.int64).tobytes())

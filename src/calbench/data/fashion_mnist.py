@@ -12,7 +12,6 @@ Mirror directories (holding ``<name>.gz`` or ``<name>``) are tried before any UR
 from __future__ import annotations
 
 import gzip
-import hashlib
 import os
 import shutil
 from dataclasses import dataclass
@@ -23,7 +22,7 @@ import numpy as np
 from calbench.data import order_hash
 from calbench.data.base import Dataset
 from calbench.data.download import ChecksumError, fetch, verify
-from calbench.io import atomic_path, file_digest
+from calbench.io import atomic_path, bytes_digest, file_digest
 
 NAME = "fashion_mnist"
 NUM_CLASSES = 10
@@ -255,9 +254,7 @@ def prepare(
         "torchvision_class": "torchvision.datasets.FashionMNIST",
         "files": files,
         "splits": splits,
-        "manifest_sha256": hashlib.sha256(
-            "".join(f"{n}:{FILES[n].sha256}" for n in sorted(FILES)).encode()
-        ).hexdigest(),
+        "manifest_sha256": bytes_digest("".join(f"{n}:{FILES[n].sha256}" for n in sorted(FILES))),
     }
 
 

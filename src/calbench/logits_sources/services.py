@@ -31,7 +31,6 @@ timeout and is retried with backoff on transient failures
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import urllib.parse
@@ -41,7 +40,7 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
 from calbench.data.download import with_retries
-from calbench.io import atomic_path
+from calbench.io import atomic_path, hasher
 
 YANDEX_API = "https://cloud-api.yandex.net"
 LFS_MEDIA = "https://media.githubusercontent.com/media"
@@ -103,7 +102,7 @@ def _stream(
 def _stream_once(
     url: str, headers: dict, tmp: Path, size: int | None, timeout: float
 ) -> tuple[str, int]:
-    h, n = hashlib.sha256(), 0
+    h, n = hasher(), 0
     with _request(url, headers=headers, timeout=timeout) as resp, open(tmp, "wb") as out:
         while block := resp.read(_CHUNK):
             n += len(block)

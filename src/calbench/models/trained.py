@@ -8,12 +8,11 @@ A checkpoint is a dict written with ``torch.save`` (atomically) and read back wi
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import pickle
 
-from calbench.io import atomic_path, torch_load_reason
+from calbench.io import atomic_path, hasher, torch_load_reason
 from calbench.models import build_from_spec
 
 FORMAT = "calbench-checkpoint-1"
@@ -23,7 +22,7 @@ def state_dict_sha256(state_dict) -> str:
     """SHA-256 of a state dict's names, dtypes, shapes and bytes, in sorted key order."""
     import torch
 
-    h = hashlib.sha256()
+    h = hasher()
     for key in sorted(state_dict):
         t = state_dict[key]
         if not isinstance(t, torch.Tensor):

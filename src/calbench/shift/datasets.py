@@ -23,7 +23,6 @@ extraction must reproduce it.
 
 from __future__ import annotations
 
-import hashlib
 import io
 import json
 import tarfile
@@ -33,7 +32,7 @@ import numpy as np
 
 from calbench.data import get_dataset, order_hash
 from calbench.data.download import fetch, verify
-from calbench.io import atomic_path, atomic_write_text, file_digest
+from calbench.io import atomic_path, atomic_write_text, bytes_digest, file_digest
 from calbench.shift.corruptions import PARAMS, SEVERITIES, check_corruption, corrupt
 
 #: The published corrupted test sets: dataset slug -> archive facts.
@@ -293,7 +292,7 @@ def extract_published(
             f"{archive}: {corruption}.npy is {images.dtype} {images.shape} with labels "
             f"{pub_labels.shape}; expected uint8 (5 N, H, W, C) and (5 N,) labels"
         )
-    digest = hashlib.sha256(np.ascontiguousarray(images).tobytes()).hexdigest()
+    digest = bytes_digest(np.ascontiguousarray(images).tobytes())
     n = labels.shape[0]
     if n > n_all:
         raise ValueError(f"{archive} holds {n_all} images per severity, the clean test set {n}")

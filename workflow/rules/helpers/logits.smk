@@ -12,31 +12,39 @@ PRESPLIT_MODELS = _names_regex([m for m in config["models"] if presplit(m)])
 STRICT = "--strict-checksums" if config.get("strict_checksums") else ""
 
 
-def split_source(wildcards):
-    """The split is a function of N only. It is computed from the logits of one model of the
-    dataset that takes the study split, marked ancient: retraining or adding models does not
-    rebuild it (and so does not rerun every other model's steps); a change of the dataset entry
-    (e.g. limit) does, through its spec. The model is the one the existing split records it was
-    made from (calbench.split.split_made_from) while that model is configured, else the
-    dataset's first such model: adding a model in front of the others keeps the split. Every
-    step that reads logits with the split checks that they agree (N, sample order).
-
-    ancient() only while the split is at least as new as its other inputs (the dataset entry's
-    spec, the split code): Snakemake does not look at the inputs of a job downstream of one that
-    reruns, so when a change of the dataset entry (e.g. limit) also reruns cache_logits, an
-    ancient edge would leave the old split in place (a stale-split failure, then success on the
-    second run). A stale split takes the logits as a plain input and is rebuilt after them."""
-    from calbench.split import split_made_from
-
+def split_inputs(wildcards):
+    """What the dataset's study split is made of: the split is a function of N (and the seed),
+    recorded with the dataset's labels and sample order, against which each model's logits are
+    checked when read with it (calbench.split.load_split). So its inputs are the dataset's own,
+    never a model's logits: a dataset the workflow reads (some model's logits are computed by
+    cache_logits) gives its download manifest and its entry's spec (limit, pinned files), and
+    the split job reads the labels and order from the data (calbench.split.split_dataset).
+    Adding, retraining or re-caching a model leaves the split as it is; a changed limit
+    rebuilds it. A dataset of imported files only (source: logits) has no data but its files:
+    its split is made from its first such model's file, a plain input (no ancient(): Snakemake 9
+    leaves a job out of the plan when the producer of an ancient() input reruns, so a changed
+    file would leave a stale split for one run). Re-importing that file reruns the split and the
+    dataset's calibrate jobs, which restore every calibrator from results/calibrate_cache/ when
+    N and the labels are unchanged (the split's bytes then are too). Pre-split models
+    (logits.split: file) bring their own split and are not counted."""
     models = [m for m in models_of(wildcards.dataset) if not presplit(m)]
-    candidates = [f"results/logits/{wildcards.dataset}/{m}.npz" for m in models]
-    split = Path(f"results/split/{wildcards.dataset}/split.npz")
-    recorded = split_made_from(split)
-    logits = recorded if recorded in candidates else candidates[0]
-    others = [dataset_spec(wildcards), lib_sources("split")]
-    if split.is_file() and all(Path(p).stat().st_mtime <= split.stat().st_mtime for p in others):
-        return ancient(logits)
-    return logits
+    if any(model_cfg(m)["source"] != "logits" for m in models):
+        return {
+            "manifest": f"resources/datasets/{wildcards.dataset}/manifest.json",
+            "dataset": dataset_spec(wildcards),
+        }
+    return {"logits": f"results/logits/{wildcards.dataset}/{models[0]}.npz"}
+
+
+def split_args(wildcards, input):
+    """The split verb's source: the dataset read from its folder, or the imported file."""
+    if "logits" in input.keys():
+        return shell_args("--logits", input.logits)
+    source = shell_args(
+        "--dataset", wildcards.dataset, "--data-root", data_root(wildcards.dataset),
+        "--dataset-spec", f"@{input.dataset}",
+    )
+    return f"{source} {limit_arg(wildcards)}"
 
 
 #: digests of the local copies import_logits reads, keyed by path and the file's stat
