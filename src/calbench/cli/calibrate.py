@@ -48,7 +48,7 @@ def _cmd_calibrate(args: argparse.Namespace) -> int:
         with time_limit(limit, message):
             for i, model in enumerate(models):
                 try:
-                    written += CalibrateSpec.from_dict(spec).run(**model)
+                    written += CalibrateSpec.from_dict(spec).run(**model) or []
                 except (ValueError, FileNotFoundError, KeyError) as exc:
                     if len(models) == 1:
                         raise
