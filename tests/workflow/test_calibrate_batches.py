@@ -59,3 +59,11 @@ def test_the_size_comes_from_the_predictions_file_the_config_names(sizing, tmp_p
     assert sizing.source_shape("t", {"source": "train", "dataset": "d"}) is None
     moved = {**entries["small"], "logits": {**entries["small"]["logits"], "local_path": "gone"}}
     assert sizing.source_shape("small", moved) is None  # not there: its own job reports it
+
+
+def test_a_calarena_study_s_sizes_come_from_the_benchmark_s_index(sizing):
+    from calbench.reference.calarena import model_slug
+
+    shapes = sizing.calarena_shapes({"calarena": {"benchmark": "cv-binary"}})
+    assert shapes[model_slug("c10", "densenet40")] == (15_000, 2)  # cal 5,000 + test 10,000
+    assert sizing.calarena_shapes({}) == {}

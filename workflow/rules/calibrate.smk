@@ -17,7 +17,10 @@
 #: constraint of the per-model calibrate rule: every model of no batch
 CALIBRATE_BATCHES = calibrate_batches(
     {m: v["dataset"] for m, v in config["models"].items()},
-    {m: source_shape(m, v, config.get("mirrors") or []) for m, v in config["models"].items()},
+    {
+        **{m: source_shape(m, v, config.get("mirrors") or []) for m, v in config["models"].items()},
+        **calarena_shapes(config),
+    },
 )
 UNBATCHED_MODELS = _names_regex(
     sorted(set(config["models"]) - {m for ms in CALIBRATE_BATCHES.values() for m in ms})

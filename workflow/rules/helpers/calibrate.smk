@@ -22,5 +22,9 @@ def batch_splits(dataset, members):
 
 def batch_mem_mb(members):
     """Memory (MB) of a batch's job: that of its largest model (mem_mb_of of its source shape)."""
-    shapes = [source_shape(m, config["models"][m], config.get("mirrors") or []) for m in members]
+    known = calarena_shapes(config)
+    shapes = [
+        known.get(m) or source_shape(m, config["models"][m], config.get("mirrors") or [])
+        for m in members
+    ]
     return max(mem_mb_of(*shape) for shape in shapes)

@@ -186,9 +186,10 @@ def mem_mb_of(n, k):
 # and its bytes (the verb runs each model as a job of its own would). Membership is decided from
 # the config alone, before anything runs, so that it is the same on every run: a model's size is
 # read from the header of its own predictions file when the config names one that exists (a
-# `logits_folder:` study, `logits.local_path`, a `mirrors:` directory) and is an .npz; a model
-# whose size is unknown before the run (trained, downloaded, .pt or other formats) gets a job of
-# its own, sized as above.
+# `logits_folder:` study, `logits.local_path`, a `mirrors:` directory) and is an .npz, or, for a
+# `calarena:` study, from the benchmark's experiment index (cal_size + test_size, n_classes); a
+# model whose size is unknown before the run (trained, downloaded from elsewhere, .pt or other
+# formats) gets a job of its own, sized as above.
 
 #: logit entries (N x K) up to which a model is calibrated in a batch: 2^17 = 131,072, e.g.
 #: 2,000 x 65 or 13,000 x 10 (a job of that size fits in ~5 s, its start-up ~3 s)
@@ -214,6 +215,26 @@ def source_shape(model, entry, mirrors=()):
     if found is None or Path(found[0]).suffix != ".npz":
         return None
     return logits_shape(found[0])
+
+
+def calarena_shapes(config):
+    """(N, K) of each model of the config's ``calarena:`` section, from the benchmark's index
+    (its ``cal_size + test_size`` and ``n_classes``, calbench.reference.calarena.experiments);
+    ``{}`` without the section or an index that lacks the sizes."""
+    section = config.get("calarena")
+    if not isinstance(section, dict):
+        return {}
+    from calbench.reference.calarena import experiments, model_slug
+
+    try:
+        rows = experiments(section["benchmark"], section.get("experiments_csv"))
+    except (KeyError, ValueError, OSError):
+        return {}
+    return {
+        model_slug(r["dataset"], r["model"]): (r["n_samples"], r["n_classes"])
+        for r in rows
+        if r["n_samples"] is not None
+    }
 
 
 def calibrate_batches(models, shapes, max_entries=None, max_models=None):
