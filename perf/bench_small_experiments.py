@@ -6,7 +6,8 @@ A folder of M small predictions files (``logits_folder:``, the two-line config o
 
 * the run's wall time, per model, and the mean wall time of each rule's jobs (Snakemake's
   ``benchmarks/<rule>/...tsv``, column ``s``);
-* one ``calibrate`` job taken apart: the same command rerun in a fresh process under
+* one ``calibrate`` job taken apart (a batch of small models, workflow/rules/helpers/sizing.smk,
+  when the study's models are small enough: its figures are also printed per model): the same command rerun in a fresh process under
   ``python -X importtime`` (the imports' total), then once more in that process, warm, with
   timers around the work: **start-up** (the fresh job's wall less the warm rerun's: the
   interpreter, imports, first-call costs), **fitting** (every calibrator's outermost ``fit``,
@@ -20,6 +21,7 @@ files) below the fitting work, and small jobs grouped. This script measures; it 
     python perf/bench_small_experiments.py                       # both sizes, M = 4
     python perf/bench_small_experiments.py --sizes 1000x2 --models 8 --cores 2
     python perf/bench_small_experiments.py --calibrators uncalibrated,ts,iso
+    python perf/bench_small_experiments.py --sizes 500x2 --models 100 --no-job   # 100 tiny models
 """
 
 from __future__ import annotations
@@ -73,9 +75,10 @@ def _profile_job(argv: list[str]) -> None:
                 wrapped = timed(klass.__dict__["fit"], "fitting")
                 wrapped._timed = True
                 klass.fit = wrapped
-    for mod in (protocol, steps):
-        mod.evaluate_rows = timed(mod.evaluate_rows, "metrics")
-        mod.draw = timed(mod.draw, "diagrams")
+    for mod in (protocol, steps):  # each module's own name for the function, where it has one
+        for name, key in (("evaluate_rows", "metrics"), ("draw", "diagrams")):
+            if hasattr(mod, name):
+                setattr(mod, name, timed(getattr(mod, name), key))
     out = {"setup_s": time.perf_counter() - t_start}
     for run, args in (("cold", argv), ("warm", [a.replace("/again/", "/again2/") for a in argv])):
         for key in totals:
@@ -123,8 +126,23 @@ def _benchmarks(root: Path) -> dict[str, list[float]]:
     return out
 
 
+def _means(rules: dict[str, list[float]]) -> dict[str, tuple[int, float]]:
+    """Jobs and mean wall time per rule; the batches of every size as one rule."""
+    merged: dict[str, list[float]] = {}
+    for rule, walls in rules.items():
+        merged.setdefault(rule, []).extend(walls)
+    return {r: (len(v), sum(v) / len(v)) for r, v in merged.items()}
+
+
+def _count_values(argv: list[str], flag: str) -> int:
+    """How many values ``flag`` has in ``argv``."""
+    i = argv.index(flag) + 1
+    j = next((k for k in range(i, len(argv)) if argv[k].startswith("--")), len(argv))
+    return j - i
+
+
 def _calibrate_command(root: Path) -> list[str]:
-    """The argv of the first calibrate job, from Snakemake's log of the run."""
+    """The argv of the first calibrate job (one model's, or a batch's), from Snakemake's log."""
     log = max((root / ".snakemake" / "log").glob("*.log"), key=os.path.getmtime)
     text = log.read_text()
     m = re.search(r"calbench calibrate (.*?) > logs/", text.replace("\n", " "))
@@ -133,7 +151,9 @@ def _calibrate_command(root: Path) -> list[str]:
     return ["calibrate", *m.group(1).split()]
 
 
-def run_size(n: int, k: int, models: int, cores: int, calibrators: str | None, env: dict) -> dict:
+def run_size(
+    n: int, k: int, models: int, cores: int, calibrators: str | None, env: dict, no_job: bool
+) -> dict:
     with tempfile.TemporaryDirectory(prefix=f"calbench_small_{n}x{k}_") as tmp:
         root = Path(tmp)
         _write_study(root, n, k, models, calibrators)
@@ -145,13 +165,20 @@ def run_size(n: int, k: int, models: int, cores: int, calibrators: str | None, e
         if res.returncode != 0:
             raise SystemExit(res.stdout[-3000:] + res.stderr[-3000:])
         rules = _benchmarks(root)
+        if no_job:
+            return {"size": f"{n} x {k}", "models": models, "wall": wall, "rules": _means(rules)}
         argv = _calibrate_command(root)
+        batch = _count_values(argv, "--logits")  # models of that job (a batch of small ones)
         # the same job again, into scratch folders (the reuse cache left out: a full refit)
         redirect = {"--calibrators-dir", "--metrics-dir", "--plots-dir", "--compare",
                     "--robustness", "--reuse-dir"}  # fmt: skip
+        flag = None
         for i, a in enumerate(argv):
-            if a in redirect:
-                argv[i + 1] = str(root / "again" / a.strip("-"))
+            if a.startswith("--"):
+                flag, j = a, 0
+            elif flag in redirect:
+                argv[i] = str(root / "again" / flag.strip("-") / str(j))
+                j += 1
         job_env = {**env, "OMP_NUM_THREADS": "1"}
         t0 = time.perf_counter()
         prof = subprocess.run(
@@ -171,7 +198,8 @@ def run_size(n: int, k: int, models: int, cores: int, calibrators: str | None, e
             "size": f"{n} x {k}",
             "models": models,
             "wall": wall,
-            "rules": {r: (len(v), sum(v) / len(v)) for r, v in rules.items()},
+            "rules": _means(rules),
+            "batch": batch,
             "job_wall": single,
             "imports": _import_seconds(prof.stderr),
             "startup": startup,
@@ -191,6 +219,9 @@ def main() -> None:
     p.add_argument("--models", type=int, default=4, help="models per study (default 4)")
     p.add_argument("--cores", type=int, default=2)
     p.add_argument("--calibrators", default=None, help="comma-separated (default: config.yaml's)")
+    p.add_argument(
+        "--no-job", action="store_true", help="the workflow's wall time only (no job taken apart)"
+    )
     args = p.parse_args()
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join([str(REPO / "src"), env.get("PYTHONPATH", "")]).rstrip(
@@ -199,21 +230,32 @@ def main() -> None:
     env["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), env.get("PATH", "")])
     for size in args.sizes.split(","):
         n, k = (int(x) for x in size.lower().split("x"))
-        r = run_size(n, k, args.models, args.cores, args.calibrators, env)
+        r = run_size(n, k, args.models, args.cores, args.calibrators, env, args.no_job)
         print(f"\n== {r['size']}: {r['models']} models, --cores {args.cores} ==")
         print(f"workflow wall {r['wall']:.1f} s, {r['wall'] / r['models']:.1f} s per model")
         for rule, (count, mean) in sorted(r["rules"].items()):
             print(f"  {rule:<16} {count:>3} jobs, mean wall {mean:6.2f} s")
+        if "batch" not in r:
+            continue
+        b = r["batch"]
         print(
-            f"one calibrate job: {r['job_wall']:.2f} s wall in a fresh process (imports "
-            f"{r['imports']:.2f} s of it); the same job again in that process:"
+            f"one calibrate job of {b} model{'s' * (b > 1)}: {r['job_wall']:.2f} s wall in a "
+            f"fresh process (imports {r['imports']:.2f} s of it), {r['job_wall'] / b:.2f} s per "
+            "model; the same job again in that process (total, per model):"
         )
-        print(f"  {'start-up':<9} {r['startup']:6.2f} s  (fresh job's wall - the warm rerun's)")
+        print(
+            f"  {'start-up':<9} {r['startup']:6.2f} s {r['startup'] / b:6.2f} s  (fresh job's "
+            "wall - the warm rerun's)"
+        )
         for key in ("fitting", "metrics", "diagrams", "other"):
-            print(f"  {key:<9} {r[key]:6.2f} s")
+            print(f"  {key:<9} {r[key]:6.2f} s {r[key] / b:6.2f} s")
         fixed = r["startup"] + r["diagrams"]
         verdict = "below" if fixed < r["fitting"] else "ABOVE"
         print(f"  fixed overhead (start-up + diagrams) {fixed:.2f} s: {verdict} the fitting work")
+        print(
+            f"  start-up alone {r['startup']:.2f} s: "
+            f"{'below' if r['startup'] < r['fitting'] else 'ABOVE'} the fitting work"
+        )
 
 
 if __name__ == "__main__":

@@ -48,7 +48,7 @@ def job_counts(output: str) -> dict[str, int]:
     when nothing is to be done)."""
     counts = {}
     for line in output.splitlines():
-        m = re.match(r"^\s*([a-z_]+)\s+(\d+)\s*$", line)
+        m = re.match(r"^\s*([a-z][a-z0-9_]*)\s+(\d+)\s*$", line)
         if m and m.group(1) != "total":
             counts[m.group(1)] = int(m.group(2))
     return counts

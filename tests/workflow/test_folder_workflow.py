@@ -60,9 +60,13 @@ def test_two_line_config_plans_the_study(study):
     res = smk(study, "--configfile", "study.yaml", "-n", "--quiet", "rules")
     assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
     assert job_counts(res.stdout + res.stderr) == {
-        "import_logits": 2, "split": 1, "calibrate": 2, "aggregate": 1, "render_report": 1,
+        "import_logits": 2,
+        "split": 1,
+        "calibrate_batch_my_preds__0": 1,
+        "aggregate": 1,
+        "render_report": 1,
         "all": 1,
-    }  # fmt: skip
+    }  # fmt: skip: two small models, one batch (workflow/rules/helpers/sizing.smk)
     # config.yaml's calibrators, in its order: the calibrate spec the dry run writes
     (spec,) = (study / "results" / "specs").glob("calibrate-*.json")
     cals = yaml.safe_load((REPO / "config.yaml").read_text())["calibrators"]
@@ -81,6 +85,35 @@ def test_folder_study_runs_to_the_report(study):
     assert cals == ["iso.json", "ts.json", "uncalibrated.json"]
     logits = np.load(study / "results/logits/my_preds/mlp.npz")
     np.testing.assert_array_equal(logits["labels"], np.load(study / "my_preds/mlp.npz")["labels"])
+    # both models were calibrated in one batch job; each one's files are the bytes a job of its
+    # own writes
+    assert (study / "logs/calibrate_batch/my_preds__0.log").is_file()
+    assert not (study / "logs/calibrate").exists()
+    (spec,) = (study / "results" / "specs").glob("calibrate-*.json")
+    alone = study / "alone"
+    res = subprocess.run(
+        ["calbench", "calibrate", "--logits", "results/logits/my_preds/mlp.npz",
+         "--split", "results/split/my_preds/split.npz", "--spec", f"@{spec}",
+         "--calibrators-dir", alone / "cal", "--metrics-dir", alone / "met",
+         "--plots-dir", alone / "plots", "--compare", alone / "compare.csv",
+         "--robustness", alone / "robustness.csv"],
+        cwd=study, env=_env(study), capture_output=True, text=True,
+    )  # fmt: skip
+    assert res.returncode == 0, res.stderr[-2000:]
+    batch = {
+        "cal": "results/calibrators/my_preds/mlp", "met": "results/metrics/my_preds/mlp",
+        "plots": "results/plots/my_preds/mlp", "compare.csv": "results/compare/my_preds/mlp.csv",
+        "robustness.csv": "results/robustness/my_preds/mlp.csv",
+    }  # fmt: skip
+    files = sorted(p for p in alone.rglob("*") if p.is_file())
+    assert len(files) == 3 * 3 + 3 and any(p.suffix == ".png" for p in files)
+    for path in files:
+        rel = path.relative_to(alone)
+        top = rel.parts[0]
+        twin = (
+            study / batch[top] / Path(*rel.parts[1:]) if len(rel.parts) > 1 else study / batch[top]
+        )
+        assert path.read_bytes() == twin.read_bytes(), rel
     # the folder's files replaced by files of another N: one run re-imports them and rebuilds
     # the split (made from the first file, as a dataset of files has no data of its own)
     rng = np.random.default_rng(1)

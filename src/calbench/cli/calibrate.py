@@ -32,6 +32,7 @@ def _cmd_calibrate(args: argparse.Namespace) -> int:
     from calbench._deadline import TimeLimitExceeded, limit_text, time_limit  # lazy: cli start-up
     from calbench.protocol import CalibrateSpec  # lazy: cli start-up
 
+    models = _batch(args)
     spec = parse_json_arg(args.spec, "--spec")
     check_display_names(spec)
     _fit_settings(args)
@@ -42,24 +43,72 @@ def _cmd_calibrate(args: argparse.Namespace) -> int:
         "it (snakemake --set-resources calibrate:runtime=MINUTES) or leave out the calibrator "
         "that hangs"
     )
+    written: list = []  # every model's files so far: an error removes the whole batch's
     try:
         with time_limit(limit, message):
-            CalibrateSpec.from_dict(spec).run(
-                args.logits,
-                args.split,
-                calibrators_dir=args.calibrators_dir,
-                metrics_dir=args.metrics_dir,
-                plots_dir=args.plots_dir,
-                compare_out=args.compare,
-                robustness_out=args.robustness,
-                dataset=args.dataset,
-                model=args.model,
-                reuse_dir=args.reuse_dir,
-                partitions_out=args.partitions,
-            )
+            for i, model in enumerate(models):
+                try:
+                    written += CalibrateSpec.from_dict(spec).run(**model) or []
+                except (ValueError, FileNotFoundError, KeyError) as exc:
+                    if len(models) == 1:
+                        raise
+                    msg = exc.args[0] if isinstance(exc, KeyError) and exc.args else exc
+                    raise ValueError(
+                        f"model {i + 1} of {len(models)} (--logits {model['logits_path']}): "
+                        f"{msg}; nothing of this batch was written"
+                    ) from exc
     except TimeLimitExceeded:
+        _remove(written)
         raise ValueError(message.split(": error: ", 1)[1]) from None
+    except BaseException:
+        _remove(written)
+        raise
     return 0
+
+
+#: the calibrate verb's per-model options: ``(flag, destination, run() keyword)``; each takes
+#: one value, or one per ``--logits`` (a batch), --split and the naming options also one shared
+_PER_MODEL = (
+    ("--split", "split", "split_path"),
+    ("--calibrators-dir", "calibrators_dir", "calibrators_dir"),
+    ("--metrics-dir", "metrics_dir", "metrics_dir"),
+    ("--plots-dir", "plots_dir", "plots_dir"),
+    ("--compare", "compare", "compare_out"),
+    ("--robustness", "robustness", "robustness_out"),
+    ("--partitions", "partitions", "partitions_out"),
+    ("--reuse-dir", "reuse_dir", "reuse_dir"),
+    ("--dataset", "dataset", "dataset"),
+    ("--model", "model", "model"),
+)
+#: options a batch may give once for all its models (inputs and names, not output paths)
+_SHARED = frozenset({"--split", "--dataset"})
+
+
+def _batch(args: argparse.Namespace) -> list[dict]:
+    """The models of one calibrate run: one ``CalibrateSpec.run`` keyword set per ``--logits``,
+    the i-th value of each per-model option (:data:`_PER_MODEL`) for the i-th model."""
+    logits = args.logits
+    models = [{"logits_path": path} for path in logits]
+    for flag, dest, key in _PER_MODEL:
+        values = getattr(args, dest)
+        if values is None:  # an optional option left out: None for every model
+            values = [None] * len(logits)
+        if len(values) != len(logits) and not (len(values) == 1 and flag in _SHARED):
+            once = " once or" if flag in _SHARED else ""
+            raise ValueError(
+                f"{flag} has {len(values)} values for {len(logits)} --logits; give it{once} "
+                "one value per --logits, in the same order"
+            )
+        for i, model in enumerate(models):
+            model[key] = values[i if len(values) > 1 else 0]
+    return models
+
+
+def _remove(paths) -> None:
+    from pathlib import Path  # lazy: cli start-up
+
+    for path in paths:
+        Path(path).unlink(missing_ok=True)
 
 
 def _cmd_fit(args: argparse.Namespace) -> int:
@@ -159,18 +208,23 @@ def _fit_options(p: argparse.ArgumentParser) -> None:
 
 def _calibrate_files(args: argparse.Namespace) -> list[tuple[str, str]]:
     """The files ``calibrate`` writes in its folders: each calibrator key's JSON, CSV and PNG,
-    and the grid."""
+    and the grid, for each model of the batch."""
     from pathlib import Path  # lazy: cli start-up
 
     spec = parse_json_arg(args.spec, "--spec")
     keys = spec.get("calibrators") if isinstance(spec.get("calibrators"), dict) else {}
-    out = [("--plots-dir", Path(args.plots_dir) / "grid.png")]
-    for key in keys:
-        out += [
-            ("--calibrators-dir", Path(args.calibrators_dir) / f"{key}.json"),
-            ("--metrics-dir", Path(args.metrics_dir) / f"{key}.csv"),
-            ("--plots-dir", Path(args.plots_dir) / f"{key}.png"),
-        ]
+    out = []
+    for plots_dir in args.plots_dir:
+        out.append(("--plots-dir", Path(plots_dir) / "grid.png"))
+    for cal_dir, met_dir, plots_dir in zip(
+        args.calibrators_dir, args.metrics_dir, args.plots_dir, strict=False
+    ):
+        for key in keys:
+            out += [
+                ("--calibrators-dir", Path(cal_dir) / f"{key}.json"),
+                ("--metrics-dir", Path(met_dir) / f"{key}.csv"),
+                ("--plots-dir", Path(plots_dir) / f"{key}.png"),
+            ]
     return out
 
 
@@ -217,14 +271,35 @@ def _listed(section: str, key: str) -> str | None:
 def register(sub) -> None:
     p = sub.add_parser(
         "calibrate",
-        help="every calibrator of one model: fit, metrics, diagrams, comparisons, grid",
+        help="every calibrator of one model (or of each of several): fit, metrics, diagrams, "
+        "comparisons, grid",
         description="Fit every calibrator of the spec on the validation half, evaluate each on "
         "both halves with its reliability diagram, compare them (paired tests) and draw the grid: "
         "DIR/<key>.json, DIR/<key>.csv, DIR/<key>.png, the comparison CSV and DIR/grid.png. The "
-        "files equal those of fit-calibrator, evaluate, compare and plot-reliability --grid.",
+        "files equal those of fit-calibrator, evaluate, compare and plot-reliability --grid. Several "
+        "--logits (each per-model option then one value per model) calibrate a batch of models in "
+        "one process, each model's files the bytes of a run of its own; an error in one names it "
+        "and removes every file of the batch.",
     )
-    add_logits_split(p)
-    _naming(p)
+    several = " (several models in one process: one value per --logits, in its order)"
+    p.add_argument(
+        "--logits", nargs="+", required=True, help="logits .npz written by cache-logits" + several
+    )
+    p.add_argument(
+        "--split",
+        nargs="+",
+        required=True,
+        help="split .npz written by split (one for all, or one per --logits)",
+    )
+    p.add_argument(
+        "--dataset", nargs="+", type=text_arg,
+        help="dataset name for the CSV (default: from the logits file; one for all, or one per "
+        "--logits)",
+    )  # fmt: skip
+    p.add_argument(
+        "--model", nargs="+", type=text_arg,
+        help="model name for the CSV (default: from the logits file)" + several,
+    )  # fmt: skip
     p.add_argument(
         "--spec",
         required=True,
@@ -232,23 +307,29 @@ def register(sub) -> None:
         "(calbench.calibrate_spec.CALIBRATE_SPEC; the workflow writes it under results/specs/)",
     )
     _fit_options(p)
-    p.add_argument("--calibrators-dir", required=True, help="folder of the calibrator JSONs")
-    p.add_argument("--metrics-dir", required=True, help="folder of the metric CSVs")
-    p.add_argument("--plots-dir", required=True, help="folder of the diagrams and grid.png")
-    p.add_argument("--compare", required=True, help="comparison .csv to write")
+    for flag, what in (
+        ("--calibrators-dir", "folder of the calibrator JSONs"),
+        ("--metrics-dir", "folder of the metric CSVs"),
+        ("--plots-dir", "folder of the diagrams and grid.png"),
+        ("--compare", "comparison .csv to write"),
+    ):
+        p.add_argument(flag, nargs="+", required=True, help=what + several)
     p.add_argument(
         "--robustness",
-        help="also write the calibrators' ranks under other ECE variants to this .csv",
+        nargs="+",
+        help="also write the calibrators' ranks under other ECE variants to this .csv" + several,
     )
     p.add_argument(
         "--partitions",
+        nargs="+",
         help="evaluation.scheme crossfit: also write each comparison's spread over the "
-        "repeated partitions to this .csv",
+        "repeated partitions to this .csv" + several,
     )
     p.add_argument(
         "--reuse-dir",
+        nargs="+",
         help="folder keeping each calibrator's files under a digest of all it depends on: an "
-        "unchanged calibrator is copied from there instead of refitted",
+        "unchanged calibrator is copied from there instead of refitted" + several,
     )
     p.add_argument(
         "--time-limit",

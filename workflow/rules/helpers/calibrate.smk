@@ -13,3 +13,18 @@ def calibrate_spec():
     the keys of calbench.calibrate_spec.CALIBRATE_SPEC): every calibrator, the evaluation, the
     comparisons and the diagrams' settings."""
     return spec_file("calibrate", CalibrateSpec.from_config(config).to_json())
+
+
+def batch_splits(dataset, members):
+    """The split of each model of a batch (split_file), in the batch's order."""
+    return [split_file(SimpleNamespace(dataset=dataset, model=m)) for m in members]
+
+
+def batch_mem_mb(members):
+    """Memory (MB) of a batch's job: that of its largest model (mem_mb_of of its source shape)."""
+    known = calarena_shapes(config)
+    shapes = [
+        known.get(m) or source_shape(m, config["models"][m], config.get("mirrors") or [])
+        for m in members
+    ]
+    return max(mem_mb_of(*shape) for shape in shapes)

@@ -10,6 +10,7 @@
 # inputs exist, before it schedules the job. Functions only, kept apart from the rules as
 # Snakemake's linter asks.
 import math
+from pathlib import Path
 
 #: logit entries (N x K) up to which a calibrate job runs on one thread: calbench's scaling fits
 #: use one thread up to 2^21 entries of their validation half anyway
@@ -162,9 +163,99 @@ def calibrate_mem_mb(wildcards, input):
     shape = logits_shape(input.logits)
     if shape is None:
         return 4000
-    n, k = shape
+    return mem_mb_of(*shape)
+
+
+def mem_mb_of(n, k):
+    """calibrate_mem_mb of N x K logits."""
     extra = (
         n * CALIBRATE_BYTES_PER_SAMPLE + n * k * CALIBRATE_BYTES_PER_ENTRY
         + k * k * CALIBRATE_BYTES_PER_CLASS_PAIR
     )
     return math.ceil(CALIBRATE_MEM_MARGIN * (CALIBRATE_BASE_MB + extra / 1e6))
+
+
+# --- batches of small models -------------------------------------------------------------------
+# A calibrate job of a small model is mostly fixed cost: the process's start-up and imports
+# (~2-4 s: numpy, scipy, torch when a scaling calibrator needs it, matplotlib) against a second or
+# two of fitting (perf/bench_small_experiments.py). Models whose logits have at most
+# CALIBRATE_BATCH_MAX_ENTRIES entries are calibrated in batches of at most
+# CALIBRATE_BATCH_MAX_MODELS models of one dataset: one job, one process (`calbench calibrate`
+# with one value per model of each per-model option), so the start-up is paid once per batch, and
+# a cluster gets one job per batch instead of one per model. Every file keeps its per-model path
+# and its bytes (the verb runs each model as a job of its own would). Membership is decided from
+# the config alone, before anything runs, so that it is the same on every run: a model's size is
+# read from the header of its own predictions file when the config names one that exists (a
+# `logits_folder:` study, `logits.local_path`, a `mirrors:` directory) and is an .npz, or, for a
+# `calarena:` study, from the benchmark's experiment index (cal_size + test_size, n_classes); a
+# model whose size is unknown before the run (trained, downloaded from elsewhere, .pt or other
+# formats) gets a job of its own, sized as above.
+
+#: logit entries (N x K) up to which a model is calibrated in a batch: 2^17 = 131,072, e.g.
+#: 2,000 x 65 or 13,000 x 10 (a job of that size fits in ~5 s, its start-up ~3 s)
+CALIBRATE_BATCH_MAX_ENTRIES = 1 << 17
+#: models of one batch at most: the start-up is then 1/8 of a job per model, and 100 models make
+#: 13 batches, enough to keep 2 to 16 cores busy
+CALIBRATE_BATCH_MAX_MODELS = 8
+
+
+def source_shape(model, entry, mirrors=()):
+    """(N, K) of ``model``'s predictions as the config gives them, before anything runs: the
+    header of its local .npz file (``logits.local_path`` or a ``mirrors:`` directory,
+    calbench.logits_sources.fetch.local_copy); ``None`` when there is none or it is not an .npz
+    with a ``logits`` array."""
+    if entry.get("source") != "logits":
+        return None
+    from calbench.logits_sources.fetch import local_copy
+
+    try:
+        found = local_copy(model, entry, mirrors)
+    except (ValueError, OSError):
+        return None
+    if found is None or Path(found[0]).suffix != ".npz":
+        return None
+    return logits_shape(found[0])
+
+
+def calarena_shapes(config):
+    """(N, K) of each model of the config's ``calarena:`` section, from the benchmark's index
+    (its ``cal_size + test_size`` and ``n_classes``, calbench.reference.calarena.experiments);
+    ``{}`` without the section or an index that lacks the sizes."""
+    section = config.get("calarena")
+    if not isinstance(section, dict):
+        return {}
+    from calbench.reference.calarena import experiments, model_slug
+
+    try:
+        rows = experiments(section["benchmark"], section.get("experiments_csv"))
+    except (KeyError, ValueError, OSError):
+        return {}
+    return {
+        model_slug(r["dataset"], r["model"]): (r["n_samples"], r["n_classes"])
+        for r in rows
+        if r["n_samples"] is not None
+    }
+
+
+def calibrate_batches(models, shapes, max_entries=None, max_models=None):
+    """``{name: [model, ...]}``: the batches of small models (see above). ``models`` maps each
+    model to its dataset, in config order; ``shapes`` each model to its (N, K) or ``None``.
+    Models with at most ``max_entries`` (CALIBRATE_BATCH_MAX_ENTRIES) entries are grouped per
+    dataset, in config order, ``max_models`` (CALIBRATE_BATCH_MAX_MODELS) a batch, the last one
+    the rest (a model added at the end changes only the last batch); batches are named
+    ``<dataset>__<i>`` (i from 0); a batch of one model is no batch (its model keeps a job of its
+    own)."""
+    max_entries = CALIBRATE_BATCH_MAX_ENTRIES if max_entries is None else max_entries
+    max_models = CALIBRATE_BATCH_MAX_MODELS if max_models is None else max_models
+    small = {}
+    for model, dataset in models.items():
+        shape = shapes.get(model)
+        if shape is not None and shape[0] * shape[1] <= max_entries:
+            small.setdefault(dataset, []).append(model)
+    batches = {}
+    for dataset, members in small.items():
+        for i in range(0, len(members), max_models):
+            chunk = members[i : i + max_models]
+            if len(chunk) > 1:
+                batches[f"{dataset}__{i // max_models}"] = chunk
+    return batches

@@ -78,7 +78,8 @@ def model_slug(dataset: str, model: str) -> str:
 
 def experiments(benchmark: str, experiments_csv: str | os.PathLike | None = None) -> list[dict]:
     """The experiments of ``benchmark`` (``dataset``, ``model``, ``n_classes``: 2 where the index
-    has no such column) from ``experiments_csv``, else the packaged index."""
+    has no such column; ``n_samples``: its ``cal_size + test_size``, ``None`` without them) from
+    ``experiments_csv``, else the packaged index."""
     if experiments_csv is not None:
         text = Path(experiments_csv).read_text(encoding="utf-8")
         where = str(experiments_csv)
@@ -95,9 +96,22 @@ def experiments(benchmark: str, experiments_csv: str | os.PathLike | None = None
     if not rows or not {"dataset", "model"} <= set(rows[0]):
         raise ValueError(f"{where} has no dataset,model rows; is it CalArena's experiments CSV?")
     return [
-        {"dataset": r["dataset"], "model": r["model"], "n_classes": int(r.get("n_classes") or 2)}
+        {
+            "dataset": r["dataset"],
+            "model": r["model"],
+            "n_classes": int(r.get("n_classes") or 2),
+            "n_samples": _samples(r),
+        }
         for r in rows
     ]
+
+
+def _samples(row: Mapping) -> int | None:
+    """``cal_size + test_size`` of an index row; ``None`` where the index lacks them."""
+    try:
+        return int(row["cal_size"]) + int(row["test_size"])
+    except (KeyError, TypeError, ValueError):
+        return None
 
 
 def experiment_entries(section: Mapping) -> tuple[dict, dict]:
