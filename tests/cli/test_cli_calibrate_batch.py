@@ -118,3 +118,24 @@ def test_lists_of_another_length_are_refused_in_one_line(data, tmp_path, capsys,
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and flag in err[0] and f"{count} values for 3" in err[0], err
     assert not (tmp_path / "out").exists()
+
+
+def test_a_cross_fitted_batch_writes_each_models_partitions_file_as_its_own_job(data, tmp_path):
+    """``evaluation.scheme: crossfit``: ``--partitions`` takes one file per ``--logits``, and a
+    batch's files (partitions included) are the bytes of one job per model."""
+    spec = json.loads(json.dumps(SPEC))
+    spec["evaluation"].update(scheme="crossfit", folds=3, repeats=2)
+    (tmp_path / "spec.json").write_text(json.dumps(spec))
+    models = list(MODELS[:2])
+
+    def argv(out, ms):
+        a = _args(data, out, ms)
+        a[a.index("--spec") + 1] = f"@{tmp_path / 'spec.json'}"
+        return a + ["--partitions", *[out / "partitions" / f"{m}.csv" for m in ms]]
+
+    for m in models:
+        assert _main(argv(tmp_path / "one", [m])) == 0
+    assert _main(argv(tmp_path / "batch", models)) == 0
+    one, batch = _digests(tmp_path / "one"), _digests(tmp_path / "batch")
+    assert {f"partitions/{m}.csv" for m in models} <= set(one)
+    assert batch == one
