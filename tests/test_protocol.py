@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from calbench.calibrate_spec import CALIBRATE_SPEC, DEFAULTS, SCHEME_KEYS
+from calbench.calibrate_spec import CALIBRATE_SPEC, DEFAULTS, PLOT_OPTIONAL_KEYS, SCHEME_KEYS
 from calbench.protocol import CalibrateSpec
 
 REPO = Path(__file__).resolve().parents[1]
@@ -48,8 +48,9 @@ def test_the_spec_defaults_are_the_schemas_and_a_config_carries_them_into_the_sp
 
 
 def _by_hand(section: dict) -> dict:
-    """A section's settings the by-hand verbs take (not the scheme: they run one step)."""
-    return {k: v for k, v in section.items() if k not in SCHEME_KEYS}
+    """A section's settings the by-hand verbs take (not the scheme: they run one step; not
+    whether each calibrator gets a diagram: they draw the one they are asked for)."""
+    return {k: v for k, v in section.items() if k not in (*SCHEME_KEYS, *PLOT_OPTIONAL_KEYS)}
 
 
 def _called(monkeypatch, tmp_path, verb: str, argv: list) -> dict:
@@ -71,7 +72,8 @@ def test_the_cli_verbs_defaults_are_the_schemas(monkeypatch, tmp_path):
                   ["evaluate", "--calibrator", tmp_path / "ts.json", "--out", tmp_path / "m.csv",
                    "--plot", tmp_path / "ts.png"])  # fmt: skip
     assert {k: got[k] for k in ev} == ev
-    assert {k: got["plot_options"][k] for k in schema["plots"]} == schema["plots"]
+    plots = _by_hand(schema["plots"])
+    assert {k: got["plot_options"][k] for k in plots} == plots
     got = _called(monkeypatch, tmp_path, "compare",
                   ["compare", "--calibrators", tmp_path / "ts.json", tmp_path / "uncalibrated.json",
                    "--out", tmp_path / "c.csv"])  # fmt: skip
@@ -121,6 +123,8 @@ SPEC = {
         (lambda s: s["evaluation"].update(scheme="crossfit", repeats=0),
          r"evaluation.repeats must be an integer in \[1, 1000\] \(e.g. 3\), got 0"),
         (lambda s: s["evaluation"].update(repeats=True), "evaluation.repeats must be an integer"),
+        (lambda s: s["plots"].update(per_calibrator="no"),
+         "plots.per_calibrator must be true or false, got 'no'"),
     ],
 )  # fmt: skip
 def test_one_check_names_the_specs_setting_before_any_work(tmp_path, edit, message):
@@ -162,9 +166,14 @@ def test_the_by_hand_verbs_get_the_same_checks_named_by_their_options(tmp_path):
 def test_the_spec_file_round_trips():
     spec = CalibrateSpec.from_dict(copy.deepcopy(SPEC))
     assert CalibrateSpec.from_dict(yaml.safe_load(spec.to_json())) == spec
-    assert spec.to_dict() == {**SPEC, "evaluation": _by_hand(SPEC["evaluation"])}
+    assert spec.to_dict() == {
+        **SPEC,
+        "evaluation": _by_hand(SPEC["evaluation"]),
+        "plots": _by_hand(SPEC["plots"]),
+    }
     crossfit = copy.deepcopy(SPEC)
     crossfit["evaluation"].update(scheme="crossfit", folds=4, repeats=2)
+    crossfit["plots"].update(per_calibrator=False)
     spec = CalibrateSpec.from_dict(crossfit)
     assert spec.to_dict() == crossfit
     assert CalibrateSpec.from_dict(yaml.safe_load(spec.to_json())) == spec
@@ -367,3 +376,27 @@ def test_a_failing_cross_fit_is_one_line_naming_the_calibrator_and_leaves_no_out
         _run(_crossfit_spec(), files, out)
     assert "\n" not in str(info.value)
     assert [p for p in out.rglob("*") if p.is_file()] == []
+
+
+@pytest.mark.parametrize("scheme", ["holdout", "crossfit"])
+def test_the_grid_alone_draws_no_diagram_per_calibrator_and_changes_nothing_else(tmp_path, scheme):
+    """``plots.per_calibrator: false`` (studies of many small models): no PNG per calibrator,
+    every other file (the grid included) the bytes of the default run; its spec file keeps the
+    key, the default's does not (a spec written before the key existed is unchanged)."""
+    files = _files(tmp_path)
+    spec = _crossfit_spec() if scheme == "crossfit" else copy.deepcopy(SPEC)
+    _run(spec, files, tmp_path / "all", reuse_dir=tmp_path / "cache_all")
+    spec["plots"]["per_calibrator"] = False
+    written = _run(spec, files, tmp_path / "grid", reuse_dir=tmp_path / "cache_grid")
+    got = {p.name: p.read_bytes() for p in (tmp_path / "grid").iterdir()}
+    every = {p.name: p.read_bytes() for p in (tmp_path / "all").iterdir()}
+    assert sorted(got) == sorted(p.name for p in written)
+    assert {n for n in every if n.endswith(".png")} == {"grid.png", "uncalibrated.png", "ts.png"}
+    assert [n for n in got if n.endswith(".png")] == ["grid.png"]
+    assert got == {n: b for n, b in every.items() if n not in ("uncalibrated.png", "ts.png")}
+    assert "per_calibrator" in yaml.safe_load(CalibrateSpec.from_dict(spec).to_json())["plots"]
+    assert "per_calibrator" not in yaml.safe_load(CalibrateSpec.from_dict(SPEC).to_json())["plots"]
+    if scheme == "holdout":  # a second run restores every calibrator from the cache: same bytes
+        _run(spec, files, tmp_path / "again", reuse_dir=tmp_path / "cache_grid")
+        again = {p.name: p.read_bytes() for p in (tmp_path / "again").iterdir()}
+        assert again == got

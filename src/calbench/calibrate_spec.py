@@ -34,7 +34,7 @@ DEFAULTS = {
         "select_folds": 5,
         "select_exclude": (),
     },
-    "plots": {"n_bins": 10, "style": "guo"},
+    "plots": {"n_bins": 10, "style": "guo", "per_calibrator": True},
 }  # fmt: skip
 
 #: keys of the ``calibrate`` spec (the JSON file the workflow writes from the config) and of its
@@ -49,3 +49,9 @@ SCHEMES = ("holdout", "crossfit")
 #: ``holdout`` spec's file, and so its digest and whether its jobs rerun, is what it was before
 #: the scheme existed); a spec file without them is ``holdout`` with these keys' defaults
 SCHEME_KEYS = ("scheme", "folds", "repeats")
+#: the ``plots`` keys written to the spec file only when they differ from their default (a spec
+#: file without them, every spec written before they existed, has the defaults): whether each
+#: calibrator's reliability diagram is drawn as its own PNG besides the model's grid (``False``
+#: for studies of many small models, where the diagrams cost more than the fits; the report
+#: then shows each model's grid)
+PLOT_OPTIONAL_KEYS = ("per_calibrator",)

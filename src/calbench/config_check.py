@@ -204,9 +204,9 @@ def strict_type_problems(config: Mapping, schema: Mapping) -> list[str]:
     checker = Draft202012Validator.TYPE_CHECKER.redefine_many(
         {
             "integer": lambda _, x: isinstance(x, int) and not isinstance(x, bool),
-            "number": lambda _, x: isinstance(x, int | float)
-            and not isinstance(x, bool)
-            and math.isfinite(x),
+            "number": lambda _, x: (
+                isinstance(x, int | float) and not isinstance(x, bool) and math.isfinite(x)
+            ),
         }
     )
     strict = validators.extend(Draft202012Validator, type_checker=checker)(schema)
@@ -271,7 +271,9 @@ def _display_problems(config: Mapping) -> list[str]:
                 "(matplotlib mathtext); write the label without '$'"
             )
         elif any(ord(c) < 32 or ord(c) == 127 for c in text):
-            problems.append(f"{key}: {text!r} holds a line break or control character; write one line")
+            problems.append(
+                f"{key}: {text!r} holds a line break or control character; write one line"
+            )
         elif key != "study.title":  # what the calibrate and aggregate steps refuse of a name
             try:
                 check_text(text, f"{key}:", f"write a plain label of at most {MAX_TEXT} characters")
@@ -464,6 +466,12 @@ def _reference_problems(config: Mapping) -> list[str]:
         problems.append(
             f"evaluation.calibrated_within: must be a calibration error in (0, 1) (a fraction, "
             f"e.g. 0.01 = 1 point), got {within!r}"
+        )
+    per_calibrator = (config.get("plots") or {}).get("per_calibrator", True)
+    if "reliability_by_objective" in (config["report"].get("studies") or []) and not per_calibrator:
+        problems.append(
+            "report.studies: reliability_by_objective shows each model's uncalibrated diagram, "
+            "which plots.per_calibrator: false does not draw; set it true or leave the study out"
         )
     g = config["report"].get("guo_kull") or {}
     if g.get("summary_model") and g["summary_model"] not in models:

@@ -41,7 +41,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from calbench import isolation
-from calbench.calibrate_spec import CALIBRATE_SPEC, DEFAULTS, SCHEME_KEYS
+from calbench.calibrate_spec import CALIBRATE_SPEC, DEFAULTS, PLOT_OPTIONAL_KEYS, SCHEME_KEYS
 from calbench.calibrators import get_calibrator
 from calbench.io import array_digest
 from calbench.results import (
@@ -129,9 +129,12 @@ class CalibrateSpec:
         _check_keys(spec)
         ev = {**{k: DEFAULTS["evaluation"][k] for k in SCHEME_KEYS}, **spec["evaluation"]}
         ev = {k: ev[k] for k in CALIBRATE_SPEC["evaluation"]}
+        plots = {**{k: DEFAULTS["plots"][k] for k in PLOT_OPTIONAL_KEYS}, **spec["plots"]}
+        plots = {k: plots[k] for k in CALIBRATE_SPEC["plots"]}
         return cls(
-            **{section: spec[section] for section in CALIBRATE_SPEC if section != "evaluation"},
+            **{s: spec[s] for s in CALIBRATE_SPEC if s not in ("evaluation", "plots")},
             evaluation=ev,
+            plots=plots,
         )
 
     def to_dict(self) -> dict:
@@ -140,6 +143,11 @@ class CalibrateSpec:
         out = {section: getattr(self, section) for section in CALIBRATE_SPEC}
         if self.evaluation.get("scheme", "holdout") == "holdout":
             out["evaluation"] = {k: v for k, v in self.evaluation.items() if k not in SCHEME_KEYS}
+        out["plots"] = {
+            k: v
+            for k, v in self.plots.items()
+            if not (k in PLOT_OPTIONAL_KEYS and v == DEFAULTS["plots"][k])
+        }
         return out
 
     def to_json(self) -> str:
@@ -157,7 +165,14 @@ class CalibrateSpec:
         scheme = check_scheme(self.evaluation)
         keys = list(self.calibrators)
         compared, exclude = check_compare(self.compare, ev.level, keys)
-        check_plot_options(self.plots)
+        plots = dict(self.plots)
+        per_calibrator = plots.pop("per_calibrator", True)
+        if not isinstance(per_calibrator, bool):
+            raise ValueError(
+                f"plots.per_calibrator must be true or false, got {per_calibrator!r}; false draws "
+                "each model's grid alone"
+            )
+        check_plot_options(plots)
         fitters = {}
         for key, entry in self.calibrators.items():
             try:
@@ -232,6 +247,7 @@ class CalibrateSpec:
         """
         plan = self.check()
         ev, cmp, plot = plan.evaluation, self.compare, dict(self.plots)
+        per_calibrator = plot.pop("per_calibrator", True)  # else the grid alone
         calibrators = self.calibrators
         data = load_halves(logits_path, split_path)
         if plan.scheme.name == "crossfit":
@@ -263,11 +279,9 @@ class CalibrateSpec:
             if reuse_dir is not None:
                 reuse = Reuse(reuse_dir, self.to_dict(), data, split_path)
             for key, cal in plan.fitters.items():
-                path, csv, png = paths = (
-                    dirs["cal"] / f"{key}.json",
-                    dirs["met"] / f"{key}.csv",
-                    dirs["plot"] / f"{key}.png",
-                )
+                path, csv = dirs["cal"] / f"{key}.json", dirs["met"] / f"{key}.csv"
+                png = dirs["plot"] / f"{key}.png" if per_calibrator else None
+                paths = (path, csv, png) if per_calibrator else (path, csv)
                 if reuse is not None and reuse.restore(key, paths):
                     try:
                         saved = load_checked_calibrator(path, data)
@@ -375,6 +389,7 @@ class CalibrateSpec:
         )
 
         ev, scheme, cmp, plot = plan.evaluation, plan.scheme, self.compare, dict(self.plots)
+        per_calibrator = plot.pop("per_calibrator", True)  # else the grid alone
         apply_names(data, dataset, model)
         meta = data["meta"]
         isolation.freeze(*data["val"], *data["test"])
@@ -408,8 +423,9 @@ class CalibrateSpec:
                     isolation.freeze(oof[key])
                     rows = crossfit_evaluate_rows(meta, y, oof[key], key, ev)
                     title = str(entry.get("display") or key)
-                    draw({key: oof[key][0]}, y, png, grid=False, **{**plot, "title": title})
-                    written.append(png)
+                    if per_calibrator:
+                        draw({key: oof[key][0]}, y, png, grid=False, **{**plot, "title": title})
+                        written.append(png)
                     write_long_csv(csv, rows, METRIC_COLUMNS)
                     written.append(csv)
                 except ValueError as exc:
@@ -470,7 +486,7 @@ def _check_keys(spec) -> None:
             problems.append(f"missing section {section!r}")
         elif keys is not None:
             have = set(spec[section])
-            optional = SCHEME_KEYS if section == "evaluation" else ()
+            optional = {"evaluation": SCHEME_KEYS, "plots": PLOT_OPTIONAL_KEYS}.get(section, ())
             problems += [
                 f"{section}: missing key {k!r}" for k in keys if k not in have and k not in optional
             ]

@@ -37,7 +37,8 @@ from calbench.plugin_inputs import code_digest as plugin_code_digest
 
 #: the numeric libraries whose versions a calibrator's files may depend on
 NUMERIC_LIBRARIES = ("numpy", "scipy", "torch", "matplotlib", "scikit-learn")
-#: the kept files of one calibrator, in the order of ``calibrate``'s paths (JSON, CSV, PNG)
+#: the kept files of one calibrator, in the order of ``calibrate``'s paths (JSON, CSV, PNG; the
+#: first two alone when the spec draws no diagram per calibrator, ``plots.per_calibrator``)
 NAMES = ("calibrator.json", "metrics.csv", "diagram.png")
 #: written last into an entry: each file's SHA-256
 MANIFEST = "manifest.json"
@@ -120,9 +121,9 @@ class Reuse:
     def folder(self, key: str) -> Path:
         return self.root / key / self.digests[key]
 
-    def _verified(self, key: str) -> list[bytes] | str:
-        """The kept files' bytes (in :data:`NAMES` order) if the entry matches its manifest,
-        else why not (``""``: no entry at all)."""
+    def _verified(self, key: str, count: int = len(NAMES)) -> list[bytes] | str:
+        """The bytes of the first ``count`` kept files (in :data:`NAMES` order) if the entry
+        matches its manifest, else why not (``""``: no entry at all)."""
         folder = self.folder(key)
         if not folder.is_dir():
             return ""
@@ -139,7 +140,7 @@ class Reuse:
         if not isinstance(files, dict) or record.get("digest") != self.digests[key]:
             return f"{MANIFEST} does not describe this entry"
         out = []
-        for name in NAMES:
+        for name in NAMES[:count]:
             want = files.get(name)
             try:
                 data = (folder / name).read_bytes()
@@ -159,7 +160,7 @@ class Reuse:
         """Write ``key``'s kept files to ``paths`` (JSON, CSV, PNG) if its entry is verified
         against its manifest; ``False`` (refit) if there is none or it fails verification, which
         also discards it, with a note on the log."""
-        got = self._verified(key)
+        got = self._verified(key, len(paths))
         if isinstance(got, str):
             if got:
                 print(
@@ -188,7 +189,7 @@ class Reuse:
         final = base / self.digests[key]
         try:
             files = {}
-            for src, name in zip(paths, NAMES, strict=True):
+            for src, name in zip(paths, NAMES[: len(paths)], strict=True):
                 shutil.copyfile(src, tmp / name)
                 files[name] = file_digest(tmp / name)
             record = {"digest": self.digests[key], "files": files}

@@ -344,7 +344,9 @@ def check_compare(cmp: Mapping, level: float, calibrators: list, name=None):
 # --------------------------------------------------------------------------------------------
 # the single steps by hand, file in, file out: the settings of one section each
 # --------------------------------------------------------------------------------------------
-_EV, _CMP, _PLOTS = DEFAULTS["evaluation"], DEFAULTS["compare"], DEFAULTS["plots"]
+_EV, _CMP = DEFAULTS["evaluation"], DEFAULTS["compare"]
+#: the diagrams' drawing defaults (not ``per_calibrator``: a by-hand verb draws what it is asked)
+_PLOTS = {k: v for k, v in DEFAULTS["plots"].items() if k in PLOT_OPTIONS}
 
 
 def fit_calibrator(

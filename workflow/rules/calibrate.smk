@@ -41,7 +41,7 @@ rule calibrate:
                 subcategory="{model}",
                 labels={"model": "{model}", "calibrator": Path(path).stem},
             )
-            for path in per_calibrator("results/plots/{dataset}/{model}/{calibrator}.png")
+            for path in per_calibrator_plots("results/plots/{dataset}/{model}/{calibrator}.png")
         ],
         compare="results/compare/{dataset}/{model}.csv",
         grid="results/plots/{dataset}/{model}/grid.png",
@@ -125,7 +125,7 @@ for batch, members in CALIBRATE_BATCHES.items():
                     labels={"model": m, "calibrator": Path(path).stem},
                 )
                 for m in members
-                for path in per_calibrator(f"results/plots/{dataset}/{m}/{{calibrator}}.png")
+                for path in per_calibrator_plots(f"results/plots/{dataset}/{m}/{{calibrator}}.png")
             ],
         input:
             logits=[f"results/logits/{dataset}/{m}.npz" for m in members],

@@ -207,12 +207,14 @@ def _fit_options(p: argparse.ArgumentParser) -> None:
 
 
 def _calibrate_files(args: argparse.Namespace) -> list[tuple[str, str]]:
-    """The files ``calibrate`` writes in its folders: each calibrator key's JSON, CSV and PNG,
-    and the grid, for each model of the batch."""
+    """The files ``calibrate`` writes in its folders: each calibrator key's JSON, CSV and PNG
+    (none with ``plots.per_calibrator: false``), and the grid, for each model of the batch."""
     from pathlib import Path  # lazy: cli start-up
 
     spec = parse_json_arg(args.spec, "--spec")
     keys = spec.get("calibrators") if isinstance(spec.get("calibrators"), dict) else {}
+    plots = spec.get("plots") if isinstance(spec.get("plots"), dict) else {}
+    drawn = plots.get("per_calibrator", True) is not False  # else the grid alone
     out = []
     for plots_dir in args.plots_dir:
         out.append(("--plots-dir", Path(plots_dir) / "grid.png"))
@@ -223,8 +225,7 @@ def _calibrate_files(args: argparse.Namespace) -> list[tuple[str, str]]:
             out += [
                 ("--calibrators-dir", Path(cal_dir) / f"{key}.json"),
                 ("--metrics-dir", Path(met_dir) / f"{key}.csv"),
-                ("--plots-dir", Path(plots_dir) / f"{key}.png"),
-            ]
+            ] + ([("--plots-dir", Path(plots_dir) / f"{key}.png")] if drawn else [])
     return out
 
 

@@ -8,6 +8,12 @@ def per_calibrator(pattern):
     return [pattern.replace("{calibrator}", c) for c in config["calibrators"]]
 
 
+def per_calibrator_plots(pattern):
+    """:func:`per_calibrator` of a diagram's ``pattern``, or none when the study draws each
+    model's grid alone (``plots.per_calibrator: false``)."""
+    return per_calibrator(pattern) if config["plots"].get("per_calibrator", True) else []
+
+
 def calibrate_spec():
     """The calibrate step's slice of the config as a file (calbench.protocol.CalibrateSpec, with
     the keys of calbench.calibrate_spec.CALIBRATE_SPEC): every calibrator, the evaluation, the

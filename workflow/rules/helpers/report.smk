@@ -44,7 +44,7 @@ def all_tables():
 
 def all_plots():
     files = model_paths("results/plots/{dataset}/{model}/grid.png")
-    for c in config["calibrators"]:
+    for c in config["calibrators"] if config["plots"].get("per_calibrator", True) else []:
         files += model_paths(f"results/plots/{{dataset}}/{{model}}/{c}.png")
     return files
 
@@ -103,7 +103,7 @@ def objectives_files():
             out["ts_files"][m] = f"results/calibrators/{d}/{m}/ts.json"
         if v["source"] == "train":
             out["histories"][m] = f"results/models/{d}/{m}/history.csv"
-        if "uncalibrated" in config["calibrators"]:
+        if "uncalibrated" in config["calibrators"] and config["plots"].get("per_calibrator", True):
             out["reliability"][m] = f"results/plots/{d}/{m}/uncalibrated.png"
     return out
 
