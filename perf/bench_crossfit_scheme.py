@@ -8,7 +8,13 @@ generator of perf/bench_odir_cv.py), split as the workflow splits them, and conf
 (``calbench calibrate``, one thread, ``OMP_NUM_THREADS=1``) in a child process, whose CPU time
 (user + system) is printed with the factor. CPU time, not wall time: the machine may be shared.
 
-Run: ``python perf/bench_crossfit_scheme.py [--samples 10000 --classes 10 --folds 5 --repeats 3]``.
+``--logits`` a model's cached logits (``results/logits/{dataset}/{model}.npz``) and ``--split`` its
+split (``results/split/{dataset}/split.npz``) instead: the default study's real logits cost more
+than the synthetic ones (their LBFGS and Adam fits take more iterations; figures in
+docs/statistics.md, "Cross-fitted evaluation").
+
+Run: ``python perf/bench_crossfit_scheme.py [--samples 10000 --classes 10 --folds 5 --repeats 3]
+[--logits L.npz --split S.npz]``.
 """
 
 from __future__ import annotations
@@ -40,7 +46,11 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     for name, default in (("samples", 10000), ("classes", 10), ("folds", 5), ("repeats", 3)):
         ap.add_argument(f"--{name}", type=int, default=default)
+    ap.add_argument("--logits", type=Path, help="a cached logits .npz (default: synthetic)")
+    ap.add_argument("--split", type=Path, help="its split .npz (with --logits)")
     args = ap.parse_args()
+    if (args.logits is None) != (args.split is None):
+        ap.error("--logits and --split go together")
     z, y = logits(args.samples, args.classes)
     from snakemake.utils import validate
 
@@ -51,13 +61,14 @@ def main() -> None:
         np.savez(tmp / "l.npz", logits=np.asarray(z, np.float32), labels=np.asarray(y, np.int64),
                  order_hash="h", model="m", dataset="d")  # fmt: skip
         save_split(tmp / "s.npz", *study_split(len(y)))
+        data = (tmp / "l.npz", tmp / "s.npz") if args.logits is None else (args.logits, args.split)
         times = {}
         for scheme in ("holdout", "crossfit"):
             cfg["evaluation"].update(scheme=scheme, folds=args.folds, repeats=args.repeats)
             spec = tmp / f"{scheme}.json"
             spec.write_text(CalibrateSpec.from_config(cfg).to_json())
             out = tmp / scheme
-            cmd = ["calbench", "calibrate", "--logits", tmp / "l.npz", "--split", tmp / "s.npz",
+            cmd = ["calbench", "calibrate", "--logits", data[0], "--split", data[1],
                    "--spec", f"@{spec}", "--threads", "1", "--device", "cpu",
                    "--calibrators-dir", out, "--metrics-dir", out, "--plots-dir", out,
                    "--compare", out / "compare.csv", "--robustness", out / "rob.csv"]  # fmt: skip

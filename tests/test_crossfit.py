@@ -251,3 +251,72 @@ def test_real_calibrators_cross_fit():
         z, y, nll, folds=3, repeats=1, inner_folds=3,
     )  # fmt: skip
     assert set(best.share()) <= {"hist", "raw"}
+
+
+def test_shared_inner_fits_never_see_the_fold_they_serve_and_halve_the_fits():
+    """inner_folds=None: the inner folds are the other outer folds and the fit on every fold
+    but {j, k} serves outer fold k (predicting j) and outer fold j (predicting k). Every fit is
+    recorded: each inner fit trains on exactly the complement of two folds of one partition and
+    predicts only those two, each pair is fitted once per candidate (F (F - 1) / 2 fits, not
+    F * inner_folds), and the scores equal an inner cross-fit computed by hand."""
+    z, y = _problem(n=100)
+    a = fold_assignments(y, 5, 2, 1)
+    makers = _makers()
+    oof = {m: crossfit_predict(make, z, y, assignment=a) for m, make in makers.items()}
+    Frequencies.log = []
+    best = nested_bests(makers, z, y, {"nll": nll}, assignment=a, inner_folds=None, oof=oof)["nll"]
+    log = Frequencies.log  # each fit is followed by its calibrator's one prediction
+    fits = [[e[1:] for e in log[i : i + 2]] for i in range(0, len(log), 2)]
+    assert all(log[i][0] == log[i + 1][0] for i in range(0, len(log), 2))
+    folds = [[frozenset(np.flatnonzero(row == f).tolist()) for f in range(5)] for row in a]
+    everything = frozenset(range(100))
+    pairs = []
+    for events in fits:
+        (what, trained), (what2, predicted) = events
+        assert (what, what2) == ("fit", "predict")
+        left_out = everything - trained
+        match = [
+            (r, j, k)
+            for r in range(2)
+            for j in range(5)
+            for k in range(j + 1, 5)
+            if left_out == folds[r][j] | folds[r][k]
+        ]
+        assert len(match) == 1, "an inner fit trained on more than all folds but two"
+        assert predicted == left_out  # it predicts the two folds it never saw, nothing else
+        pairs.append(match[0])
+    assert len(pairs) == 3 * 2 * 10 and len(set(pairs)) == 2 * 10  # 10 = 5 * 4 / 2 per repeat
+    assert best.inner_folds == 4
+    # the picks are those of inner cross-fits with the other outer folds as inner folds
+    for r in range(2):
+        for k in range(5):
+            scores = {}
+            for m, make in makers.items():
+                vals = []
+                for j in set(range(5)) - {k}:
+                    train = (a[r] != j) & (a[r] != k)
+                    cal = make().fit(z[train].copy(), y[train])
+                    vals.append(nll(cal.predict_proba(z[a[r] == j].copy()), y[a[r] == j]))
+                scores[m] = np.mean(vals)
+            assert best.picks[r][k] == min(scores, key=scores.get)
+            np.testing.assert_array_equal(
+                best.probs[r, a[r] == k], oof[best.picks[r][k]][r, a[r] == k]
+            )
+
+
+def test_shared_inner_fits_exclude_a_failing_candidate_only_where_its_fit_served():
+    z, y = _problem(n=100)
+    a = fold_assignments(y, 4, 1, 0)
+    held_out = frozenset(np.flatnonzero((a[0] == 0) | (a[0] == 1)).tolist())
+
+    class Fails(Frequencies):
+        def fit(self, z, y):
+            if held_out.isdisjoint(z[:, 0].astype(int).tolist()):
+                raise ValueError("no fit without folds 0 and 1")
+            return super().fit(z, y)
+
+    makers = {"fails": lambda: Fails(1.0, "fails"), "freq": lambda: Frequencies(0.0)}
+    best = nested_best(makers, z, y, brier, assignment=a, inner_folds=None)
+    assert best.picks[0][0] == best.picks[0][1] == "freq"  # the failed fit served folds 0, 1
+    with pytest.raises(ValueError, match="needs >= 3 outer folds"):
+        nested_best(makers, z, y, brier, folds=2, inner_folds=None)

@@ -328,6 +328,11 @@ def test_crossfit_predicts_every_sample_once_per_repeat_by_a_calibrator_that_nev
             assert sorted(i for rows in outer if folds[rows] == r for i in rows) == list(
                 range(len(y))
             )
+        # the nested selection's inner fits: one per pair of folds and repeat, fitted on the
+        # folds but that pair (with 3 folds, one fold) and predicting the pair's two folds
+        inner = [(seen, rows) for m, seen, rows in log if m == method and seen in folds]
+        assert len(inner) == 2 * 3 and len(set(inner)) == 6
+        assert all(seen | rows == set(range(len(y))) for seen, rows in inner)
     rows = read_long_csv([out / "ts.csv", out / "uncalibrated.csv"])
     assert {r["half"] for r in rows} == {"oof"}
     acc = next(r for r in rows if r["method"] == "uncalibrated" and r["metric"] == "accuracy")

@@ -27,7 +27,12 @@ only (:func:`calbench.stats.selection.crossfit_scores`), so the choice never see
 (nested cross-validation, Varma & Simon 2006; Cawley & Talbot 2010 show the optimism of choosing
 on the folds one reports). When the candidates' out-of-fold predictions were already computed
 with the same folds (``oof``), the pick's prediction of a fold is read from them (the same fit:
-the candidate fitted on that fold's training part); only the inner fits are extra.
+the candidate fitted on that fold's training part); only the inner fits are extra. With
+``inner_folds=None`` (the protocol's choice) the inner folds are the other outer folds, and each
+inner fit serves two outer folds: the calibrator fitted on every fold but ``j`` and ``k`` never
+saw either, so it predicts ``j`` for outer fold ``k``'s inner cross-fit and ``k`` for outer fold
+``j``'s; ``F (F - 1) / 2`` inner fits per candidate and partition instead of ``F`` times the
+inner folds (10 instead of 25 for ``F = 5``).
 
 Plug-in calibrators see copies: each fit and prediction gets fresh arrays, so a calibrator that
 writes into its inputs cannot change what another one is fitted on or predicts.
@@ -42,7 +47,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from calbench._checks import ROW_SUM_ATOL, check_logits_labels
-from calbench.stats.selection import MAX_FOLDS, crossfit_scores
+from calbench.stats.selection import FOLD_FIT_FAILED, MAX_FOLDS, CrossFit, crossfit_scores
 
 #: most repeated partitions one call may ask for
 MAX_REPEATS = 1000
@@ -209,7 +214,7 @@ def nested_best(
     repeats: int = 1,
     seed: int = 0,
     stratified: bool = True,
-    inner_folds: int = 5,
+    inner_folds: int | None = 5,
     higher_is_better: bool = False,
     assignment=None,
     oof: Mapping[str, np.ndarray] | None = None,
@@ -222,7 +227,12 @@ def nested_best(
     on the training part only (every fold of repeat ``r`` but ``f``; seed :func:`inner_seed`) by
     :func:`calbench.stats.selection.crossfit_scores`, and the one with the best mean inner score
     (lower is better unless ``higher_is_better``; ties: the first in ``makers``' order; a
-    candidate whose inner fit fails is not one) predicts fold ``f``. ``oof`` maps candidates to
+    candidate whose inner fit fails is not one) predicts fold ``f``. ``inner_folds=None``: the
+    inner folds are the partition's other ``F - 1`` outer folds, and the fit on every fold but
+    ``j`` and ``k`` serves both outer fold ``k`` (predicting inner fold ``j``) and outer fold
+    ``j`` (predicting ``k``): it saw neither, so no choice sees the fold it predicts, at
+    ``F (F - 1) / 2`` inner fits per candidate and partition instead of ``F * inner_folds``
+    (``F >= 3``). ``oof`` maps candidates to
     their :func:`crossfit_predict` output with the same outer folds; the pick's prediction is
     then read from it instead of refitted. :func:`nested_bests` does this for several metrics
     with one inner cross-fit per outer fold.
@@ -247,7 +257,7 @@ def nested_bests(
     repeats: int = 1,
     seed: int = 0,
     stratified: bool = True,
-    inner_folds: int = 5,
+    inner_folds: int | None = 5,
     assignment=None,
     oof: Mapping[str, np.ndarray] | None = None,
     exclude=(),
@@ -268,7 +278,13 @@ def nested_bests(
     if assignment is None:
         assignment = fold_assignments(y, folds, repeats, seed, stratified=stratified)
     a = _check_assignment(assignment, z.shape[0])
-    inner_folds = _check_int(inner_folds, "inner_folds", 2, MAX_FOLDS, "5")
+    if inner_folds is not None:
+        inner_folds = _check_int(inner_folds, "inner_folds", 2, MAX_FOLDS, "5")
+    elif int(a.max()) + 1 < 3:
+        raise ValueError(
+            "inner_folds=None (the other outer folds) needs >= 3 outer folds, got 2; pass folds "
+            ">= 3 or an inner_folds count"
+        )
     want = (a.shape[0], z.shape[0], z.shape[1])
     for name, p in (oof or {}).items():
         if name in makers and np.shape(p) != want:
@@ -283,13 +299,19 @@ def nested_bests(
     for r, row in enumerate(a):
         for m in metrics:
             picks[m].append([])
+        shared = None
+        if inner_folds is None:
+            shared = _pair_scores(makers, z, y, row, metrics, exclude, last, f"repeat {r}")
         for f in range(int(row.max()) + 1):
             held = row == f
             train = ~held
-            found = crossfit_scores(
-                makers, z[train], y[train], metrics, k=inner_folds,
-                seed=inner_seed(seed, r, f), exclude=exclude,
-            )  # fmt: skip
+            if shared is not None:
+                found = shared[f]
+            else:
+                found = crossfit_scores(
+                    makers, z[train], y[train], metrics, k=inner_folds,
+                    seed=inner_seed(seed, r, f), exclude=exclude,
+                )  # fmt: skip
             if not found.candidates:
                 why = "; ".join(f"{m}: {w}" for m, w in found.excluded.items())
                 raise ValueError(f"repeat {r}, fold {f}: no candidate could be fitted ({why})")
@@ -309,7 +331,54 @@ def nested_bests(
                             makers[best], z, y, train, held, last, f"repeat {r}, fold {f} ({best})"
                         )
                     probs[m][r, held] = fitted[r, f, best]
+    if inner_folds is None:
+        inner_folds = int(a.max())  # F - 1: every row numbers its folds 0 .. F-1
     return {
         m: NestedBest(picks=picks[m], probs=probs[m], assignment=a, inner_folds=inner_folds)
         for m in metrics
     }
+
+
+def _pair_scores(makers, z, y, row, metrics, exclude, last: list, where: str) -> list[CrossFit]:
+    """The inner cross-fit of every outer fold of one partition ``row``, its inner folds the
+    other outer folds, with each fit shared by two outer folds: the candidate fitted on every
+    fold but ``j`` and ``k`` predicts fold ``j`` for outer fold ``k``'s inner cross-fit and fold
+    ``k`` for outer fold ``j``'s. It saw neither, so neither outer fold's choice sees the fold
+    that outer fold predicts. ``F (F - 1) / 2`` fits per candidate instead of ``F`` times the
+    inner folds. Element ``k`` is outer fold ``k``'s :class:`CrossFit` (``k = F - 1`` inner
+    folds; scores the mean over them of each metric on the held-out inner fold); a candidate
+    whose fit fails is not one for the two outer folds that fit serves."""
+    n_folds = int(row.max()) + 1
+    if not isinstance(exclude, Mapping):
+        exclude = dict.fromkeys(exclude, "excluded by compare.select_exclude (cost)")
+    excluded = [{m: str(exclude[m]) for m in makers if m in exclude} for _ in range(n_folds)]
+    # per_fold[k][metric][candidate]: the metric on each inner fold j != k
+    per_fold = [{name: {} for name in metrics} for _ in range(n_folds)]
+    for method, make in makers.items():
+        if method in exclude:
+            continue
+        for j in range(n_folds):
+            for k in range(j + 1, n_folds):
+                if method in excluded[j] and method in excluded[k]:
+                    continue
+                held = (row == j) | (row == k)
+                try:
+                    p = _fit_predict(
+                        make, z, y, ~held, held, last, f"{where}, folds {j} and {k} ({method})"
+                    )
+                except ValueError as exc:
+                    for f in (j, k):
+                        excluded[f].setdefault(method, f"{FOLD_FIT_FAILED} ({exc})")
+                    continue
+                part = row[held]
+                for inner, outer in ((j, k), (k, j)):
+                    rows = part == inner
+                    yi = y[row == inner]
+                    for name, fn in metrics.items():
+                        per_fold[outer][name].setdefault(method, []).append(float(fn(p[rows], yi)))
+    out = []
+    for k in range(n_folds):
+        ok = [m for m in makers if m not in excluded[k] and m in per_fold[k][next(iter(metrics))]]
+        scores = {name: {m: float(np.mean(per_fold[k][name][m])) for m in ok} for name in metrics}
+        out.append(CrossFit(k=n_folds - 1, seed=0, scores=scores, excluded=excluded[k]))
+    return out

@@ -376,7 +376,9 @@ class CalibrateSpec:
         out-of-fold predictions) are computed from those; the calibrator saved as JSON (what the
         temperatures, the by-hand verbs and later steps read) is the one fitted on all ``N``.
         The "best" of each compared metric is chosen inside each training part
-        (:func:`calbench.crossfit.nested_bests`, ``compare.select_folds`` inner folds), and the
+        (:func:`calbench.crossfit.nested_bests`, its inner folds the other ``folds - 1``
+        outer folds, each inner fit shared by two outer folds; with ``folds: 2``
+        ``compare.select_folds`` inner folds), and the
         comparisons use the corrected repeated cross-validation t-test
         (:func:`calbench.steps.crossfit_compare_rows`); with ``partitions_out`` their spread over
         the partitions -> that CSV (``PARTITION_COLUMNS``). The grid and the robustness ranks
@@ -394,8 +396,12 @@ class CalibrateSpec:
         meta = data["meta"]
         isolation.freeze(*data["val"], *data["test"])
         z, y = pooled_samples(data, scheme.folds)
-        # the inner cross-fit runs on a training part, (folds - 1) / folds of the samples
-        check_folds(cmp["select_folds"], len(y) - -(-len(y) // scheme.folds))
+        # the inner folds are the other outer folds (each inner fit shared by two outer folds);
+        # with 2 folds there is one other, so then an inner select_folds-fold cross-fit of the
+        # training part, (folds - 1) / folds of the samples
+        inner = None if scheme.folds >= 3 else cmp["select_folds"]
+        if inner is not None:
+            check_folds(inner, len(y) - -(-len(y) // scheme.folds))
         inputs = array_digest(z, y)
         assignment = fold_assignments(y, scheme.folds, scheme.repeats, ev.seed)
         cal_dir, met_dir, plot_dir = (Path(d) for d in dirs)
@@ -435,11 +441,10 @@ class CalibrateSpec:
             higher = {n: bool(getattr(fn, "higher_is_better", False)) for n, fn in plan.compared.items()}  # fmt: skip
             nested = nested_bests(
                 makers, z, y, plan.compared, higher=higher, seed=ev.seed, assignment=assignment,
-                inner_folds=cmp["select_folds"], oof=oof, exclude=plan.exclude,
+                inner_folds=inner, oof=oof, exclude=plan.exclude,
             )  # fmt: skip
-            selected_on = (
-                f"nested {scheme.folds}-fold x{scheme.repeats} cross-fit "
-                f"(inner {cmp['select_folds']}-fold)"
+            selected_on = f"nested {scheme.folds}-fold x{scheme.repeats} cross-fit " + (
+                f"(inner {inner}-fold)" if inner else f"(inner: the other {scheme.folds - 1} folds)"
             )
             rows, parts = crossfit_compare_rows(
                 meta, y, oof, assignment, plan.compared, cmp["baselines"], ev.level, nested,
