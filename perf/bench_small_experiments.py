@@ -22,6 +22,7 @@ files) below the fitting work, and small jobs grouped. This script measures; it 
     python perf/bench_small_experiments.py --sizes 1000x2 --models 8 --cores 2
     python perf/bench_small_experiments.py --calibrators uncalibrated,ts,iso
     python perf/bench_small_experiments.py --sizes 500x2 --models 100 --no-job   # 100 tiny models
+    python perf/bench_small_experiments.py --sizes 1000x2 --models 8 --grid-only  # no PNG per calibrator
 """
 
 from __future__ import annotations
@@ -103,7 +104,9 @@ def _import_seconds(stderr: str) -> float:
 # --------------------------------------------------------------------------- the study
 
 
-def _write_study(root: Path, n: int, k: int, models: int, calibrators: str | None) -> None:
+def _write_study(
+    root: Path, n: int, k: int, models: int, calibrators: str | None, grid_only: bool = False
+) -> None:
     rng = np.random.default_rng(0)
     y = rng.integers(0, k, n)
     (root / "preds").mkdir(parents=True)
@@ -113,6 +116,8 @@ def _write_study(root: Path, n: int, k: int, models: int, calibrators: str | Non
     text = f"logits_folder: preds\nstudy: {{title: {n} x {k}}}\n"
     if calibrators:
         text += "calibrators: {" + ", ".join(f"{c}: {{}}" for c in calibrators.split(",")) + "}\n"
+    if grid_only:
+        text += "plots: {per_calibrator: false}\n"
     (root / "study.yaml").write_text(text)
 
 
@@ -152,11 +157,18 @@ def _calibrate_command(root: Path) -> list[str]:
 
 
 def run_size(
-    n: int, k: int, models: int, cores: int, calibrators: str | None, env: dict, no_job: bool
+    n: int,
+    k: int,
+    models: int,
+    cores: int,
+    calibrators: str | None,
+    env: dict,
+    no_job: bool,
+    grid_only: bool = False,
 ) -> dict:
     with tempfile.TemporaryDirectory(prefix=f"calbench_small_{n}x{k}_") as tmp:
         root = Path(tmp)
-        _write_study(root, n, k, models, calibrators)
+        _write_study(root, n, k, models, calibrators, grid_only)
         cmd = ["snakemake", "-s", str(REPO / "Snakefile"), "--cores", str(cores),
                "--configfile", "study.yaml", "--printshellcmds"]  # fmt: skip
         t0 = time.perf_counter()
@@ -222,6 +234,11 @@ def main() -> None:
     p.add_argument(
         "--no-job", action="store_true", help="the workflow's wall time only (no job taken apart)"
     )
+    p.add_argument(
+        "--grid-only",
+        action="store_true",
+        help="plots.per_calibrator: false (each model's grid alone, no PNG per calibrator)",
+    )
     args = p.parse_args()
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join([str(REPO / "src"), env.get("PYTHONPATH", "")]).rstrip(
@@ -230,7 +247,9 @@ def main() -> None:
     env["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), env.get("PATH", "")])
     for size in args.sizes.split(","):
         n, k = (int(x) for x in size.lower().split("x"))
-        r = run_size(n, k, args.models, args.cores, args.calibrators, env, args.no_job)
+        r = run_size(
+            n, k, args.models, args.cores, args.calibrators, env, args.no_job, args.grid_only
+        )
         print(f"\n== {r['size']}: {r['models']} models, --cores {args.cores} ==")
         print(f"workflow wall {r['wall']:.1f} s, {r['wall'] / r['models']:.1f} s per model")
         for rule, (count, mean) in sorted(r["rules"].items()):
