@@ -324,18 +324,19 @@ def coverage_table(records: list[dict], estimands: dict) -> list[tuple]:
 
 
 def rejection_table(records: list[dict], alpha: float = 0.05) -> list[tuple]:
-    """Rows ``(cell, scheme, method, baseline, metric, test, better, worse, any)``: for the
+    """Rows ``(cell, scheme, method, baseline, metric, test, better, worse, any, raw)``: for the
     cell's compared pair (:data:`CELLS`; its row of family ``vs:<baseline>``), the share of
     studies with Holm p < alpha and ``method`` better (difference < 0), and worse; ``any``: the
     share with any row of the compare CSV between the two (any family, either order: the
-    ``best`` family's too) significant."""
+    ``best`` family's too) significant; ``raw``: the ``vs:<baseline>`` row's unadjusted p <
+    alpha, either sign."""
     rows = []
     keys = sorted({(r["cell"], r["scheme"]) for r in records})
     for cell, scheme in keys:
         method, baseline = CELLS[cell][3]
         recs = [r for r in records if (r["cell"], r["scheme"]) == (cell, scheme)]
         for metric in METRICS:
-            better, worse, anyrow, test = [], [], [], ""
+            better, worse, anyrow, raw, test = [], [], [], [], ""
             for r in recs:
                 anyrow.append(any(
                     float(x["p_holm"]) < alpha for x in r["compare"] if x["metric"] == metric
@@ -344,12 +345,13 @@ def rejection_table(records: list[dict], alpha: float = 0.05) -> list[tuple]:
                            and x["method"] == method and x["baseline"] == baseline
                            and x["family"] == f"vs:{baseline}")  # fmt: skip
                 sig = float(row["p_holm"]) < alpha
+                raw.append(float(row["p_value"]) < alpha)
                 d = float(row["difference"])
                 better.append(sig and d < 0)
                 worse.append(sig and d > 0)
                 test = row["test"]
             rows.append((cell, scheme, method, baseline, metric, test, _share(better),
-                         _share(worse), _share(anyrow)))  # fmt: skip
+                         _share(worse), _share(anyrow), _share(raw)))  # fmt: skip
     return rows
 
 
@@ -436,13 +438,15 @@ def summarise(records: list[dict], fits: int = 200, groups: int = 400) -> None:
     print("\nthe cell's pair: share of studies with Holm p < 0.05")
     print(
         "| cell | scheme | method vs baseline | metric | test | method better ± MC se | "
-        "method worse ± MC se | studies |"
+        "method worse ± MC se | any row of the pair ± MC se | unadjusted p < 0.05 ± MC se | "
+        "studies |"
     )
-    print("|---|---|---|---|---|---:|---:|---:|")
-    for cell, scheme, method, base, metric, test, better, worse in rejection_table(records):
+    print("|---|---|---|---|---|---:|---:|---:|---:|---:|")
+    for row in rejection_table(records):
+        cell, scheme, method, base, metric, test, better, worse, anyrow, raw = row
         print(
             f"| {cell} | {scheme} | {method} vs {base} | {metric} | {test} | {_fmt(better)} | "
-            f"{_fmt(worse)} | {better[2]} |"
+            f"{_fmt(worse)} | {_fmt(anyrow)} | {_fmt(raw)} | {better[2]} |"
         )
     print(f"\nintervals over models, studies of M models drawn from the pool, {groups} a row")
     print(
