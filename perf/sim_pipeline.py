@@ -473,6 +473,7 @@ def main(argv=None) -> None:
     ap.add_argument("--cells", nargs="+", default=["calibrated", "power"], choices=list(CELLS))
     ap.add_argument("--schemes", nargs="+", default=["holdout", "crossfit"])
     ap.add_argument("--studies", type=int, default=100)
+    ap.add_argument("--first-seed", type=int, default=0, help="the first study's seed")
     ap.add_argument("--n-bootstrap", type=int, default=200)
     ap.add_argument("--fits", type=int, default=200, help="fits of the crossfit estimand")
     ap.add_argument("--out", type=Path, default=Path("sim_pipeline.jsonl"))
@@ -482,10 +483,17 @@ def main(argv=None) -> None:
     warnings.simplefilter("ignore")
     records = []
     if args.out.exists():
-        records = [json.loads(line) for line in args.out.read_text().splitlines() if line]
+        records = list(
+            {
+                (r["cell"], r["scheme"], r["seed"]): r
+                for r in reversed(
+                    [json.loads(line) for line in args.out.read_text().splitlines() if line]
+                )
+            }.values()
+        )[::-1]  # one record per study (the first written), should two runs have written it
     if not args.summarise:
         done = {(r["cell"], r["scheme"], r["seed"]) for r in records}
-        for seed in range(args.studies):  # interleaved: every cell grows together
+        for seed in range(args.first_seed, args.studies):  # interleaved: every cell grows together
             for cell in args.cells:
                 for scheme in args.schemes:
                     if (cell, scheme, seed) in done:
