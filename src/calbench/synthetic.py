@@ -74,6 +74,32 @@ class SyntheticModel:
         return probs, labels
 
 
+@dataclass(frozen=True)
+class WiggleModel(SyntheticModel):
+    """:class:`SyntheticModel` whose true-accuracy curve temperature scaling cannot straighten:
+    ``f(c) = clip(c^gamma + 4 wiggle (c - 1/K)(1 - c)(2u - 1), 0, 1)`` with ``u = (c - 1/K) / (1 -
+    1/K)`` the Beta variable, under-confident below the middle of the confidence range and
+    over-confident above it (``wiggle > 0``). ``wiggle = 0`` is :class:`SyntheticModel`. Every
+    population function of this module takes it (they read :meth:`accuracy_at`): a one-parameter
+    calibrator is then misspecified, a monotone non-parametric one (isotonic regression) is not,
+    so ``wiggle`` moves the gap between their population errors through zero."""
+
+    gamma: float = 1.0
+    wiggle: float = 0.0
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if not 0.0 <= self.wiggle <= 1.0:
+            raise ValueError(f"wiggle must lie in [0, 1], got {self.wiggle!r}")
+
+    def accuracy_at(self, c: np.ndarray) -> np.ndarray:
+        c = np.asarray(c, dtype=np.float64)
+        k = self.n_classes
+        u = (c - 1.0 / k) / (1.0 - 1.0 / k)
+        bump = 4.0 * self.wiggle * (c - 1.0 / k) * (1.0 - c) * (2.0 * u - 1.0)
+        return np.clip(c**self.gamma + bump, 0.0, 1.0)
+
+
 def variant(
     probs: np.ndarray,
     temperature: float = 1.0,

@@ -793,3 +793,24 @@ def test_bootstrap_cis_equal_bootstrap_ci_of_each_metric(dtype):
     assert S.bootstrap_cis({}, p, y) == {}
     with pytest.raises(ValueError, match="has no interval"):
         S.bootstrap_cis({"ece": METRICS["ece"]}, p, y)
+
+
+def test_wiggle_model_population_scores_match_large_sample():
+    # the one-parameter family cannot straighten its accuracy curve: the integrated Brier score
+    # and NLL (model and a temperature-scaled variant) equal a large sample's means
+    from calbench.synthetic import WiggleModel, population_scores, variant
+
+    model = WiggleModel(n_classes=4, wiggle=0.5)
+    p, y = model.sample(200_000, np.random.default_rng(3))
+    c = p.max(axis=1)
+    assert np.mean(c[c < 0.5] < 0.4) > 0  # sanity: both confidence regions are sampled
+    assert model.accuracy_at(np.array([0.4, 0.9])).tolist() != [0.4, 0.9]
+    for t in (1.0, 1.3):
+        q = variant(p, temperature=t)
+        truth = population_scores(model, temperature=t)
+        brier = np.mean(np.sum((q - np.eye(4)[y]) ** 2, axis=1))
+        assert brier == pytest.approx(truth["brier"], abs=3e-3)
+        assert -np.mean(np.log(q[np.arange(len(y)), y])) == pytest.approx(truth["nll"], abs=6e-3)
+    assert WiggleModel().accuracy_at(np.array([0.3, 0.8])) == pytest.approx([0.3, 0.8])
+    with pytest.raises(ValueError, match="wiggle must lie in"):
+        WiggleModel(wiggle=2.0)
