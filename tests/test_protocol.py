@@ -405,3 +405,24 @@ def test_the_grid_alone_draws_no_diagram_per_calibrator_and_changes_nothing_else
         _run(spec, files, tmp_path / "again", reuse_dir=tmp_path / "cache_grid")
         again = {p.name: p.read_bytes() for p in (tmp_path / "again").iterdir()}
         assert again == got
+
+
+def test_a_cross_fitted_unbiased_error_is_what_its_signed_rank_value_clips_to(tmp_path):
+    """With several partitions the table's unbiased ECE (mean over partitions of the signed
+    estimate, clipped) and the robustness rows' signed value (what the ranks use) are one
+    estimate: the report's check that the second clips to the first holds (before, the table
+    held the mean of clipped values of all partitions and the ranks the first partition's)."""
+    from calbench.results import read_long_csv
+    from calbench.stats.robustness import DEFAULT_VARIANT
+
+    files = _files(tmp_path, n=160)
+    out = tmp_path / "out"
+    _run(_crossfit_spec(folds=3, repeats=3), files, out, robustness_out=out / "rob.csv")
+    metrics = [out / "uncalibrated.csv", out / "ts.csv"]
+    rows = read_long_csv(metrics, required=("metric", "value"))
+    table = {r["method"]: r["value"] for r in rows if r.get("metric") == "ece_ub"}
+    rob = read_long_csv([out / "rob.csv"], required=("variant",), numeric=("value",))
+    signed = {r["method"]: r["value"] for r in rob if r["variant"] == DEFAULT_VARIANT}
+    assert set(table) == set(signed) == {"uncalibrated", "ts"}
+    for m in table:  # the report's check (calbench.report.ranks): the signed value clips to it
+        assert abs(max(signed[m], 0.0) - table[m]) <= 1e-9, (m, signed[m], table[m])

@@ -467,9 +467,10 @@ class CalibrateSpec:
             if robustness_out is not None:
                 from calbench.stats.robustness import robustness_rows  # lazy: code inputs
 
+                later = [{key: p[r] for key, p in oof.items()} for r in range(1, len(assignment))]
                 rows = robustness_rows(
                     first, y, dataset=meta["dataset"], model=meta["model"],
-                    n_resamples=ev.n_bootstrap, seed=ev.seed,
+                    n_resamples=ev.n_bootstrap, seed=ev.seed, partitions=later,
                 )  # fmt: skip
                 write_long_csv(robustness_out, rows, ROBUSTNESS_COLUMNS)
                 written.append(Path(robustness_out))

@@ -672,9 +672,17 @@ def crossfit_evaluate_rows(meta: dict, labels, oof, method: str, ev: Evaluation)
         ci_halves=[OOF], ci_metrics=ev.ci_metrics,
     )  # fmt: skip
     if len(oof) > 1:
+        from calbench.stats.robustness import SIGNED_ESTIMATES, VARIANTS  # lazy: code inputs
+
         later = [_values(ev.metrics, p, labels) for p in oof[1:]]
         for row in rows:
-            row["value"] = float(np.mean([row["value"], *(v[row["metric"]] for v in later)]))
+            variant = SIGNED_ESTIMATES.get(row["metric"])
+            if variant is None:
+                row["value"] = float(np.mean([row["value"], *(v[row["metric"]] for v in later)]))
+            else:  # an unbiased error: the mean of its signed estimates, then clipped at 0, so
+                # that it is what the ranks' signed value (the robustness rows) clips to
+                signed = [VARIANTS[variant][1](p, labels) for p in oof]
+                row["value"] = max(float(np.mean(signed)), 0.0)
     return rows
 
 

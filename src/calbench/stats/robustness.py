@@ -122,6 +122,7 @@ def robustness_rows(
     model: str,
     n_resamples: int = 200,
     seed: int = 0,
+    partitions: Sequence[Mapping[str, np.ndarray]] = (),
 ) -> list[dict]:
     """One row per (method, variant): its value on the test half (the unbiased error's signed
     root, :func:`signed_root`: negative where the estimate fell below 0), its rank among the model's
@@ -129,7 +130,13 @@ def robustness_rows(
     ``n_resamples`` bootstrap resamples (NaN when 0). The default variant's winner (the one
     method of rank 1) carries ``p_runner_up``: the p-value of the paired test of
     :data:`DEFAULT_METRIC` (its registry test: equal population calibration error) against the
-    method of the next rank; NaN on every other row, and on all rows when first place is tied."""
+    method of the next rank; NaN on every other row, and on all rows when first place is tied.
+
+    ``partitions``: a cross-fitted study's other partitions' out-of-fold probabilities (the
+    first is ``probs_by_method``): each value is then the mean over all partitions (the value
+    the metric rows report, :func:`calbench.steps.crossfit_evaluate_rows`) and the ranks are of
+    those means; the first-place probabilities and the runner-up test stay the first
+    partition's (its samples' resampling)."""
     if not probs_by_method:
         raise ValueError("ranking needs at least one calibrator of the model")
     p_first = (
@@ -140,7 +147,10 @@ def robustness_rows(
     rows = []
     methods = list(probs_by_method)
     for variant, (_, fn) in VARIANTS.items():
-        values = [float(fn(probs_by_method[m], labels)) for m in methods]
+        values = [
+            float(np.mean([fn(p[m], labels) for p in (probs_by_method, *partitions)]))
+            for m in methods
+        ]
         r = ranks_nan_last(values)
         p_up = dict.fromkeys(methods, math.nan)
         if variant == DEFAULT_VARIANT and len(methods) > 1 and np.sum(r == r.min()) == 1:
