@@ -103,8 +103,8 @@ def test_the_spread_over_partitions_is_shown_near_the_top(tmp_path):
     view = ctx["partitions"]
     assert (view["n_partitions"], view["folds"]) == (3, 5)
     assert view["winners"] == [
-        {"model": "M1", "metric": "nll", "winner": "T-scaling", "share": "67%"},
-        {"model": "M2", "metric": "nll", "winner": "T-scaling", "share": "67%"},
+        {"model": "M1", "metric": "NLL", "winner": "T-scaling", "share": "67%"},
+        {"model": "M2", "metric": "NLL", "winner": "T-scaling", "share": "67%"},
     ]
     assert [(p["method"], p["significant"], p["between_share"]) for p in view["pairs"]] == [
         ("T-scaling", "100%", "20%"), ("Hist", "33%", "20%"),

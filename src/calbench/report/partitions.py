@@ -17,6 +17,8 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 
+from calbench.display import spec_labels
+from calbench.report.ranks import metric_name
 from calbench.results import PARTITION_COLUMNS, read_long_csv
 
 _NUMERIC = (
@@ -67,25 +69,24 @@ def partitions_view(rows: Sequence[Mapping], spec: Mapping) -> dict | None:
     the between- and within-partition variance with the between part's share)."""
     if not rows or max(r["n_partitions"] for r in rows) < 2:
         return None
-    models = spec.get("models") or {}
-    cals = spec.get("calibrators") or {}
+    ml, cl, _, _ = spec_labels(spec)  # the labels every other section uses
 
     def model(r) -> str:
-        return str(((models.get(r["model"]) or {}).get("display") or {}).get("name", r["model"]))
+        return ml.get(r["model"], r["model"])
 
     def cal(name: str) -> str:
-        return str((cals.get(name) or {}).get("display", name))
+        return cl.get(name, name)
 
     winners, pairs = {}, []
     for r in rows:
         winners.setdefault(
             (r["model"], r["metric"]),
-            {"model": model(r), "metric": r["metric"], "winner": cal(r["winner"]),
+            {"model": model(r), "metric": metric_name(r["metric"]), "winner": cal(r["winner"]),
              "share": _share(r["winner_share"])},
         )  # fmt: skip
         pairs.append(
             {
-                "model": model(r), "metric": r["metric"], "family": r["family"],
+                "model": model(r), "metric": metric_name(r["metric"]), "family": r["family"],
                 "method": cal(r["method"]), "baseline": cal(r["baseline"]),
                 "difference": f"{r['difference']:.4g}",
                 "significant": _share(r["significant_share"]), "between": _sci(r["between"]),
