@@ -119,7 +119,13 @@ class CalibrateSpec:
                 k: ev.get(k, DEFAULTS["evaluation"][k] if k in SCHEME_KEYS else None)
                 for k in CALIBRATE_SPEC["evaluation"]
             },
-            **{s: {k: config[s][k] for k in CALIBRATE_SPEC[s]} for s in ("compare", "plots")},
+            compare={k: config["compare"][k] for k in CALIBRATE_SPEC["compare"]},
+            plots={
+                k: config["plots"].get(k, DEFAULTS["plots"][k])
+                if k in PLOT_OPTIONAL_KEYS
+                else config["plots"][k]
+                for k in CALIBRATE_SPEC["plots"]
+            },
         )  # fmt: skip
 
     @classmethod

@@ -167,8 +167,10 @@ def test_static_sources_cover_every_calibrator_fit(study, tmp_path, method):
 def _rule_blocks():
     for smk in sorted(RULES.glob("*.smk")):
         text = smk.read_text()
-        for m in re.finditer(r"^rule (\w+):\n(.*?)(?=^rule |\Z)", text, re.S | re.M):
-            yield smk.name, m.group(1), m.group(2)
+        # named rules, and rules made in a loop (``rule:`` with a ``name:``, the batches)
+        for m in re.finditer(r"^\s*rule(?: (\w+))?:\n(.*?)(?=^\s*rule[ :]|\Z)", text, re.S | re.M):
+            name = m.group(1) or re.search(r"name:\s*f?\"([^\"]+)\"", m.group(2)).group(1)
+            yield smk.name, name, m.group(2)
 
 
 def test_every_rule_lists_the_sources_of_its_own_verb():
