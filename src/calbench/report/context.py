@@ -256,6 +256,12 @@ def build_context(
         "title": spec.get("title") or "Calibration study",
         "description": spec.get("description") or "",
         "protocol": protocol,
+        # what the headline numbers are computed on (the evaluation scheme's samples)
+        "evaluated_on": (
+            "the out-of-fold predictions of all samples"
+            if protocol.get("scheme") == "crossfit"
+            else "the test half"
+        ),
         "level_pct": f"{level * 100:g}",
         "metric_tables": metric_views,
         "losses_tables": losses_views,
