@@ -97,6 +97,10 @@ PARTITION_COLUMNS = (
     "winner",
     "winner_share",
 )
+#: the numeric columns of the partitions file (the rest are names)
+PARTITION_NUMERIC = tuple(
+    c for c in PARTITION_COLUMNS[PARTITION_COLUMNS.index("difference") :] if c != "winner"
+)
 #: Columns of ``results/robustness/{dataset}/{model}.csv``
 #: (:func:`calbench.stats.robustness.robustness_rows`).
 ROBUSTNESS_COLUMNS = (

@@ -19,19 +19,7 @@ from collections.abc import Mapping, Sequence
 
 from calbench.display import spec_labels
 from calbench.report.ranks import metric_name
-from calbench.results import PARTITION_COLUMNS, read_long_csv
-
-_NUMERIC = (
-    "difference",
-    "n_partitions",
-    "folds",
-    "significant_share",
-    "between",
-    "within",
-    "between_share",
-    "first_share",
-    "winner_share",
-)
+from calbench.results import PARTITION_COLUMNS, PARTITION_NUMERIC, read_long_csv
 
 
 def scheme_protocol(evaluation: Mapping) -> dict:
@@ -48,7 +36,7 @@ def read_partition_rows(paths) -> list[dict]:
     return read_long_csv(
         list(paths or []),
         PARTITION_COLUMNS,
-        numeric=_NUMERIC,
+        numeric=PARTITION_NUMERIC,
         blank_ok=("between", "within", "between_share"),
     )
 
