@@ -384,7 +384,7 @@ def over_models_coverage(pool: np.ndarray, models: int, groups: int, seed: int =
     win_hits, imp_hits = [], []
     for g in range(groups):
         s = pool[rng.integers(0, len(pool), models)]
-        w = win_rates(s, names, n_boot=1000, seed=g)
+        w = win_rates(s, names, n_boot=1000, seed=g, min_models=1)  # the interval at any M
         win_hits.append(w.low[0, 1] <= true_win <= w.high[0, 1])
         imp = improvement(s, names, baseline="baseline", n_boot=1000, seed=g)
         _, lo, hi = imp.of("method")

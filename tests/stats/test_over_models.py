@@ -11,6 +11,7 @@ import pytest
 
 from calbench.stats.over_models import (
     METHODS,
+    WIN_RATE_INTERVAL_MODELS,
     bootstrap_mean_over_models,
     coverage,
     improvement,
@@ -32,7 +33,7 @@ SCORES = np.array(
 
 
 def test_win_rates_known_answer():
-    w = win_rates(SCORES, NAMES, n_boot=200)
+    w = win_rates(SCORES, NAMES, n_boot=200, min_models=1)
     # a vs b: wins on models 1 and 4, loses on 2, ties on 3 (1/2), model 5 does not count
     assert w.of("a", "b")[0] == pytest.approx((1 + 0 + 0.5 + 1) / 4)
     assert w.of("b", "a")[0] == pytest.approx(1 - 2.5 / 4)
@@ -43,6 +44,25 @@ def test_win_rates_known_answer():
     off = ~np.eye(3, dtype=bool)
     np.testing.assert_allclose((w.rate + w.rate.T)[off], 1.0)
     assert np.all((w.low <= w.rate)[off] & (w.rate <= w.high)[off])
+
+
+def test_win_rates_get_intervals_from_20_models_only():
+    """Below WIN_RATE_INTERVAL_MODELS models the BCa win-rate interval undercovers (0.80-0.84 at
+    10 models through the pipeline): the rate stays, the bounds are NaN; from 20 models on the
+    pair gets its interval."""
+    assert WIN_RATE_INTERVAL_MODELS == 20
+    rng = np.random.default_rng(0)
+    few = win_rates(rng.normal(size=(19, 3)), NAMES, n_boot=200)
+    off = ~np.eye(3, dtype=bool)
+    assert np.all(np.isfinite(few.rate[off]))
+    assert np.all(np.isnan(few.low)) and np.all(np.isnan(few.high))
+    enough = win_rates(rng.normal(size=(20, 3)), NAMES, n_boot=200)
+    assert np.all(np.isfinite(enough.low[off]) & np.isfinite(enough.high[off]))
+    # a pair counts its own models: a NaN score on one model drops that pair below 20
+    s = rng.normal(size=(20, 3))
+    s[0, 2] = np.nan
+    part = win_rates(s, NAMES, n_boot=200)
+    assert np.isfinite(part.low[0, 1]) and np.isnan(part.low[0, 2]) and np.isnan(part.low[1, 2])
 
 
 def test_higher_is_better_reverses_the_wins():

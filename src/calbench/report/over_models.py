@@ -35,7 +35,7 @@ from calbench.results import (
     long_csv_text,
     read_long_csv,
 )
-from calbench.stats.over_models import improvement, win_rates
+from calbench.stats.over_models import WIN_RATE_INTERVAL_MODELS, improvement, win_rates
 
 #: the fewest models a study needs for its verdicts over models
 MIN_MODELS = 5
@@ -113,7 +113,7 @@ def over_models_rows(
                         "ci_high": hi,
                         "n_models": int(w.n_models[i, j]),
                         "level": level,
-                        "interval": w.interval.method,
+                        "interval": w.interval.method if np.isfinite(lo) else "none",
                     }  # fmt: skip
                 )
         if BASELINE not in methods:
@@ -205,10 +205,12 @@ def over_models_view(result: Mapping | None, spec: Mapping) -> dict | None:
             i, j = names.index(r["calibrator"]), names.index(r["against"])
             rate[i, j], lo[i, j], hi[i, j] = r["win_rate"], r["ci_low"], r["ci_high"]
         title = f"{metric_name(metric)}: share of models on which the row beats the column"
-        fig = win_rate_heatmap(
-            rate, lo, hi, [name(c) for c in names], title=title,
-            note=f"ties count one half; * the {pct} interval over models (BCa) excludes 1/2",
-        )  # fmt: skip
+        note = (
+            f"ties count one half; * the {pct} interval over models (BCa) excludes 1/2"
+            if np.isfinite(lo).any()
+            else f"ties count one half; intervals from {WIN_RATE_INTERVAL_MODELS} models"
+        )
+        fig = win_rate_heatmap(rate, lo, hi, [name(c) for c in names], title=title, note=note)
         figures.append({"figure": svg_data_uri(fig), "alt": f"Win-rate matrix, {title}"})
     if gains:
         metrics = list(dict.fromkeys(r["metric"] for r in gains))
@@ -267,4 +269,5 @@ def over_models_view(result: Mapping | None, spec: Mapping) -> dict | None:
         "figures": figures,
         "table": table,
         "level": pct,
+        "win_interval_models": WIN_RATE_INTERVAL_MODELS,
     }

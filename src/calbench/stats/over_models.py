@@ -49,6 +49,12 @@ from statistics import NormalDist
 
 import numpy as np
 
+#: the fewest models behind a win rate for it to get an interval: below, :func:`win_rates` gives
+#: none. Through the real pipeline the BCa win-rate interval covers 0.80-0.84 at 10 models when
+#: the true rate is far from one half (0.16-0.18), and 0.95-0.98 from 20 models on
+#: (docs/statistics.md, "Simulations through the calibrate step", (c)); improvements' bootstrap-t
+#: intervals hold from 5 models (wide) and keep theirs
+WIN_RATE_INTERVAL_MODELS = 20
 #: the interval constructions of :func:`bootstrap_mean_over_models`
 METHODS = ("bca", "percentile", "studentized")
 #: bootstrap means computed at once (rows of the resample-count matrix)
@@ -235,19 +241,22 @@ def win_rates(
     n_boot: int = 2000,
     seed: int = 0,
     method: str = "bca",
+    min_models: int = WIN_RATE_INTERVAL_MODELS,
 ) -> WinRates:
     """Win rate of every calibrator against every other over models: ``scores`` ``(M, C)``, one
     row per model and one column per calibrator of ``names`` (lower is better unless
-    ``higher_is_better``); see the module docstring."""
+    ``higher_is_better``); see the module docstring. A pair scored on fewer than ``min_models``
+    models (:data:`WIN_RATE_INTERVAL_MODELS`) gets its rate and no interval (NaN bounds)."""
     s, names = _scores(scores, names)
     c = s.shape[1]
     outcomes = win_outcomes(s, higher_is_better=higher_is_better).reshape(s.shape[0], c * c)
     ci = bootstrap_mean_over_models(outcomes, level=level, n_boot=n_boot, seed=seed, method=method)
+    few = ci.n_models.reshape(c, c) < min_models
     return WinRates(
         names=names,
         rate=ci.estimate.reshape(c, c),
-        low=ci.low.reshape(c, c),
-        high=ci.high.reshape(c, c),
+        low=np.where(few, np.nan, ci.low.reshape(c, c)),
+        high=np.where(few, np.nan, ci.high.reshape(c, c)),
         n_models=ci.n_models.reshape(c, c),
         interval=ci,
     )
