@@ -163,3 +163,21 @@ def test_format_p_at_the_resolution_floor():
     assert SU.format_p(2 / 720, 1 / 720) == "0.003"  # above the floor: exact
     assert SU.format_p(1 / 100_001, 1 / 100_001) == "≤ 1e-05"
     assert SU.format_p(0.0001, 0.0) == "< 0.001"  # an analytic p-value has no floor
+
+
+def test_findings_of_a_cross_fitted_study_name_its_samples_not_the_halves():
+    """A cross-fitted study's rows (half ``oof``) have no validation or test half: the "best"
+    finding names the nested pick and the out-of-fold predictions, the accuracy anomaly the
+    folds a calibrator was trained on; a holdout study keeps its halves."""
+    rows = _study(acc_vs_b=0.84)
+    oof = [{**r, "half": "oof"} for r in rows]
+    compare = [_cmp("b", "vs", "ece_ub", 0.004, 0.03, "worse", family="best")]
+    for study, want, gone in (
+        (oof, ("out-of-fold predictions", "nested cross-fitted pick", "folds it was trained on"),
+         ("test half", "validation half", "best-on-validation")),
+        (rows, ("test half", "best-on-validation pick", "validation half"), ("out-of-fold",)),
+    ):  # fmt: skip
+        items = SU.finding_items(study, [], MODELS, METHODS, {"b": "ResNet"}, LABELS, compare)
+        text = " ".join(d["text"] for d in items if d["family"] in ("best", "accuracy"))
+        assert all(w in text for w in want), text
+        assert not any(g in text for g in gone), text

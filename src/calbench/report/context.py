@@ -224,7 +224,7 @@ def build_context(
     if robustness:  # the unbiased errors rank on their signed values, as robustness does
         from calbench.stats.robustness import signed_estimates  # lazy: code inputs
 
-        signed_rows = signed_estimates(robustness)
+        signed_rows = signed_estimates(robustness, headline_half(rows))
     # one Holm family per model and metric, each pair once: the findings and the comparison
     # table read the same verdicts
     compare = comparison_families(compare)

@@ -32,7 +32,7 @@ from calbench.report.ranks import (
     matrix,
     metric_name,
 )
-from calbench.results import HEADLINE_HALVES
+from calbench.results import HEADLINE_HALVES, OOF_HALF, headline_half
 from calbench.stats import interval_method
 
 #: A calibrator that changes test accuracy by more than this many percentage points is flagged.
@@ -85,10 +85,21 @@ def _rank_headline(ranks: Sequence[Mapping]) -> list[str]:
     return []
 
 
+def scheme_words(rows: Sequence[Mapping]) -> tuple[str, str]:
+    """``(where a calibrator is fitted, where it is judged)`` in the words of the rows' evaluation
+    scheme: the cross-fitted scheme's rows (``half`` ``oof``) are predictions of every labelled
+    sample by fits that never saw it; the holdout scheme fits on the validation half and reports
+    the test half."""
+    if headline_half(rows) == OOF_HALF:
+        return "the folds it was trained on", "the out-of-fold predictions"
+    return "the validation half", "the test half"
+
+
 def _accuracy_findings(rows, models, methods, ml, cl) -> tuple[list[str], list[str]]:
     """Which calibrators never change accuracy, which do, and by how much (anomalies)."""
     headlines: list[str] = []
     anomalies: list[str] = []
+    fitted_on, _ = scheme_words(rows)
     acc = matrix(rows, "accuracy", models, methods)
     if "uncalibrated" not in methods or not np.isfinite(acc).any():
         return headlines, anomalies
@@ -112,7 +123,7 @@ def _accuracy_findings(rows, models, methods, ml, cl) -> tuple[list[str], list[s
                     f"{cl(c)} moves the accuracy of {ml(models[i])} from "
                     f"{_pct(acc[i, j0])} to {_pct(acc[i, j])} ({delta:+.1f} points): a "
                     "post-hoc calibrator should rarely change predictions this much; check "
-                    "its fit on the validation half."
+                    f"its fit on {fitted_on}."
                 )
     if same:
         n = same[0][2]
@@ -309,9 +320,12 @@ def _baseline_items(compare, models, ml, cl, alpha) -> list[dict]:
     return [d for _, d in lead] + items
 
 
-def _best_items(compare, models, ml, cl, alpha) -> list[dict]:
-    """The cross-fitted "best" picks: beaten on the test half (to check), or significantly
-    better than every other calibrator (supported), per metric."""
+def _best_items(compare, models, ml, cl, alpha, words=None) -> list[dict]:
+    """The cross-fitted "best" picks: beaten where they are judged (to check), or significantly
+    better than every other calibrator (supported), per metric. ``words``:
+    :func:`scheme_words` of the study's rows (default: the holdout scheme's)."""
+    _, judged_on = words or ("the validation half", "the test half")
+    nested = judged_on != "the test half"
     by: dict[tuple, list[Mapping]] = {}
     for r in compare:
         if r.get("family") == "best" and r["model"] in models:
@@ -324,8 +338,11 @@ def _best_items(compare, models, ml, cl, alpha) -> list[dict]:
             items.append(
                 {
                     "family": "best",
-                    "text": f"{ml(model)}: {cl(r['method'])}, the best-on-validation pick for "
-                    f"{label} (cross-fitted), is significantly worse on the test half than "
+                    "text": f"{ml(model)}: {cl(r['method'])}, the "
+                    + ("nested cross-fitted pick" if nested else "best-on-validation pick")
+                    + f" for {label}"
+                    + ("" if nested else " (cross-fitted)")
+                    + f", is significantly worse on {judged_on} than "
                     f"{cl(r['baseline'])} "
                     f"({format_value(metric, float(r['difference']), signed=True)}).",
                     "direction": "worse",
@@ -342,9 +359,15 @@ def _best_items(compare, models, ml, cl, alpha) -> list[dict]:
             items.append(
                 {
                     "family": "best",
-                    "text": f"The best-on-validation pick for {metric_name(metric)} "
-                    f"(cross-fitted inside the validation half) is significantly better than "
-                    f"every other calibrator on the test half on {k}/{n} models.",
+                    "text": (
+                        f"The nested cross-fitted pick for {metric_name(metric)} (chosen inside "
+                        "each fold's training part)"
+                        if nested
+                        else f"The best-on-validation pick for {metric_name(metric)} "
+                        "(cross-fitted inside the validation half)"
+                    )
+                    + f" is significantly better than every other calibrator on {judged_on} "
+                    f"on {k}/{n} models.",
                     "direction": "better",
                     "size": None,
                     "support": "supported" if k * 2 > n else "to check",
@@ -407,7 +430,7 @@ def finding_items(
             }
         )
     items += _baseline_items(compare, set(models), ml, cl, alpha)
-    items += _best_items(compare, set(models), ml, cl, alpha)
+    items += _best_items(compare, set(models), ml, cl, alpha, scheme_words(rows))
     acc_h, acc_a = _accuracy_findings(rows, models, methods, ml, cl)
     items += [_plain("accuracy", t, "supported") for t in acc_h]
     items += [_plain("accuracy", t, "to check") for t in acc_a]

@@ -176,16 +176,18 @@ def robustness_rows(
     return rows
 
 
-def signed_estimates(rows: Sequence[Mapping]) -> list[dict]:
-    """The test-half value rows (``dataset, model, method, half, metric, value``) of the metrics
-    of :data:`SIGNED_ESTIMATES`, signed, from the robustness rows: what ranks these metrics."""
+def signed_estimates(rows: Sequence[Mapping], half: str = "test") -> list[dict]:
+    """The headline value rows (``dataset, model, method, half, metric, value``) of the metrics
+    of :data:`SIGNED_ESTIMATES`, signed, from the robustness rows: what ranks these metrics.
+    ``half``: the rows' headline half, ``test`` (holdout) or ``oof`` (cross-fitted: the
+    robustness rows then hold the mean over partitions of the out-of-fold estimates)."""
     variants = {v: m for m, v in SIGNED_ESTIMATES.items()}
     return [
         {
             "dataset": r["dataset"],
             "model": r["model"],
             "method": r["method"],
-            "half": "test",
+            "half": half,
             "metric": variants[r["variant"]],
             "value": float(r["value"]),
         }
