@@ -80,6 +80,8 @@ REFERENCES = {
     "Metrics of calibration for probabilistic predictions. JMLR 23, 2022.",
     "Naeini et al. 2015": "M. P. Naeini, G. F. Cooper, M. Hauskrecht. Obtaining well calibrated "
     "probabilities using Bayesian binning. AAAI 2015.",
+    "Naeini & Cooper 2016": "M. P. Naeini, G. F. Cooper. Binary classifier calibration using an "
+    "ensemble of near isotonic regression models. IEEE ICDM 2016.",
     "Wilcoxon 1945": "F. Wilcoxon. Individual comparisons by ranking methods. Biometrics "
     "Bulletin 1(6), 1945.",
     "Efron & Stein 1981": "B. Efron, C. Stein. The jackknife estimate of variance. The "
