@@ -7,7 +7,13 @@ import numpy as np
 import pytest
 
 from calbench.calibrators import get_calibrator
-from calbench.crossfit import crossfit_predict, fold_assignments, nested_best, nested_bests
+from calbench.crossfit import (
+    crossfit_predict,
+    fold_assignments,
+    nested_best,
+    nested_bests,
+    ring_pairs,
+)
 from calbench.metrics import brier, nll
 
 
@@ -253,12 +259,13 @@ def test_real_calibrators_cross_fit():
     assert set(best.share()) <= {"hist", "raw"}
 
 
-def test_shared_inner_fits_never_see_the_fold_they_serve_and_halve_the_fits():
-    """inner_folds=None: the inner folds are the other outer folds and the fit on every fold
-    but {j, k} serves outer fold k (predicting j) and outer fold j (predicting k). Every fit is
-    recorded: each inner fit trains on exactly the complement of two folds of one partition and
-    predicts only those two, each pair is fitted once per candidate (F (F - 1) / 2 fits, not
-    F * inner_folds), and the scores equal an inner cross-fit computed by hand."""
+def test_shared_inner_fits_never_see_the_fold_they_serve_and_cost_f_fits():
+    """inner_folds=None: the inner folds of outer fold k are its ring neighbours k - 1, k + 1
+    (mod F), and the fit on every fold but {j, j + 1} serves outer fold j + 1 (predicting j) and
+    outer fold j (predicting j + 1). Every fit is recorded: each inner fit trains on exactly the
+    complement of two neighbouring folds of one partition and predicts only those two, each ring
+    pair is fitted once per candidate (F fits, not F * inner_folds), and the scores equal an
+    inner cross-fit over the two neighbours computed by hand."""
     z, y = _problem(n=100)
     a = fold_assignments(y, 5, 2, 1)
     makers = _makers()
@@ -285,15 +292,16 @@ def test_shared_inner_fits_never_see_the_fold_they_serve_and_halve_the_fits():
         assert len(match) == 1, "an inner fit trained on more than all folds but two"
         assert predicted == left_out  # it predicts the two folds it never saw, nothing else
         pairs.append(match[0])
-    assert len(pairs) == 3 * 2 * 10 and len(set(pairs)) == 2 * 10  # 10 = 5 * 4 / 2 per repeat
-    assert best.inner_folds == 4
-    # the picks are those of inner cross-fits with the other outer folds as inner folds
+    assert len(pairs) == 3 * 2 * 5 and len(set(pairs)) == 2 * 5  # the ring's 5 pairs per repeat
+    assert {(j, k) for _, j, k in pairs} == {(0, 1), (1, 2), (2, 3), (3, 4), (0, 4)}
+    assert best.inner_folds == 2
+    # the picks are those of inner cross-fits with the two ring neighbours as inner folds
     for r in range(2):
         for k in range(5):
             scores = {}
             for m, make in makers.items():
                 vals = []
-                for j in set(range(5)) - {k}:
+                for j in ((k - 1) % 5, (k + 1) % 5):
                     train = (a[r] != j) & (a[r] != k)
                     cal = make().fit(z[train].copy(), y[train])
                     vals.append(nll(cal.predict_proba(z[a[r] == j].copy()), y[a[r] == j]))
@@ -320,3 +328,16 @@ def test_shared_inner_fits_exclude_a_failing_candidate_only_where_its_fit_served
     assert best.picks[0][0] == best.picks[0][1] == "freq"  # the failed fit served folds 0, 1
     with pytest.raises(ValueError, match="needs >= 3 outer folds"):
         nested_best(makers, z, y, brier, folds=2, inner_folds=None)
+
+
+def test_ring_pairs_put_every_fold_beside_its_two_neighbours():
+    assert ring_pairs(3) == [(0, 1), (1, 2), (0, 2)]  # three folds: every pair
+    for f in (4, 5, 10):
+        pairs = ring_pairs(f)
+        assert len(set(pairs)) == f
+        for k in range(f):  # each fold is left out with exactly its two neighbours
+            assert sorted(j for p in pairs if k in p for j in p if j != k) == sorted(
+                {(k - 1) % f, (k + 1) % f}
+            )
+    with pytest.raises(ValueError, match="needs >= 3 folds"):
+        ring_pairs(2)

@@ -28,11 +28,13 @@ only (:func:`calbench.stats.selection.crossfit_scores`), so the choice never see
 on the folds one reports). When the candidates' out-of-fold predictions were already computed
 with the same folds (``oof``), the pick's prediction of a fold is read from them (the same fit:
 the candidate fitted on that fold's training part); only the inner fits are extra. With
-``inner_folds=None`` (the protocol's choice) the inner folds are the other outer folds, and each
-inner fit serves two outer folds: the calibrator fitted on every fold but ``j`` and ``k`` never
-saw either, so it predicts ``j`` for outer fold ``k``'s inner cross-fit and ``k`` for outer fold
-``j``'s; ``F (F - 1) / 2`` inner fits per candidate and partition instead of ``F`` times the
-inner folds (10 instead of 25 for ``F = 5``).
+``inner_folds=None`` (the protocol's choice) the inner folds of outer fold ``k`` are its two
+neighbours on the ring of outer folds (``k - 1`` and ``k + 1`` mod ``F``, :func:`ring_pairs`), and
+each inner fit serves two outer folds: the calibrator fitted on every fold but ``j`` and
+``k = j + 1`` never saw either, so it predicts ``j`` for outer fold ``k``'s inner cross-fit and
+``k`` for outer fold ``j``'s; ``F`` inner fits per candidate and partition instead of ``F`` times
+the inner folds (5 instead of 25 for ``F = 5``; 10 when every pair of other outer folds served,
+which chose on all ``F - 1`` other folds at twice the fits).
 
 Plug-in calibrators see copies: each fit and prediction gets fresh arrays, so a calibrator that
 writes into its inputs cannot change what another one is fitted on or predicts.
@@ -228,11 +230,11 @@ def nested_best(
     :func:`calbench.stats.selection.crossfit_scores`, and the one with the best mean inner score
     (lower is better unless ``higher_is_better``; ties: the first in ``makers``' order; a
     candidate whose inner fit fails is not one) predicts fold ``f``. ``inner_folds=None``: the
-    inner folds are the partition's other ``F - 1`` outer folds, and the fit on every fold but
-    ``j`` and ``k`` serves both outer fold ``k`` (predicting inner fold ``j``) and outer fold
-    ``j`` (predicting ``k``): it saw neither, so no choice sees the fold it predicts, at
-    ``F (F - 1) / 2`` inner fits per candidate and partition instead of ``F * inner_folds``
-    (``F >= 3``). ``oof`` maps candidates to
+    inner folds of outer fold ``k`` are its two neighbours on the ring of the partition's outer
+    folds (:func:`ring_pairs`), and the fit on every fold but ``j`` and ``k = j + 1`` serves
+    both outer fold ``k`` (predicting inner fold ``j``) and outer fold ``j`` (predicting ``k``):
+    it saw neither, so no choice sees the fold it predicts, at ``F`` inner fits per candidate
+    and partition instead of ``F * inner_folds`` (``F >= 3``). ``oof`` maps candidates to
     their :func:`crossfit_predict` output with the same outer folds; the pick's prediction is
     then read from it instead of refitted. :func:`nested_bests` does this for several metrics
     with one inner cross-fit per outer fold.
@@ -282,7 +284,7 @@ def nested_bests(
         inner_folds = _check_int(inner_folds, "inner_folds", 2, MAX_FOLDS, "5")
     elif int(a.max()) + 1 < 3:
         raise ValueError(
-            "inner_folds=None (the other outer folds) needs >= 3 outer folds, got 2; pass folds "
+            "inner_folds=None (the neighbouring outer folds) needs >= 3 outer folds, got 2; pass folds "
             ">= 3 or an inner_folds count"
         )
     want = (a.shape[0], z.shape[0], z.shape[1])
@@ -332,22 +334,34 @@ def nested_bests(
                         )
                     probs[m][r, held] = fitted[r, f, best]
     if inner_folds is None:
-        inner_folds = int(a.max())  # F - 1: every row numbers its folds 0 .. F-1
+        inner_folds = 2  # the outer fold's two neighbours on the ring of folds
     return {
         m: NestedBest(picks=picks[m], probs=probs[m], assignment=a, inner_folds=inner_folds)
         for m in metrics
     }
 
 
+def ring_pairs(n_folds: int) -> list[tuple[int, int]]:
+    """The pairs of neighbouring folds on a ring of ``n_folds`` (>= 3) folds, ``(j, j + 1 mod
+    F)`` as sorted tuples in order of ``j``: the inner fits of :func:`nested_bests` with
+    ``inner_folds=None``, one per pair, each leaving out its two folds. Every fold is in exactly
+    two pairs (with its two neighbours), so each outer fold's choice is scored on two inner folds
+    by two fits that never saw it; ``F`` fits per candidate and partition."""
+    if n_folds < 3:
+        raise ValueError(f"a ring of folds needs >= 3 folds, got {n_folds}")
+    return [tuple(sorted((j, (j + 1) % n_folds))) for j in range(n_folds)]
+
+
 def _pair_scores(makers, z, y, row, metrics, exclude, last: list, where: str) -> list[CrossFit]:
-    """The inner cross-fit of every outer fold of one partition ``row``, its inner folds the
-    other outer folds, with each fit shared by two outer folds: the candidate fitted on every
-    fold but ``j`` and ``k`` predicts fold ``j`` for outer fold ``k``'s inner cross-fit and fold
-    ``k`` for outer fold ``j``'s. It saw neither, so neither outer fold's choice sees the fold
-    that outer fold predicts. ``F (F - 1) / 2`` fits per candidate instead of ``F`` times the
-    inner folds. Element ``k`` is outer fold ``k``'s :class:`CrossFit` (``k = F - 1`` inner
-    folds; scores the mean over them of each metric on the held-out inner fold); a candidate
-    whose fit fails is not one for the two outer folds that fit serves."""
+    """The inner cross-fit of every outer fold of one partition ``row``, its inner folds the two
+    neighbours of the outer fold on the ring of folds (:func:`ring_pairs`), each fit shared by
+    two outer folds: the candidate fitted on every fold but ``j`` and ``k = j + 1`` predicts fold
+    ``j`` for outer fold ``k``'s inner cross-fit and fold ``k`` for outer fold ``j``'s. It saw
+    neither, so neither outer fold's choice sees the fold that outer fold predicts. ``F`` fits
+    per candidate instead of ``F`` times the inner folds. Element ``k`` is outer fold ``k``'s
+    :class:`CrossFit` (``k = 2`` inner folds; scores the mean over them of each metric on the
+    held-out inner fold); a candidate whose fit fails is not one for the two outer folds that fit
+    serves."""
     n_folds = int(row.max()) + 1
     if not isinstance(exclude, Mapping):
         exclude = dict.fromkeys(exclude, "excluded by compare.select_exclude (cost)")
@@ -357,28 +371,27 @@ def _pair_scores(makers, z, y, row, metrics, exclude, last: list, where: str) ->
     for method, make in makers.items():
         if method in exclude:
             continue
-        for j in range(n_folds):
-            for k in range(j + 1, n_folds):
-                if method in excluded[j] and method in excluded[k]:
-                    continue
-                held = (row == j) | (row == k)
-                try:
-                    p = _fit_predict(
-                        make, z, y, ~held, held, last, f"{where}, folds {j} and {k} ({method})"
-                    )
-                except ValueError as exc:
-                    for f in (j, k):
-                        excluded[f].setdefault(method, f"{FOLD_FIT_FAILED} ({exc})")
-                    continue
-                part = row[held]
-                for inner, outer in ((j, k), (k, j)):
-                    rows = part == inner
-                    yi = y[row == inner]
-                    for name, fn in metrics.items():
-                        per_fold[outer][name].setdefault(method, []).append(float(fn(p[rows], yi)))
+        for j, k in ring_pairs(n_folds):
+            if method in excluded[j] and method in excluded[k]:
+                continue
+            held = (row == j) | (row == k)
+            try:
+                p = _fit_predict(
+                    make, z, y, ~held, held, last, f"{where}, folds {j} and {k} ({method})"
+                )
+            except ValueError as exc:
+                for f in (j, k):
+                    excluded[f].setdefault(method, f"{FOLD_FIT_FAILED} ({exc})")
+                continue
+            part = row[held]
+            for inner, outer in ((j, k), (k, j)):
+                rows = part == inner
+                yi = y[row == inner]
+                for name, fn in metrics.items():
+                    per_fold[outer][name].setdefault(method, []).append(float(fn(p[rows], yi)))
     out = []
     for k in range(n_folds):
         ok = [m for m in makers if m not in excluded[k] and m in per_fold[k][next(iter(metrics))]]
         scores = {name: {m: float(np.mean(per_fold[k][name][m])) for m in ok} for name in metrics}
-        out.append(CrossFit(k=n_folds - 1, seed=0, scores=scores, excluded=excluded[k]))
+        out.append(CrossFit(k=2, seed=0, scores=scores, excluded=excluded[k]))
     return out
