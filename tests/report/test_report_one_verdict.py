@@ -173,3 +173,50 @@ def test_a_pair_of_baselines_is_stated_once_against_uncalibrated():
     ]  # fmt: skip
     assert len(said) == 1 and said[0]["family"] == "vs:uncalibrated"
     assert "TS" in said[0]["text"] and "vs UNCALIBRATED" in said[0]["text"]
+
+
+def test_a_cross_fitted_study_says_one_thing_per_pair(tmp_path):
+    """The same walk over a study cross-fitted through the calibrate step itself (3 models, 3
+    folds x 2 partitions, the nested best, the corrected repeated cross-validation tests), its
+    files read back as the report reads them: every statement about a pair agrees."""
+    from calbench.calibrate_spec import DEFAULTS
+    from calbench.protocol import CalibrateSpec
+    from calbench.report.build import read_robustness_rows
+    from calbench.results import COMPARE_COLUMNS, read_long_csv
+    from calbench.split import save_split, study_split
+
+    spec = {k: dict(v) if isinstance(v, dict) else v for k, v in DEFAULTS.items()}
+    spec["calibrators"] = {
+        key: {"method": method, "params": {}, "display": key.upper()}
+        for key, method in zip(METHODS, ("uncalibrated", "ts", "vs", "hist", "iso"), strict=True)
+    }
+    spec["evaluation"] = {**spec["evaluation"], "scheme": "crossfit", "folds": 3, "repeats": 2,
+                          "n_bootstrap": 20, "metrics": ["accuracy", *METRICS_USED]}  # fmt: skip
+    spec["compare"] = {**spec["compare"], "metrics": list(METRICS_USED), "select_folds": 3,
+                       "n_bootstrap": 20, "select_exclude": []}  # fmt: skip
+    spec["plots"] = {**spec["plots"], "per_calibrator": False}
+    metrics, compares, robust = [], [], []
+    for i, model in enumerate(MODELS):
+        rng = np.random.default_rng(i)
+        z = rng.normal(size=(400, 4)) * 3
+        y = (softmax(z / 2).cumsum(1) > rng.random((400, 1))).argmax(1)
+        out = tmp_path / model
+        files = (tmp_path / f"{model}.npz", tmp_path / f"{model}.split.npz")
+        np.savez(files[0], logits=z, labels=y, order_hash="h", model=model, dataset="ds")
+        save_split(files[1], *study_split(len(y)))
+        CalibrateSpec.from_dict(spec).run(
+            *files, calibrators_dir=out, metrics_dir=out, plots_dir=out, dataset="ds",
+            model=model, compare_out=out / "compare.csv", robustness_out=out / "rob.csv",
+        )  # fmt: skip
+        metrics += [out / f"{m}.csv" for m in METHODS]
+        compares.append(out / "compare.csv")
+        robust.append(out / "rob.csv")
+    rows = read_long_csv(metrics)
+    assert {r["half"] for r in rows} == {"oof"}
+    compare = read_long_csv(compares, required=COMPARE_COLUMNS)
+    crossfit = {**SPEC, "protocol": {**SPEC["protocol"], "scheme": "crossfit", "folds": 3,
+                                     "repeats": 2}}  # fmt: skip
+    ctx = build_context(rows=rows, compare=compare, spec=crossfit, grids={}, provenance=PROV,
+                        robustness=read_robustness_rows(robust))  # fmt: skip
+    table = walk(ctx)
+    assert (MODELS[0], "nll", frozenset(("ts", "uncalibrated"))) in table
