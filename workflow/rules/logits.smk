@@ -8,7 +8,7 @@
 # results/split/{dataset}/{model}.npz, which split_file() gives to that model's later steps.
 # Models whose predictions need no download of their own (a folder's or local file, a mirror's
 # copy, CalArena's shared file) are imported in batches, one job and process per batch (rules
-# import_logits_batch_<dataset>__<i> and import_logits_presplit_batch_<dataset>__<i> below,
+# import_logits_batch_<dataset>__<i> and import_logits_presplit_batch_<dataset>__<i> at the end,
 # membership in helpers/sizing.smk): the same files at the same paths, byte for byte.
 # The wildcard constraints list the models each per-model rule serves (those of no batch); the
 # batch rules name their files outright, which Snakemake prefers to cache_logits's pattern;
@@ -85,6 +85,58 @@ use rule import_logits as import_logits_presplit with:
         split_out=lambda wildcards, output: f"--split-out {output.split}",
 
 
+rule cache_logits:
+    output:
+        logits="results/logits/{dataset}/{model}.npz",
+    input:
+        manifest="resources/datasets/{dataset}/manifest.json",
+        weights=weights_input,
+        lib=lib_sources("cache-logits"),
+        spec=model_spec,
+        dataset=dataset_spec,
+    params:
+        root=data_root_arg,
+        limit=limit_arg,
+    log:
+        "logs/cache_logits/{dataset}/{model}.log",
+    benchmark:
+        "benchmarks/cache_logits/{dataset}/{model}.tsv"
+    threads: 2
+    priority: 10  # as train_model (models.smk): it unlocks the model's calibration jobs
+    resources:
+        mem_mb=4000,
+        runtime=60,
+        gpu=GPUS,
+    conda:
+        "../../envs/calbench.yaml"
+    shell:
+        "OMP_NUM_THREADS={threads} calbench cache-logits --spec @{input.spec} --threads {threads}"
+        " --no-progress --checkpoint {input.weights} --data-root {params.root} {params.limit}"
+        " --dataset-spec @{input.dataset} --out {output.logits} > {log} 2>&1"
+
+
+rule split:
+    output:
+        split="results/split/{dataset}/split.npz",
+    input:
+        unpack(split_inputs),  # the dataset's own, no model's logits (helpers/logits.smk)
+        lib=lib_sources("split"),
+    params:
+        source=split_args,
+    log:
+        "logs/split/{dataset}.log",
+    benchmark:
+        "benchmarks/split/{dataset}.tsv"
+    threads: 1
+    resources:
+        mem_mb=2000,
+        runtime=10,
+    conda:
+        "../../envs/calbench.yaml"
+    shell:
+        "calbench split {params.source} --out {output.split} > {log} 2>&1"
+
+
 # One job per batch (helpers/sizing.smk, import_batches): one `calbench import-logits` process
 # imports every model of the batch in turn, each with the options its own job would get, and
 # writes each model's files at its own job's paths (the same bytes). Its inputs are its models'
@@ -137,55 +189,3 @@ for _rule, _batches in IMPORT_BATCHES.items():
                 "OMP_NUM_THREADS={threads} calbench import-logits --spec {params.spec}"
                 " --out {params.out} {params.split_out} --provenance {params.provenance}"
                 " --resources resources {params.mirrors} {params.strict} > {log} 2>&1"
-
-
-rule cache_logits:
-    output:
-        logits="results/logits/{dataset}/{model}.npz",
-    input:
-        manifest="resources/datasets/{dataset}/manifest.json",
-        weights=weights_input,
-        lib=lib_sources("cache-logits"),
-        spec=model_spec,
-        dataset=dataset_spec,
-    params:
-        root=data_root_arg,
-        limit=limit_arg,
-    log:
-        "logs/cache_logits/{dataset}/{model}.log",
-    benchmark:
-        "benchmarks/cache_logits/{dataset}/{model}.tsv"
-    threads: 2
-    priority: 10  # as train_model (models.smk): it unlocks the model's calibration jobs
-    resources:
-        mem_mb=4000,
-        runtime=60,
-        gpu=GPUS,
-    conda:
-        "../../envs/calbench.yaml"
-    shell:
-        "OMP_NUM_THREADS={threads} calbench cache-logits --spec @{input.spec} --threads {threads}"
-        " --no-progress --checkpoint {input.weights} --data-root {params.root} {params.limit}"
-        " --dataset-spec @{input.dataset} --out {output.logits} > {log} 2>&1"
-
-
-rule split:
-    output:
-        split="results/split/{dataset}/split.npz",
-    input:
-        unpack(split_inputs),  # the dataset's own, no model's logits (helpers/logits.smk)
-        lib=lib_sources("split"),
-    params:
-        source=split_args,
-    log:
-        "logs/split/{dataset}.log",
-    benchmark:
-        "benchmarks/split/{dataset}.tsv"
-    threads: 1
-    resources:
-        mem_mb=2000,
-        runtime=10,
-    conda:
-        "../../envs/calbench.yaml"
-    shell:
-        "calbench split {params.source} --out {output.split} > {log} 2>&1"
