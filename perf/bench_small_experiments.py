@@ -15,6 +15,12 @@ A folder of M small predictions files (``logits_folder:``, the two-line config o
   bootstrap intervals), **diagrams** (the reliability diagrams and the grid) and **other**
   (the rest of the verb: reading, paired tests, ranks, file writes).
 
+With ``--imports-only`` the run stops after the import step (every model's logits file is the
+target) and prints that step's cost: the run's wall time and CPU time (Snakemake and every job),
+and its import jobs' count, summed wall time (their benchmark files) and summed CPU time (the
+``calbench import-logits: ... CPU-s`` line each job's log ends with). ``--workflow DIR`` runs
+another checkout's Snakefile and library (e.g. the code before a change) with this script.
+
 The goal (issue "Bring the predictions you already have"): fixed overhead (imports, diagrams,
 files) below the fitting work, and small jobs grouped. This script measures; it sets no target.
 
@@ -23,6 +29,8 @@ files) below the fitting work, and small jobs grouped. This script measures; it 
     python perf/bench_small_experiments.py --calibrators uncalibrated,ts,iso
     python perf/bench_small_experiments.py --sizes 500x2 --models 100 --no-job   # 100 tiny models
     python perf/bench_small_experiments.py --sizes 1000x2 --models 8 --grid-only  # no PNG per calibrator
+    python perf/bench_small_experiments.py --sizes 500x2 --models 100 --imports-only  # the import step
+    python perf/bench_small_experiments.py --sizes 500x2 --models 100 --imports-only --workflow ../main
 """
 
 from __future__ import annotations
@@ -32,6 +40,7 @@ import csv
 import json
 import os
 import re
+import resource
 import subprocess
 import sys
 import tempfile
@@ -156,6 +165,27 @@ def _calibrate_command(root: Path) -> list[str]:
     return ["calibrate", *m.group(1).split()]
 
 
+def _children_cpu() -> float:
+    """CPU seconds (user + system) of this process's finished children."""
+    ru = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return ru.ru_utime + ru.ru_stime
+
+
+def _import_costs(root: Path) -> dict:
+    """The import step's jobs (rules import_logits*, batches included): their count, summed wall
+    time (benchmark files) and summed CPU time (each log's closing resource line)."""
+    walls = [w for rule, ws in _benchmarks(root).items() if rule.startswith("import_logits")
+             for w in ws]  # fmt: skip
+    cpu = 0.0
+    for log in sorted((root / "logs").rglob("*.log")):
+        if log.relative_to(root / "logs").parts[0].startswith("import_logits"):
+            m = re.search(r"calbench import-logits: ([\d.]+) CPU-s", log.read_text())
+            if m is None:
+                raise SystemExit(f"{log}: no resource line")
+            cpu += float(m.group(1))
+    return {"jobs": len(walls), "wall": sum(walls), "cpu": cpu}
+
+
 def run_size(
     n: int,
     k: int,
@@ -165,20 +195,27 @@ def run_size(
     env: dict,
     no_job: bool,
     grid_only: bool = False,
+    imports_only: bool = False,
+    workflow: Path = REPO,
 ) -> dict:
     with tempfile.TemporaryDirectory(prefix=f"calbench_small_{n}x{k}_") as tmp:
         root = Path(tmp)
         _write_study(root, n, k, models, calibrators, grid_only)
-        cmd = ["snakemake", "-s", str(REPO / "Snakefile"), "--cores", str(cores),
+        cmd = ["snakemake", "-s", str(workflow / "Snakefile"), "--cores", str(cores),
                "--configfile", "study.yaml", "--printshellcmds"]  # fmt: skip
+        if imports_only:  # every model's logits: the import step alone
+            cmd += [f"results/logits/preds/model{i}.npz" for i in range(models)]
+        cpu0 = _children_cpu()
         t0 = time.perf_counter()
         res = subprocess.run(cmd, cwd=root, env=env, capture_output=True, text=True)
         wall = time.perf_counter() - t0
+        cpu = _children_cpu() - cpu0
         if res.returncode != 0:
             raise SystemExit(res.stdout[-3000:] + res.stderr[-3000:])
         rules = _benchmarks(root)
-        if no_job:
-            return {"size": f"{n} x {k}", "models": models, "wall": wall, "rules": _means(rules)}
+        if no_job or imports_only:
+            return {"size": f"{n} x {k}", "models": models, "wall": wall, "cpu": cpu,
+                    "rules": _means(rules), "imports": _import_costs(root)}  # fmt: skip
         argv = _calibrate_command(root)
         batch = _count_values(argv, "--logits")  # models of that job (a batch of small ones)
         # the same job again, into scratch folders (the reuse cache left out: a full refit)
@@ -239,19 +276,39 @@ def main() -> None:
         action="store_true",
         help="plots.per_calibrator: false (each model's grid alone, no PNG per calibrator)",
     )
+    p.add_argument(
+        "--imports-only",
+        action="store_true",
+        help="run the import step alone (every model's logits file) and print its cost",
+    )
+    p.add_argument(
+        "--workflow",
+        type=Path,
+        default=REPO,
+        help="checkout whose Snakefile and src/ to run (default: this one)",
+    )
     args = p.parse_args()
+    workflow = args.workflow.resolve()
     env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join([str(REPO / "src"), env.get("PYTHONPATH", "")]).rstrip(
+    env["PYTHONPATH"] = os.pathsep.join([str(workflow / "src"), env.get("PYTHONPATH", "")]).rstrip(
         os.pathsep
     )
     env["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), env.get("PATH", "")])
     for size in args.sizes.split(","):
         n, k = (int(x) for x in size.lower().split("x"))
         r = run_size(
-            n, k, args.models, args.cores, args.calibrators, env, args.no_job, args.grid_only
-        )
-        print(f"\n== {r['size']}: {r['models']} models, --cores {args.cores} ==")
+            n, k, args.models, args.cores, args.calibrators, env, args.no_job, args.grid_only,
+            args.imports_only, workflow,
+        )  # fmt: skip
+        print(f"\n== {r['size']}: {r['models']} models, --cores {args.cores}, {workflow} ==")
         print(f"workflow wall {r['wall']:.1f} s, {r['wall'] / r['models']:.1f} s per model")
+        if "cpu" in r:
+            imp = r["imports"]
+            print(
+                f"  run CPU {r['cpu']:.1f} s (Snakemake and every job); import step: "
+                f"{imp['jobs']} jobs, {imp['wall']:.1f} s wall and {imp['cpu']:.1f} CPU-s summed "
+                f"over them, {imp['cpu'] / r['models']:.2f} CPU-s per model"
+            )
         for rule, (count, mean) in sorted(r["rules"].items()):
             print(f"  {rule:<16} {count:>3} jobs, mean wall {mean:6.2f} s")
         if "batch" not in r:

@@ -7,6 +7,7 @@ that is not logits and labels stops the workflow before any job, in one line nam
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import subprocess
 from pathlib import Path
@@ -60,17 +61,46 @@ def test_two_line_config_plans_the_study(study):
     res = smk(study, "--configfile", "study.yaml", "-n", "--quiet", "rules")
     assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
     assert job_counts(res.stdout + res.stderr) == {
-        "import_logits": 2,
+        "import_logits_batch_my_preds__0": 1,
         "split": 1,
         "calibrate_batch_my_preds__0": 1,
         "aggregate": 1,
         "render_report": 1,
         "all": 1,
-    }  # fmt: skip: two small models, one batch (workflow/rules/helpers/sizing.smk)
+    }  # fmt: skip: two small models, one import batch and one calibrate batch (helpers/sizing.smk)
     # config.yaml's calibrators, in its order: the calibrate spec the dry run writes
     (spec,) = (study / "results" / "specs").glob("calibrate-*.json")
     cals = yaml.safe_load((REPO / "config.yaml").read_text())["calibrators"]
     assert list(json.loads(spec.read_text())["calibrators"]) == list(cals)
+
+
+def test_a_folder_of_many_files_is_imported_in_batches(study):
+    """20 small files: two import jobs (16 + 4 models, helpers/sizing.smk), no job per model;
+    each batch's inputs are exactly its models' spec files and local files' digests, and the
+    code the verb runs."""
+    rng = np.random.default_rng(2)
+    y = rng.integers(0, 3, 300)
+    for i in range(18):
+        np.savez(study / "my_preds" / f"net{i:02d}.npz", logits=rng.normal(size=(300, 3)), labels=y)
+    res = smk(study, "--configfile", "study.yaml", "-n", "--quiet", "rules")
+    assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
+    counts = job_counts(res.stdout + res.stderr)
+    assert (
+        counts["import_logits_batch_my_preds__0"] == counts["import_logits_batch_my_preds__1"] == 1
+    )
+    assert not {"import_logits", "import_logits_presplit", "cache_logits"} & set(counts), counts
+    res = smk(study, "--configfile", "study.yaml", "-n", "results/logits/my_preds/net17.npz")
+    assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
+    job = (res.stdout + res.stderr).split("rule import_logits_batch_my_preds__1:", 1)[1]
+    inputs = set(re.search(r"input: (.*)", job).group(1).split(", "))
+    members = ["net15", "net16", "net17", "resnet_50"]  # the last 4 by name: mlp, net00, ...
+    specs = {p for p in inputs if p.startswith("results/specs/")}
+    assert {
+        re.match(r"results/specs/model_(\w+)-[0-9a-f]+\.json$", p).group(1) for p in specs
+    } == set(members)
+    assert inputs - specs == {"results/code/import-logits.sha256"} | {
+        f"results/inputs/logits/my_preds/{m}.sha256" for m in members
+    }
 
 
 def test_folder_study_runs_to_the_report(study):
@@ -85,12 +115,25 @@ def test_folder_study_runs_to_the_report(study):
     assert cals == ["iso.json", "ts.json", "uncalibrated.json"]
     logits = np.load(study / "results/logits/my_preds/mlp.npz")
     np.testing.assert_array_equal(logits["labels"], np.load(study / "my_preds/mlp.npz")["labels"])
-    # both models were calibrated in one batch job; each one's files are the bytes a job of its
-    # own writes
+    # both models were imported in one batch job and calibrated in another; each one's files
+    # are the bytes a job of its own writes
+    assert (study / "logs/import_logits_batch/my_preds__0.log").is_file()
     assert (study / "logs/calibrate_batch/my_preds__0.log").is_file()
-    assert not (study / "logs/calibrate").exists()
-    (spec,) = (study / "results" / "specs").glob("calibrate-*.json")
+    assert not (study / "logs/import_logits").exists() and not (study / "logs/calibrate").exists()
+    (entry,) = (study / "results" / "specs").glob("model_mlp-*.json")
+    alone = study / "alone_import"
+    res = subprocess.run(
+        ["calbench", "import-logits", "--spec", f"@{entry}", "--out", alone / "mlp.npz",
+         "--provenance", alone / "mlp.source.json"],
+        cwd=study, env=_env(study), capture_output=True, text=True,
+    )  # fmt: skip
+    assert res.returncode == 0, res.stderr[-2000:]
+    for name in ("mlp.npz", "mlp.source.json"):
+        assert (alone / name).read_bytes() == (
+            study / "results/logits/my_preds" / name
+        ).read_bytes()
     alone = study / "alone"
+    (spec,) = (study / "results" / "specs").glob("calibrate-*.json")
     res = subprocess.run(
         ["calbench", "calibrate", "--logits", "results/logits/my_preds/mlp.npz",
          "--split", "results/split/my_preds/split.npz", "--spec", f"@{spec}",

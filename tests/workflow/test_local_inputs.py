@@ -74,16 +74,16 @@ def test_a_replaced_local_file_reruns_exactly_its_model(tmp_path):
     (root / "config.yaml").write_text(yaml.safe_dump(cfg, sort_keys=False))
     smk(root, *TARGETS)
     assert job_counts(smk(root, *TARGETS, "-n", "--quiet", "rules").stdout) == {}
-    # another file in net_a's place, with the old file's times: only net_a's steps rerun (its
-    # import, and the calibrate job of the batch it shares with net_b: two small models of one
-    # dataset, workflow/rules/helpers/sizing.smk; net_b's calibrators are copied back from
-    # results/calibrate_cache/, not refitted)
+    # another file in net_a's place, with the old file's times: only net_a's steps rerun (the
+    # import and the calibrate job of the batches it shares with net_b: two small local models
+    # of one dataset, workflow/rules/helpers/sizing.smk; net_b's calibrators are copied back
+    # from results/calibrate_cache/, not refitted)
     path = files / "net_a.npz"
     st = path.stat()
     _npz(path, 7)
     os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns))
     planned = job_counts(smk(root, *TARGETS, "-n", "--quiet", "rules").stdout)
-    assert planned == {"import_logits_presplit": 1, "calibrate_batch_mine__0": 1}
+    assert planned == {"import_logits_presplit_batch_mine__0": 1, "calibrate_batch_mine__0": 1}
     smk(root, *TARGETS)
     prov = json.loads((root / "results/logits/mine/net_a.source.json").read_text())
     from calbench.io import file_digest

@@ -6,7 +6,36 @@
 # cache_logits writes (calbench import-logits; calbench.logits_sources). Sources with their own
 # validation/test split (logits.split: file, e.g. Kängsepp's pickles) also write
 # results/split/{dataset}/{model}.npz, which split_file() gives to that model's later steps.
-# The wildcard constraints list the models each rule serves; cache_logits serves the others.
+# Models whose predictions need no download of their own (a folder's or local file, a mirror's
+# copy, CalArena's shared file) are imported in batches, one job and process per batch (rules
+# import_logits_batch_<dataset>__<i> and import_logits_presplit_batch_<dataset>__<i> at the end,
+# membership in helpers/sizing.smk): the same files at the same paths, byte for byte.
+# The wildcard constraints list the models each per-model rule serves (those of no batch); the
+# batch rules name their files outright, which Snakemake prefers to cache_logits's pattern;
+# cache_logits serves the others.
+
+
+#: the import batches, per rule their models would otherwise use (helpers/sizing.smk,
+#: import_batches), and the wildcard constraints of those rules: every model of no batch
+IMPORT_BATCHES = import_batches(
+    {
+        m: v["dataset"]
+        for m, v in config["models"].items()
+        if imported_in_batch(m, v, config.get("mirrors") or [])
+    },
+    presplit={m for m in config["models"] if presplit(m)},
+)
+_BATCHED_IMPORTS = {m for b in IMPORT_BATCHES.values() for ms in b.values() for m in ms}
+IMPORTED_MODELS = _names_regex(
+    [
+        m
+        for m, v in config["models"].items()
+        if v["source"] == "logits" and not presplit(m) and m not in _BATCHED_IMPORTS
+    ]
+)
+PRESPLIT_MODELS = _names_regex(
+    [m for m in config["models"] if presplit(m) and m not in _BATCHED_IMPORTS]
+)
 
 
 ruleorder: import_logits_presplit > import_logits > cache_logits
@@ -106,3 +135,57 @@ rule split:
         "../../envs/calbench.yaml"
     shell:
         "calbench split {params.source} --out {output.split} > {log} 2>&1"
+
+
+# One job per batch (helpers/sizing.smk, import_batches): one `calbench import-logits` process
+# imports every model of the batch in turn, each with the options its own job would get, and
+# writes each model's files at its own job's paths (the same bytes). Its inputs are its models'
+# inputs together (spec files, local copies' digests, the code), so an edit of one model's
+# entry or file reruns its batch alone. An error in one model names it and removes every file
+# of the batch.
+for _rule, _batches in IMPORT_BATCHES.items():
+    for batch, members in _batches.items():
+        dataset = config["models"][members[0]]["dataset"]
+        wcs = [SimpleNamespace(dataset=dataset, model=m) for m in members]
+        own_split = _rule == "import_logits_presplit"
+
+        rule:
+            name:
+                f"{_rule}_batch_{batch}"
+            output:
+                logits=[f"results/logits/{dataset}/{m}.npz" for m in members],
+                provenance=[f"results/logits/{dataset}/{m}.source.json" for m in members],
+                # a file that brings its own split: each model's split too
+                **({"split": [f"results/split/{dataset}/{m}.npz" for m in members]} if own_split else {}),
+            input:
+                lib=lib_sources("import-logits"),
+                spec=[model_spec(w) for w in wcs],
+                local=[path for w in wcs for path in _as_list(local_logits_input(w))],
+            params:
+                mirrors=global_mirror_args,
+                strict=STRICT,
+                spec=shell_args(*(f"@{model_spec(w)}" for w in wcs)),
+                out=shell_args(*(f"results/logits/{dataset}/{m}.npz" for m in members)),
+                provenance=shell_args(
+                    *(f"results/logits/{dataset}/{m}.source.json" for m in members)
+                ),
+                split_out=(
+                    "--split-out "
+                    + shell_args(*(f"results/split/{dataset}/{m}.npz" for m in members))
+                    if own_split
+                    else ""
+                ),
+            log:
+                f"logs/{_rule}_batch/{batch}.log",
+            benchmark:
+                f"benchmarks/{_rule}_batch/{batch}.tsv"
+            threads: 1
+            resources:
+                mem_mb=2000,
+                runtime=30,
+            conda:
+                "../../envs/calbench.yaml"
+            shell:
+                "OMP_NUM_THREADS={threads} calbench import-logits --spec {params.spec}"
+                " --out {params.out} {params.split_out} --provenance {params.provenance}"
+                " --resources resources {params.mirrors} {params.strict} > {log} 2>&1"

@@ -73,22 +73,45 @@ def register(sub) -> None:
     p = sub.add_parser(
         "import-logits",
         help="logits + labels of a source: logits model from its file (download, verify, convert)",
+        description="Obtain, verify and convert a source: logits model's file into the logits "
+        "file cache-logits writes. Several --spec (each per-model option then one value per "
+        "model, in the same order) import a batch of models in turn in one process, each "
+        "model's files the bytes of a call of its own; an error in one names it and removes "
+        "every file of the batch.",
     )
-    p.add_argument("--spec", default=None, help="the model's config entry as JSON (workflow form)")
+    several = " (several models in one process: one value per --spec, in its order)"
+    p.add_argument(
+        "--spec",
+        nargs="+",
+        default=None,
+        help="the model's config entry as JSON or @file (workflow form)" + several,
+    )
     p.add_argument(
         "--config", default=None, help="workflow configuration YAML (by hand, with --model)"
     )
     p.add_argument("--model", type=name_arg, default=None, help="model name in --config")
     p.add_argument(
-        "--out", default=None, help="logits file (default results/logits/{dataset}/{model}.npz)"
+        "--out",
+        nargs="+",
+        default=None,
+        help="logits file (default results/logits/{dataset}/{model}.npz)" + several,
     )
     p.add_argument(
         "--split-out",
+        nargs="+",
         default=None,
-        help="the file's own split, results/split/{dataset}/{model}.npz (split: file sources)",
+        help="the file's own split, results/split/{dataset}/{model}.npz (split: file sources)"
+        + several,
     )
-    p.add_argument("--provenance", default=None, help="JSON record of the files used (optional)")
-    p.add_argument("--file", default=None, help="a copy you downloaded (file or folder): no fetch")
+    p.add_argument(
+        "--provenance",
+        nargs="+",
+        default=None,
+        help="JSON record of the files used (optional)" + several,
+    )
+    p.add_argument(
+        "--file", default=None, help="a copy you downloaded (file or folder): no fetch; one model"
+    )
     p.add_argument("--resources", default="resources", help="resources folder (downloads, lock)")
     add_fetch_options(p)
     add_repin(p)
@@ -158,7 +181,59 @@ def cmd_split(args) -> int:
 
 
 def cmd_import_logits(args) -> int:
-    from calbench.logits_sources import import_logits, is_presplit  # lazy: cli start-up
+    """One model (``--spec`` with ``--out``, or by hand ``--config`` with ``--model``), or a batch
+    (several ``--spec``): each model imported in turn, its lines printed as it finishes. An error
+    in a model of a batch names it (one line) and removes the files of the batch's earlier
+    models too (the workflow deletes a failed job's outputs anyway, and the batch is rerun as a
+    whole): nothing of a failed batch is kept. A model's own files are all or none
+    (:func:`calbench.logits_sources.import_logits`)."""
+    from calbench.logits_sources import import_logits  # lazy: cli start-up
+
+    models, mirrors = _import_batch(args)
+    written: list = []
+    try:
+        for i, m in enumerate(models):
+            try:
+                s = import_logits(
+                    m["name"],
+                    m["entry"],
+                    m["out"],
+                    split_out=m["split_out"],
+                    provenance_out=m["provenance"],
+                    resources=args.resources,
+                    mirrors=mirrors,
+                    local_file=args.file,
+                    timeout=args.timeout,
+                    strict=args.strict_checksums,
+                    repin=args.repin,
+                )
+            except (ValueError, FileNotFoundError, KeyError) as exc:
+                if len(models) == 1:
+                    raise
+                msg = str(exc.args[0] if isinstance(exc, KeyError) and exc.args else exc)
+                msg = msg.removeprefix(f"model {m['name']}: ")
+                raise ValueError(
+                    f"model {m['name']} ({i + 1} of {len(models)}, --out {m['out']}): {msg}; "
+                    "nothing of this batch was written"
+                ) from exc
+            written += [p for p in (m["out"], m["split_out"], m["provenance"]) if p is not None]
+            _print_import(s, m["out"])
+    except BaseException:
+        for path in written:
+            Path(path).unlink(missing_ok=True)
+        raise
+    return 0
+
+
+#: import-logits' per-model options besides --spec: ``(flag, destination)``; each takes one
+#: value per --spec (--out always, the others when given)
+_IMPORT_PER_MODEL = (("--out", "out"), ("--split-out", "split_out"), ("--provenance", "provenance"))
+
+
+def _import_batch(args) -> tuple[list[dict], list]:
+    """The models of one import-logits call, each ``{name, entry, out, split_out, provenance}``
+    (the i-th value of each per-model option for the i-th ``--spec``), and the mirrors."""
+    from calbench.logits_sources import is_presplit  # lazy: cli start-up
     from calbench.models import parse_spec  # lazy: cli start-up
 
     mirrors = list(args.mirror)
@@ -167,39 +242,64 @@ def cmd_import_logits(args) -> int:
             raise ValueError("pass either --spec (with --out) or --config with --model, not both")
         if not args.out:
             raise ValueError("--spec needs --out (the logits file to write)")
-        entry = parse_spec(args.spec)
-        name = Path(args.out).stem
+        n = len(args.spec)
+        for flag, dest in _IMPORT_PER_MODEL:
+            values = getattr(args, dest)
+            if values is not None and len(values) != n:
+                raise ValueError(
+                    f"{flag} has {len(values)} values for {n} --spec; give one value per "
+                    "--spec, in the same order"
+                )
+        if n > 1 and args.file is not None:
+            raise ValueError(
+                "--file names one model's copy; give it with one --spec (or set each model's "
+                "logits.local_path)"
+            )
+        models = [
+            {
+                "name": Path(out).stem,
+                "entry": parse_spec(spec),
+                "out": out,
+                "split_out": args.split_out[i] if args.split_out else None,
+                "provenance": args.provenance[i] if args.provenance else None,
+            }
+            for i, (spec, out) in enumerate(zip(args.spec, args.out, strict=True))
+        ]
     elif args.config and args.model:
         from calbench.models.pretrained import get_entry  # lazy: cli start-up
 
+        for flag, dest in _IMPORT_PER_MODEL:
+            if len(getattr(args, dest) or ()) > 1:
+                raise ValueError(f"{flag} takes one value with --config and --model (one model)")
         doc = load_model_registry(args.config)
-        name = args.model
-        entry = get_entry(doc, name)
         mirrors += list(doc.get("mirrors") or [])
         args.strict_checksums = args.strict_checksums or bool(doc.get("strict_checksums"))
+        models = [
+            {
+                "name": args.model,
+                "entry": get_entry(doc, args.model),
+                "out": args.out[0] if args.out else None,
+                "split_out": args.split_out[0] if args.split_out else None,
+                "provenance": args.provenance[0] if args.provenance else None,
+            }
+        ]
     else:
         raise ValueError(
             "say which model: --spec JSON --out FILE (workflow) or --config C --model M (by hand)"
         )
-    if not isinstance(entry.get("dataset"), str):
-        raise ValueError(f"model {name}: the entry has no dataset")
-    out = args.out or f"results/logits/{entry['dataset']}/{name}.npz"
-    split_out = args.split_out
-    if split_out is None and args.spec is None and is_presplit(entry):
-        split_out = f"results/split/{entry['dataset']}/{name}.npz"
-    s = import_logits(
-        name,
-        entry,
-        out,
-        split_out=split_out,
-        provenance_out=args.provenance,
-        resources=args.resources,
-        mirrors=mirrors,
-        local_file=args.file,
-        timeout=args.timeout,
-        strict=args.strict_checksums,
-        repin=args.repin,
-    )
+    for m in models:
+        entry, name = m["entry"], m["name"]
+        if not isinstance(entry.get("dataset"), str):
+            raise ValueError(f"model {name}: the entry has no dataset")
+        if m["out"] is None:
+            m["out"] = f"results/logits/{entry['dataset']}/{name}.npz"
+        if m["split_out"] is None and args.spec is None and is_presplit(entry):
+            m["split_out"] = f"results/split/{entry['dataset']}/{name}.npz"
+    return models, mirrors
+
+
+def _print_import(s: dict, out) -> None:
+    """The lines of one imported model: each file used, then the logits written."""
     for f in s["files"]:
         print(
             f"{f['path']}: sha256 {f['sha256'][:16]} {f['size']} bytes, {f['status']} ({f['origin']})"
@@ -208,4 +308,3 @@ def cmd_import_logits(args) -> int:
     print(
         f"{out}: {s['n']} x {s['classes']} logits ({s['format']}), accuracy {s['accuracy']:.4f}{extra}"
     )
-    return 0

@@ -133,33 +133,47 @@ def import_logits(
             f"the entry declares num_classes: {k}; fix num_classes or point at the right file"
         )
     ohash = labels_order_hash(imp.labels)
-    save_logits(out, imp.logits, imp.labels, order_hash=ohash, model=name, dataset=entry["dataset"])
-    summary = {
-        "model": name,
-        "dataset": entry["dataset"],
-        "format": lg["format"],
-        "n": int(imp.labels.shape[0]),
-        "classes": int(imp.logits.shape[1]),
-        "accuracy": float(np.mean(imp.logits.argmax(1) == imp.labels)),
-        "order_hash": ohash,
-        "order_check": ORDER_CHECK,
-        "targets": "class_blocks (synthesised)" if synth else ("file" if got["targets"] else None),
-        "files": got["files"],
-    }
-    if presplit:
-        val, test = imp.split
-        summary["split"] = {"val": int(val.size), "test": int(test.size), "source": lg["format"]}
-        save_split(
-            split_out,
-            val,
-            test,
-            labels=imp.labels,
-            order_hash=np.str_(ohash),
-            n=np.int64(imp.labels.size),
-            source=np.str_(lg["format"]),
+    written = []  # the model's files are all or none: a later write that fails removes these
+    try:
+        save_logits(
+            out, imp.logits, imp.labels, order_hash=ohash, model=name, dataset=entry["dataset"]
         )
-    if provenance_out is not None:
-        atomic_write_text(provenance_out, json.dumps(summary, indent=1, sort_keys=True) + "\n")
+        written.append(out)
+        summary = {
+            "model": name,
+            "dataset": entry["dataset"],
+            "format": lg["format"],
+            "n": int(imp.labels.shape[0]),
+            "classes": int(imp.logits.shape[1]),
+            "accuracy": float(np.mean(imp.logits.argmax(1) == imp.labels)),
+            "order_hash": ohash,
+            "order_check": ORDER_CHECK,
+            "targets": (
+                "class_blocks (synthesised)" if synth else ("file" if got["targets"] else None)
+            ),
+            "files": got["files"],
+        }
+        if presplit:
+            val, test = imp.split
+            summary["split"] = {
+                "val": int(val.size), "test": int(test.size), "source": lg["format"]
+            }  # fmt: skip
+            save_split(
+                split_out,
+                val,
+                test,
+                labels=imp.labels,
+                order_hash=np.str_(ohash),
+                n=np.int64(imp.labels.size),
+                source=np.str_(lg["format"]),
+            )
+            written.append(split_out)
+        if provenance_out is not None:
+            atomic_write_text(provenance_out, json.dumps(summary, indent=1, sort_keys=True) + "\n")
+    except BaseException:
+        for path in written:
+            Path(path).unlink(missing_ok=True)
+        raise
     return summary
 
 

@@ -5,10 +5,11 @@ def _names_regex(names):
     return "|".join(sorted(names, key=len, reverse=True)) if names else "(?!)"
 
 
-IMPORTED_MODELS = _names_regex(
-    [m for m, v in config["models"].items() if v["source"] == "logits" and not presplit(m)]
-)
-PRESPLIT_MODELS = _names_regex([m for m in config["models"] if presplit(m)])
+def _as_list(value):
+    """An input function's value as a list (a path, or a list of paths)."""
+    return [value] if isinstance(value, str) else list(value)
+
+
 STRICT = "--strict-checksums" if config.get("strict_checksums") else ""
 
 

@@ -251,11 +251,74 @@ def calibrate_batches(models, shapes, max_entries=None, max_models=None):
     for model, dataset in models.items():
         shape = shapes.get(model)
         if shape is not None and shape[0] * shape[1] <= max_entries:
-            small.setdefault(dataset, []).append(model)
+            small[model] = dataset
+    return model_batches(small, max_models)
+
+
+def model_batches(models, max_models):
+    """``{"<dataset>__<i>": [model, ...]}``: ``models`` (each mapped to its dataset, in config
+    order) grouped per dataset, in config order, ``max_models`` a batch, the last one the rest;
+    a batch of one model is left out (its model keeps a job of its own)."""
+    per_dataset = {}
+    for model, dataset in models.items():
+        per_dataset.setdefault(dataset, []).append(model)
     batches = {}
-    for dataset, members in small.items():
+    for dataset, members in per_dataset.items():
         for i in range(0, len(members), max_models):
             chunk = members[i : i + max_models]
             if len(chunk) > 1:
                 batches[f"{dataset}__{i // max_models}"] = chunk
     return batches
+
+
+# --- batches of imported models ----------------------------------------------------------------
+# An import job of a small file is all start-up: the process and its imports (numpy, calbench;
+# ~0.5-1 s) against a few milliseconds of reading and writing (perf/bench_small_experiments.py
+# --imports-only). Models whose predictions need no download of their own (imported_in_batch)
+# are imported in batches of at most IMPORT_BATCH_MAX_MODELS models of one dataset, one job and
+# process per batch (`calbench import-logits` with one value per model of each per-model
+# option; rules import_logits_batch_<dataset>__<i> and import_logits_presplit_batch_<dataset>__<i>
+# in workflow/rules/logits.smk), each model's files at its own path and with its own bytes.
+# Membership comes from the config alone, in config order: a model added at the end changes only
+# the last batch. A batch's job reruns as a whole when one of its models' inputs changes, and
+# rewrites each of its models' files (same bytes): their calibrate jobs rerun and copy their
+# calibrators back from results/calibrate_cache/.
+
+#: models of one import batch at most: 100 files make 7 jobs instead of 100, enough to keep 2 to
+#: 8 cores busy; a batch of tiny files takes about one process's start-up
+IMPORT_BATCH_MAX_MODELS = 16
+
+
+def imported_in_batch(model, entry, mirrors=()):
+    """Whether ``model``'s import joins a batch: a ``source: logits`` model whose predictions
+    need no download of their own, a local copy the config names (``logits.local_path``, a
+    ``logits_folder:`` file, a ``mirrors:`` directory; calbench.logits_sources.fetch.local_copy)
+    or a Hugging Face file, which the models reading it share (CalArena's benchmark file:
+    calbench.logits_sources.entry.model_dir). A model downloading a file of its own (the
+    coursework's, Kängsepp's pickles) keeps a job of its own: that job is its download, which
+    jobs of their own run side by side, where a batch would queue them in one job's runtime. A
+    local copy that is not there: no batch (its own job reports it)."""
+    if entry.get("source") != "logits":
+        return False
+    if (entry.get("logits") or {}).get("huggingface"):
+        return True
+    from calbench.logits_sources.fetch import local_copy
+
+    try:
+        return local_copy(model, entry, mirrors) is not None
+    except (ValueError, OSError):
+        return False
+
+
+def import_batches(models, presplit=(), max_models=None):
+    """``{rule: {"<dataset>__<i>": [model, ...]}}``: the import batches (see above), per rule
+    each model of no batch would use: ``import_logits``, and ``import_logits_presplit`` for the
+    models in ``presplit`` (their file brings its own split, which they also write). ``models``
+    maps each model imported in a batch (imported_in_batch) to its dataset, in config order;
+    grouped per rule and dataset by model_batches, ``max_models`` (IMPORT_BATCH_MAX_MODELS) a
+    batch."""
+    max_models = IMPORT_BATCH_MAX_MODELS if max_models is None else max_models
+    kinds = {"import_logits": {}, "import_logits_presplit": {}}
+    for model, dataset in models.items():
+        kinds["import_logits_presplit" if model in presplit else "import_logits"][model] = dataset
+    return {rule: model_batches(members, max_models) for rule, members in kinds.items()}
