@@ -382,8 +382,8 @@ class CalibrateSpec:
         out-of-fold predictions) are computed from those; the calibrator saved as JSON (what the
         temperatures, the by-hand verbs and later steps read) is the one fitted on all ``N``.
         The "best" of each compared metric is chosen inside each training part
-        (:func:`calbench.crossfit.nested_bests`, its inner folds the other ``folds - 1``
-        outer folds, each inner fit shared by two outer folds; with ``folds: 2``
+        (:func:`calbench.crossfit.nested_bests`, its inner folds the two neighbouring outer
+        folds on the ring of folds, each inner fit shared by two outer folds; with ``folds: 2``
         ``compare.select_folds`` inner folds), and the
         comparisons use the corrected repeated cross-validation t-test
         (:func:`calbench.steps.crossfit_compare_rows`); with ``partitions_out`` their spread over
@@ -402,7 +402,7 @@ class CalibrateSpec:
         meta = data["meta"]
         isolation.freeze(*data["val"], *data["test"])
         z, y = pooled_samples(data, scheme.folds)
-        # the inner folds are the other outer folds (each inner fit shared by two outer folds);
+        # the inner folds are the two neighbouring outer folds (each inner fit shared by two);
         # with 2 folds there is one other, so then an inner select_folds-fold cross-fit of the
         # training part, (folds - 1) / folds of the samples
         inner = None if scheme.folds >= 3 else cmp["select_folds"]
@@ -450,7 +450,7 @@ class CalibrateSpec:
                 inner_folds=inner, oof=oof, exclude=plan.exclude,
             )  # fmt: skip
             selected_on = f"nested {scheme.folds}-fold x{scheme.repeats} cross-fit " + (
-                f"(inner {inner}-fold)" if inner else f"(inner: the other {scheme.folds - 1} folds)"
+                f"(inner {inner}-fold)" if inner else "(inner: the 2 neighbouring folds)"
             )
             rows, parts = crossfit_compare_rows(
                 meta, y, oof, assignment, plan.compared, cmp["baselines"], ev.level, nested,
