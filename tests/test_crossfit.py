@@ -341,3 +341,37 @@ def test_ring_pairs_put_every_fold_beside_its_two_neighbours():
             )
     with pytest.raises(ValueError, match="needs >= 3 folds"):
         ring_pairs(2)
+
+
+def test_first_places_over_partitions_rank_the_unbiased_errors_signed():
+    """Near-calibrated calibrators' unbiased ECE estimates fall below 0, where the reported
+    ``sqrt(max(T, 0))`` ties them at 0: the partitions file's first places rank the signed
+    estimate (as the report's ranks and robustness do), so no tie is split between them."""
+    from calbench.functional import softmax
+    from calbench.stats.resampled import winner_share
+    from calbench.stats.robustness import VARIANTS
+    from calbench.steps import crossfit_compare_rows, select_metrics
+
+    rng = np.random.default_rng(3)  # a draw where most estimates fall below 0
+    n, k, r = 400, 3, 3
+    p_true = softmax(rng.normal(size=(n, k)))
+    y = (p_true.cumsum(1) > rng.random((n, 1))).argmax(1)
+    oof = {}
+    for i, name in enumerate(("uncalibrated", "a", "b", "c", "d")):
+        noise = np.random.default_rng(i).normal(scale=0.02, size=(r, n, k))
+        oof[name] = np.stack([softmax(np.log(p_true) + e) for e in noise])
+    a = fold_assignments(y, 3, r, 0)
+    compared = select_metrics(["ece_ub"])
+    rows, parts = crossfit_compare_rows(
+        {"dataset": "d", "model": "m"}, y, oof, a, compared, ["uncalibrated"], 0.95,
+        n_permutations=20,
+    )  # fmt: skip
+    names = list(oof)
+    signed = np.array([[VARIANTS["ece_ub_w15"][1](oof[m][i], y) for m in names] for i in range(r)])
+    clipped = np.maximum(signed, 0.0)
+    assert np.all(np.sum(clipped == 0, axis=1) >= 3), "the case needs ties at 0"
+    want = winner_share(signed, names)
+    got = {p["method"]: p["first_share"] for p in parts if p["metric"] == "ece_ub"}
+    for m, share in got.items():
+        assert share == pytest.approx(want[m])
+        assert share * r == pytest.approx(round(share * r))  # whole partitions: no split tie

@@ -751,6 +751,7 @@ def crossfit_compare_rows(
         variance_split,
         winner_share,
     )
+    from calbench.stats.robustness import SIGNED_ESTIMATES, VARIANTS  # lazy: code inputs
 
     a = np.asarray(assignment)
     n_rep, n_folds = a.shape[0], int(a.max()) + 1
@@ -768,6 +769,14 @@ def crossfit_compare_rows(
             [[[_values(compared, p[r][k], labels[k])[n] for n in names] for k in masks[r]]
              for r in range(n_rep)]
         )  # fmt: skip
+    # the first places rank the unbiased errors on their signed estimate, as the report's ranks
+    # and robustness do (clipping ties every estimate <= 0 at 0): one estimate everywhere
+    ranked = {side: pooled[side].copy() for side in methods}
+    for j, n in enumerate(names):
+        if n in SIGNED_ESTIMATES:
+            fn = VARIANTS[SIGNED_ESTIMATES[n]][1]
+            for side in methods:
+                ranked[side][:, j] = [fn(oof[side][r], labels) for r in range(n_rep)]
     alpha = 1.0 - level
     rows, part_rows = [], []
     for j, (name, fn) in enumerate(compared.items()):
@@ -779,7 +788,7 @@ def crossfit_compare_rows(
             pick = max(dict.fromkeys(flat), key=flat.count)  # ties: the first picked
             unanimous = flat.count(pick) == len(flat)
         firsts = winner_share(
-            np.column_stack([pooled[m][:, j] for m in methods]), methods, higher_is_better=higher
+            np.column_stack([ranked[m][:, j] for m in methods]), methods, higher_is_better=higher
         )
         winner = max(firsts, key=firsts.get)
         pairs = comparison_pairs(methods, list(baselines), pick)

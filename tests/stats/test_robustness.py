@@ -272,3 +272,28 @@ def test_report_view_says_when_the_data_cannot_separate_the_two():
     assert "its difference from the runner-up b is not significant" in view["sentence"]
     assert "exact signed-rank test over 3 models, p = 0.250" in view["sentence"]
     assert "the smallest p-value 3 models allow is 0.25" in view["sentence"]
+
+
+@pytest.mark.parametrize("n", [60, 2000])
+def test_every_signed_estimate_is_its_metric_unclipped(n):
+    """Each metric of SIGNED_ESTIMATES ranks on a variant that computes the metric's own ``T``,
+    signed: where ``T >= 0`` it equals the metric's value, where ``T < 0`` its negative root;
+    the classwise error too when few samples thin its bins (``classwise_bins``)."""
+    from calbench.metrics import METRICS
+    from calbench.stats.robustness import SIGNED_ESTIMATES
+
+    assert set(SIGNED_ESTIMATES) == {"ece_ub", "ece_ub_mass", "cwece_ub"}
+    seen_negative = set()
+    for seed in range(12):
+        rng = np.random.default_rng(seed)
+        p = softmax(rng.normal(size=(n, 10)) * 1.5)
+        y = (p.cumsum(1) > rng.random((n, 1))).argmax(1)
+        for metric, variant in SIGNED_ESTIMATES.items():
+            signed = VARIANTS[variant][1](p, y)
+            value = METRICS[metric](p, y)
+            if signed >= 0:
+                assert signed == pytest.approx(value, rel=1e-9, abs=1e-12)
+            else:
+                assert value == 0.0
+                seen_negative.add(metric)
+    assert seen_negative  # the case reaches the clipped side

@@ -34,7 +34,7 @@ import numpy as np
 from calbench._checks import check_probs_labels
 from calbench.metrics import METRICS
 from calbench.metrics.binning import top_label
-from calbench.metrics.unbiased import cw_ub_sq, ub_sq_from_values, ub_top_weighted
+from calbench.metrics.unbiased import classwise_bins, cw_ub_sq, ub_sq_from_values, ub_top_weighted
 from calbench.stats import (
     multiplicities,
     paired_test,
@@ -63,7 +63,8 @@ def _top(n_bins: int, binning: str, p, y) -> float:
 
 
 def _classwise(p, y) -> float:
-    return signed_root(cw_ub_sq(p, y, 15))
+    # the registered cwece_ub's bins: 15 per class, fewer when thin (classwise_bins)
+    return signed_root(cw_ub_sq(p, y, classwise_bins(p.shape[0], p.shape[1], 15)))
 
 
 #: variant -> (label, f(probs, labels) -> float): the unbiased error's signed root
@@ -73,14 +74,18 @@ VARIANTS: dict[str, tuple[str, Callable]] = {
     DEFAULT_VARIANT: ("Unbiased ECE, 15 equal-width bins", partial(_top, 15, "width")),
     "ece_ub_w20": ("Unbiased ECE, 20 equal-width bins", partial(_top, 20, "width")),
     "ece_ub_m15": ("Unbiased ECE, 15 equal-mass bins", partial(_top, 15, "mass")),
-    "cwece_ub": ("Unbiased classwise ECE, 15 bins", _classwise),
+    "cwece_ub": ("Unbiased classwise ECE, up to 15 bins", _classwise),
 }
 
 #: registered metric -> the variant that computes its estimator signed: the metric reports
 #: ``sqrt(max(T, 0))``, the variant :func:`signed_root` of the same ``T``, so every ranking of
 #: these metrics (the report's average ranks, its findings, this section) ranks on the signed
 #: value and names the same winner (clipping ties every ``T <= 0`` at 0)
-SIGNED_ESTIMATES = {DEFAULT_METRIC: DEFAULT_VARIANT, "ece_ub_mass": "ece_ub_m15"}
+SIGNED_ESTIMATES = {
+    DEFAULT_METRIC: DEFAULT_VARIANT,
+    "ece_ub_mass": "ece_ub_m15",
+    "cwece_ub": "cwece_ub",
+}
 
 
 def first_place_probability(
