@@ -97,3 +97,16 @@ def test_bound_from_the_registered_interval_matches_stats():
     assert rows[0]["ci_high"] == pytest.approx(hi)
     view = verdict_view(rows, SPEC)
     assert view["rows"][0]["cells"][0]["ok"] == (hi < 0.01)
+
+
+@pytest.mark.parametrize("half, samples", [("test", "these test halves"), ("oof", "these samples")])
+def test_the_finding_names_the_samples_the_bound_is_computed_on(half, samples):
+    """A cross-fitted study's bounds are computed on every labelled sample's out-of-fold
+    prediction, not on a test half: the finding says so."""
+    from calbench.report.verdicts import add_findings
+
+    view = verdict_view(_rows({"a": (0.004, 0.009), "b": (0.002, 0.03)}, half=half), SPEC)
+    found = {"items": [], "headlines": [], "anomalies": []}
+    add_findings(found, view, None)
+    (item,) = [d for d in found["items"] if d["family"] == "calibrated"]
+    assert f"The smallest error {samples} can show is" in item["text"]

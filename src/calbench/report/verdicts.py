@@ -11,7 +11,7 @@ import math
 from collections.abc import Mapping
 
 from calbench.display import calibrator_labels, display_spec, format_value, spec_labels
-from calbench.results import HEADLINE_HALVES
+from calbench.results import HEADLINE_HALVES, OOF_HALF, headline_half
 
 
 def add_findings(found: dict, verdicts: dict | None, robustness: dict | None) -> None:
@@ -75,7 +75,8 @@ def _within_item(v: dict) -> dict:
     )
     if detect:
         text += (
-            f" The smallest error these test halves can show is {detect[0]} to {detect[-1]}"
+            f" The smallest error {v.get('samples', 'these test halves')} can show is "
+            f"{detect[0]} to {detect[-1]}"
             " (per model); a smaller one cannot be shown at this sample size."
         )
     return {
@@ -171,6 +172,9 @@ def verdict_view(rows, spec: Mapping) -> dict | None:
         "n_within": n_within,
         "n": n,
         "m": len(methods),
+        # what each model's bound is computed on: its test half, or (cross-fitted) all its
+        # labelled samples' out-of-fold predictions
+        "samples": "these samples" if headline_half(rows) == OOF_HALF else "these test halves",
     }
 
 
