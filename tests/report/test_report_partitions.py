@@ -111,7 +111,17 @@ def test_the_spread_over_partitions_is_shown_near_the_top(tmp_path):
         ("T-scaling", "100%", "20%"), ("Hist", "33%", "–"),
     ]  # fmt: skip
     assert [e["id"] for e in ctx["toc"]][:2] == ["findings", "partitions"]
+    # the first finding, on the first screen: how far the verdicts depend on the partition
+    first = ctx["findings"]["items"][0]
+    assert first["family"] == "partitions" and first["support"] == "supported"
+    assert first["text"] == (
+        "Over the 3 partitions into folds: 2 of 4 comparisons are significant in every "
+        "partition, 2 in some and 0 in none; the same calibrator ranks first in every partition "
+        "on 0 of 2 model-metric pairs (Spread over partitions)."
+    )
+    assert ctx["findings"]["headlines"][0] == first["text"]
     html = render.render_html(ctx)
+    assert html.index("<h3>Over partitions</h3>") < html.index('id="partitions"')
     body = html.split("<main>", 1)[1]
     assert body.index('id="findings"') < body.index('id="partitions"') < body.index('id="ranks"')
     assert (

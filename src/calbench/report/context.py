@@ -33,6 +33,7 @@ from calbench.report import tables as T
 from calbench.report.figures import reliability_figures
 from calbench.report.over_models import over_models_view
 from calbench.report.overview import findings_view, glossary, rank_overview
+from calbench.report.partitions import partition_finding
 from calbench.report.provenance import provenance_view
 from calbench.report.references import bibliography
 from calbench.report.sections import Section, contents, report_sections
@@ -282,6 +283,10 @@ def build_context(
     # verdicts over models: read from the aggregate step's files (studies of 5 models or more)
     ctx["over_models"] = over_models_view(over_models, spec)
     ctx["partitions"] = partitions
+    spread = partition_finding(partitions)
+    if spread:  # first among the findings: how far every verdict below depends on the partition
+        found["items"].insert(0, spread)
+        found["headlines"].insert(0, spread["text"])
     ctx["robustness"] = robustness_view(robustness, spec) if robustness else None
     ctx["verdicts"] = verdict_view(rows, spec)
     add_findings(found, ctx["verdicts"], ctx["robustness"])

@@ -88,8 +88,9 @@ def findings_view(found, labels: Mapping[str, str] | None = None) -> dict:
 
 #: Headings of the findings' families (``vs:<baseline>`` is "Against <baseline>").
 FAMILY_TITLES = {
+    "partitions": "Over partitions",
     "ranks": "Ranks",
-    "best": "The best calibrator on validation, tested",
+    "best": "The best pick (chosen without the samples it is tested on), tested",
     "accuracy": "Accuracy",
     "calibrated": "Calibrated within δ",
     "precision": "Precision",
@@ -185,8 +186,6 @@ def comparison_figures(rows: Sequence[Mapping], spec: Mapping, alpha: float) -> 
             }
         )
     return out
-
-
 
 
 def _num(x) -> str:

@@ -83,9 +83,37 @@ def partitions_view(rows: Sequence[Mapping], spec: Mapping) -> dict | None:
             }
         )  # fmt: skip
     first = rows[0]
+    shares = [float(r["significant_share"]) for r in rows]
+    stable = {k: float(r["winner_share"]) for r in rows for k in [(r["model"], r["metric"])]}
     return {
         "n_partitions": int(first["n_partitions"]),
         "folds": int(first["folds"]),
         "winners": list(winners.values()),
         "pairs": pairs,
+        # the finding's counts: comparisons significant in every / some / no partition, and the
+        # model-metric pairs whose first place is the same calibrator in every partition
+        "n_pairs": len(shares),
+        "in_all": sum(x == 1.0 for x in shares),
+        "in_some": sum(0.0 < x < 1.0 for x in shares),
+        "in_none": sum(x == 0.0 for x in shares),
+        "n_winners": len(stable),
+        "same_winner": sum(x == 1.0 for x in stable.values()),
     }
+
+
+def partition_finding(view: Mapping | None) -> dict | None:
+    """The findings' sentence on the spread over partitions (``None`` without the section):
+    how many comparisons are significant in every, some and no partition, and on how many
+    model-metric pairs the same calibrator ranks first in every partition."""
+    if not view:
+        return None
+    r = view["n_partitions"]
+    text = (
+        f"Over the {r} partitions into folds: {view['in_all']} of {view['n_pairs']} comparisons "
+        f"are significant in every partition, {view['in_some']} in some and {view['in_none']} "
+        f"in none; the same calibrator ranks first in every partition on "
+        f"{view['same_winner']} of {view['n_winners']} model-metric pairs (Spread over "
+        "partitions)."
+    )
+    return {"family": "partitions", "text": text, "direction": "", "size": None,
+            "support": "supported", "pairs": []}  # fmt: skip
