@@ -426,3 +426,42 @@ def test_a_cross_fitted_unbiased_error_is_what_its_signed_rank_value_clips_to(tm
     assert set(table) == set(signed) == {"uncalibrated", "ts"}
     for m in table:  # the report's check (calbench.report.ranks): the signed value clips to it
         assert abs(max(signed[m], 0.0) - table[m]) <= 1e-9, (m, signed[m], table[m])
+
+
+def test_a_cross_fitted_calibrator_added_to_the_study_is_the_only_one_fitted(tmp_path, monkeypatch):
+    """With a reuse folder a cross-fitted run keeps each calibrator's files, its out-of-fold
+    predictions and its inner fits' scores: adding a calibrator fits the new one alone (outer,
+    inner and full fits) and writes the bytes a fresh run writes; a damaged kept array is
+    refitted with a note, again the same bytes."""
+    from calbench import steps
+
+    fitted: list[str] = []
+    fit = steps._Isolated.fit
+
+    def counted(self, logits, labels):
+        fitted.append(self.name)
+        return fit(self, logits, labels)
+
+    monkeypatch.setattr(steps._Isolated, "fit", counted)
+    files = _files(tmp_path, n=150)
+    two = _crossfit_spec(folds=3, repeats=2)
+    three = copy.deepcopy(two)
+    three["calibrators"]["hist"] = {"method": "hist", "params": {"n_bins": 5}, "display": "H"}
+    kw = {"robustness_out": None}
+
+    def run(spec, name, cache):
+        out = tmp_path / name
+        _run(spec, files, out, reuse_dir=cache, partitions_out=out / "parts.csv", **kw)
+        return {p.name: p.read_bytes() for p in sorted(out.iterdir())}
+
+    fresh = run(three, "fresh", None)
+    run(two, "first", tmp_path / "cache")
+    fitted.clear()
+    again = run(three, "again", tmp_path / "cache")
+    assert set(fitted) == {"hist"}, "only the added calibrator is cross-fitted"
+    assert again == fresh
+    kept = next((tmp_path / "cache" / "ts").glob("*/oof.npy"))
+    kept.write_bytes(kept.read_bytes()[:-8] + b"\0" * 8)
+    fitted.clear()
+    assert run(three, "repaired", tmp_path / "cache") == fresh
+    assert "ts" in fitted and "uncalibrated" not in fitted

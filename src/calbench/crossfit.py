@@ -263,11 +263,17 @@ def nested_bests(
     assignment=None,
     oof: Mapping[str, np.ndarray] | None = None,
     exclude=(),
+    known_inner: Mapping[str, list] | None = None,
+    found_inner: dict | None = None,
 ) -> dict[str, NestedBest]:
     """:func:`nested_best` for every metric of ``metrics`` (name -> ``f(probs, labels)``;
     ``higher``: name -> whether higher is better, default lower) at the cost of one: each outer
     fold's inner cross-fit scores every candidate on every metric at once. ``exclude``: names
-    that are not candidates (:func:`calbench.stats.selection.crossfit_scores`' argument)."""
+    that are not candidates (:func:`calbench.stats.selection.crossfit_scores`' argument).
+    With ``inner_folds=None``: ``known_inner`` maps candidates to what an earlier run's inner
+    fits found for them on the same folds (:func:`ring_scores` of every partition, in order;
+    the calibrate step keeps them, :mod:`calbench.reuse`), used instead of refitting them;
+    ``found_inner`` (a dict) receives each candidate's results, computed or known."""
     if not makers:
         raise ValueError("nested_best needs at least one candidate calibrator in makers")
     bad = [m for m, fn in metrics.items() if not callable(fn)]
@@ -303,7 +309,19 @@ def nested_bests(
             picks[m].append([])
         shared = None
         if inner_folds is None:
-            shared = _pair_scores(makers, z, y, row, metrics, exclude, last, f"repeat {r}")
+            shared = _pair_scores(
+                makers,
+                z,
+                y,
+                row,
+                metrics,
+                exclude,
+                last,
+                f"repeat {r}",
+                known_inner,
+                found_inner,
+                r,
+            )
         for f in range(int(row.max()) + 1):
             held = row == f
             train = ~held
@@ -352,46 +370,86 @@ def ring_pairs(n_folds: int) -> list[tuple[int, int]]:
     return [tuple(sorted((j, (j + 1) % n_folds))) for j in range(n_folds)]
 
 
-def _pair_scores(makers, z, y, row, metrics, exclude, last: list, where: str) -> list[CrossFit]:
-    """The inner cross-fit of every outer fold of one partition ``row``, its inner folds the two
-    neighbours of the outer fold on the ring of folds (:func:`ring_pairs`), each fit shared by
-    two outer folds: the candidate fitted on every fold but ``j`` and ``k = j + 1`` predicts fold
-    ``j`` for outer fold ``k``'s inner cross-fit and fold ``k`` for outer fold ``j``'s. It saw
-    neither, so neither outer fold's choice sees the fold that outer fold predicts. ``F`` fits
-    per candidate instead of ``F`` times the inner folds. Element ``k`` is outer fold ``k``'s
-    :class:`CrossFit` (``k = 2`` inner folds; scores the mean over them of each metric on the
-    held-out inner fold); a candidate whose fit fails is not one for the two outer folds that fit
-    serves."""
+def ring_scores(make, z, y, row, metrics: Mapping[str, Callable], last: list, where: str) -> dict:
+    """One candidate's inner fits on the ring of one partition ``row`` (:func:`ring_pairs`),
+    as JSON-able data: ``{"scores": {outer fold: {metric: [value on each inner fold]}},
+    "excluded": {outer fold: why}}`` (outer folds as strings). The fit on every fold but ``j``
+    and ``k`` scores inner fold ``j`` for outer fold ``k`` and ``k`` for ``j``; a fit that fails
+    excludes the candidate from the two outer folds it serves."""
+    scores: dict[str, dict[str, list[float]]] = {}
+    excluded: dict[str, str] = {}
+    for j, k in ring_pairs(int(row.max()) + 1):
+        held = (row == j) | (row == k)
+        try:
+            p = _fit_predict(make, z, y, ~held, held, last, f"{where}, folds {j} and {k}")
+        except ValueError as exc:
+            for f in (j, k):
+                excluded.setdefault(str(f), f"{FOLD_FIT_FAILED} ({exc})")
+            continue
+        part = row[held]
+        for inner, outer in ((j, k), (k, j)):
+            rows = part == inner
+            yi = y[row == inner]
+            got = scores.setdefault(str(outer), {})
+            for name, fn in metrics.items():
+                got.setdefault(name, []).append(float(fn(p[rows], yi)))
+    return {"scores": scores, "excluded": excluded}
+
+
+def _pair_scores(
+    makers, z, y, row, metrics, exclude, last: list, where: str, known=None, found=None, r=0
+) -> list[CrossFit]:
+    """The inner cross-fit of every outer fold of one partition ``row`` (repeat ``r``), its
+    inner folds the two neighbours of the outer fold on the ring of folds (:func:`ring_pairs`),
+    each fit shared by two outer folds: the candidate fitted on every fold but ``j`` and ``k = j
+    + 1`` predicts fold ``j`` for outer fold ``k``'s inner cross-fit and fold ``k`` for outer
+    fold ``j``'s. It saw neither, so neither outer fold's choice sees the fold that outer fold
+    predicts. ``F`` fits per candidate instead of ``F`` times the inner folds. Element ``k`` is
+    outer fold ``k``'s :class:`CrossFit` (``k = 2`` inner folds; scores the mean over them of
+    each metric on the held-out inner fold); a candidate whose fit fails is not one for the two
+    outer folds that fit serves. ``known`` / ``found``: as in :func:`nested_bests` (a
+    candidate's :func:`ring_scores` per repeat)."""
     n_folds = int(row.max()) + 1
     if not isinstance(exclude, Mapping):
         exclude = dict.fromkeys(exclude, "excluded by compare.select_exclude (cost)")
     excluded = [{m: str(exclude[m]) for m in makers if m in exclude} for _ in range(n_folds)]
-    # per_fold[k][metric][candidate]: the metric on each inner fold j != k
+    # per_fold[k][metric][candidate]: the metric on each inner fold of outer fold k
     per_fold = [{name: {} for name in metrics} for _ in range(n_folds)]
     for method, make in makers.items():
         if method in exclude:
             continue
-        for j, k in ring_pairs(n_folds):
-            if method in excluded[j] and method in excluded[k]:
-                continue
-            held = (row == j) | (row == k)
-            try:
-                p = _fit_predict(
-                    make, z, y, ~held, held, last, f"{where}, folds {j} and {k} ({method})"
-                )
-            except ValueError as exc:
-                for f in (j, k):
-                    excluded[f].setdefault(method, f"{FOLD_FIT_FAILED} ({exc})")
-                continue
-            part = row[held]
-            for inner, outer in ((j, k), (k, j)):
-                rows = part == inner
-                yi = y[row == inner]
-                for name, fn in metrics.items():
-                    per_fold[outer][name].setdefault(method, []).append(float(fn(p[rows], yi)))
+        res = _known_ring(known, method, r, n_folds, metrics)
+        if res is None:
+            res = ring_scores(make, z, y, row, metrics, last, f"{where} ({method})")
+        if found is not None:
+            found.setdefault(method, []).append(res)
+        for k in range(n_folds):
+            why = res["excluded"].get(str(k))
+            if why is not None:
+                excluded[k].setdefault(method, why)
+            elif str(k) in res["scores"]:
+                for name in metrics:
+                    per_fold[k][name][method] = res["scores"][str(k)][name]
     out = []
     for k in range(n_folds):
         ok = [m for m in makers if m not in excluded[k] and m in per_fold[k][next(iter(metrics))]]
         scores = {name: {m: float(np.mean(per_fold[k][name][m])) for m in ok} for name in metrics}
         out.append(CrossFit(k=2, seed=0, scores=scores, excluded=excluded[k]))
     return out
+
+
+def _known_ring(known, method: str, r: int, n_folds: int, metrics) -> dict | None:
+    """``known[method][r]`` when it is a complete :func:`ring_scores` record for these folds
+    and metrics (two values per metric for every outer fold not excluded), else ``None``."""
+    try:
+        res = known[method][r]
+        scores, excluded = res["scores"], res["excluded"]
+        for k in range(n_folds):
+            if str(k) in excluded:
+                continue
+            vals = scores[str(k)]
+            if any(len(vals[name]) != 2 for name in metrics):
+                return None
+        return {"scores": scores, "excluded": excluded}
+    except (KeyError, IndexError, TypeError):
+        return None

@@ -36,9 +36,12 @@ functions that use them.
 from __future__ import annotations
 
 import json
+import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
+
+import numpy as np
 
 from calbench import isolation
 from calbench.calibrate_spec import CALIBRATE_SPEC, DEFAULTS, PLOT_OPTIONAL_KEYS, SCHEME_KEYS
@@ -51,6 +54,8 @@ from calbench.results import (
     ROBUSTNESS_COLUMNS,
     write_long_csv,
 )
+from calbench.reuse import NAMES as REUSE_NAMES
+from calbench.reuse import OOF as REUSE_OOF
 from calbench.reuse import Reuse
 from calbench.split import load_halves
 from calbench.stats.selection import check_folds
@@ -208,7 +213,8 @@ class CalibrateSpec:
 
         This is the ``holdout`` scheme; with ``evaluation.scheme: crossfit`` every labelled
         sample is predicted out of fold instead (:meth:`_run_crossfit`, whose partitions file
-        goes to ``partitions_out``; ``reuse_dir`` is then not used).
+        goes to ``partitions_out``; ``reuse_dir`` then also keeps each calibrator's out-of-fold
+        predictions and its inner fits' scores).
 
         For each entry ``key`` of ``calibrators`` (in order): fit ``method`` with ``params`` on
         the validation half (:func:`fit_calibrator`'s protocol) -> ``calibrators_dir/key.json``;
@@ -261,6 +267,7 @@ class CalibrateSpec:
                 plan, data, dirs=(calibrators_dir, metrics_dir, plots_dir),
                 compare_out=compare_out, robustness_out=robustness_out,
                 partitions_out=partitions_out, dataset=dataset, model=model,
+                reuse_dir=reuse_dir, split_path=split_path,
             )  # fmt: skip
         check_folds(cmp["select_folds"], len(data["val"][1]))  # before any fit, not at selection
         apply_names(data, dataset, model)
@@ -369,8 +376,9 @@ class CalibrateSpec:
         return written
 
     def _run_crossfit(
-        self, plan, data, *, dirs, compare_out, robustness_out, partitions_out, dataset, model
-    ) -> list[Path]:
+        self, plan, data, *, dirs, compare_out, robustness_out, partitions_out, dataset, model,
+        reuse_dir=None, split_path=None,
+    ) -> list[Path]:  # fmt: skip
         """:meth:`run` with ``evaluation.scheme: crossfit``: every labelled sample (the
         validation half, then the test half) predicted out of fold.
 
@@ -388,8 +396,11 @@ class CalibrateSpec:
         comparisons use the corrected repeated cross-validation t-test
         (:func:`calbench.steps.crossfit_compare_rows`); with ``partitions_out`` their spread over
         the partitions -> that CSV (``PARTITION_COLUMNS``). The grid and the robustness ranks
-        use the first partition's out-of-fold predictions of all ``N`` samples. The reuse
-        cache is not used (every calibrator is refitted)."""
+        use the first partition's out-of-fold predictions of all ``N`` samples. ``reuse_dir``:
+        as in :meth:`run`, each calibrator's files kept with its out-of-fold predictions
+        (:data:`calbench.reuse.OOF`) and what its inner fits found (:func:`calbench.crossfit.ring_scores`
+        per partition), so adding a calibrator fits only the new one; every output is the
+        bytes a fresh run writes."""
         from calbench.crossfit import (  # lazy: code inputs
             crossfit_predict,
             fold_assignments,
@@ -416,6 +427,18 @@ class CalibrateSpec:
             for key, e in self.calibrators.items()
         }
         written: list[Path] = []
+        scratch = tempfile.TemporaryDirectory(prefix="calbench-oof-")
+        reuse = None
+        if reuse_dir is not None:
+            reuse = Reuse(reuse_dir, self.to_dict(), data, split_path)
+
+        def check_unchanged(during: str) -> None:
+            if array_digest(z, y) != inputs:
+                raise ValueError(
+                    f"the logits or labels changed {during} (plug-in code wrote into read-only "
+                    "arrays); fix the plug-in, whose changes void every later result"
+                )
+
         try:
             oof: dict = {}
             for key, cal in plan.fitters.items():
@@ -425,6 +448,22 @@ class CalibrateSpec:
                     met_dir / f"{key}.csv",
                     plot_dir / f"{key}.png",
                 )
+                outs = (path, csv, png) if per_calibrator else (path, csv)
+                kept = Path(scratch.name) / f"{key}.npy"
+                names = (*REUSE_NAMES[: len(outs)], REUSE_OOF)
+                if reuse is not None and reuse.restore(key, (*outs, kept), names):
+                    try:
+                        load_checked_calibrator(path, data)
+                        got = np.load(kept, allow_pickle=False)
+                        if got.shape != (len(assignment), *z.shape) or got.dtype != np.float64:
+                            raise ValueError(f"kept out-of-fold predictions of shape {got.shape}")
+                    except (ValueError, OSError):  # a kept file that does not load: refit
+                        reuse.forget(key, outs)
+                    else:
+                        oof[key] = got
+                        isolation.freeze(oof[key])
+                        written += outs
+                        continue
                 try:
                     fit_and_save(cal, {"val": (z, y), "meta": meta}, path)
                     written.append(path)
@@ -444,11 +483,25 @@ class CalibrateSpec:
                     raise ValueError(
                         f"calibrator {key!r} (method {entry['method']!r}): {exc}"
                     ) from exc.__cause__
+                if reuse is not None:
+                    check_unchanged(f"while calibrator {key!r} ran")  # only intact results kept
+                    np.save(kept, oof[key], allow_pickle=False)
+                    reuse.store(key, (*outs, kept), names)
             higher = {n: bool(getattr(fn, "higher_is_better", False)) for n, fn in plan.compared.items()}  # fmt: skip
+            selection = {
+                "scheme": "crossfit", "folds": scheme.folds, "repeats": scheme.repeats,
+                "seed": ev.seed, "metrics": list(plan.compared), "inner": inner or "ring",
+            }  # fmt: skip
+            known = None if reuse is None or inner is not None else reuse.known_selection(selection)
+            found: dict = {}
             nested = nested_bests(
                 makers, z, y, plan.compared, higher=higher, seed=ev.seed, assignment=assignment,
-                inner_folds=inner, oof=oof, exclude=plan.exclude,
+                inner_folds=inner, oof=oof, exclude=plan.exclude, known_inner=known,
+                found_inner=found,
             )  # fmt: skip
+            if reuse is not None and inner is None:
+                check_unchanged("during the cross-fitted selection")  # kept only if intact
+                reuse.keep_selection(selection, found)
             selected_on = f"nested {scheme.folds}-fold x{scheme.repeats} cross-fit " + (
                 f"(inner {inner}-fold)" if inner else "(inner: the 2 neighbouring folds)"
             )
@@ -456,11 +509,7 @@ class CalibrateSpec:
                 meta, y, oof, assignment, plan.compared, cmp["baselines"], ev.level, nested,
                 selected_on, n_permutations=cmp["n_bootstrap"], seed=ev.seed,
             )  # fmt: skip
-            if array_digest(z, y) != inputs:
-                raise ValueError(
-                    "the logits or labels changed during the cross-fit (plug-in code wrote into "
-                    "read-only arrays); fix the plug-in, whose changes void every later result"
-                )
+            check_unchanged("during the cross-fit")
             write_long_csv(compare_out, rows, COMPARE_COLUMNS)
             written.append(Path(compare_out))
             if partitions_out is not None:
@@ -480,10 +529,14 @@ class CalibrateSpec:
                 )  # fmt: skip
                 write_long_csv(robustness_out, rows, ROBUSTNESS_COLUMNS)
                 written.append(Path(robustness_out))
+            if reuse is not None:
+                reuse.prune()
         except BaseException:
             for path in written:
                 path.unlink(missing_ok=True)
             raise
+        finally:
+            scratch.cleanup()
         return written
 
 

@@ -40,6 +40,9 @@ NUMERIC_LIBRARIES = ("numpy", "scipy", "torch", "matplotlib", "scikit-learn")
 #: the kept files of one calibrator, in the order of ``calibrate``'s paths (JSON, CSV, PNG; the
 #: first two alone when the spec draws no diagram per calibrator, ``plots.per_calibrator``)
 NAMES = ("calibrator.json", "metrics.csv", "diagram.png")
+#: a cross-fitted calibrator's out-of-fold probabilities ``(R, N, K)`` (``numpy.save``), kept
+#: beside its files: what the comparisons, the grid and the ranks read instead of refitting
+OOF = "oof.npy"
 #: written last into an entry: each file's SHA-256
 MANIFEST = "manifest.json"
 #: the cross-fitted selection's findings for the entry's calibrator (calbench.stats.selection)
@@ -121,9 +124,9 @@ class Reuse:
     def folder(self, key: str) -> Path:
         return self.root / key / self.digests[key]
 
-    def _verified(self, key: str, count: int = len(NAMES)) -> list[bytes] | str:
-        """The bytes of the first ``count`` kept files (in :data:`NAMES` order) if the entry
-        matches its manifest, else why not (``""``: no entry at all)."""
+    def _verified(self, key: str, names=NAMES) -> list[bytes] | str:
+        """The bytes of the kept files ``names`` if the entry matches its manifest, else why
+        not (``""``: no entry at all)."""
         folder = self.folder(key)
         if not folder.is_dir():
             return ""
@@ -140,7 +143,7 @@ class Reuse:
         if not isinstance(files, dict) or record.get("digest") != self.digests[key]:
             return f"{MANIFEST} does not describe this entry"
         out = []
-        for name in NAMES[:count]:
+        for name in names:
             want = files.get(name)
             try:
                 data = (folder / name).read_bytes()
@@ -156,11 +159,12 @@ class Reuse:
             out.append(data)
         return out
 
-    def restore(self, key: str, paths) -> bool:
-        """Write ``key``'s kept files to ``paths`` (JSON, CSV, PNG) if its entry is verified
-        against its manifest; ``False`` (refit) if there is none or it fails verification, which
-        also discards it, with a note on the log."""
-        got = self._verified(key, len(paths))
+    def restore(self, key: str, paths, names=None) -> bool:
+        """Write ``key``'s kept files to ``paths`` (JSON, CSV, PNG; ``names`` their kept names,
+        default the first ``len(paths)`` of :data:`NAMES`) if its entry is verified against its
+        manifest; ``False`` (refit) if there is none or it fails verification, which also
+        discards it, with a note on the log."""
+        got = self._verified(key, names or NAMES[: len(paths)])
         if isinstance(got, str):
             if got:
                 print(
@@ -180,16 +184,16 @@ class Reuse:
             Path(path).unlink(missing_ok=True)
         shutil.rmtree(self.folder(key), ignore_errors=True)
 
-    def store(self, key: str, paths) -> None:
-        """Keep copies of ``key``'s freshly written files (JSON, CSV, PNG) under its digest,
-        with their manifest written last."""
+    def store(self, key: str, paths, names=None) -> None:
+        """Keep copies of ``key``'s freshly written files (JSON, CSV, PNG; ``names`` as in
+        :meth:`restore`) under its digest, with their manifest written last."""
         base = self.root / key
         base.mkdir(parents=True, exist_ok=True)
         tmp = Path(tempfile.mkdtemp(prefix=".tmp-", dir=base))
         final = base / self.digests[key]
         try:
             files = {}
-            for src, name in zip(paths, NAMES[: len(paths)], strict=True):
+            for src, name in zip(paths, names or NAMES[: len(paths)], strict=True):
                 shutil.copyfile(src, tmp / name)
                 files[name] = file_digest(tmp / name)
             record = {"digest": self.digests[key], "files": files}
