@@ -47,12 +47,13 @@ def format_ece(value: float) -> str:
 
 @contextmanager
 def paused_gc() -> Iterator[None]:
-    """Python's cyclic garbage collector paused for the block (as it was on leaving, even on an
-    error): a grid of 16 reliability diagrams allocates about 100,000 matplotlib objects, each
-    700 allocations start a collection and every few of them walk the whole heap, the
-    figure's objects and, in a workflow job, those of torch and the fitted calibrators: about
-    a fifth of the grid's CPU time (perf/bench_plots.py). The figure's own garbage is
-    collected as usual after the block."""
+    """Python's cyclic garbage collector paused for the block, then left as it was (even on an
+    error). Building and saving a grid of 16 reliability diagrams keeps about 110,000 new
+    matplotlib objects alive; every 700 of them start a collection, every tenth of those an
+    older generation's and now and then one of the whole heap (in a workflow job, torch's and
+    the fitted calibrators' objects too): a fifth to a quarter of the grid's CPU time with torch
+    loaded (perf/bench_plots.py ``--warm 5 --torch``). What the figure leaves is collected as
+    usual after the block."""
     enabled = gc.isenabled()
     gc.disable()
     try:

@@ -212,10 +212,10 @@ def _fix_ticks(panels) -> None:
     """Pin the ticks of every panel to those matplotlib's own locator and formatter give the
     first panel's axes at their final size (every panel has the same size and limits, hence the
     same ticks): drawn, an axis updates its ticks up to three times (its ticks, its label's
-    place, its spine's extent), each time running the locator and the formatter, a fifth of
-    drawing the grid. An axis without a label (the diagram's x axis over its histogram, the y
-    axes right of the first column) skips the search for its label's place below or beside its
-    tick labels, where it would draw nothing. The pixels are unchanged
+    place, its spine's extent), each time running the locator and the formatter; pinned, it
+    reads them from a list. An axis without a label (the diagram's x axis over its histogram,
+    the y axes right of the first column) skips the search for its label's place below or
+    beside its tick labels, where it would draw nothing. The pixels are unchanged
     (tests/plots/test_plots_grid.py draws both ways)."""
     from matplotlib.ticker import FixedFormatter, FixedLocator
 
