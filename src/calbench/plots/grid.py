@@ -59,7 +59,9 @@ def reliability_grid(
     ``ncols`` columns row by row (default: ``n`` up to 3 panels, else ``min(4, ceil(sqrt(n)))``,
     so 12 calibrators make a 4 x 3 grid). The layout is fixed from the grid's shape
     (:mod:`calbench.plots._layout`): every panel has the same size, a title wider than its panel
-    is broken at spaces (the ECE part kept whole) and its row grows to hold it.
+    is broken at spaces (the ECE part kept whole) and its row grows to hold it. The ticks are
+    those matplotlib picks for the first panel, pinned on every panel (a fixed list: resizing
+    the returned figure does not pick them anew).
 
     Panels keep the order of ``probs_by_method`` (the config's calibrator order), never sorted
     by a score, so the same calibrator sits in the same place in every model's grid and a
