@@ -12,6 +12,12 @@ CIFAR-10-shaped test half by default), one temperature per panel. CPU (process) 
 ``--repeats`` processes; figures only, nothing is asserted. ``--layers`` adds, for code with the
 uncertainty layers of the reliability diagrams, each figure drawn without the smoothed curve
 (``smooth=False``) and without any layer (``bands=False, smooth=False``), to show their cost.
+
+``--warm R`` times the figures as a batch job draws its models' figures after the first: in one
+process, after two unmeasured draws (imports, fonts, the cached smoothed curves), the median CPU
+seconds of ``R`` draws (figure and PNG); ``--torch`` imports torch first, as a ``calibrate``
+job has, so that Python's garbage collector walks a heap of that size. E.g. ``--n 1000 --k 2
+--panels 16 --styles guo --warm 5 --torch``, once with ``--src`` naming the other checkout.
 """
 
 from __future__ import annotations
@@ -27,8 +33,10 @@ SRC = str(Path(__file__).resolve().parents[1] / "src")
 
 CHILD = textwrap.dedent(
     """
-    import json, sys, tempfile, time
+    import json, statistics, sys, tempfile, time
     sys.path.insert(0, {src!r})
+    if {torch!r}:
+        import torch  # noqa: F401
     import numpy as np
     import calbench
     from calbench.functional import softmax
@@ -40,10 +48,8 @@ CHILD = textwrap.dedent(
     y[: n // 2] = z[: n // 2].argmax(1)
     probs = {{f"Method {{i}} (variant)": softmax(z / (0.5 + 0.4 * i)) for i in range(panels)}}
     out = tempfile.mktemp(suffix=".png")
-    c = time.process_time()
-    if what == "import":
-        import matplotlib.figure  # noqa: F401
-    else:
+
+    def draw():
         from calbench import plots
         if what == "grid":
             fig = plots.reliability_grid(probs, y, n_bins=10, style=style, **extra)
@@ -51,18 +57,51 @@ CHILD = textwrap.dedent(
             fig = plots.reliability_diagram(probs["Method 0 (variant)"], y, style=style,
                                             title="Method 0 (variant)", **extra)
         plots.save_figure(fig, out, dpi=100)
+
+    if {warm} and what != "import":
+        draw(), draw()
+        times = []
+        for _ in range({warm}):
+            c = time.process_time()
+            draw()
+            times.append(time.process_time() - c)
+        print(json.dumps(statistics.median(times)))
+        sys.exit()
+    c = time.process_time()
+    if what == "import":
+        import matplotlib.figure  # noqa: F401
+    else:
+        draw()
     print(json.dumps(time.process_time() - c))
     """
 )
 
 
 def cpu_seconds(
-    what: str, style: str, panels: int, n: int, k: int, repeats: int, src: str, extra=None
+    what: str,
+    style: str,
+    panels: int,
+    n: int,
+    k: int,
+    repeats: int,
+    src: str,
+    extra=None,
+    warm: int = 0,
+    torch: bool = False,
 ) -> float:
     """Best CPU seconds of ``repeats`` fresh processes drawing one figure (``extra``: keyword
-    arguments of the plotting call)."""
+    arguments of the plotting call); with ``warm``, each process's median of ``warm`` draws
+    after two."""
     code = CHILD.format(
-        src=src, what=what, style=style, panels=panels, n=n, k=k, extra=dict(extra or {})
+        src=src,
+        what=what,
+        style=style,
+        panels=panels,
+        n=n,
+        k=k,
+        extra=dict(extra or {}),
+        warm=int(warm),
+        torch=bool(torch),
     )
     best = float("inf")
     for _ in range(repeats):
@@ -88,14 +127,29 @@ def main() -> None:
     ap.add_argument(
         "--src", default=SRC, help="the calbench src folder to time (default: this one)"
     )
+    ap.add_argument(
+        "--warm",
+        type=int,
+        default=0,
+        help="R: in one process, median of R draws after two unmeasured (default 0: one cold)",
+    )
+    ap.add_argument("--torch", action="store_true", help="import torch first (a job's heap)")
     args = ap.parse_args()
     panels = [int(p) for p in args.panels.split(",")]
     styles = args.styles.split(",")
     r, n, k, src = args.repeats, args.n, args.k, args.src
-    print(f"CPU seconds per figure, fresh process each, best of {r}; {n} x {k} probabilities")
+    how = {"warm": args.warm, "torch": args.torch}
+    if args.warm:
+        print(
+            f"CPU seconds per figure, median of {args.warm} warm draws in a process, best of "
+            f"{r} processes; {n} x {k} probabilities" + (", torch imported" if args.torch else "")
+        )
+    else:
+        print(f"CPU seconds per figure, fresh process each, best of {r}; {n} x {k} probabilities")
     print(f"code: {src}")
-    floor = cpu_seconds("import", "", 0, n, k, r, src)
-    print(f"{'import matplotlib.figure (floor)':40s} {floor:6.3f}")
+    if not args.warm:
+        floor = cpu_seconds("import", "", 0, n, k, r, src, torch=args.torch)
+        print(f"{'import matplotlib.figure (floor)':40s} {floor:6.3f}")
     variants = [("", {})]
     if args.layers:
         variants += [
@@ -104,11 +158,11 @@ def main() -> None:
         ]
     for style in styles:
         for tag, extra in variants:
-            t = cpu_seconds("single", style, 1, n, k, r, src, extra)
+            t = cpu_seconds("single", style, 1, n, k, r, src, extra, **how)
             print(f"{'single diagram, ' + style + tag:40s} {t:6.3f}")
         for p in panels:
             for tag, extra in variants:
-                t = cpu_seconds("grid", style, p, n, k, r, src, extra)
+                t = cpu_seconds("grid", style, p, n, k, r, src, extra, **how)
                 print(f"{f'grid of {p} panels, ' + style + tag:40s} {t:6.3f}")
 
 

@@ -103,3 +103,80 @@ def test_grid_panels_carry_bands():
         band = _container(ax, BAND_LABEL)
         np.testing.assert_allclose(_bottoms(band), lo[keep], atol=1e-12)
         np.testing.assert_allclose(_bottoms(band) + _heights(band), hi[keep], atol=1e-12)
+
+
+# --------------------------------------------------------------------------------------------
+# drawing cost: ticks pinned, collector paused, same pixels
+# --------------------------------------------------------------------------------------------
+def _pixels(fig):
+    fig.canvas.draw()
+    return np.asarray(fig.canvas.buffer_rgba()).copy()
+
+
+def _tick_text(axis):
+    return [(round(float(t.get_loc()), 9), t.label1.get_text()) for t in axis._update_ticks()]
+
+
+@pytest.mark.parametrize("style", ["guo", "coursework"])
+def test_grid_ticks_are_the_ones_matplotlib_would_draw(style):
+    """The grid pins every panel's ticks to those the first panel's locator and formatter give;
+    undone (matplotlib's default locators, formatters and label search), the figure draws the
+    same pixels, and the ticks are the known ones: 0.0-1.0 by 0.2, the histogram's 0-100 by 50."""
+    from matplotlib.ticker import FixedLocator
+
+    logits, _, labels = _random_problem(n=300, seed=3)
+    by_method = {f"T={t}": softmax(logits / t) for t in (0.5, 1.0, 2.0, 3.0, 4.0)}
+    fig = plots.reliability_grid(by_method, labels, style=style, highlight="T=2.0")
+    axes = fig.axes
+    assert all(isinstance(ax.xaxis.get_major_locator(), FixedLocator) for ax in axes)
+    unit = [(x / 5, f"{x / 5:.1f}") for x in range(6)]
+    per_panel = 2 if style == "guo" else 1
+    for i, ax in enumerate(axes):
+        diagram = i % per_panel == 0
+        hist = [(0.0, "0"), (50.0, "50"), (100.0, "100")]
+        assert _tick_text(ax.yaxis) == (unit if diagram else hist)
+        assert _tick_text(ax.xaxis) == unit
+    pinned = _pixels(fig)
+    for ax in axes:
+        ax.set_xscale("linear")  # matplotlib's default locator and formatter, as before pinning
+        ax.set_yscale("linear")
+        for axis in (ax.xaxis, ax.yaxis):
+            axis._autolabelpos = True
+    assert not isinstance(axes[0].xaxis.get_major_locator(), FixedLocator)
+    np.testing.assert_array_equal(_pixels(fig), pinned)
+
+
+def test_grid_and_its_png_drawn_without_garbage_collection(tmp_path):
+    import gc
+
+    logits, _, labels = _random_problem(n=300, seed=3)
+    by_method = {f"T={t}": softmax(logits / t) for t in (0.5, 1.0, 2.0, 3.0)}
+    runs = []
+
+    def count(phase, info):
+        if phase == "start":
+            runs.append(info["generation"])
+
+    assert gc.isenabled()
+    gc.callbacks.append(count)
+    try:
+        plots.save_figure(plots.reliability_grid(by_method, labels), tmp_path / "grid.png")
+        plots.save_figure(plots.reliability_diagram(by_method["T=1.0"], labels), tmp_path / "a.png")
+    finally:
+        gc.callbacks.remove(count)
+    # no pass while building or saving; at most one after each of the four blocks collects what
+    # they left (drawn with the collector on: dozens of passes)
+    assert len(runs) <= 4, runs
+    assert gc.isenabled()
+    from calbench.plots._base import paused_gc
+
+    with pytest.raises(RuntimeError), paused_gc():
+        raise RuntimeError
+    assert gc.isenabled()
+    gc.disable()  # left as it was found
+    try:
+        with paused_gc():
+            pass
+        assert not gc.isenabled()
+    finally:
+        gc.enable()

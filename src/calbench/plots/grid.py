@@ -19,6 +19,7 @@ from calbench.plots._base import (
     diagram_bins,
     diagram_ece,
     format_ece,
+    paused_gc,
 )
 from calbench.plots._layout import (
     TITLE_OVERHANG,
@@ -58,7 +59,9 @@ def reliability_grid(
     ``ncols`` columns row by row (default: ``n`` up to 3 panels, else ``min(4, ceil(sqrt(n)))``,
     so 12 calibrators make a 4 x 3 grid). The layout is fixed from the grid's shape
     (:mod:`calbench.plots._layout`): every panel has the same size, a title wider than its panel
-    is broken at spaces (the ECE part kept whole) and its row grows to hold it.
+    is broken at spaces (the ECE part kept whole) and its row grows to hold it. The ticks are
+    those matplotlib picks for the first panel, pinned on every panel (a fixed list: resizing
+    the returned figure does not pick them anew).
 
     Panels keep the order of ``probs_by_method`` (the config's calibrator order), never sorted
     by a score, so the same calibrator sits in the same place in every model's grid and a
@@ -89,6 +92,24 @@ def reliability_grid(
             checked[name] = check_probs_labels(probs, labels)
         except ValueError as exc:
             raise ValueError(f"method {name!r}: {exc}") from None
+    with paused_gc():
+        return _grid_figure(
+            checked,
+            n_bins,
+            style,
+            ncols,
+            title,
+            binning,
+            (bands, smooth, min_count),
+            highlight,
+        )
+
+
+def _grid_figure(checked, n_bins, style, ncols, title, binning, options, highlight):
+    """:func:`reliability_grid` of validated ``{name: (probs, labels)}``; ``options`` =
+    ``(bands, smooth, min_count)``."""
+    bands, smooth, min_count = options
+    n = len(checked)
     nrows = math.ceil(n / ncols)
     fig = new_figure((4.6 * ncols, 5.0 * nrows))  # resized below once the titles are measured
     renderer = fig.canvas.get_renderer()
@@ -143,6 +164,7 @@ def reliability_grid(
         title_space(max(title_heights[r * ncols : (r + 1) * ncols])) for r in range(nrows)
     ]
     _place_grid(fig, panels, ncols, style, row_titles, title, renderer)
+    _fix_ticks(panels)
     return fig
 
 
@@ -186,3 +208,37 @@ def _place_grid(fig, panels, ncols, style, row_titles, title, renderer) -> None:
     place(fig, rects, (width, height))
     if sup is not None:
         sup.set_y(1.0 - _SUPTITLE_PAD / height)
+
+
+def _fix_ticks(panels) -> None:
+    """Pin the ticks of every panel to those matplotlib's own locator and formatter give the
+    first panel's axes at their final size (every panel has the same size and limits, hence the
+    same ticks): drawn, an axis updates its ticks up to three times (its ticks, its label's
+    place, its spine's extent), each time running the locator and the formatter; pinned, it
+    reads them from a list. An axis without a label (the diagram's x axis over its histogram,
+    the y axes right of the first column) skips the search for its label's place below or
+    beside its tick labels, where it would draw nothing. The pixels are unchanged
+    (tests/plots/test_plots_grid.py draws both ways)."""
+    from matplotlib.ticker import FixedFormatter, FixedLocator
+
+    ticks = {}
+    for axes in panels:
+        for role, axis in _panel_axes(axes):
+            if role not in ticks:
+                locs = list(axis.get_majorticklocs())
+                ticks[role] = (locs, list(axis.major.formatter.format_ticks(locs)))
+            locs, labels = ticks[role]
+            axis.set_major_locator(FixedLocator(locs))
+            axis.set_major_formatter(FixedFormatter(labels))
+            if not axis.label.get_text():
+                axis.set_label_coords(0.5, 0.0)  # nothing to place: no search for its place
+
+
+def _panel_axes(axes):
+    """``(role, axis)`` of every axis of a panel ``(diagram_ax, histogram_ax or None)``."""
+    ax, hist_ax = axes
+    yield "x", ax.xaxis
+    yield "y", ax.yaxis
+    if hist_ax is not None:
+        yield "hist x", hist_ax.xaxis
+        yield "hist y", hist_ax.yaxis

@@ -37,6 +37,7 @@ from calbench.plots._base import (
     draw_bars,
     draw_legend,
     format_ece,
+    paused_gc,
     root_figure,
     setup_unit_axes,
 )
@@ -464,7 +465,8 @@ def reliability_diagram(
     * ``min_count``: bins with fewer samples are drawn faded and dotted with their count above.
     """
     options = (bands, smooth, min_count)
-    return _diagram(probs, labels, n_bins, style, title, ax, None, binning, options)
+    with paused_gc():  # matplotlib's many small objects: no collector passes while drawing
+        return _diagram(probs, labels, n_bins, style, title, ax, None, binning, options)
 
 
 def classwise_reliability_diagram(
@@ -496,4 +498,5 @@ def classwise_reliability_diagram(
     if title is None:
         title = f"Class {class_index} vs rest"
     options = (bands, smooth, min_count)
-    return _diagram(p, labels, n_bins, style, title, ax, class_index, binning, options)
+    with paused_gc():
+        return _diagram(p, labels, n_bins, style, title, ax, class_index, binning, options)

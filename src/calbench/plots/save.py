@@ -9,13 +9,15 @@ import sys
 from pathlib import Path
 
 from calbench.io import atomic_path
+from calbench.plots._base import paused_gc
 
 
 def save_figure(fig, path: str | os.PathLike, dpi: int = 150, close: bool = True) -> Path:
     """Write ``fig`` to ``path`` atomically; the format follows the suffix (png, pdf, svg, ...).
 
     The figure is rendered to a temporary file beside ``path`` (same suffix) and moved onto
-    ``path`` only when rendering succeeded, so an error or a killed job leaves no file. With
+    ``path`` only when rendering succeeded, so an error or a killed job leaves no file; the
+    garbage collector is paused while it renders (:func:`calbench.plots._base.paused_gc`). With
     ``close=True`` the figure is released from :mod:`matplotlib.pyplot`'s registry if it was
     created there (figures built by this module are not registered and need no closing).
     """
@@ -33,7 +35,7 @@ def save_figure(fig, path: str | os.PathLike, dpi: int = 150, close: bool = True
         )
     # no matplotlib version stamped into a PNG: its bytes depend on the figure alone
     metadata = {"Software": None} if fmt == "png" else None
-    with atomic_path(path) as tmp:
+    with atomic_path(path) as tmp, paused_gc():
         fig.savefig(tmp, format=fmt, dpi=dpi, metadata=metadata)
     if close and "matplotlib.pyplot" in sys.modules:
         sys.modules["matplotlib.pyplot"].close(fig)
