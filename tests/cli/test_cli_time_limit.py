@@ -8,6 +8,7 @@ import json
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -64,6 +65,29 @@ def test_a_job_past_its_limit_stops_with_one_line(tmp_path, capsys, monkeypatch)
     assert err.count("\n") == 1
     assert "ran past its time limit of 0.01 min" in err and "runtime" in err
     assert not (tmp_path / "c" / "ts.json").exists()
+
+
+def test_a_batch_past_its_limit_names_the_batch_rule_to_give_more_time(
+    tmp_path, capsys, monkeypatch
+):
+    """A batch of small models runs as rule calibrate_batch_<batch>: raising calibrate's runtime
+    would not help it, so the message names the batch rule."""
+    from calbench.protocol import CalibrateSpec
+
+    def hangs(*args, **kwargs):
+        while True:
+            time.sleep(0.05)
+
+    monkeypatch.setattr(CalibrateSpec, "run", hangs)
+    args = _args(tmp_path, "--time-limit", "0.01")
+    for flag in ("--logits", "--split", "--calibrators-dir", "--metrics-dir", "--plots-dir",
+                 "--compare"):  # fmt: skip
+        i = args.index(flag)
+        args.insert(i + 2, args[i + 1] if flag in ("--logits", "--split") else
+                    Path(str(args[i + 1]) + "2"))  # fmt: skip
+    assert _main(args) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "--set-resources calibrate_batch_" in err
 
 
 def test_a_job_within_its_limit_runs_as_without(tmp_path, capsys, monkeypatch):

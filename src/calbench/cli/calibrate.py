@@ -37,10 +37,13 @@ def _cmd_calibrate(args: argparse.Namespace) -> int:
     check_display_names(spec)
     _fit_settings(args)
     limit = args.time_limit
+    # the rule to give more time: a batch of small models runs as calibrate_batch_<batch>
+    # (workflow/rules/calibrate.smk), whose name its log file carries
+    rule = "calibrate" if len(models) == 1 else "calibrate_batch_<batch, the log file's name>"
     message = (
         f"calbench calibrate: error: ran past its time limit of {limit_text(limit or 0)} "
         "(--time-limit: the workflow passes the rule's runtime resource) and was stopped; raise "
-        "it (snakemake --set-resources calibrate:runtime=MINUTES) or leave out the calibrator "
+        f"it (snakemake --set-resources {rule}:runtime=MINUTES) or leave out the calibrator "
         "that hangs"
     )
     written: list = []  # every model's files so far: an error removes the whole batch's
