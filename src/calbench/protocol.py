@@ -274,14 +274,7 @@ class CalibrateSpec:
         meta = data["meta"]
         # every calibrator and metric sees these arrays: none may change them (calbench.isolation)
         isolation.freeze(*data["val"], *data["test"])
-        inputs = array_digest(*data["val"], *data["test"])
-
-        def check_unchanged(during: str) -> None:
-            if array_digest(*data["val"], *data["test"]) != inputs:
-                raise ValueError(
-                    f"the logits or labels changed {during} (plug-in code wrote into read-only "
-                    "arrays); fix the plug-in, whose changes void every later result"
-                )
+        check_unchanged = _inputs_check(*data["val"], *data["test"])
 
         dirs = {"cal": Path(calibrators_dir), "met": Path(metrics_dir), "plot": Path(plots_dir)}
         written: list[Path] = []
@@ -419,7 +412,7 @@ class CalibrateSpec:
         inner = None if scheme.folds >= 3 else cmp["select_folds"]
         if inner is not None:
             check_folds(inner, len(y) - -(-len(y) // scheme.folds))
-        inputs = array_digest(z, y)
+        check_unchanged = _inputs_check(z, y)
         assignment = fold_assignments(y, scheme.folds, scheme.repeats, ev.seed)
         cal_dir, met_dir, plot_dir = (Path(d) for d in dirs)
         makers = {
@@ -431,13 +424,6 @@ class CalibrateSpec:
         reuse = None
         if reuse_dir is not None:
             reuse = Reuse(reuse_dir, self.to_dict(), data, split_path)
-
-        def check_unchanged(during: str) -> None:
-            if array_digest(z, y) != inputs:
-                raise ValueError(
-                    f"the logits or labels changed {during} (plug-in code wrote into read-only "
-                    "arrays); fix the plug-in, whose changes void every later result"
-                )
 
         try:
             oof: dict = {}
@@ -538,6 +524,22 @@ class CalibrateSpec:
         finally:
             scratch.cleanup()
         return written
+
+
+def _inputs_check(*arrays):
+    """``check(during)``: raises a one-line error if ``arrays`` (a model's logits and labels)
+    no longer hold what they held when this was called; plug-in code must not have written into
+    them before any result computed from them is kept or written."""
+    inputs = array_digest(*arrays)
+
+    def check(during: str) -> None:
+        if array_digest(*arrays) != inputs:
+            raise ValueError(
+                f"the logits or labels changed {during} (plug-in code wrote into read-only "
+                "arrays); fix the plug-in, whose changes void every later result"
+            )
+
+    return check
 
 
 def _check_keys(spec) -> None:
