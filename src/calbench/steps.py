@@ -672,16 +672,16 @@ def crossfit_evaluate_rows(meta: dict, labels, oof, method: str, ev: Evaluation)
         ci_halves=[OOF], ci_metrics=ev.ci_metrics,
     )  # fmt: skip
     if len(oof) > 1:
-        from calbench.stats.robustness import SIGNED_ESTIMATES, VARIANTS  # lazy: code inputs
+        from calbench.stats.robustness import SIGNED_ESTIMATES, signed_estimate  # lazy: code inputs
 
         later = [_values(ev.metrics, p, labels) for p in oof[1:]]
         for row in rows:
-            variant = SIGNED_ESTIMATES.get(row["metric"])
-            if variant is None:
-                row["value"] = float(np.mean([row["value"], *(v[row["metric"]] for v in later)]))
+            metric = row["metric"]
+            if metric not in SIGNED_ESTIMATES:
+                row["value"] = float(np.mean([row["value"], *(v[metric] for v in later)]))
             else:  # an unbiased error: the mean of its signed estimates, then clipped at 0, so
                 # that it is what the ranks' signed value (the robustness rows) clips to
-                signed = [VARIANTS[variant][1](p, labels) for p in oof]
+                signed = [signed_estimate(metric, p, labels) for p in oof]
                 row["value"] = max(float(np.mean(signed)), 0.0)
     return rows
 
@@ -751,7 +751,7 @@ def crossfit_compare_rows(
         variance_split,
         winner_share,
     )
-    from calbench.stats.robustness import SIGNED_ESTIMATES, VARIANTS  # lazy: code inputs
+    from calbench.stats.robustness import SIGNED_ESTIMATES, signed_estimate  # lazy: code inputs
 
     a = np.asarray(assignment)
     n_rep, n_folds = a.shape[0], int(a.max()) + 1
@@ -774,9 +774,8 @@ def crossfit_compare_rows(
     ranked = {side: pooled[side].copy() for side in methods}
     for j, n in enumerate(names):
         if n in SIGNED_ESTIMATES:
-            fn = VARIANTS[SIGNED_ESTIMATES[n]][1]
             for side in methods:
-                ranked[side][:, j] = [fn(oof[side][r], labels) for r in range(n_rep)]
+                ranked[side][:, j] = [signed_estimate(n, p, labels) for p in oof[side]]
     alpha = 1.0 - level
     rows, part_rows = [], []
     for j, (name, fn) in enumerate(compared.items()):

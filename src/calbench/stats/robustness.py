@@ -88,6 +88,12 @@ SIGNED_ESTIMATES = {
 }
 
 
+def signed_estimate(metric: str, probs, labels) -> float:
+    """The signed estimate that ranks ``metric`` (a key of :data:`SIGNED_ESTIMATES`) on
+    ``probs`` and ``labels``: its variant's :func:`signed_root` of the metric's ``T``."""
+    return float(VARIANTS[SIGNED_ESTIMATES[metric]][1](probs, labels))
+
+
 def first_place_probability(
     probs_by_method: Mapping[str, np.ndarray],
     labels,
