@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -85,21 +86,33 @@ def _rank_headline(ranks: Sequence[Mapping]) -> list[str]:
     return []
 
 
-def scheme_words(rows: Sequence[Mapping]) -> tuple[str, str]:
-    """``(where a calibrator is fitted, where it is judged)`` in the words of the rows' evaluation
-    scheme: the cross-fitted scheme's rows (``half`` ``oof``) are predictions of every labelled
-    sample by fits that never saw it; the holdout scheme fits on the validation half and reports
-    the test half."""
+@dataclass(frozen=True)
+class SchemeWords:
+    """How the findings name the samples of the rows' evaluation scheme: ``fitted_on`` (where a
+    calibrator is fitted), ``judged_on`` (where it is judged), ``samples`` (what one model's
+    bound is computed on, in the plural) and whether the scheme is cross-fitted."""
+
+    crossfit: bool
+    fitted_on: str
+    judged_on: str
+    samples: str
+
+
+def scheme_words(rows: Sequence[Mapping]) -> SchemeWords:
+    """:class:`SchemeWords` of the rows' evaluation scheme: the cross-fitted scheme's rows
+    (``half`` ``oof``) are predictions of every labelled sample by fits that never saw it; the
+    holdout scheme fits on the validation half and reports the test half."""
     if headline_half(rows) == OOF_HALF:
-        return "the folds it was trained on", "the out-of-fold predictions"
-    return "the validation half", "the test half"
+        return SchemeWords(True, "the folds it was trained on", "the out-of-fold predictions",
+                           "these samples")  # fmt: skip
+    return SchemeWords(False, "the validation half", "the test half", "these test halves")
 
 
 def _accuracy_findings(rows, models, methods, ml, cl) -> tuple[list[str], list[str]]:
     """Which calibrators never change accuracy, which do, and by how much (anomalies)."""
     headlines: list[str] = []
     anomalies: list[str] = []
-    fitted_on, _ = scheme_words(rows)
+    fitted_on = scheme_words(rows).fitted_on
     acc = matrix(rows, "accuracy", models, methods)
     if "uncalibrated" not in methods or not np.isfinite(acc).any():
         return headlines, anomalies
@@ -320,12 +333,11 @@ def _baseline_items(compare, models, ml, cl, alpha) -> list[dict]:
     return [d for _, d in lead] + items
 
 
-def _best_items(compare, models, ml, cl, alpha, words=None) -> list[dict]:
+def _best_items(compare, models, ml, cl, alpha, words: SchemeWords) -> list[dict]:
     """The cross-fitted "best" picks: beaten where they are judged (to check), or significantly
     better than every other calibrator (supported), per metric. ``words``:
-    :func:`scheme_words` of the study's rows (default: the holdout scheme's)."""
-    _, judged_on = words or ("the validation half", "the test half")
-    nested = judged_on != "the test half"
+    :func:`scheme_words` of the study's rows."""
+    judged_on, nested = words.judged_on, words.crossfit
     by: dict[tuple, list[Mapping]] = {}
     for r in compare:
         if r.get("family") == "best" and r["model"] in models:

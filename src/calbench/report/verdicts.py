@@ -11,7 +11,7 @@ import math
 from collections.abc import Mapping
 
 from calbench.display import calibrator_labels, display_spec, format_value, spec_labels
-from calbench.results import HEADLINE_HALVES, OOF_HALF, headline_half
+from calbench.results import HEADLINE_HALVES
 
 
 def add_findings(found: dict, verdicts: dict | None, robustness: dict | None) -> None:
@@ -119,6 +119,8 @@ def verdict_view(rows, spec: Mapping) -> dict | None:
     larger). ``None`` when the rows
     have no interval of :data:`VERDICT_METRIC`.
     """
+    from calbench.report.summary import scheme_words  # lazy: code inputs
+
     delta = float((spec.get("protocol") or {}).get("calibrated_within", 0.01))
     level = float((spec.get("protocol") or {}).get("level", 0.95))
     if not 0.0 < delta < 1.0:
@@ -174,7 +176,7 @@ def verdict_view(rows, spec: Mapping) -> dict | None:
         "m": len(methods),
         # what each model's bound is computed on: its test half, or (cross-fitted) all its
         # labelled samples' out-of-fold predictions
-        "samples": "these samples" if headline_half(rows) == OOF_HALF else "these test halves",
+        "samples": scheme_words(rows).samples,
     }
 
 
