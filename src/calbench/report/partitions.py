@@ -84,7 +84,7 @@ def partitions_view(rows: Sequence[Mapping], spec: Mapping) -> dict | None:
         )  # fmt: skip
     first = rows[0]
     shares = [float(r["significant_share"]) for r in rows]
-    stable = {k: float(r["winner_share"]) for r in rows for k in [(r["model"], r["metric"])]}
+    stable = {(r["model"], r["metric"]): float(r["winner_share"]) for r in rows}
     return {
         "n_partitions": int(first["n_partitions"]),
         "folds": int(first["folds"]),
