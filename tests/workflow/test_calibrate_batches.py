@@ -4,22 +4,9 @@ CALIBRATE_BATCH_MAX_MODELS a batch."""
 
 from __future__ import annotations
 
-from pathlib import Path
-from types import SimpleNamespace
-
 import numpy as np
-import pytest
 
 from calbench.logits_sources.folder import folder_models
-
-SIZING = Path(__file__).resolve().parents[2] / "workflow" / "rules" / "helpers" / "sizing.smk"
-
-
-@pytest.fixture()
-def sizing():
-    ns: dict = {"GPUS": 0}
-    exec(compile(SIZING.read_text(), str(SIZING), "exec"), ns)  # plain Python: functions only
-    return SimpleNamespace(**ns)
 
 
 def test_small_models_of_one_dataset_are_batched_in_config_order(sizing):

@@ -10,7 +10,6 @@ import numpy as np
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-SIZING = ROOT / "workflow" / "rules" / "helpers" / "sizing.smk"
 RULE = ROOT / "workflow" / "rules" / "calibrate.smk"
 SHAPES = {
     "cifar10": (10_000, 10),
@@ -18,14 +17,6 @@ SHAPES = {
     "many_samples": (1_000_000, 100),  # 1e8 entries, too few classes for threads
     "imagenet": (50_000, 1000),
 }
-
-
-@pytest.fixture()
-def sizing():
-    # GPUS as rules/common.smk sets it on a machine without nvidia-smi
-    ns: dict = {"GPUS": 0}
-    exec(compile(SIZING.read_text(), str(SIZING), "exec"), ns)  # plain Python: functions only
-    return SimpleNamespace(**ns)
 
 
 def _plan(sizing, shape_of):
