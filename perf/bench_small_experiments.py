@@ -28,7 +28,7 @@ files) below the fitting work, and small jobs grouped. This script measures; it 
     python perf/bench_small_experiments.py --sizes 1000x2 --models 8 --cores 2
     python perf/bench_small_experiments.py --calibrators uncalibrated,ts,iso
     python perf/bench_small_experiments.py --sizes 500x2 --models 100 --no-job   # 100 tiny models
-    python perf/bench_small_experiments.py --sizes 1000x2 --models 8 --grid-only  # no PNG per calibrator
+    python perf/bench_small_experiments.py --sizes 1000x2 --models 8 --per-calibrator  # + a PNG each
     python perf/bench_small_experiments.py --sizes 500x2 --models 100 --imports-only  # the import step
     python perf/bench_small_experiments.py --sizes 500x2 --models 100 --imports-only --workflow ../main
 """
@@ -114,7 +114,7 @@ def _import_seconds(stderr: str) -> float:
 
 
 def _write_study(
-    root: Path, n: int, k: int, models: int, calibrators: str | None, grid_only: bool = False
+    root: Path, n: int, k: int, models: int, calibrators: str | None, per_calibrator: bool = False
 ) -> None:
     rng = np.random.default_rng(0)
     y = rng.integers(0, k, n)
@@ -128,8 +128,8 @@ def _write_study(
     text = f"logits_folder: preds\nstudy: {{title: {n} x {k}}}\n"
     if calibrators:
         text += "calibrators: {" + ", ".join(f"{c}: {{}}" for c in calibrators.split(",")) + "}\n"
-    if grid_only:
-        text += "plots: {per_calibrator: false}\n"
+    if per_calibrator:  # a folder study draws each model's grid alone unless it asks
+        text += "plots: {per_calibrator: true}\n"
     (root / "study.yaml").write_text(text)
 
 
@@ -197,13 +197,13 @@ def run_size(
     calibrators: str | None,
     env: dict,
     no_job: bool,
-    grid_only: bool = False,
+    per_calibrator: bool = False,
     imports_only: bool = False,
     workflow: Path = REPO,
 ) -> dict:
     with tempfile.TemporaryDirectory(prefix=f"calbench_small_{n}x{k}_") as tmp:
         root = Path(tmp)
-        _write_study(root, n, k, models, calibrators, grid_only)
+        _write_study(root, n, k, models, calibrators, per_calibrator)
         cmd = ["snakemake", "-s", str(workflow / "Snakefile"), "--cores", str(cores),
                "--configfile", "study.yaml", "--printshellcmds"]  # fmt: skip
         if imports_only:  # every model's logits: the import step alone
@@ -275,9 +275,10 @@ def main() -> None:
         "--no-job", action="store_true", help="the workflow's wall time only (no job taken apart)"
     )
     p.add_argument(
-        "--grid-only",
+        "--per-calibrator",
         action="store_true",
-        help="plots.per_calibrator: false (each model's grid alone, no PNG per calibrator)",
+        help="plots.per_calibrator: true (a PNG per calibrator besides each model's grid; a "
+        "folder study draws the grid alone by default)",
     )
     p.add_argument(
         "--imports-only",
@@ -300,7 +301,7 @@ def main() -> None:
     for size in args.sizes.split(","):
         n, k = (int(x) for x in size.lower().split("x"))
         r = run_size(
-            n, k, args.models, args.cores, args.calibrators, env, args.no_job, args.grid_only,
+            n, k, args.models, args.cores, args.calibrators, env, args.no_job, args.per_calibrator,
             args.imports_only, workflow,
         )  # fmt: skip
         print(f"\n== {r['size']}: {r['models']} models, --cores {args.cores}, {workflow} ==")

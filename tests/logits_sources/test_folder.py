@@ -71,6 +71,19 @@ def test_complete_config_fills_what_is_left_out(folder):
     assert cfg["study"] == {"title": "T"} and cfg["calibrators"] == {"iso": {}}
 
 
+def test_a_folder_study_draws_each_models_grid_alone_unless_it_asks(folder):
+    cfg = complete_config({"logits_folder": str(folder)}, default_calibrators={"ts": {}})
+    assert cfg["plots"] == {"per_calibrator": False}
+    # the config's other plot keys are kept, and so is its own choice
+    given = {"logits_folder": str(folder), "plots": {"n_bins": 15}}
+    assert complete_config(given)["plots"] == {"n_bins": 15, "per_calibrator": False}
+    given = {"logits_folder": str(folder), "plots": {"per_calibrator": True}}
+    assert complete_config(given)["plots"] == {"per_calibrator": True}
+    # a study of model entries only is no folder: the schema's default (a PNG per calibrator)
+    models = {"m": {"dataset": "d", "source": "logits", "logits": {"format": "npz", "file": "m"}}}
+    assert "plots" not in complete_config({"models": models})
+
+
 def test_models_only_config_gets_defaults():
     models = {
         "m": {"dataset": "d", "source": "logits", "logits": {"format": "npz", "file": "m.npz"}}

@@ -20,8 +20,12 @@ holds the same two tensors in a dict, saved with ``torch.save``):
 Sections the config omits get defaults, so that a config holds only what it adds: ``study``
 (the title above, or ``title_default``), ``datasets`` (one entry per dataset its models name),
 and ``calibrators``: the default study's set, written once in the workflow's ``config.yaml``
-(its ``calibrators:`` section, with the reasons for what it leaves out). The other sections
-(evaluation, compare, plots, report) take the schema's defaults
+(its ``calibrators:`` section, with the reasons for what it leaves out). A folder is a study of
+many models, often small ones, so ``plots.per_calibrator`` is ``false`` unless the config sets
+it: each model's grid of every calibrator's diagram, which the report shows, and no PNG per
+calibrator besides it (at 1,000 x 2, 16 such PNGs cost twice the fitting work of the model's
+16 calibrators and make the report 3x larger; docs/performance.md). The other sections
+(evaluation, compare, the rest of plots, report) take the schema's defaults
 (workflow/schemas/config.schema.yaml). A section the config gives replaces the default whole
 (no merging: a config's ``calibrators:`` is the full list it runs).
 """
@@ -166,7 +170,8 @@ def complete_config(
     title_default: str = "Post-hoc calibration study",
 ) -> dict:
     """Fill, in place, what ``config`` leaves out (module docstring): the models of its
-    ``logits_folder``, then ``study``, ``datasets`` and ``calibrators`` (a copy of
+    ``logits_folder`` and its ``plots.per_calibrator``, then ``study``, ``datasets`` and
+    ``calibrators`` (a copy of
     ``default_calibrators``) when absent. Returns ``config``. A folder model whose name a
     ``models:`` entry already uses is refused in one line."""
     folder = config.get("logits_folder")
@@ -196,6 +201,9 @@ def complete_config(
                 datasets.setdefault(entry["dataset"], {})
         if "study" not in config:
             config["study"] = {"title": Path(folder).resolve().name}
+        plots = config.setdefault("plots", {})
+        if isinstance(plots, dict):  # else the config check names what is wrong with it
+            plots.setdefault("per_calibrator", False)
     if "study" not in config:
         config["study"] = {"title": title_default}
     models = config.get("models")

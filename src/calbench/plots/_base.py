@@ -176,14 +176,22 @@ def setup_unit_axes(ax, xlabel: str, ylabel: str) -> None:
 
 
 def draw_bars(ax, *args, **kwargs):
-    """``ax.bar(*args, **kwargs)`` on an axes whose limits are fixed (set by the caller before or
-    after the bars): matplotlib grows the axes' data limits by every rectangle's extent, which
-    nothing reads while the limits are fixed, at about a quarter of the cost of drawing a bar
+    """``ax.bar(*args, **kwargs)`` on an axes whose limits are fixed (:func:`fixed_limits`)."""
+    with fixed_limits(ax):
+        return ax.bar(*args, **kwargs)
+
+
+@contextmanager
+def fixed_limits(ax) -> Iterator[None]:
+    """Patches added to ``ax`` inside the block leave its data limits as they are, for an axes
+    whose limits are fixed (set by the caller before or after): matplotlib grows the data
+    limits by every rectangle's extent, which nothing reads while the limits are fixed, at about
+    a quarter of the cost of drawing a bar and most of the cost of adding a heatmap's cell
     (``relim()`` recomputes the data limits from the artists should anyone need them). The
     pixels are unchanged."""
-    ax._update_patch_limits = _no_limits  # shadows the method on this axes, for this call
+    ax._update_patch_limits = _no_limits  # shadows the method on this axes, for the block
     try:
-        return ax.bar(*args, **kwargs)
+        yield
     finally:
         del ax._update_patch_limits
 

@@ -20,6 +20,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from calbench.plots._base import fixed_limits
 from calbench.plots._layout import new_figure
 from calbench.plots.ranks import text_size
 
@@ -116,32 +117,33 @@ def _heatmap(cells, row_labels, col_labels, title, note, colors):
             )
         else:
             ax.text(xc, y_head, c, ha="center", va="bottom", fontsize=size, parse_math=False)
-    for i, r in enumerate(row_labels):
-        yc = y_grid + _CELL_H * (i + 0.5)
-        ax.text(x0 - 0.08, yc, r, ha="right", va="center", fontsize=size, parse_math=False)
-        for j in range(len(col_labels)):
-            ax.add_patch(
-                Rectangle(
-                    (x0 + cell_w * j, y_grid + _CELL_H * i),
-                    cell_w,
-                    _CELL_H,
-                    facecolor=colors[i][j],
-                    edgecolor="white",
-                    linewidth=1.0,
+    with fixed_limits(ax):  # limits fixed above: the cells need not grow them
+        for i, r in enumerate(row_labels):
+            yc = y_grid + _CELL_H * (i + 0.5)
+            ax.text(x0 - 0.08, yc, r, ha="right", va="center", fontsize=size, parse_math=False)
+            for j in range(len(col_labels)):
+                ax.add_patch(
+                    Rectangle(
+                        (x0 + cell_w * j, y_grid + _CELL_H * i),
+                        cell_w,
+                        _CELL_H,
+                        facecolor=colors[i][j],
+                        edgecolor="white",
+                        linewidth=1.0,
+                    )
                 )
-            )
-            if cells[i][j]:
-                lum = sum(colors[i][j][:3]) / 3
-                ax.text(
-                    x0 + cell_w * (j + 0.5),
-                    yc,
-                    cells[i][j],
-                    ha="center",
-                    va="center",
-                    fontsize=size,
-                    color="white" if lum < 0.55 else "black",
-                    parse_math=False,
-                )
+                if cells[i][j]:
+                    lum = sum(colors[i][j][:3]) / 3
+                    ax.text(
+                        x0 + cell_w * (j + 0.5),
+                        yc,
+                        cells[i][j],
+                        ha="center",
+                        va="center",
+                        fontsize=size,
+                        color="white" if lum < 0.55 else "black",
+                        parse_math=False,
+                    )
     for i, line in enumerate(reversed(notes)):
         ax.text(
             _PAD,

@@ -13,6 +13,7 @@ its provenance (:func:`data_provenance`).
 from __future__ import annotations
 
 import json
+import os
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -316,6 +317,7 @@ def render_report(inputs: ReportInputs, out) -> None:
         arena=arena_context(list(inputs.arena or []), spec.get("models"), metric_name),
         over_models=read_over_models(*inputs.over_models) if inputs.over_models else None,
         partitions=partitions_view(read_partition_rows(inputs.partitions or []), spec),
+        report_dir=os.path.dirname(os.path.abspath(out)),
     )
     atomic_write_text(out, render.render_html(context))
 

@@ -199,6 +199,7 @@ def build_context(
     arena: Mapping | None = None,
     over_models: Mapping | None = None,
     partitions: Mapping | None = None,
+    report_dir: str | None = None,
 ) -> dict:
     """Everything the template needs, as plain data (strings, lists, dicts).
 
@@ -213,7 +214,9 @@ def build_context(
     (:func:`calbench.report.arena.arena_context`); ``over_models`` the verdicts over models the
     aggregate step wrote (:func:`calbench.report.over_models.read_over_models`; ``None``: no
     section); ``partitions`` the spread of a cross-fitted study's verdicts over its partitions
-    (:func:`calbench.report.partitions.partitions_view`; ``None``: no section). ``ctx["sections"]`` lists the report's
+    (:func:`calbench.report.partitions.partitions_view`; ``None``: no section); ``report_dir``
+    the folder the report is written to, which the links to the diagrams it does not embed are
+    relative to (:func:`calbench.report.figures.reliability_figures`). ``ctx["sections"]`` lists the report's
     sections in page order and ``ctx["toc"]`` is its contents, drawn from that list
     (:mod:`calbench.report.sections`); the bibliography lists the works of the calibrators and
     metrics in ``rows`` and of the sections present (:func:`calbench.report.references.bibliography`),
@@ -269,7 +272,7 @@ def build_context(
         "compare": compare_view(compare, spec, level),
         "reference": reference_view(reference or [], spec),
         "temperatures": temperature_view(temperatures or {}, spec),
-        "figures": reliability_figures(plots or {}, grids, rows, spec),
+        "figures": reliability_figures(plots or {}, grids, rows, spec, report_dir),
         "ranks": ranks,
         "rank_overview": rank_overview(ranks),
         "findings": found,  # as summary gives them (the view: findings_view)

@@ -285,6 +285,15 @@ def comparison_families(compare: Sequence[Mapping]) -> list[dict]:
 
 #: the proper scores whose paired difference against uncalibrated is a change in calibration
 #: error when the calibrator's map is injective (Gruber & Buettner 2022)
+#: The most models the comparisons' heatmaps draw (one column per model): past it a heatmap
+#: no longer reads as one figure and costs ~1 s of the report per metric and question (16
+#: calibrators x 100 models: 1,600 printed cells each); "Verdicts over models" summarises such
+#: a study, and the full table's CSV lists every comparison.
+HEATMAP_MODELS = 30
+#: The most rows of the comparisons' full table the page holds (the first ones, in the study's
+#: model order); its CSV holds every row (100 models x 16 calibrators: 18,000 rows, 14 MB).
+COMPARE_TABLE_ROWS = 2000
+
 PROPER_SCORES = ("nll", "brier")
 #: the baseline of that reading: the model's own probabilities
 UNCALIBRATED = "uncalibrated"
@@ -398,11 +407,16 @@ def compare_view(compare: Sequence[Mapping], spec: Mapping, level: float) -> dic
         "comparisons",
         "Paired comparisons on the test half",
         header,
-        rows,
+        rows[:COMPARE_TABLE_ROWS],
         n_labels=6,
         csv_text=numeric_compare_csv(adjusted, spec, alpha),
     )
-    view["figures"] = comparison_figures(adjusted, spec, alpha)
+    n_models = len({(r["dataset"], r["model"]) for r in adjusted})
+    drawn = n_models <= HEATMAP_MODELS
+    view["figures"] = comparison_figures(adjusted, spec, alpha) if drawn else []
+    view["n_models"] = n_models
+    view["heatmap_models"] = HEATMAP_MODELS
+    view["n_rows_shown"] = min(len(rows), COMPARE_TABLE_ROWS)
     view["n"] = len(rows)
     view["n_significant"] = n_significant
     view["n_proper"] = n_proper
