@@ -215,11 +215,18 @@ def draw(probs: dict, labels, out, *, grid: bool, n_bins: int, style: str, title
     from calbench import plots  # lazy: code inputs
 
     if grid:
-        fig = plots.reliability_grid(probs, labels, n_bins=n_bins, style=style, title=title)
+
+        def build():
+            return plots.reliability_grid(probs, labels, n_bins=n_bins, style=style, title=title)
     else:
         ((name, p),) = probs.items()
-        fig = plots.reliability_diagram(p, labels, n_bins=n_bins, style=style, title=title or name)
-    plots.save_figure(fig, out, dpi=dpi)
+
+        def build():
+            return plots.reliability_diagram(
+                p, labels, n_bins=n_bins, style=style, title=title or name
+            )
+
+    plots.save_new_figure(build, out, dpi=dpi)
 
 
 def select_best(

@@ -65,8 +65,13 @@ def _bottoms(container):
 
 
 def _texts(ax):
-    """Texts on the axes other than the sample counts printed over sparse bins."""
-    return [t.get_text() for t in ax.texts if not t.get_text().startswith("n=")]
+    """Texts on the axes other than the sample counts printed over sparse bins and the tick
+    labels a grid draws itself (calbench.plots.grid.TICK_GID)."""
+    return [
+        t.get_text()
+        for t in ax.texts
+        if not t.get_text().startswith("n=") and not str(t.get_gid()).startswith("calbench-tick")
+    ]
 
 
 def _line(ax, label):

@@ -113,37 +113,78 @@ def _pixels(fig):
     return np.asarray(fig.canvas.buffer_rgba()).copy()
 
 
-def _tick_text(axis):
-    return [(round(float(t.get_loc()), 9), t.label1.get_text()) for t in axis._update_ticks()]
+def _drawn_ticks(ax, axis_name):
+    """``[(loc, label)]`` of the ticks the grid drew on ``ax``'s axis ``axis_name``: its marks'
+    positions, each with the label drawn there ("" where none is)."""
+    from matplotlib.lines import Line2D
+
+    from calbench.plots.grid import TICK_GID
+
+    i = 0 if axis_name == "x" else 1
+    drawn = [a for a in ax.get_children() if a.get_gid() == f"{TICK_GID}-{axis_name}"]
+    (marks,) = [a for a in drawn if isinstance(a, Line2D)]
+    labels = {
+        round(float(t.get_position()[i]), 9): t.get_text()
+        for t in drawn
+        if not isinstance(t, Line2D)
+    }
+    locs = [round(float(v), 9) for v in marks.get_xydata()[:, i]]
+    return [(loc, labels.get(loc, "")) for loc in locs]
+
+
+def _matplotlib_ticks(ax, axis_name):
+    axis = getattr(ax, f"{axis_name}axis")
+    return [
+        (round(float(t.get_loc()), 9), t.label1.get_text() if t.label1.get_visible() else "")
+        for t in axis._update_ticks()
+    ]
 
 
 @pytest.mark.parametrize("style", ["guo", "coursework"])
 def test_grid_ticks_are_the_ones_matplotlib_would_draw(style):
-    """The grid pins every panel's ticks to those the first panel's locator and formatter give;
-    undone (matplotlib's default locators, formatters and label search), the figure draws the
-    same pixels, and the ticks are the known ones: 0.0-1.0 by 0.2, the histogram's 0-100 by 50."""
-    from matplotlib.ticker import FixedLocator
+    """The grid draws every panel's ticks itself, from the first panel's locator and formatter
+    (no Tick objects); its ticks are the known ones (0.0-1.0 by 0.2, the histogram's 0-100 by
+    50, no labels on a diagram's x axis over its histogram) and, undone (its artists removed,
+    matplotlib's own locators, formatters and label search restored), the figure draws the same
+    pixels with the same ticks."""
+    from matplotlib.ticker import NullLocator
+    from matplotlib.transforms import IdentityTransform, blended_transform_factory
+
+    from calbench.plots.grid import TICK_GID
 
     logits, _, labels = _random_problem(n=300, seed=3)
     by_method = {f"T={t}": softmax(logits / t) for t in (0.5, 1.0, 2.0, 3.0, 4.0)}
     fig = plots.reliability_grid(by_method, labels, style=style, highlight="T=2.0")
     axes = fig.axes
-    assert all(isinstance(ax.xaxis.get_major_locator(), FixedLocator) for ax in axes)
-    unit = [(x / 5, f"{x / 5:.1f}") for x in range(6)]
+    assert all(isinstance(ax.xaxis.get_major_locator(), NullLocator) for ax in axes)
     per_panel = 2 if style == "guo" else 1
+    unit = [(x / 5, f"{x / 5:.1f}") for x in range(6)]
+    hist = [(0.0, "0"), (50.0, "50"), (100.0, "100")]
+    expected = []
     for i, ax in enumerate(axes):
         diagram = i % per_panel == 0
-        hist = [(0.0, "0"), (50.0, "50"), (100.0, "100")]
-        assert _tick_text(ax.yaxis) == (unit if diagram else hist)
-        assert _tick_text(ax.xaxis) == unit
-    pinned = _pixels(fig)
+        over_hist = diagram and style == "guo"
+        expected.append(
+            (
+                [(x, "") for x, _ in unit] if over_hist else unit,
+                unit if diagram else hist,
+            )
+        )
+        assert (_drawn_ticks(ax, "x"), _drawn_ticks(ax, "y")) == expected[-1]
+    drawn = _pixels(fig)
     for ax in axes:
-        ax.set_xscale("linear")  # matplotlib's default locator and formatter, as before pinning
+        for artist in [a for a in ax.get_children() if str(a.get_gid()).startswith(TICK_GID)]:
+            artist.remove()
+        ax.set_xscale("linear")  # matplotlib's default locator and formatter
         ax.set_yscale("linear")
+        # the labels' own transforms and place search (set_label_coords replaced both)
+        ax.xaxis.label.set_transform(blended_transform_factory(ax.transAxes, IdentityTransform()))
+        ax.yaxis.label.set_transform(blended_transform_factory(IdentityTransform(), ax.transAxes))
         for axis in (ax.xaxis, ax.yaxis):
             axis._autolabelpos = True
-    assert not isinstance(axes[0].xaxis.get_major_locator(), FixedLocator)
-    np.testing.assert_array_equal(_pixels(fig), pinned)
+    np.testing.assert_array_equal(_pixels(fig), drawn)
+    for ax, ticks in zip(axes, expected, strict=True):
+        assert (_matplotlib_ticks(ax, "x"), _matplotlib_ticks(ax, "y")) == ticks
 
 
 def test_grid_and_its_png_drawn_without_garbage_collection(tmp_path):

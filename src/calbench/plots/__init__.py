@@ -60,7 +60,7 @@ from calbench.plots.grid import reliability_grid
 from calbench.plots.ranks import critical_difference_diagram as critical_difference_diagram
 from calbench.plots.reliability import classwise_reliability_diagram, reliability_diagram
 from calbench.plots.save import figure_svg as figure_svg
-from calbench.plots.save import save_figure
+from calbench.plots.save import save_figure, save_new_figure
 
 __all__ = [
     "STYLES",
@@ -72,4 +72,5 @@ __all__ = [
     "reliability_diagram",
     "reliability_grid",
     "save_figure",
+    "save_new_figure",
 ]

@@ -61,7 +61,7 @@ def reliability_grid(
     (:mod:`calbench.plots._layout`): every panel has the same size, a title wider than its panel
     is broken at spaces (the ECE part kept whole) and its row grows to hold it. The ticks are
     those matplotlib picks for the first panel, pinned on every panel (a fixed list: resizing
-    the returned figure does not pick them anew).
+    the returned figure does not pick them anew: :func:`_draw_ticks`).
 
     Panels keep the order of ``probs_by_method`` (the config's calibrator order), never sorted
     by a score, so the same calibrator sits in the same place in every model's grid and a
@@ -164,7 +164,7 @@ def _grid_figure(checked, n_bins, style, ncols, title, binning, options, highlig
         title_space(max(title_heights[r * ncols : (r + 1) * ncols])) for r in range(nrows)
     ]
     _place_grid(fig, panels, ncols, style, row_titles, title, renderer)
-    _fix_ticks(panels)
+    _draw_ticks(panels, renderer)
     return fig
 
 
@@ -210,28 +210,95 @@ def _place_grid(fig, panels, ncols, style, row_titles, title, renderer) -> None:
         sup.set_y(1.0 - _SUPTITLE_PAD / height)
 
 
-def _fix_ticks(panels) -> None:
-    """Pin the ticks of every panel to those matplotlib's own locator and formatter give the
-    first panel's axes at their final size (every panel has the same size and limits, hence the
-    same ticks): drawn, an axis updates its ticks up to three times (its ticks, its label's
-    place, its spine's extent), each time running the locator and the formatter; pinned, it
-    reads them from a list. An axis without a label (the diagram's x axis over its histogram,
-    the y axes right of the first column) skips the search for its label's place below or
-    beside its tick labels, where it would draw nothing. The pixels are unchanged
-    (tests/plots/test_plots_grid.py draws both ways)."""
-    from matplotlib.ticker import FixedFormatter, FixedLocator
+#: gid of the tick marks and tick labels :func:`_draw_ticks` draws in place of matplotlib's,
+#: followed by the axis: ``calbench-tick-x``, ``calbench-tick-y``
+TICK_GID = "calbench-tick"
 
-    ticks = {}
+
+def _draw_ticks(panels, renderer) -> None:
+    """Draw every panel's ticks as matplotlib would, without its per-tick machinery.
+
+    Every panel has the same size and limits, hence the same ticks: those matplotlib's own
+    locator and formatter give the first panel's axes at their final size, with the first
+    tick's marker, size, width, colour, pad and label font. An axis of matplotlib's makes a
+    ``Tick`` of five artists per tick (~400 per 16-panel grid, about a quarter of the grid's
+    CPU time) and updates them up to three times a draw; here each axis gets one ``Line2D`` of
+    all its tick marks and one text per shown label, on matplotlib's own tick transforms
+    (``get_xaxis_transform("tick1")``, ``get_xaxis_text1_transform(pad)``), and its own locator
+    is emptied. The axis label keeps the place matplotlib gives it, measured once from the
+    drawn labels: ``labelpad`` beyond the furthest tick label. The pixels are matplotlib's own
+    (tests/plots/test_plots_grid.py draws both ways); the drawn artists' gid is :data:`TICK_GID`
+    and the axis (``calbench-tick-x``)."""
+    from matplotlib.lines import Line2D
+    from matplotlib.text import Text
+    from matplotlib.ticker import NullLocator
+
+    styles = {}  # read before any locator is emptied: shared axes share their locator
+    for role, axis in _panel_axes(panels[0]):
+        locs = [float(x) for x in axis.get_majorticklocs()]
+        tick = axis.get_major_ticks(1)[0]
+        mark, label = tick.tick1line, tick.label1
+        styles[role] = {
+            "locs": locs,
+            "labels": list(axis.major.formatter.format_ticks(locs)) if label.get_visible() else [],
+            "mark": {
+                "marker": mark.get_marker(),
+                "markersize": mark.get_markersize(),
+                "markeredgewidth": mark.get_markeredgewidth(),
+                "color": mark.get_color(),
+            },
+            "font": {"fontproperties": label.get_fontproperties(), "color": label.get_color()},
+            "pad": tick.get_pad() + tick.get_tick_padding(),
+            "zorder": axis.get_zorder(),
+            "label_at": None,
+        }
     for axes in panels:
         for role, axis in _panel_axes(axes):
-            if role not in ticks:
-                locs = list(axis.get_majorticklocs())
-                ticks[role] = (locs, list(axis.major.formatter.format_ticks(locs)))
-            locs, labels = ticks[role]
-            axis.set_major_locator(FixedLocator(locs))
-            axis.set_major_formatter(FixedFormatter(labels))
-            if not axis.label.get_text():
-                axis.set_label_coords(0.5, 0.0)  # nothing to place: no search for its place
+            style = styles[role]
+            _draw_axis_ticks(axis, style, renderer, Line2D, Text)
+            axis.set_major_locator(NullLocator())
+
+
+def _draw_axis_ticks(axis, style, renderer, Line2D, Text) -> None:
+    """One axis's ticks and label place (:func:`_draw_ticks`)."""
+    ax = axis.axes
+    locs = style["locs"]
+    on_x = axis.axis_name == "x"
+    if on_x:
+        mark_at, (text_at, va, ha) = (
+            ax.get_xaxis_transform("tick1"),
+            ax.get_xaxis_text1_transform(style["pad"]),
+        )
+        xy = (locs, [0.0] * len(locs))
+    else:
+        mark_at, (text_at, va, ha) = (
+            ax.get_yaxis_transform("tick1"),
+            ax.get_yaxis_text1_transform(style["pad"]),
+        )
+        xy = ([0.0] * len(locs), locs)
+    common = {"zorder": style["zorder"], "clip_on": False, "gid": f"{TICK_GID}-{axis.axis_name}"}
+    ax.add_artist(Line2D(*xy, transform=mark_at, linestyle="none", **style["mark"], **common))
+    texts = []
+    for loc, text in zip(locs, style["labels"], strict=False):
+        at = (loc, 0.0) if on_x else (0.0, loc)
+        texts.append(
+            ax.add_artist(
+                Text(*at, text, transform=text_at, va=va, ha=ha, **style["font"], **common)
+            )
+        )
+    if not axis.label.get_text():
+        axis.set_label_coords(0.5, 0.0)  # nothing to place: no search for its place
+        return
+    if style["label_at"] is None:  # measured once: every panel has the same size
+        box, pad = ax.bbox, axis.labelpad * ax.figure.dpi / 72.0
+        ends = [t.get_window_extent(renderer) for t in texts]
+        if on_x:
+            bottom = min([b.y0 for b in ends] + [box.y0])
+            style["label_at"] = (0.5, (bottom - pad - box.y0) / box.height)
+        else:
+            left = min([b.x0 for b in ends] + [box.x0])
+            style["label_at"] = ((left - pad - box.x0) / box.width, 0.5)
+    axis.set_label_coords(*style["label_at"])
 
 
 def _panel_axes(axes):
