@@ -59,7 +59,12 @@ def report_sections(
         out.append(Section("verdicts", "Calibrated within δ?", "verdicts.html.j2"))
     if ctx.get("robustness"):
         out.append(Section("robustness", "Robustness", "robustness.html.j2"))
-    figures = tuple({"id": f["id"], "title": f["model"]} for f in ctx["figures"])
+    # the models whose diagrams the page embeds, then one entry for the linked rest
+    embedded = [f for f in ctx["figures"] if not f.get("files")]
+    linked = len(ctx["figures"]) - len(embedded)
+    figures = tuple({"id": f["id"], "title": f["model"]} for f in embedded) + (
+        ({"id": "rd-files", "title": f"{linked} more models"},) if linked else ()
+    )
     out.append(Section("diagrams", "Reliability diagrams", "diagrams.html.j2", figures))
     results = tuple(
         {"id": v["id"], "title": metric_name(t.metric)}
