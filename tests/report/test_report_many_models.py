@@ -127,6 +127,7 @@ def test_a_study_of_many_models_embeds_the_first_diagrams_and_links_the_rest(tmp
     ]
     assert (tmp_path / "reports" / linked[0]).resolve() == Path(grids["ds/m012"]).resolve()
     assert f"{N_MODELS - EMBEDDED_MODELS} more models: their diagrams are files" in html
+    assert "Shown per model: one grid of\nevery calibrator's diagram" in html
     # the contents list the embedded models and one entry for the rest
     (toc,) = [s for s in ctx["toc"] if s["id"] == "diagrams"]
     assert [c["title"] for c in toc["children"]] == [

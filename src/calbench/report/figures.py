@@ -73,6 +73,7 @@ def reliability_figures(
             "shown": [],
             "more": [],
             "files": [],
+            "grid": not plots.get(key),  # the model's grid of every calibrator's diagram
         }
         embed = i < EMBEDDED_MODELS
         per = plots.get(key) or {}
