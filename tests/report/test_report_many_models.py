@@ -188,7 +188,7 @@ def test_the_comparisons_of_many_models_leave_out_the_heatmaps_and_cap_the_page_
         rows=rows, compare=compare, spec=spec, grids={}, provenance=prov, robustness=robust
     )
     html = render.render_html(ctx)
-    assert f"With {N_MODELS} models the heatmaps are left out" in html
+    assert f"With\n{N_MODELS} models the heatmaps are left out" in html
     assert "The table's first 100 of 320 comparisons" in html
     # a study within both limits draws its heatmaps and its whole table
     few = [r for r in compare if r["model"] < "m003"]
