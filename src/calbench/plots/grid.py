@@ -229,8 +229,6 @@ def _draw_ticks(panels, renderer) -> None:
     drawn labels: ``labelpad`` beyond the furthest tick label. The pixels are matplotlib's own
     (tests/plots/test_plots_grid.py draws both ways); the drawn artists' gid is :data:`TICK_GID`
     and the axis (``calbench-tick-x``)."""
-    from matplotlib.lines import Line2D
-    from matplotlib.text import Text
     from matplotlib.ticker import NullLocator
 
     styles = {}  # read before any locator is emptied: shared axes share their locator
@@ -255,12 +253,15 @@ def _draw_ticks(panels, renderer) -> None:
     for axes in panels:
         for role, axis in _panel_axes(axes):
             style = styles[role]
-            _draw_axis_ticks(axis, style, renderer, Line2D, Text)
+            _draw_axis_ticks(axis, style, renderer)
             axis.set_major_locator(NullLocator())
 
 
-def _draw_axis_ticks(axis, style, renderer, Line2D, Text) -> None:
+def _draw_axis_ticks(axis, style, renderer) -> None:
     """One axis's ticks and label place (:func:`_draw_ticks`)."""
+    from matplotlib.lines import Line2D
+    from matplotlib.text import Text
+
     ax = axis.axes
     locs = style["locs"]
     on_x = axis.axis_name == "x"

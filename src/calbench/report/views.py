@@ -283,8 +283,6 @@ def comparison_families(compare: Sequence[Mapping]) -> list[dict]:
     return out
 
 
-#: the proper scores whose paired difference against uncalibrated is a change in calibration
-#: error when the calibrator's map is injective (Gruber & Buettner 2022)
 #: The most models the comparisons' heatmaps draw (one column per model): past it a heatmap
 #: no longer reads as one figure and costs ~1 s of the report per metric and question (16
 #: calibrators x 100 models: 1,600 printed cells each); "Verdicts over models" summarises such
@@ -294,6 +292,8 @@ HEATMAP_MODELS = 30
 #: model order); its CSV holds every row (100 models x 16 calibrators: 18,000 rows, 14 MB).
 COMPARE_TABLE_ROWS = 2000
 
+#: the proper scores whose paired difference against uncalibrated is a change in calibration
+#: error when the calibrator's map is injective (Gruber & Buettner 2022)
 PROPER_SCORES = ("nll", "brier")
 #: the baseline of that reading: the model's own probabilities
 UNCALIBRATED = "uncalibrated"
